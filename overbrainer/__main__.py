@@ -1,0 +1,3 @@
+from overbrainer.cli.main import main
+
+main()

@@ -1,0 +1,108 @@
+"""What every command shares: the project directory, the output mode, the front end, and
+opening the project (checks, .env, lock, configuration) in the order the spec gives."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+
+from overbrainer.errors import ConfigError, OverbrainerError
+
+PROJECT_FORMAT = 1
+
+log = logging.getLogger("overbrainer")
+
+
+@dataclass
+class AppContext:
+    project_dir: Path
+    json_mode: bool = False
+    command: str | None = None
+    _front: Any = None
+    _dotenv: Any = None
+    _extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, project_dir: str, *, json_mode: bool, command: str | None) -> "AppContext":
+        from overbrainer.front.logs import setup_logging
+
+        setup_logging(json=json_mode)
+        return cls(Path(project_dir), json_mode=json_mode, command=command)
+
+    # --- front end -------------------------------------------------------------------------
+
+    @property
+    def front(self):
+        if self._front is None:
+            from overbrainer.front.frontend import Cli
+
+            self._front = Cli(json=self.json_mode)
+        return self._front
+
+    def report(self, text: str, data: dict | None = None) -> None:
+        """A result line: text on stdout, or the dict as one JSON object with --json."""
+        self.front.report(text, data if data is not None else {"message": text})
+
+    # --- project ---------------------------------------------------------------------------
+
+    def load_env(self):
+        """Load <project>/.env once (shell variables win). Returns the DotenvState."""
+        if self._dotenv is None:
+            from overbrainer.config.dotenv import load_project_env
+
+            self._dotenv = load_project_env(self.project_dir)
+        return self._dotenv
+
+    def require_project(self) -> None:
+        toml = self.project_dir / "overbrainer.toml"
+        if not toml.is_file():
+            raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")
+        version = self.project_dir / ".overbrainer" / "version"
+        try:
+            text = version.read_text().strip()
+        except FileNotFoundError:
+            return  # projects from before the version file are format 1
+        except OSError as e:
+            raise OverbrainerError(f"cannot read {version}: {e.strerror}") from e
+        if not text.isdigit():
+            raise OverbrainerError(f"{version} is not a project format number")
+        if int(text) > PROJECT_FORMAT:
+            raise OverbrainerError(
+                f"{self.project_dir} uses project format {text}, newer than this overbrainer knows "
+                f"({PROJECT_FORMAT}): upgrade overbrainer"
+            )
+
+    def load_config(self):
+        from overbrainer.config.load import load_config
+
+        self.load_env()
+        return load_config(self.project_dir)
+
+    @contextlib.contextmanager
+    def open_project(self, *, write: bool) -> Iterator[Any]:
+        """Check overbrainer.toml exists, take the lock (writers), then load the config.
+
+        A locked project is refused even when its configuration is invalid, and nothing is
+        created before overbrainer.toml is known to exist.
+        """
+        self.require_project()
+        if not write:
+            yield self.load_config()
+            return
+        from overbrainer.support.lock import ProjectLock
+
+        with ProjectLock(self.project_dir):
+            yield self.load_config()
+
+
+def app(ctx: click.Context | None = None) -> AppContext:
+    ctx = ctx or click.get_current_context()
+    return ctx.find_object(AppContext)
+
+
+pass_app = click.make_pass_decorator(AppContext)

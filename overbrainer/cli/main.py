@@ -1,0 +1,158 @@
+"""The `overbrainer` command: global options, lazy sub-commands, and the one place that turns
+exceptions into `error: …` lines and exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import sys
+
+import click
+
+from overbrainer import __version__
+from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, OverbrainerError
+
+# name -> (module, attribute, short help). Modules are imported only when their command runs,
+# so `overbrainer --help` stays close to a bare interpreter's start-up time.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("overbrainer.cli.init_cmd", "init", "Create a project: overbrainer.toml, .env.example, prompts/."),
+    "config": ("overbrainer.cli.config_cmd", "config", "Show and check the resolved configuration."),
+    "subtopics": ("overbrainer.cli.stages", "subtopics", "Generate the subtopics of each topic."),
+    "questions": ("overbrainer.cli.stages", "questions", "Generate questions for each subtopic."),
+    "answers": ("overbrainer.cli.stages", "answers", "Ask the parent model to answer every question."),
+    "split": ("overbrainer.cli.stages", "split", "Write data/train.jsonl and data/eval.jsonl."),
+    "run": ("overbrainer.cli.stages", "run", "Run every stage in order, then train when [training] is set."),
+    "history": ("overbrainer.cli.history_cmd", "history", "Show what each stage did and spent."),
+    "dataset": ("overbrainer.cli.dataset_cmd", "dataset", "Inspect and prune the dataset."),
+    "train": ("overbrainer.cli.train_cmd", "train", "Fine-tune the child model with Axolotl."),
+    "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
+}
+
+# Global options that may stand anywhere on the line (as in the original).
+_GLOBAL_WITH_VALUE = ("-C", "--project-dir")
+_GLOBAL_FLAGS = ("--json",)
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        return getattr(module, spec[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _hoist_globals(args: list[str]) -> list[str]:
+    """Move -C/--project-dir/--json found after the sub-command to the front."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
+            front += [a, args[i + 1]]
+            i += 2
+            continue
+        if a.startswith("--project-dir=") or (a.startswith("-C") and len(a) > 2 and not a.startswith("-C-")):
+            front.append(a)
+        elif a in _GLOBAL_FLAGS:
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
+def _color() -> bool | None:
+    if os.environ.get("NO_COLOR"):
+        return False
+    return None  # click decides: colour only on a terminal
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
+              type=click.Path(file_okay=False), help="The project directory (where .env is read).")
+@click.option("--json", "json_mode", is_flag=True, help="Machine output: JSON objects on stdout, JSON events on stderr.")
+@click.version_option(__version__, "--version", prog_name="overbrainer")
+@click.pass_context
+def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
+    """Distil a large parent LLM into a small open-weights child model.
+
+    Results go to stdout, progress and logs to stderr. Exit codes: 0 success, 1 failure,
+    2 usage or configuration error, 130 interrupted.
+    """
+    from overbrainer.cli.context import AppContext
+
+    ctx.color = _color()
+    ctx.obj = AppContext.start(project_dir, json_mode=json_mode, command=ctx.invoked_subcommand)
+
+
+def _print_error(message: str, code: int, json_mode: bool) -> None:
+    from overbrainer.support.redact import redact
+
+    message = redact(message)
+    if json_mode:
+        sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
+    else:
+        click.echo(f"error: {message}", err=True, color=_color())
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
+    json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    code = 0
+    try:
+        rv = cli.main(args=args, prog_name="overbrainer", standalone_mode=False)
+        if isinstance(rv, int):
+            code = rv
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.exceptions.Abort:
+        _print_error("interrupted", EXIT_INTERRUPTED, json_mode)
+        code = EXIT_INTERRUPTED
+    except click.ClickException as e:
+        if json_mode:
+            _print_error(e.format_message(), e.exit_code, True)
+        else:
+            e.show()
+        code = e.exit_code
+    except OverbrainerError as e:
+        _print_error(str(e), e.exit_code, json_mode)
+        code = e.exit_code
+    except KeyboardInterrupt:
+        _print_error("interrupted", EXIT_INTERRUPTED, json_mode)
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # A reader such as `head` closed stdout: exit quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        code = EXIT_FAILURE
+    except Exception as e:  # noqa: BLE001 - the last line of defence
+        logging.getLogger("overbrainer").debug("internal error", exc_info=True)
+        _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
+        code = EXIT_FAILURE
+    finally:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    sys.exit(code)
+
+
+__all__ = ["cli", "main", "EXIT_USAGE"]

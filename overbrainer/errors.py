@@ -1,0 +1,57 @@
+"""The one exception family of overbrainer. Only the CLI maps these to exit codes."""
+
+from __future__ import annotations
+
+
+class OverbrainerError(Exception):
+    """A failure the user can act on. Exit code 1.
+
+    The message is one line, says what failed and what to do next, and never holds a secret
+    value (it is still passed through the redactor before it is printed).
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, cause: BaseException | None = None):
+        super().__init__(message)
+        self.message = message
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(OverbrainerError):
+    """Bad configuration or usage: exit code 2. `problems` lists every problem found."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+    def __str__(self) -> str:
+        if not self.problems:
+            return self.message
+        return self.message + "".join("\n  " + p for p in self.problems)
+
+
+class UsageError(ConfigError):
+    """A command-line usage error found after parsing (exit code 2)."""
+
+
+class Interrupted(OverbrainerError):
+    """Ctrl-C stopped the command. Exit code 130. The message says what resumes and how."""
+
+    exit_code = 130
+
+
+class ItemsFailed(OverbrainerError):
+    """Some items of a stage failed; the summary was printed already. Exit code 1."""
+
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130

@@ -1,0 +1,76 @@
+"""One writer per project: a non-blocking fcntl.flock on .overbrainer/lock, the holder's PID inside.
+
+The kernel frees the lock when its holder dies, so there is no staleness logic. Readers never lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+
+
+class ProjectLock:
+    """`with ProjectLock(project_dir):` holds the project for writing.
+
+    Raises OverbrainerError at once when another process holds it.
+    """
+
+    def __init__(self, project_dir: str | os.PathLike):
+        self.project_dir = Path(project_dir)
+        self.path = self.project_dir / ".overbrainer" / "lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> "ProjectLock":
+        state = self.path.parent
+        for p in (state, self.path):
+            if p.is_symlink():
+                raise OverbrainerError(f"refusing to use {p}: it is a symbolic link")
+        try:
+            state.mkdir(exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise OverbrainerError(f"cannot lock the project ({self.path}): {e.strerror}") from e
+        try:
+            if os.fstat(fd).st_nlink > 1:
+                raise OverbrainerError(f"refusing to use {self.path}: it is a hard link")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise OverbrainerError(f"cannot lock the project ({self.path}): {e.strerror}") from e
+                pid = _read_pid(fd)
+                who = f"pid {pid}" if pid else "unknown pid"
+                raise OverbrainerError(f"another overbrainer ({who}) is using this project") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> "ProjectLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None

@@ -1,0 +1,65 @@
+"""One process-wide redactor: every resolved secret is registered here, and everything the tool
+prints or logs (the log handler, the error printer, `runs logs`) passes through `redact`."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+MASK = "***"
+# Secrets shorter than this are not redacted as substrings (a 1-2 char "key" would mangle output);
+# they are still never printed by the code that handles them.
+_MIN_LEN = 4
+
+
+class Redactor:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: tuple[str, ...] = ()
+
+    def register(self, secret: str | None) -> None:
+        if not secret or len(secret) < _MIN_LEN:
+            return
+        with self._lock:
+            if secret not in self._secrets:
+                # Longest first, so a secret that contains another is masked whole.
+                self._secrets = tuple(sorted(self._secrets + (secret,), key=len, reverse=True))
+
+    def redact(self, text: str) -> str:
+        secrets = self._secrets
+        if not secrets or not text:
+            return text
+        for s in secrets:
+            if s in text:
+                text = text.replace(s, MASK)
+        return text
+
+    def clear(self) -> None:
+        with self._lock:
+            self._secrets = ()
+
+
+REDACTOR = Redactor()
+
+
+def register(secret: str | None) -> None:
+    REDACTOR.register(secret)
+
+
+def redact(text: str) -> str:
+    return REDACTOR.redact(text)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites each record's message with secrets masked (attach to every handler)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not kill logging
+            message = str(record.msg)
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
