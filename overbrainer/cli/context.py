@@ -25,14 +25,23 @@ class AppContext:
     command: str | None = None
     _front: Any = None
     _dotenv: Any = None
+    _env_error: BaseException | None = None
     _extra: dict = field(default_factory=dict)
 
     @classmethod
     def start(cls, project_dir: str, *, json_mode: bool, command: str | None) -> "AppContext":
         from overbrainer.front.logs import setup_logging
 
+        app = cls(Path(project_dir), json_mode=json_mode, command=command)
+        if command != "init":
+            # .env comes first, so that OVERBRAINER_LOG set there applies to the logs. An error
+            # is kept and raised when the command needs the environment (`--help` still works).
+            try:
+                app.load_env()
+            except Exception as e:  # noqa: BLE001 - re-raised by load_env()
+                app._env_error = e
         setup_logging(json=json_mode)
-        return cls(Path(project_dir), json_mode=json_mode, command=command)
+        return app
 
     # --- front end -------------------------------------------------------------------------
 
@@ -52,6 +61,8 @@ class AppContext:
 
     def load_env(self):
         """Load <project>/.env once (shell variables win). Returns the DotenvState."""
+        if self._env_error is not None:
+            raise self._env_error
         if self._dotenv is None:
             from overbrainer.config.dotenv import load_project_env
 

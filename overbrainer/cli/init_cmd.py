@@ -1,0 +1,31 @@
+"""`overbrainer init [DIR]`: create a project. Never overwrites, never asks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from overbrainer.cli.context import AppContext, pass_app
+
+
+@click.command("init")
+@click.argument("directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False))
+@pass_app
+def init(app: AppContext, directory: str | None) -> None:
+    """Create a project in DIR (default: the -C directory): overbrainer.toml, .env.example,
+    prompts/, .gitignore and .overbrainer/version. Refuses when a file already exists."""
+    from overbrainer.config.init import init_project
+
+    target = Path(directory) if directory else app.project_dir
+    result = init_project(target)
+    lines = [f"created {target / rel}" for rel in result.created]
+    if result.gitignore != "unchanged":
+        lines.append(f"{result.gitignore} {target / '.gitignore'}")
+    lines.append(f"next: copy {target / '.env.example'} to {target / '.env'}, set the provider URL, "
+                 f"then run `overbrainer -C {target} config check`")
+    app.report("\n".join(lines), {
+        "project_dir": str(target),
+        "created": [str(target / rel) for rel in result.created],
+        "gitignore": result.gitignore,
+    })

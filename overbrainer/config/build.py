@@ -1,0 +1,229 @@
+"""The merged TOML+env dict → model dataclasses: project, topics, providers, roles, pipeline.
+
+Every problem is appended to `problems` (nothing stops at the first); the sections of the
+training area live in build_train.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from overbrainer.config import build_train
+from overbrainer.config.fields import Table, origin, unknown
+from overbrainer.config.model import (
+    EFFORTS,
+    PROTOCOLS,
+    ROLE_NAMES,
+    Config,
+    Pipeline,
+    Project,
+    Provider,
+    Role,
+    Roles,
+    Topic,
+)
+from overbrainer.config.secrets import BAD_REFERENCE, Secret, parse_reference
+
+NAME = re.compile(r"^[a-z0-9_]+$")
+U32 = 2**32 - 1
+U64 = 2**64 - 1
+SEED_MAX = 2**63 - 1
+
+
+def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str]) -> Config | None:
+    """A Config, or None when a problem was found (all of them are in `problems`)."""
+    root = Table(data, "", problems)
+    project = _project(root)
+    topics = _topics(root)
+    providers = _providers(root, environ)
+    roles = _roles(root, providers, _declared(data, "providers"))
+    pipeline = _pipeline(root)
+    training = build_train.training(root)
+    targets = build_train.targets(root, environ)
+    runpod = build_train.runpod(root, environ)
+    export = build_train.export(root)
+    hub = build_train.hub(root)
+    compare = build_train.compare(root)
+    metrics = build_train.metrics(root)
+    hf_token = secret(root, "hf_token", environ)
+    log = root.str("log")
+    root.finish()
+    warnings: list[str] = []
+    if training is not None:
+        if training.target not in _declared(data, "targets"):
+            problems.append(f"training.target: unknown target `{training.target}`")
+        if training.hub_model_id is not None:
+            warnings.append("training.hub_model_id is deprecated: `overbrainer migrate` moves it to [hub] repo")
+    if problems or project is None or roles is None:
+        return None
+    return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
+                  training=training, targets=targets, runpod=runpod, export=export, hub=hub,
+                  compare=compare, metrics=metrics, hf_token=hf_token, log=log, warnings=warnings)
+
+
+def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
+    """A secret key: a literal (exact text) or a well-formed vault: reference."""
+    text = t.str(k)
+    if text is None:
+        return None
+    if text.startswith("vault:") and parse_reference(text) is None:
+        t.problem(k, BAD_REFERENCE, t.data.get(k))
+        return None
+    return Secret(text, environ)
+
+
+def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
+    """An http(s) URL (env only); with `loopback_http`, plain http only on a loopback host."""
+    from urllib.parse import urlsplit
+
+    v = t.str(k)
+    if v is None:
+        return None
+    v = v.strip()
+    try:
+        parts = urlsplit(v)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        t.problem(k, "expected an http:// or https:// URL", t.data.get(k))
+        return None
+    if loopback_http and parts.scheme == "http" and not _is_loopback(host):
+        t.problem(k, "must be https (plain http only on a loopback host)", t.data.get(k))
+        return None
+    return v
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _project(root: Table) -> Project | None:
+    t = root.table("project", required=True)
+    if t is None:
+        return None
+    name = t.str("name", required=True, nonempty=True)
+    t.finish()
+    return Project(name) if name is not None else None
+
+
+def _topics(root: Table) -> list[Topic]:
+    raw = root.raw("topics", [])
+    if isinstance(raw, dict) and origin(raw):
+        unknown(root.problems, "topics", raw)  # topics cannot come from the environment
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        root.problem("topics", "expected an array of tables ([[topics]])")
+        return []
+    out: list[Topic] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        t = Table(item, f"topics[{i}]", root.problems)
+        name = t.str("name", required=True, nonempty=True)
+        if name is not None:
+            t.path = f"topics.{name}"
+            if name in seen:
+                root.problems.append(f"topics: duplicate name `{name}`")
+            seen.add(name)
+        description = t.str("description")
+        subtopics = t.int("subtopics", required=True, min=1, max=U32)
+        per = t.int("questions_per_subtopic", required=True, min=1, max=U32)
+        t.finish()
+        if name is not None and subtopics is not None and per is not None:
+            out.append(Topic(name, description, subtopics, per))
+    return out
+
+
+def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
+    out: dict[str, Provider] = {}
+    for name, t in root.tables("providers").items():
+        if not NAME.match(name):
+            root.problems.append(f"providers.{name}: name must match ^[a-z0-9_]+$")
+        protocol = t.choice("protocol", PROTOCOLS, required=True)
+        base_url = url(t, "base_url")
+        api_key = secret(t, "api_key", environ)
+        t.finish()
+        if protocol is not None:
+            out[name] = Provider(name, protocol, base_url, api_key)
+    return out
+
+
+def _declared(data: dict[str, Any], section: str) -> set[str]:
+    v = data.get(section)
+    return set(v) if isinstance(v, dict) else set()
+
+
+def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str]) -> Role | None:
+    provider = t.str("provider", required=True, nonempty=True)
+    model = t.str("model", required=True, nonempty=True)
+    reasoning = t.bool("reasoning", False)
+    max_tokens = t.int("max_tokens", 16384, min=1, max=U32)
+    temperature = t.float("temperature", rule=(lambda x: 0 <= x <= 2, "must be in [0, 2]"))
+    effort = t.choice("reasoning_effort", EFFORTS)
+    budget = t.int("thinking_budget", min=0, max=U32)
+    t.finish()
+    problems = t.problems
+    p = providers.get(provider) if provider else None
+    if provider is not None and provider not in declared:
+        problems.append(f"roles.{name}: unknown provider `{provider}`")
+    if effort is not None and effort != "none" and not reasoning:
+        problems.append(f"roles.{name}.reasoning_effort: requires reasoning = true")
+    if temperature is not None and reasoning and p is not None and p.protocol == "anthropic":
+        problems.append(f"roles.{name}.temperature: not allowed with reasoning = true on the anthropic protocol")
+    if budget is not None:
+        if p is not None and p.protocol != "anthropic":
+            problems.append(f"roles.{name}.thinking_budget: only for an anthropic provider")
+        if not reasoning:
+            problems.append(f"roles.{name}.thinking_budget: requires reasoning = true")
+        if effort is not None:
+            problems.append(f"roles.{name}.thinking_budget: cannot be combined with reasoning_effort")
+        if not 1024 <= budget < max_tokens:
+            problems.append(f"roles.{name}.thinking_budget: must be at least 1024 and less than max_tokens")
+    if name == "embedder" and p is not None and p.protocol == "anthropic":
+        problems.append("roles.embedder: the anthropic protocol has no embeddings, use an openai provider")
+    if provider is None or model is None:
+        return None
+    return Role(provider, model, reasoning, max_tokens, temperature, effort, budget)
+
+
+def _roles(root: Table, providers: dict[str, Provider], declared: set[str]) -> Roles | None:
+    t = root.table("roles", required=True)
+    if t is None:
+        return None
+    found: dict[str, Role | None] = {}
+    for name in ROLE_NAMES:
+        sub = t.table(name, required=name in ("generator", "parent"))
+        found[name] = _role(sub, name, providers, declared) if sub is not None else None
+    t.finish()
+    if found["generator"] is None or found["parent"] is None:
+        return None
+    return Roles(**found)
+
+
+def _pipeline(root: Table) -> Pipeline:
+    t = root.table("pipeline")
+    if t is None:
+        return Pipeline()
+    d = Pipeline()
+    unit_open = (lambda x: 0 < x <= 1, "must be in (0, 1]")
+    p = Pipeline(
+        concurrency=t.int("concurrency", d.concurrency, min=1, max=1024),
+        max_retries=t.int("max_retries", d.max_retries, min=0, max=U32),
+        dedup_threshold=t.float("dedup_threshold", d.dedup_threshold, rule=unit_open),
+        embedding_threshold=t.float("embedding_threshold", d.embedding_threshold, rule=unit_open),
+        question_batch_size=t.int("question_batch_size", d.question_batch_size, min=1, max=U32),
+        request_timeout_secs=t.int("request_timeout_secs", d.request_timeout_secs, min=1, max=U64),
+        eval_ratio=t.float("eval_ratio", d.eval_ratio, rule=(lambda x: 0 < x < 1, "must be in (0, 1)")),
+        seed=t.int("seed", d.seed, min=0, max=SEED_MAX),
+        include_system_prompt=t.bool("include_system_prompt", d.include_system_prompt),
+    )
+    t.finish()
+    return p

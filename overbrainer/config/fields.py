@@ -1,0 +1,243 @@
+"""Typed, strict reading of one TOML table, collecting every problem instead of stopping.
+
+Values that came from the environment are `EnvStr` (a str that remembers its variable): they
+are coerced to the field's type, while file values must already have it. Problems name the key
+(and the variable) and never the value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+_MISSING = object()
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+class EnvStr(str):
+    """A value from an OVERBRAINER_* variable; `var` names the variable."""
+
+    var: str = ""
+
+
+def env_str(value: str, var: str) -> EnvStr:
+    s = EnvStr(value)
+    s.var = var
+    return s
+
+
+def origin(value: Any) -> str | None:
+    """The first environment variable a value (or anything inside it) came from."""
+    if isinstance(value, EnvStr):
+        return value.var
+    if isinstance(value, dict):
+        for v in value.values():
+            o = origin(v)
+            if o:
+                return o
+    return None
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class Table:
+    """A view of the table at `path`; read keys with the typed getters, then call finish()."""
+
+    def __init__(self, data: dict, path: str, problems: list[str]):
+        self.data = data
+        self.path = path
+        self.problems = problems
+        self.used: set[str] = set()
+
+    # --- reporting -------------------------------------------------------------------------
+
+    def key(self, k: str) -> str:
+        return join(self.path, k)
+
+    def problem(self, k: str | None, message: str, value: Any = None) -> None:
+        where = self.key(k) if k is not None else self.path
+        src = origin(value)
+        self.problems.append(f"{where}: {message}" + (f" (from {src})" if src else ""))
+
+    def missing(self, k: str) -> None:
+        self.problems.append(f"missing field `{self.key(k)}`")
+
+    def finish(self) -> None:
+        """Report every key that was not read as an unknown field."""
+        for k, v in self.data.items():
+            if k not in self.used:
+                unknown(self.problems, self.key(k), v)
+
+    # --- getters ---------------------------------------------------------------------------
+
+    def has(self, k: str) -> bool:
+        return k in self.data
+
+    def raw(self, k: str, default: Any = None) -> Any:
+        self.used.add(k)
+        return self.data.get(k, default)
+
+    def _get(self, k: str, required: bool) -> Any:
+        self.used.add(k)
+        if k not in self.data:
+            if required:
+                self.missing(k)
+            return _MISSING
+        return self.data[k]
+
+    def str(self, k: str, default: Any = None, *, required: bool = False, nonempty: bool = False) -> Any:
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        if not isinstance(v, str):
+            self.problem(k, "expected a string", v)
+            return default
+        if nonempty and not v.strip():
+            self.problem(k, "must not be empty", v)
+            return default
+        return str(v)
+
+    def int(self, k: str, default: Any = None, *, required: bool = False,
+            min: int | None = None, max: int | None = None) -> Any:
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        n = _to_int(v)
+        if n is None:
+            self.problem(k, "expected an integer", v)
+            return default
+        if min is not None and n < min:
+            self.problem(k, f"must be at least {min}", v)
+            return default
+        if max is not None and n > max:
+            self.problem(k, f"must be at most {max}", v)
+            return default
+        return n
+
+    def float(self, k: str, default: Any = None, *, required: bool = False,
+              rule: tuple[Callable[[float], bool], str] | None = None) -> Any:
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        x = _to_float(v)
+        if x is None:
+            self.problem(k, "expected a number", v)
+            return default
+        if rule is not None and (math.isnan(x) or not rule[0](x)):
+            self.problem(k, rule[1], v)
+            return default
+        return x
+
+    def bool(self, k: str, default: Any = None, *, required: bool = False) -> Any:
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, EnvStr):
+            t = v.strip().lower()
+            if t in _TRUE:
+                return True
+            if t in _FALSE:
+                return False
+        self.problem(k, "expected a boolean (true or false)", v)
+        return default
+
+    def choice(self, k: str, choices: tuple[str, ...], default: Any = None, *, required: bool = False) -> Any:
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        t = v.strip() if isinstance(v, EnvStr) else v
+        if not isinstance(t, str) or t not in choices:
+            self.problem(k, "expected one of " + ", ".join(choices), v)
+            return default
+        return str(t)
+
+    def str_list_or_auto(self, k: str, default: Any = None, *, required: bool = False) -> Any:
+        """A list of strings (array, or a comma-separated env string, items trimmed) or "auto"."""
+        v = self._get(k, required)
+        if v is _MISSING:
+            return default
+        if isinstance(v, str):
+            t = v.strip()
+            if t == "auto":
+                return "auto"
+            if isinstance(v, EnvStr):
+                return [] if not t else [i.strip() for i in t.split(",")]
+            self.problem(k, 'expected a list of strings or "auto"', v)
+            return default
+        if isinstance(v, list) and all(isinstance(i, str) for i in v):
+            return [i.strip() for i in v]
+        self.problem(k, 'expected a list of strings or "auto"', v)
+        return default
+
+    def table(self, k: str, *, required: bool = False) -> "Table | None":
+        v = self._get(k, required)
+        if v is _MISSING:
+            return None
+        if not isinstance(v, dict):
+            self.problem(k, "expected a table", v)
+            return None
+        return Table(v, self.key(k), self.problems)
+
+    def tables(self, k: str) -> dict[str, "Table"]:
+        """A map of named sub-tables, e.g. [providers.<name>]."""
+        t = self.table(k)
+        if t is None:
+            return {}
+        out = {}
+        for name, v in t.data.items():
+            t.used.add(name)
+            if not isinstance(v, dict):
+                t.problem(name, "expected a table", v)
+                continue
+            out[name] = Table(v, t.key(name), self.problems)
+        return out
+
+
+def unknown(problems: list[str], dotted: str, value: Any) -> None:
+    src = origin(value)
+    problems.append(f"unknown field `{dotted}`" + (f" (from {src})" if src else ""))
+
+
+def _to_int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, EnvStr):
+        t = v.strip()
+        if t and (t.lstrip("+-").isdigit()):
+            return int(t)
+    return None
+
+
+def _to_float(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, EnvStr):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def coerce_scalar(v: str) -> Any:
+    """Text from the environment as a free-form value: true/false, integers and decimals."""
+    t = v.strip()
+    if t in ("true", "false"):
+        return t == "true"
+    if t.lstrip("+-").isdigit():
+        return int(t)
+    try:
+        x = float(t)
+    except ValueError:
+        return str(v)
+    return x if math.isfinite(x) else str(v)

@@ -1,0 +1,75 @@
+"""Load `overbrainer.toml` + `OVERBRAINER_*` variables into a validated Config.
+
+Precedence: environment > file > defaults. Every problem is listed at once in
+`ConfigError("invalid configuration", problems)`; TOML syntax errors give only line and column,
+type errors the key and the expected type: a value is never echoed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from overbrainer.config import envmap
+from overbrainer.config.model import Config
+from overbrainer.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "overbrainer.toml"
+_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def require_project(project_dir: str | os.PathLike) -> Path:
+    """The path of overbrainer.toml; ConfigError naming it when it is missing."""
+    path = Path(project_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR")
+    return path
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: not UTF-8 (at line {line})"]) from None
+    except tomllib.TOMLDecodeError as e:
+        m = _AT.search(str(e))
+        if m:
+            where = f"at line {m.group(1)}, column {m.group(2)}"
+        else:
+            where = "at the end of the file" if "end of document" in str(e) else "(no position given)"
+        raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: TOML syntax error {where}"]) from None
+
+
+def parse_config(data: dict[str, Any], environ: Mapping[str, str]) -> Config:
+    """Validate a parsed TOML dict with the environment laid over it."""
+    from overbrainer.config.build import build
+
+    problems = envmap.env_only_in_file(data)
+    env = envmap.overlay(environ, problems)
+    config = build(envmap.merge(data, env), environ, problems)
+    if problems or config is None:
+        raise ConfigError("invalid configuration", problems or ["the configuration is incomplete"])
+    return config
+
+
+def load_config(project_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration of the project, `environ` (default os.environ, .env already loaded)
+    laid over overbrainer.toml. Raises ConfigError listing every problem."""
+    environ = os.environ if environ is None else environ
+    config = parse_config(read_toml(require_project(project_dir)), environ)
+    for w in config.warnings:
+        log.warning("%s", w)
+    return config

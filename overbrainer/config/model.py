@@ -1,0 +1,277 @@
+"""The resolved configuration: plain dataclasses whose attribute names are the TOML keys.
+
+Built by `overbrainer.config.load.load_config`; every value here was validated already.
+Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only when used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from overbrainer.errors import OverbrainerError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.config.secrets import Secret
+
+PROTOCOLS = ("openai", "anthropic")
+EFFORTS = ("none", "low", "medium", "high")
+ADAPTERS = ("lora", "qlora", "full")
+RUNTIMES = ("native", "docker")
+ENGINES = ("docker", "podman")
+SSH_CLIENTS = ("openssh", "builtin")
+TARGET_KINDS = ("local", "ssh", "runpod")
+QUANTIZE_TYPES = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q3_K_M", "Q2_K", "F16", "BF16")
+
+# Axolotl 0.19 for CUDA 13 (driver >= 580), pinned by digest: the container runs training code
+# and receives secrets such as HF_TOKEN.
+DEFAULT_IMAGE = (
+    "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
+    "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
+)
+DEFAULT_RUNPOD_IMAGE = (
+    "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1"
+    "@sha256:f7b94da82913920a003e28e091d8528f57f76da7360fca87e95faf62fa32a680"
+)
+DEFAULT_RUNPOD_VENV = "/workspace/axolotl-venv"
+DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
+DEFAULT_HUB_BASE_URL = "https://huggingface.co"
+DEFAULT_WORKDIR = "overbrainer"
+DEFAULT_QUANTIZE = "Q4_K_M"
+SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    description: str | None
+    subtopics: int
+    questions_per_subtopic: int
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    protocol: str  # openai | anthropic
+    base_url: str | None = None  # env only
+    api_key: "Secret | None" = None  # env only; None = no auth header
+
+
+@dataclass(frozen=True)
+class Role:
+    provider: str
+    model: str
+    reasoning: bool = False
+    max_tokens: int = 16384
+    temperature: float | None = None
+    reasoning_effort: str | None = None  # none | low | medium | high
+    thinking_budget: int | None = None
+
+
+ROLE_NAMES = ("generator", "parent", "embedder", "judge")
+
+
+@dataclass(frozen=True)
+class Roles:
+    generator: Role
+    parent: Role
+    embedder: Role | None = None
+    judge: Role | None = None
+
+    def all(self) -> list[tuple[str, Role]]:
+        """Every configured role with its name, in the order generator, parent, embedder, judge."""
+        return [(n, getattr(self, n)) for n in ROLE_NAMES if getattr(self, n) is not None]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    concurrency: int = 8
+    max_retries: int = 5
+    dedup_threshold: float = 0.8
+    embedding_threshold: float = 0.9
+    question_batch_size: int = 10
+    request_timeout_secs: int = 600
+    eval_ratio: float = 0.1
+    seed: int = 42
+    include_system_prompt: bool = False
+
+
+@dataclass(frozen=True)
+class Training:
+    target: str
+    base_model: str
+    adapter: str  # lora | qlora | full
+    epochs: int = 3
+    learning_rate: float = 2e-4
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    sequence_len: int = 4096
+    micro_batch_size: int = 2
+    gradient_accumulation_steps: int = 4
+    optimizer: str = "adamw_torch_fused"
+    lr_scheduler: str = "cosine"
+    sample_packing: bool = True
+    evals_per_epoch: int = 4
+    saves_per_epoch: int = 1
+    merge: bool = False
+    hub_model_id: str | None = None  # deprecated: [hub] repo
+    axolotl_extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Common part of every target; see LocalTarget, SshTarget, RunpodTarget."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class LocalTarget(Target):
+    runtime: str = "native"
+    venv: str | None = None  # native only: directory holding bin/axolotl
+    engine: str = "docker"  # docker runtime only
+    image: str = DEFAULT_IMAGE  # docker runtime only
+
+
+@dataclass(frozen=True)
+class SshTarget(Target):
+    runtime: str = "native"
+    host: str | None = None  # env only: OVERBRAINER_TARGETS__<NAME>__HOST
+    workdir: str = DEFAULT_WORKDIR
+    venv: str | None = None
+    engine: str = "docker"
+    image: str = DEFAULT_IMAGE
+    ssh_client: str = "openssh"  # effective value (OVERBRAINER_SSH_CLIENT wins)
+    ssh_client_from_env: bool = False
+
+
+@dataclass(frozen=True)
+class RunpodTarget(Target):
+    gpu_types: list[str] | str = field(default_factory=list)  # a list, or "auto"
+    max_hours: float = 0.0
+    min_vram_gb: int | None = None
+    max_price_per_hour: float | None = None
+    max_cost_usd: float | None = None
+    gpu_count: int = 1
+    image: str = DEFAULT_RUNPOD_IMAGE
+    venv: str = DEFAULT_RUNPOD_VENV
+    container_disk_gb: int = 50
+    boot_grace_minutes: int = 30
+    retrieve_grace_minutes: int = 60
+    data_center_ids: list[str] | str = field(default_factory=list)  # [] = any, or "auto"
+    network_volume_id: str | None = None
+    max_volume_gb: int | None = None
+    ssh_client: str = "openssh"
+    ssh_client_from_env: bool = False
+
+
+@dataclass(frozen=True)
+class Runpod:
+    api_key: "Secret | None" = None  # env only
+    base_url: str | None = None  # env only; DEFAULT_RUNPOD_BASE_URL when unset
+
+    @property
+    def url(self) -> str:
+        return self.base_url or DEFAULT_RUNPOD_BASE_URL
+
+
+@dataclass(frozen=True)
+class Export:
+    after_training: bool = False
+    quantize: str = DEFAULT_QUANTIZE
+    ollama_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Hub:
+    repo: str | None = None
+    private: bool = True
+    after_training: bool = False
+    base_url: str | None = None  # env only; DEFAULT_HUB_BASE_URL when unset
+
+    @property
+    def url(self) -> str:
+        return self.base_url or DEFAULT_HUB_BASE_URL
+
+
+@dataclass(frozen=True)
+class Compare:
+    parent_price_in: float | None = None
+    parent_price_out: float | None = None
+    child_price_per_hour: float | None = None
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    server_start_secs: int = 300
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class Metrics:
+    listen: str | None = None  # "IP:PORT" as written
+    host: str | None = None  # the IP, without brackets
+    port: int | None = None
+
+
+@dataclass
+class Config:
+    project: Project
+    roles: Roles
+    topics: list[Topic] = field(default_factory=list)
+    providers: dict[str, Provider] = field(default_factory=dict)
+    pipeline: Pipeline = field(default_factory=Pipeline)
+    training: Training | None = None
+    targets: dict[str, Target] = field(default_factory=dict)
+    runpod: Runpod = field(default_factory=Runpod)
+    export: Export = field(default_factory=Export)
+    hub: Hub = field(default_factory=Hub)
+    compare: Compare = field(default_factory=Compare)
+    metrics: Metrics = field(default_factory=Metrics)
+    hf_token: "Secret | None" = None  # env only
+    log: str | None = None  # env only (OVERBRAINER_LOG), read by the log set-up
+    warnings: list[str] = field(default_factory=list)  # deprecations, already logged once
+
+    def topic(self, name: str) -> Topic:
+        """The topic called `name`; OverbrainerError `unknown topic \\`name\\`` otherwise."""
+        for t in self.topics:
+            if t.name == name:
+                return t
+        raise OverbrainerError(f"unknown topic `{name}`")
+
+    def role(self, role_name: str) -> Role | None:
+        if role_name not in ROLE_NAMES:
+            raise OverbrainerError(f"unknown role `{role_name}`")
+        return getattr(self.roles, role_name)
+
+    def provider_for(self, role_name: str) -> tuple[Provider, Role]:
+        """(Provider, Role) of a configured role. The judge falls back to the parent.
+
+        Raises OverbrainerError when the role is not configured (embedder is optional).
+        """
+        role = self.role(role_name)
+        if role is None and role_name == "judge":
+            role = self.roles.parent
+        if role is None:
+            raise OverbrainerError(f"roles.{role_name} is not set in overbrainer.toml")
+        return self.providers[role.provider], role
+
+    def target(self, name: str) -> Target:
+        try:
+            return self.targets[name]
+        except KeyError:
+            raise OverbrainerError(f"unknown target `{name}`") from None
+
+    def secrets(self) -> list[tuple[str, "Secret"]]:
+        """Every secret that is set, with its key: provider keys, runpod.api_key, hf_token."""
+        out = [(f"providers.{n}.api_key", p.api_key) for n, p in self.providers.items() if p.api_key]
+        if self.runpod.api_key is not None:
+            out.append(("runpod.api_key", self.runpod.api_key))
+        if self.hf_token is not None:
+            out.append(("hf_token", self.hf_token))
+        return out

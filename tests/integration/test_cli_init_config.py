@@ -1,0 +1,171 @@
+"""`overbrainer init` and `overbrainer config check` end to end, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+LOCAL_URL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
+
+ENV_MARK = "sk-ENV-MARKER-4411"
+DOTENV_MARK = "sk-DOTENV-MARKER-8822"
+VAULT_MARK = "sk-VAULT-MARKER-9933"
+
+
+def listing(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def project(cli, tmp_path):
+    r = cli(["init", tmp_path / "demo"])
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "demo"
+
+
+def test_init_then_config_check(cli, tmp_path):
+    r = cli(["init", "demo"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == "created demo/overbrainer.toml"
+    assert "created demo/prompts/judge.txt" in out and "created demo/.overbrainer/version" in out
+    assert "created demo/.gitignore" in out
+    r = cli(["-C", "demo", "config", "check"], cwd=tmp_path, env=LOCAL_URL)
+    assert r.returncode == 0, r.stderr
+    assert "providers.local.base_url = http://127.0.0.1:11434/v1" in r.stdout.splitlines()
+    assert "providers.local.api_key = (unset)" in r.stdout.splitlines()
+    assert r.stdout.startswith("project.name = demo\n")
+
+
+def test_init_uses_the_project_dir_option_and_refuses_to_overwrite(cli, tmp_path):
+    r = cli(["-C", tmp_path / "p", "init"])
+    assert r.returncode == 0, r.stderr
+    before = listing(tmp_path / "p")
+    (tmp_path / "p" / ".env.example").write_text("mine\n")
+    r = cli(["init", tmp_path / "p"])
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip() == f"error: {tmp_path / 'p' / 'overbrainer.toml'} already exists"
+    assert listing(tmp_path / "p") == before
+    assert (tmp_path / "p" / ".env.example").read_text() == "mine\n"
+
+
+def test_init_json(cli, tmp_path):
+    r = cli(["--json", "init", tmp_path / "j"])
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["gitignore"] == "created" and str(tmp_path / "j" / "overbrainer.toml") in data["created"]
+
+
+def test_config_check_is_read_only(cli, project):
+    (project / ".overbrainer" / "version").unlink()
+    (project / ".overbrainer").rmdir()
+    before = listing(project)
+    r = cli(["-C", project, "config", "check"])
+    assert r.returncode == 0, r.stderr
+    assert listing(project) == before  # no lock, nothing written
+
+
+def test_config_check_json(cli, project):
+    r = cli(["--json", "-C", project, "config", "check"], env=LOCAL_URL)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["providers"]["local"] == {"protocol": "openai", "base_url": "http://127.0.0.1:11434/v1", "api_key": None}
+    assert data["project"]["name"] == "demo" and data["pipeline"]["concurrency"] == 8
+
+
+def test_invalid_configuration_lists_every_problem_exit_2(cli, project):
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace("concurrency = 8", "concurrency = 0\ncolour = 1"))
+    r = cli(["-C", project, "config", "check"], env={"OVERBRAINER_PIPELINE__SEED": "abc", "OVERBRAINER_BOGUS": "1"})
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert lines[0] == "error: invalid configuration"
+    assert {l.strip() for l in lines[1:]} == {
+        "pipeline.concurrency: must be at least 1",
+        "unknown field `pipeline.colour`",
+        "pipeline.seed: expected an integer (from OVERBRAINER_PIPELINE__SEED)",
+        "unknown field `bogus` (from OVERBRAINER_BOGUS)",
+    }
+
+
+def test_missing_project_exit_2(cli, tmp_path):
+    r = cli(["-C", tmp_path, "config", "check"])
+    assert r.returncode == 2 and "overbrainer.toml" in r.stderr
+    assert listing(tmp_path) == ["home"]
+
+
+def test_dotenv_is_loaded_shell_wins_and_syntax_errors_name_the_line(cli, project):
+    (project / ".env").write_text("OVERBRAINER_PIPELINE__CONCURRENCY=3\nOVERBRAINER_PIPELINE__SEED=7\n")
+    r = cli(["-C", project, "config", "check"], env={"OVERBRAINER_PIPELINE__SEED": "9"})
+    assert r.returncode == 0, r.stderr
+    assert "concurrency: 3," in r.stdout and "seed: 9," in r.stdout
+    (project / ".env").write_text(f"A=1\n{DOTENV_MARK} not an assignment\n")
+    r = cli(["-C", project, "config", "check"])
+    assert r.returncode == 2
+    assert r.stderr.strip() == "error: cannot parse .env (syntax error at line 2)"
+
+
+def test_env_only_key_in_the_file(cli, project):
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace('protocol = "openai"', f'protocol = "openai"\napi_key = "{ENV_MARK}"', 1))
+    r = cli(["-C", project, "config", "check"])
+    assert r.returncode == 2
+    assert "providers.local.api_key: must be set through env, not in overbrainer.toml" in r.stderr
+    assert ENV_MARK not in r.stderr + r.stdout
+
+
+def test_resolve(cli, project, vault):
+    vault.put("secret", "overbrainer/local", {"api_key": VAULT_MARK})
+    env = {**vault.env(), "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "vault:secret/overbrainer/local#api_key",
+           "OVERBRAINER_HF_TOKEN": ENV_MARK}
+    r = cli(["-C", project, "config", "check", "--resolve"], env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-2:] == ["providers.local.api_key: resolved", "hf_token: resolved"]
+    r = cli(["--json", "-C", project, "config", "check", "--resolve"], env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["resolved"] == ["providers.local.api_key", "hf_token"]
+
+
+def test_resolve_failure_names_the_key(cli, project, vault):
+    env = {**vault.env(), "OVERBRAINER_RUNPOD__API_KEY": "vault:secret/missing#key"}
+    r = cli(["-C", project, "config", "check", "--resolve"], env=env)
+    assert r.returncode == 1
+    assert "runpod.api_key = ***" in r.stdout
+    assert r.stderr.strip().endswith(
+        "error: cannot resolve runpod.api_key: vault:secret/missing#key was not found in vault (HTTP 404)")
+    r = cli(["--json", "-C", project, "config", "check", "--resolve"], env=env)
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["failed"]["key"] == "runpod.api_key"
+
+
+def test_resolve_without_secrets(cli, project):
+    r = cli(["-C", project, "config", "check", "--resolve"])
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "no secret is set"
+
+
+def test_no_secret_value_in_any_output(cli, project, vault):
+    """Markers planted in the shell env, in .env and in a vault answer never reach stdout/stderr."""
+    vault.put("secret", "ob", {"key": VAULT_MARK})
+    (project / ".env").write_text(f"OVERBRAINER_RUNPOD__API_KEY={DOTENV_MARK}\n"
+                                  f"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL=https://user:{DOTENV_MARK}@h/v1?k={DOTENV_MARK}\n")
+    env = {**vault.env(), "OVERBRAINER_LOG": "debug", "OVERBRAINER_HF_TOKEN": ENV_MARK,
+           "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "vault:secret/ob#key"}
+    runs = [
+        (["config", "check"], env),
+        (["config", "check", "--resolve"], env),
+        (["--json", "config", "check", "--resolve"], env),
+        # a failing resolve after the vault one was resolved
+        (["config", "check", "--resolve"], {**env, "OVERBRAINER_HF_TOKEN": "vault:secret/none#x"}),
+        # an invalid configuration beside the secrets
+        (["config", "check"], {**env, "OVERBRAINER_PIPELINE__CONCURRENCY": ENV_MARK}),
+        (["--json", "config", "check"], {**env, "OVERBRAINER_PIPELINE__SEED": ENV_MARK}),
+        # secrets in the wrong place
+        (["config", "check"], {**env, f"OVERBRAINER_{ENV_MARK.upper().replace('-', '_')}": ENV_MARK}),
+    ]
+    for args, e in runs:
+        r = cli(["-C", project, *args], env=e)
+        out = r.stdout + r.stderr
+        for mark in (ENV_MARK, DOTENV_MARK, VAULT_MARK, vault.token):
+            assert mark not in out, (args, mark, out)
+    assert len(vault.requests) >= 3  # the vault secret really was resolved

@@ -1,0 +1,96 @@
+"""`init`: the generated project loads and passes config check; never overwrites."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from overbrainer.config import check
+from overbrainer.config.init import init_project, project_name
+from overbrainer.config.load import load_config
+from overbrainer.config.templates import load_templates
+from overbrainer.errors import OverbrainerError
+
+LOCAL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
+
+
+def test_init_writes_a_project_that_loads(tmp_path):
+    d = tmp_path / "My Demo-Project"
+    r = init_project(d)
+    assert r.created == ["overbrainer.toml", ".env.example", "prompts/subtopics.txt", "prompts/questions.txt",
+                         "prompts/answer_system.txt", "prompts/judge.txt", ".overbrainer/version"]
+    assert r.gitignore == "created"
+    assert (d / ".overbrainer" / "version").read_text() == "1\n"
+    assert (d / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
+    c = load_config(d, LOCAL)
+    assert c.project.name == "my_demo_project"
+    assert c.providers["local"].protocol == "openai" and c.providers["local"].base_url.startswith("http://127.0.0.1")
+    assert c.roles.generator.provider == "local" and c.training is None and "local" in c.targets
+    assert load_config(d, {}).providers["local"].base_url is None  # loads without any env too
+    assert "providers.local.base_url = http://127.0.0.1:11434/v1" in check.text(c)
+    load_templates(d)  # the written prompts compile
+
+
+def test_every_commented_section_loads_when_uncommented(tmp_path):
+    """The template documents real keys: uncomment every `# key = value` line of a section."""
+    init_project(tmp_path)
+    text = (tmp_path / "overbrainer.toml").read_text()
+    out, table = [], ""
+    for line in text.splitlines():
+        if line.startswith("[") or line.startswith("# ["):
+            table = line.lstrip("# ").split()[0]
+        # [targets.local] is live and native: its docker-only alternatives stay commented
+        if re.match(r"^# (\[|[a-z_]+ = )", line) and table != "[targets.local]":
+            out.append(line[2:])
+        else:
+            out.append(line)
+    full = "\n".join(out) + "\n"
+    # the template shows two alternatives for some keys: keep the first
+    seen: set[tuple[str, str]] = set()
+    lines, table = [], ""
+    for line in full.splitlines():
+        if line.startswith("["):
+            table = line
+        key = line.split("=")[0].strip() if "=" in line and not line.startswith("#") else None
+        if key and (table, key) in seen:
+            continue
+        if key:
+            seen.add((table, key))
+        lines.append(line)
+    text = "\n".join(lines) + "\n"
+    text = re.sub(r'gpu_types = \[[^]]*\]', 'gpu_types = "auto"', text)
+    (tmp_path / "overbrainer.toml").write_text(text)
+    c = load_config(tmp_path, {**LOCAL, "OVERBRAINER_TARGETS__HOMELAB__HOST": "me@box"})
+    assert c.training is not None and c.training.target == "local"
+    assert set(c.targets) == {"local", "homelab", "gpu_cloud"}
+    assert c.roles.embedder is not None and c.roles.judge is not None
+    assert c.metrics.port == 9464 and c.hub.repo == "you/your-model"
+
+
+def test_gitignore_is_merged(tmp_path):
+    (tmp_path / ".gitignore").write_text("node_modules\n/data/")
+    r = init_project(tmp_path)
+    assert r.gitignore == "updated"
+    assert (tmp_path / ".gitignore").read_text() == "node_modules\n/data/\n.env\n/runs/\n/.overbrainer/\n"
+
+
+def test_gitignore_left_alone_when_complete(tmp_path):
+    (tmp_path / ".gitignore").write_text("/.overbrainer/\n.env\n/runs/\n/data/\n")
+    assert init_project(tmp_path).gitignore == "unchanged"
+
+
+@pytest.mark.parametrize("existing", ["overbrainer.toml", ".env.example", "prompts/judge.txt"])
+def test_refuses_and_writes_nothing(tmp_path, existing):
+    (tmp_path / existing).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / existing).write_text("mine\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(OverbrainerError, match=f"^{tmp_path / existing} already exists$"):
+        init_project(tmp_path)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert (tmp_path / existing).read_text() == "mine\n"
+
+
+def test_project_name(tmp_path):
+    assert project_name(tmp_path / "Rust Errors") == "rust_errors"
+    assert project_name(tmp_path / "---") == "my_project"

@@ -1,0 +1,54 @@
+"""Prompt templates: built-in defaults, prompts/ overrides, strict undefined, no escaping."""
+
+from __future__ import annotations
+
+import pytest
+
+from overbrainer.config.templates import NAMES, builtin_source, load_templates
+from overbrainer.errors import OverbrainerError
+
+
+def test_builtin_defaults_render(tmp_path):
+    t = load_templates(tmp_path)
+    s = t.render("subtopics", topic="Rust <ownership>", description=None, count=7)
+    assert 'topic "Rust <ownership>"' in s and "7 strings" in s and "Topic description" not in s
+    s = t.render("subtopics.txt", topic="x", description="about & more", count=2)
+    assert "Topic description: about & more" in s
+    q = t.render("questions", topic="t", description="", subtopic="Borrowing", count=3, accepted=["What is a borrow?"])
+    assert "Do not repeat or rephrase them:\n- What is a borrow?\n" in q and "3 new questions" in q
+    assert "already exist" not in t.render("questions", topic="t", description=None, subtopic="s", count=3, accepted=[])
+    a = t.render("answer_system", topic="Rust", description=None)
+    assert a.startswith("You are an expert in Rust.") and not a.endswith("\n")
+    j = t.render("judge", question="Q?", answer_a="AAA", answer_b="BBB")
+    assert "Answer A:\nAAA" in j and '"verdict"' in j
+    assert t.origin("judge") == "built-in" and t.source("judge") == builtin_source("judge")
+
+
+def test_override_wins(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "answer_system.txt").write_text("Custom for {{ topic }}\n")
+    t = load_templates(tmp_path, ["answer_system", "judge"])
+    assert t.render("answer_system", topic="Go") == "Custom for Go"
+    assert t.origin("answer_system") == "prompts/answer_system.txt"
+    with pytest.raises(OverbrainerError, match="template subtopics.txt was not loaded"):
+        t.render("subtopics", topic="x", description=None, count=1)
+
+
+def test_undefined_variable_is_an_error(tmp_path):
+    t = load_templates(tmp_path, ["subtopics"])
+    with pytest.raises(OverbrainerError, match="^cannot render template subtopics.txt: 'count' is undefined"):
+        t.render("subtopics", topic="x", description=None)
+
+
+def test_broken_override_fails_at_load(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "questions.txt").write_text("line one\n{% if %}\n")
+    with pytest.raises(OverbrainerError, match=r"^invalid template questions.txt \(prompts/questions.txt, line 2\)"):
+        load_templates(tmp_path)
+
+
+def test_every_default_exists():
+    for name in NAMES:
+        assert builtin_source(name).strip()
+    with pytest.raises(OverbrainerError, match="unknown template nope.txt"):
+        builtin_source("nope")
