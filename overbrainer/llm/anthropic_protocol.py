@@ -1,0 +1,63 @@
+"""The `anthropic` protocol: the Messages API (spec §3.3). No embeddings, no response_format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from overbrainer.llm import reasoning
+from overbrainer.llm.errors import invalid
+from overbrainer.llm.types import LENGTH, OTHER, REFUSAL, STOP, ChatRequest, ChatResponse
+from overbrainer.support.usage import Usage
+
+NAME = "anthropic"
+CHAT_PATH = "/messages"
+API_VERSION = "2023-06-01"
+
+_FINISH = {"end_turn": STOP, "stop_sequence": STOP, "max_tokens": LENGTH, "refusal": REFUSAL}
+
+
+def headers(api_key: str | None) -> dict[str, str]:
+    out = {"anthropic-version": API_VERSION}
+    if api_key:
+        out["x-api-key"] = api_key
+    return out
+
+
+def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool) -> dict:
+    body: dict[str, Any] = {"model": role.model, "max_tokens": max_tokens}
+    if req.system is not None:
+        body["system"] = req.system
+    body["messages"] = [{"role": "user", "content": req.user}]
+    temperature = getattr(role, "temperature", None)
+    if temperature is not None:
+        body["temperature"] = temperature
+    effort = getattr(role, "reasoning_effort", None)
+    if getattr(role, "reasoning", False) and effort != "none":
+        budget = getattr(role, "thinking_budget", None)
+        if budget is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        else:
+            body["thinking"] = {"type": "adaptive"}
+            if effort:
+                body["output_config"] = {"effort": effort}
+    return body
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def parse_chat(doc: Any) -> ChatResponse:
+    if not isinstance(doc, dict):
+        raise invalid("not a JSON object")
+    blocks = doc.get("content")
+    if not isinstance(blocks, list):
+        raise invalid("no content blocks")
+    content, thought, kind = reasoning.from_anthropic_blocks(blocks)
+    finish = _FINISH.get(doc.get("stop_reason"), OTHER)
+    usage = doc.get("usage")
+    if isinstance(usage, dict):
+        tokens = Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+    else:
+        tokens = Usage()
+    return ChatResponse(content, thought, kind, finish, tokens)

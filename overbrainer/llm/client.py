@@ -1,0 +1,173 @@
+"""`connect()` builds the client of one role; `LlmClient` sends chats and embeddings through the
+provider's shared channel with the retry policy (spec pipeline.md §3)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.llm import anthropic_protocol, openai_protocol
+from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, LlmError, unsupported
+from overbrainer.llm.http import Channel, channel_for, send
+from overbrainer.llm.prices import Price, PriceBook
+from overbrainer.llm.types import ChatRequest, ChatResponse
+from overbrainer.support import redact
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = {"openai": openai_protocol, "anthropic": anthropic_protocol}
+EMBED_CHUNK = 256
+DEFAULT_MAX_TOKENS = 16384
+
+
+def _protocol_name(value: Any) -> str:
+    return str(getattr(value, "value", value)).lower()
+
+
+def _valid_header_value(text: str) -> bool:
+    return all(32 <= ord(c) < 127 for c in text)
+
+
+class LlmClient:
+    """The client of one role. Thread-safe: share it between the threads of a stage."""
+
+    def __init__(
+        self,
+        *,
+        provider_name: str,
+        protocol: str,
+        channel: Channel,
+        role: Any,
+        pipeline: Any,
+        api_key: str | None,
+        price: Price | None,
+        stop: threading.Event | None = None,
+    ):
+        self.provider_name = provider_name
+        self.protocol = protocol
+        self.model = role.model
+        self.role = role
+        self.price = price
+        self.channel = channel
+        self.stop = stop
+        self._wire = PROTOCOLS[protocol]
+        self._headers = self._wire.headers(api_key)
+        self._timeout = float(getattr(pipeline, "request_timeout_secs", 600) or 600)
+        self._max_retries = int(getattr(pipeline, "max_retries", 5))
+        self._max_tokens = int(getattr(role, "max_tokens", None) or DEFAULT_MAX_TOKENS)
+        self._structured_ok = protocol == "openai"
+
+    def __repr__(self) -> str:
+        return f"LlmClient({self.provider_name}/{self.model}, {self.protocol})"
+
+    def cost(self, usage) -> float | None:
+        return None if self.price is None else self.price.cost(usage)
+
+    def _send(self, path: str, body: dict, on_retry, stop) -> Any:
+        return send(
+            self.channel,
+            "POST",
+            path,
+            body=body,
+            headers=self._headers,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+            on_retry=on_retry,
+            stop=stop if stop is not None else self.stop,
+        )
+
+    def chat(
+        self,
+        req: ChatRequest,
+        on_retry: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> ChatResponse:
+        """Send one chat (with HTTP retries). A structured request that fails is sent once more
+        without `response_format` (on_retry says so); after a 4xx refusal of it, this client stops
+        asking for structured output."""
+        max_tokens = req.max_tokens or self._max_tokens
+        structured = req.structured and self._structured_ok
+        wire = self._wire
+        try:
+            body = wire.chat_body(self.role, req, max_tokens, structured)
+            doc = self._send(wire.CHAT_PATH, body, on_retry, stop)
+            return wire.parse_chat(doc)
+        except LlmError as e:
+            if not structured or e.fatal:
+                raise
+            if e.status is not None and 400 <= e.status < 500:
+                if self._structured_ok:
+                    log.info("%s/%s: structured output refused (%s); asking without it",
+                             self.provider_name, self.model, e)
+                self._structured_ok = False
+            if on_retry is not None:
+                on_retry(f"{e}; retrying without structured output")
+        doc = self._send(wire.CHAT_PATH, wire.chat_body(self.role, req, max_tokens, False), on_retry, stop)
+        return wire.parse_chat(doc)
+
+    def embed(
+        self,
+        texts: list[str],
+        on_retry: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> list[list[float]]:
+        """Embeddings of `texts`, in order, requested in chunks of at most 256."""
+        if self.protocol != "openai":
+            raise unsupported(UNSUPPORTED_EMBEDDINGS)
+        out: list[list[float]] = []
+        texts = list(texts)
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[start:start + EMBED_CHUNK]
+            doc = self._send(
+                openai_protocol.EMBED_PATH, openai_protocol.embed_body(self.model, chunk), on_retry, stop
+            )
+            out.extend(openai_protocol.parse_embeddings(doc, len(chunk)))
+        return out
+
+
+def connect(
+    provider: Any,
+    role: Any,
+    pipeline: Any,
+    *,
+    prices: PriceBook | None = None,
+    stop: threading.Event | None = None,
+) -> LlmClient:
+    """The client of `role` on `provider` (config.model objects, duck-typed). Resolves the API key
+    (registering it with the redactor) and reads the model's price (once per provider per book)."""
+    name = provider.name
+    protocol = _protocol_name(provider.protocol)
+    if protocol not in PROTOCOLS:
+        raise OverbrainerError(f"providers.{name}.protocol must be openai or anthropic")
+    base_url = provider.base_url
+    if not base_url:
+        raise OverbrainerError(
+            f"providers.{name}.base_url is not set (set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
+        )
+    api_key = None
+    if provider.api_key is not None:
+        api_key = provider.api_key.resolve()
+        redact.register(api_key)
+        if not _valid_header_value(api_key):
+            raise LlmError(
+                f"providers.{name}.api_key is not a valid HTTP header value "
+                f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
+                fatal=True,
+            )
+    concurrency = int(getattr(pipeline, "concurrency", 8) or 8)
+    channel = channel_for(name, base_url, concurrency)
+    wire = PROTOCOLS[protocol]
+    book = prices if prices is not None else PriceBook()
+    price = book.price(channel, wire.headers(api_key), role.model)
+    return LlmClient(
+        provider_name=name,
+        protocol=protocol,
+        channel=channel,
+        role=role,
+        pipeline=pipeline,
+        api_key=api_key,
+        price=price,
+        stop=stop,
+    )

@@ -1,0 +1,269 @@
+"""HTTP for the LLM clients: one `requests.Session` per provider (pool ≥ concurrency), one
+request with a total deadline, the retry policy (tenacity) and the provider-wide 429 cool-down.
+
+Retry policy (spec pipeline.md §3.4): 408/429/5xx and transport failures are retried up to
+`max_retries` times; the wait is `Retry-After` (seconds, capped at 600) when given, else
+`min(2^n, 60) s × (0.5 + 0.5·rand)`. After a 429 every thread sending to the same provider waits out
+the cool-down before its next send. Waits use `stop.wait()` so a caller's Event cancels them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import threading
+import time
+from typing import Any, Callable
+
+import requests
+from requests.adapters import HTTPAdapter
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+from overbrainer import __version__
+from overbrainer.llm.errors import AUTH_FAILED, PERMISSION_DENIED, LlmCancelled, LlmError, invalid
+from overbrainer.support.redact import redact
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 30.0
+RETRY_AFTER_CAP = 600.0
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 60.0
+MESSAGE_CAP = 300
+_CHUNK = 64 * 1024
+_FATAL_STATUS = (401, 402, 403, 404)
+
+
+class Channel:
+    """Everything one provider's requests share: the session (connection pool) and the
+    "not before" time set by a 429."""
+
+    def __init__(self, name: str, base_url: str, pool_size: int):
+        self.name = name
+        self.base = base_url.rstrip("/")
+        self.session = requests.Session()
+        self.session.headers["User-Agent"] = f"overbrainer/{__version__}"
+        self.pool_size = 0
+        self.not_before = 0.0
+        self._lock = threading.Lock()
+        self.ensure_pool(pool_size)
+
+    def ensure_pool(self, size: int) -> None:
+        size = max(10, int(size))
+        with self._lock:
+            if size <= self.pool_size:
+                return
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=size, max_retries=0)
+            self.session.mount("http://", adapter)
+            self.session.mount("https://", adapter)
+            self.pool_size = size
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def cool_down(self, seconds: float) -> None:
+        """Nobody sends to this provider for `seconds` from now (never shortens a cool-down)."""
+        until = time.monotonic() + seconds
+        with self._lock:
+            if until > self.not_before:
+                self.not_before = until
+
+    def wait_cool_down(self, stop: threading.Event | None) -> None:
+        while True:
+            remaining = self.not_before - time.monotonic()  # a float read needs no lock
+            if remaining <= 0:
+                return
+            pause(remaining, stop)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+_channels: dict[tuple[str, str], Channel] = {}
+_channels_lock = threading.Lock()
+
+
+def channel_for(name: str, base_url: str, pool_size: int) -> Channel:
+    """The process-wide channel of a provider (one per name and URL), its pool grown if needed."""
+    key = (name, base_url.rstrip("/"))
+    with _channels_lock:
+        channel = _channels.get(key)
+        if channel is None:
+            channel = _channels[key] = Channel(name, base_url, pool_size)
+            return channel
+    channel.ensure_pool(pool_size)
+    return channel
+
+
+def close_channels() -> None:
+    with _channels_lock:
+        channels = list(_channels.values())
+        _channels.clear()
+    for channel in channels:
+        channel.close()
+
+
+def pause(seconds: float, stop: threading.Event | None) -> None:
+    """Sleep, or raise LlmCancelled as soon as `stop` is set."""
+    if stop is None:
+        time.sleep(seconds)
+    elif stop.wait(seconds):
+        raise LlmCancelled()
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds (fractional, non-negative) only; the HTTP-date form is ignored."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return seconds
+
+
+def _error_text(body: bytes) -> str:
+    text = None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        err = doc.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            text = err["message"]
+        elif isinstance(err, str):
+            text = err
+    if text is None:
+        text = body.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return redact(text[:MESSAGE_CAP]) or "(empty body)"
+
+
+def status_error(status: int, body: bytes, retry_after: float | None) -> LlmError:
+    if status == 401:
+        message = AUTH_FAILED
+    elif status == 403:
+        message = PERMISSION_DENIED
+    else:
+        message = f"HTTP {status}: {_error_text(body)}"
+    retryable = status in (408, 429) or status >= 500
+    return LlmError(
+        message, fatal=status in _FATAL_STATUS, retryable=retryable, status=status, retry_after=retry_after
+    )
+
+
+def request_once(
+    channel: Channel,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float,
+    connect_timeout: float = CONNECT_TIMEOUT,
+) -> Any:
+    """One HTTP exchange → the parsed JSON of a 2xx answer, else LlmError. `timeout` bounds the
+    whole exchange (connect, wait, body)."""
+    deadline = time.monotonic() + timeout
+    data = None if body is None else json.dumps(body).encode()
+    hdrs = dict(headers or {})
+    if data is not None:
+        hdrs["Content-Type"] = "application/json"
+    try:
+        resp = channel.session.request(
+            method,
+            channel.url(path),
+            data=data,
+            headers=hdrs,
+            timeout=(min(connect_timeout, timeout), timeout),
+            stream=True,
+        )
+    except requests.Timeout as e:
+        raise LlmError("request failed (timed out)", retryable=True, cause=e) from None
+    except requests.ConnectionError as e:
+        raise LlmError("request failed (cannot connect)", retryable=True, cause=e) from None
+    except requests.RequestException as e:
+        raise LlmError("request failed", retryable=True, cause=e) from None
+    try:
+        chunks = []
+        for chunk in resp.iter_content(_CHUNK):
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise LlmError("request failed (timed out)", retryable=True)
+        raw = b"".join(chunks)
+    except requests.RequestException as e:
+        raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+    finally:
+        resp.close()
+    status = resp.status_code
+    if status < 200 or status >= 300:
+        raise status_error(status, raw, parse_retry_after(resp.headers.get("Retry-After")))
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise invalid("not JSON") from None
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, LlmError) and exc.retryable
+
+
+def backoff(attempt: int) -> float:
+    """Wait before retry number `attempt` (1-based) without Retry-After."""
+    return min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_CAP) * (0.5 + 0.5 * random.random())
+
+
+def format_seconds(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds >= 0.1 or seconds == 0 else f"{seconds:.2f}s"
+
+
+def send(
+    channel: Channel,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float,
+    max_retries: int,
+    on_retry: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> Any:
+    """request_once with the retry policy and the shared cool-down."""
+
+    def attempt() -> Any:
+        if stop is not None and stop.is_set():
+            raise LlmCancelled("interrupted before a provider request was sent")
+        channel.wait_cool_down(stop)
+        return request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
+
+    def wait(state) -> float:
+        exc = state.outcome.exception()
+        if isinstance(exc, LlmError) and exc.retry_after is not None:
+            return min(exc.retry_after, RETRY_AFTER_CAP)
+        return backoff(state.attempt_number)
+
+    def before_sleep(state) -> None:
+        exc = state.outcome.exception()
+        seconds = state.next_action.sleep
+        if isinstance(exc, LlmError) and exc.status == 429:
+            channel.cool_down(seconds)
+        message = f"{exc}; retrying in {format_seconds(seconds)}"
+        log.debug("%s %s: %s", channel.name, path, message)
+        if on_retry is not None:
+            on_retry(message)
+
+    retrying = Retrying(
+        stop=stop_after_attempt(max(0, int(max_retries)) + 1),
+        wait=wait,
+        retry=retry_if_exception(_is_retryable),
+        before_sleep=before_sleep,
+        sleep=lambda seconds: pause(seconds, stop),
+        reraise=True,
+    )
+    return retrying(attempt)

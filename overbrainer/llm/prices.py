@@ -1,0 +1,125 @@
+"""Model prices from a provider's model listing (spec pipeline.md §3.5).
+
+One `PriceBook` per command, shared by every role: each provider's listing is fetched at most once,
+when the first role on it connects, within 10 s. Unknown prices never fail anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from overbrainer.llm.errors import LlmError
+
+log = logging.getLogger(__name__)
+
+LISTING_PATH = "/models?detailed=true"
+LISTING_TIMEOUT = 10.0
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, usage) -> float:
+        return (
+            usage.input_tokens * self.input_per_million + usage.output_tokens * self.output_per_million
+        ) / 1e6
+
+
+def _per_million(value: Any, unit: Any) -> float | None:
+    if isinstance(value, str):  # OpenRouter: USD per token, as a string
+        try:
+            number = float(value) * 1_000_000
+        except ValueError:
+            return None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if unit != "per_million_tokens":  # NanoGPT: numbers, per million tokens
+            return None
+        number = float(value)
+    else:
+        return None
+    if not math.isfinite(number) or number < 0:
+        return None
+    return number
+
+
+def entries(doc: Any) -> list | None:
+    """The model entries of a listing: `data[]` or a top-level array."""
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict) and isinstance(doc.get("data"), list):
+        return doc["data"]
+    return None
+
+
+def price_in(listing: list, model: str) -> Price | None:
+    for entry in listing:
+        if not isinstance(entry, dict) or entry.get("id") != model:
+            continue
+        pricing = entry.get("pricing")
+        if not isinstance(pricing, dict):
+            return None
+        unit = pricing.get("unit")
+        prompt = _per_million(pricing.get("prompt"), unit)
+        completion = _per_million(pricing.get("completion"), unit)
+        if prompt is None or completion is None:
+            return None
+        return Price(prompt, completion)
+    return None
+
+
+class PriceBook:
+    def __init__(self, timeout: float = LISTING_TIMEOUT):
+        self.timeout = timeout
+        self._listings: dict[tuple[str, str], Any] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def _lock_for(self, key: tuple[str, str]) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def listing(self, channel, headers: dict[str, str]) -> list | None:
+        """The provider's model entries (fetched once), or None when they cannot be read."""
+        key = (channel.name, channel.base)
+        with self._lock_for(key):
+            cached = self._listings.get(key, _MISSING)
+            if cached is _MISSING:
+                cached = self._listings[key] = self._fetch(channel, headers)
+            return cached
+
+    def _fetch(self, channel, headers: dict[str, str]) -> list | None:
+        from overbrainer.llm.http import request_once
+
+        try:
+            doc = request_once(
+                channel, "GET", LISTING_PATH, headers=headers, timeout=self.timeout,
+                connect_timeout=self.timeout,
+            )
+        except LlmError as e:
+            if "timed out" in str(e):
+                log.warning("model prices not received within %gs; showing tokens only", self.timeout)
+            else:
+                log.warning("cannot read model prices (%s); showing tokens only", e)
+            return None
+        found = entries(doc)
+        if found is None:
+            log.warning("cannot read model prices (invalid response: no model list); showing tokens only")
+        return found
+
+    def price(self, channel, headers: dict[str, str], model: str) -> Price | None:
+        listing = self.listing(channel, headers)
+        if listing is None:
+            return None
+        found = price_in(listing, model)
+        if found is None:
+            log.info("no price listed for model %s; showing tokens only", model)
+        return found
