@@ -1,0 +1,302 @@
+"""Ctrl-C, caught from the moment an `Interrupt` is created.
+
+The SIGINT handler only notes the signal (a flag and one byte on a pipe): it takes no lock, so
+it cannot deadlock the main thread it interrupts. A watcher thread reads the pipe and sets the
+`threading.Event` that flows and `race` wait on. Two ways to run a flow:
+
+- `shield(fn)` runs `fn` to its end and only notes a Ctrl-C meanwhile;
+- `race(fn)` returns None at the first Ctrl-C (fn runs in a daemon thread and is abandoned);
+  once Ctrl-C came, `fn` is not even started.
+
+When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
+behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
+instead (the embedded front end's detach event).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import weakref
+from typing import Any, Callable, TypeVar
+
+from overbrainer.errors import Interrupted
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_OFF, _SIGNAL, _EVENT = "off", "signal", "event"
+_TRIP, _QUIT = b"i", b"q"
+# How often a race on a caller's Event (which nobody can hook) looks at it.
+_EVENT_POLL = 0.02
+
+
+class _Handler:
+    """The installed SIGINT handler. Handlers of nested Interrupts chain: every live owner in
+    the chain is told; when none is live any more, the original handler runs (Ctrl-C as usual)."""
+
+    def __init__(self, owner: "Interrupt", previous: Any):
+        self.owner: Interrupt | None = owner
+        self.previous = previous
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        h: Any = self
+        told = False
+        while isinstance(h, _Handler):
+            owner = h.owner
+            if owner is not None:
+                owner._noted()
+                told = True
+            h = h.previous
+        if not told:
+            _original(h, signum, frame)
+
+
+def _original(handler: Any, signum: int, frame: Any) -> None:
+    if callable(handler):
+        handler(signum, frame)
+    elif handler == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    # SIG_IGN or None: ignore
+
+
+def _unwrap(handler: Any) -> Any:
+    """The first live handler of a chain, or the original one."""
+    while isinstance(handler, _Handler) and handler.owner is None:
+        handler = handler.previous
+    return handler
+
+
+class Interrupt:
+    """Ctrl-C caught from creation on. See the module docstring."""
+
+    def __init__(self) -> None:
+        self._setup(threading.Event(), _OFF)
+        if threading.current_thread() is not threading.main_thread():
+            log.debug("cannot catch Ctrl-C outside the main thread: it stops the process as usual")
+            return
+        try:
+            previous = signal.getsignal(signal.SIGINT)
+            rfd, wfd = os.pipe()
+        except (OSError, ValueError) as e:
+            log.warning("cannot catch Ctrl-C: %s", e)
+            return
+        os.set_blocking(wfd, False)
+        self._rfd, self._wfd = rfd, wfd
+        handler = _Handler(self, previous)
+        try:
+            signal.signal(signal.SIGINT, handler)
+        except (OSError, ValueError) as e:
+            os.close(rfd)
+            os.close(wfd)
+            log.warning("cannot catch Ctrl-C: %s", e)
+            return
+        self._handler = handler
+        self._mode = _SIGNAL
+        self._watcher = threading.Thread(target=self._watch, name="overbrainer-ctrl-c", daemon=True)
+        self._watcher.start()
+
+    def _setup(self, event: threading.Event, mode: str) -> None:
+        self.event = event
+        self._mode = mode
+        self._noted_flag = False
+        self._handler: _Handler | None = None
+        self._watcher: threading.Thread | None = None
+        self._rfd = self._wfd = -1
+        self._lock = threading.Lock()
+        self._waiters: set[threading.Event] = set()
+        self._notes: list[str] = []
+
+    @classmethod
+    def on(cls, event: threading.Event) -> "Interrupt":
+        """Interrupted when `event` is set (by the caller, e.g. a TUI detaching a task)."""
+        self = cls.__new__(cls)
+        self._setup(event, _EVENT)
+        return self
+
+    @classmethod
+    def off(cls) -> "Interrupt":
+        """Never caught: Ctrl-C behaves as usual, `race` runs inline."""
+        self = cls.__new__(cls)
+        self._setup(threading.Event(), _OFF)
+        return self
+
+    # --- the signal side ----------------------------------------------------------------------
+
+    def _noted(self) -> None:
+        # Runs in the main thread between two bytecodes: no locks, no logging here.
+        self._noted_flag = True
+        try:
+            os.write(self._wfd, _TRIP)
+        except OSError:
+            pass
+
+    def _watch(self) -> None:
+        rfd, wfd = self._rfd, self._wfd
+        try:
+            while True:
+                try:
+                    data = os.read(rfd, 64)
+                except InterruptedError:
+                    continue
+                if not data or _QUIT in data:
+                    return
+                first = not self.event.is_set()
+                self._trip()
+                if first and self._notes:
+                    log.warning("interrupted: finishing %s first", self._notes[-1])
+        finally:
+            os.close(rfd)
+            os.close(wfd)
+
+    def _trip(self) -> None:
+        self.event.set()
+        with self._lock:
+            waiters = tuple(self._waiters)
+        for w in waiters:
+            w.set()
+
+    # --- public API ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """"off" (Ctrl-C as usual), "caught" or "listening"."""
+        if self.caught():
+            return "caught"
+        return "off" if self._mode == _OFF else "listening"
+
+    @property
+    def is_off(self) -> bool:
+        return self._mode == _OFF
+
+    def caught(self) -> bool:
+        return self._noted_flag or self.event.is_set()
+
+    def check(self, message: str = "interrupted") -> None:
+        """Raise `Interrupted(message)` if Ctrl-C came (for flows at their safe points)."""
+        if self.caught():
+            raise Interrupted(message)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`; True (at once) if interrupted."""
+        if self.caught():
+            return True
+        self.event.wait(seconds)
+        return self.caught()
+
+    def shield(self, fn: Callable[..., T], *args: Any, note: str | None = None, **kwargs: Any) -> T:
+        """Run fn to its end; a Ctrl-C meanwhile is only noted (and `note` says what finishes)."""
+        if note:
+            self._notes.append(note)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if note:
+                self._notes.pop()
+
+    def race(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+        """fn's result, or None as soon as Ctrl-C comes (or at once if it already came)."""
+        if self.caught():
+            return None
+        if self._mode == _OFF:
+            return fn(*args, **kwargs)
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["value"] = fn(*args, **kwargs)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["error"] = e
+            finally:
+                box["done"] = True
+                done.set()
+
+        with self._lock:
+            self._waiters.add(done)
+        try:
+            if self.caught():
+                return None
+            threading.Thread(target=work, name="overbrainer-race", daemon=True).start()
+            if self._mode == _SIGNAL:
+                done.wait()
+            else:
+                while not done.wait(_EVENT_POLL) and not self.event.is_set():
+                    pass
+        finally:
+            with self._lock:
+                self._waiters.discard(done)
+        if not box.get("done"):
+            return None
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def restore(self) -> None:
+        """Stop catching: put the previous SIGINT handler back (Ctrl-C noted so far stays noted)."""
+        handler, self._handler = self._handler, None
+        if handler is None:
+            return
+        handler.owner = None
+        if threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGINT) is handler:
+                    signal.signal(signal.SIGINT, _unwrap(handler.previous))
+            except (OSError, ValueError):
+                pass
+        # Otherwise the handler stays installed but inert: with no live owner left in its chain
+        # it passes Ctrl-C to the original handler.
+        try:
+            os.write(self._wfd, _QUIT)
+        except OSError:
+            pass
+        self._mode = _OFF
+
+    def __enter__(self) -> "Interrupt":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.restore()
+
+
+class Flag:
+    """What Runpod provisioning checks between its steps: set on Ctrl-C (the command line) or
+    by the caller's abandon Event (embedded). `close()` stops watching; so does dropping it."""
+
+    def __init__(self, event: threading.Event, interrupt: Interrupt | None = None):
+        self.event = event
+        self._interrupt = interrupt
+        self._finalizer = weakref.finalize(self, interrupt.restore) if interrupt is not None else None
+
+    @classmethod
+    def catching(cls) -> "Flag":
+        """A flag set by Ctrl-C from now on."""
+        interrupt = Interrupt()
+        return cls(interrupt.event, interrupt)
+
+    def is_set(self) -> bool:
+        if self._interrupt is not None:
+            return self._interrupt.caught()
+        return self.event.is_set()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.is_set()
+
+    @property
+    def watching(self) -> bool:
+        return self._finalizer is not None and self._finalizer.alive
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self) -> "Flag":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

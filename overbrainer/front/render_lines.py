@@ -1,0 +1,260 @@
+"""Events → log lines (the renderer for pipes, files, cron and CI, and the base of the bars one).
+
+Stage events give the lines of the spec (pipeline.md §5.2): `answers: 40 to process`, progress at
+each tenth (every item below 10), retries as WARN, final failures as ERROR, `answers: finished`.
+Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
+line and the last step shown), phase lines and evaluation progress at each tenth.
+Lines go through the `overbrainer` logger, so they share its format, level, colour and redactor.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from overbrainer.front.events import (
+    Event, ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, RunWatched, StageFinished,
+    StageModel, StageStarted, Transfer,
+)
+
+log = logging.getLogger("overbrainer.progress")
+
+INTERVAL = 10.0
+
+PHASES = {"train": "training", "merge": "merging adapter", "export": "exporting",
+          "compare": "comparing"}
+
+
+class Tenths:
+    """Due at each new tenth of `total` (at every item when total < 10), and at the end."""
+
+    def __init__(self, total: int | None):
+        self.total = total or 0
+        self.last = 0
+
+    def due(self, done: int) -> bool:
+        if self.total <= 0:
+            return False
+        mark = done if self.total < 10 else (min(done, self.total) * 10) // self.total
+        if done >= self.total:
+            mark = max(mark, 10 if self.total >= 10 else self.total)
+        if mark > self.last:
+            self.last = mark
+            return True
+        return False
+
+
+class Every:
+    """Due at most once per `interval` seconds (the first call is due)."""
+
+    def __init__(self, interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic):
+        self.interval = interval
+        self.clock = clock
+        self.last: float | None = None
+
+    def due(self, force: bool = False) -> bool:
+        now = self.clock()
+        if force or self.last is None or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+
+def sci(x: float) -> str:
+    """2e-4 → "2.00e-4"."""
+    mantissa, _, exp = f"{x:.2e}".partition("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def _num(x: float | None) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def describe_metric(m: Metric) -> str:
+    """`step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812`."""
+    if m.max_steps:
+        parts = [f"step {m.step}/{m.max_steps} ({m.step * 100 // m.max_steps}%)"]
+    else:
+        parts = [f"step {m.step}"]
+    if _num(m.epoch):
+        parts.append(f"epoch {m.epoch:.2f}")
+    if _num(m.loss):
+        parts.append(f"loss {m.loss:.4f}")
+    if _num(m.eval_loss):
+        parts.append(f"eval_loss {m.eval_loss:.4f}")
+    if _num(m.learning_rate):
+        parts.append(f"lr {sci(m.learning_rate)}")
+    if _num(m.grad_norm):
+        parts.append(f"grad_norm {m.grad_norm:.3f}")
+    return ", ".join(parts)
+
+
+@dataclass
+class _Stage:
+    total: int
+    done: int = 0
+    tenths: Tenths = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tenths = Tenths(self.total)
+
+
+@dataclass
+class _Run:
+    prefix: str
+    steps: Every
+    eval: Tenths | None = None
+    eval_step: int = 0
+    transfers: dict = field(default_factory=dict)
+
+
+class LineRenderer:
+    """Turns events into log lines. Subclasses draw bars instead of progress lines."""
+
+    def __init__(self, logger: logging.Logger = log, *, interval: float = INTERVAL,
+                 clock: Callable[[], float] = time.monotonic):
+        self.log = logger
+        self.interval = interval
+        self.clock = clock
+        self.stages: dict[str, _Stage] = {}
+        self.runs: dict[str, _Run] = {}
+
+    # --- dispatch -----------------------------------------------------------------------------
+
+    def handle(self, ev: Event) -> None:
+        method = getattr(self, "on_" + type(ev).__name__, None)
+        if method is not None:
+            method(ev)
+
+    def close(self) -> None:
+        """The bus ended: nothing to flush for plain lines."""
+
+    # --- pipeline stages ----------------------------------------------------------------------
+
+    def on_StageStarted(self, ev: StageStarted) -> None:
+        self.stages[ev.stage] = _Stage(ev.total)
+        self.log.info("%s: %d to process", ev.stage, ev.total)
+        self.stage_started(ev.stage, ev.total)
+
+    def on_StageModel(self, ev: StageModel) -> None:
+        self.log.debug("%s: model %s", ev.stage, ev.model)
+
+    def _count(self, stage: str) -> None:
+        st = self.stages.get(stage)
+        if st is None:
+            st = self.stages[stage] = _Stage(0)
+        st.done += 1
+        self.stage_progress(stage, st)
+
+    def on_ItemDone(self, ev: ItemDone) -> None:
+        what = "already done" if ev.usage is None else ("excluded" if ev.excluded else "done")
+        self.log.debug("%s: %s %s", ev.stage, ev.id, what)
+        self._count(ev.stage)
+
+    def on_ItemFailed(self, ev: ItemFailed) -> None:
+        if ev.retryable:
+            self.log.warning("%s: %s: %s", ev.stage, ev.id, ev.error)
+            return
+        self.log.error("%s: %s failed: %s", ev.stage, ev.id, ev.error)
+        self._count(ev.stage)
+
+    def on_StageFinished(self, ev: StageFinished) -> None:
+        self.stage_finished(ev.stage)
+        self.stages.pop(ev.stage, None)
+        self.log.info("%s: finished", ev.stage)
+
+    def on_Lagged(self, ev: Lagged) -> None:
+        self.log.debug("progress: %d event(s) dropped: the display fell behind", ev.dropped)
+
+    # hooks (lines here, bars in render_bars)
+
+    def stage_started(self, stage: str, total: int) -> None:
+        pass
+
+    def stage_progress(self, stage: str, st: _Stage) -> None:
+        if st.tenths.due(st.done):
+            self.log.info("%s: %d/%d", stage, st.done, st.total)
+
+    def stage_finished(self, stage: str) -> None:
+        pass
+
+    # --- training runs ------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> _Run:
+        r = self.runs.get(run_id)
+        if r is None:
+            r = self.runs[run_id] = _Run("train", Every(self.interval, self.clock))
+        return r
+
+    def on_RunWatched(self, ev: RunWatched) -> None:
+        r = self.run(ev.run_id)
+        r.prefix = ev.job or "train"
+        self.log.debug("%s: following run %s", r.prefix, ev.run_id)
+
+    def on_Metric(self, ev: Metric) -> None:
+        r = self.run(ev.run_id)
+        self.metric(r, ev)
+
+    def metric(self, r: _Run, m: Metric) -> None:
+        last = bool(m.max_steps) and m.step >= (m.max_steps or 0)
+        if r.steps.due(force=_num(m.eval_loss) or last):
+            self.log.info("%s: %s", r.prefix, describe_metric(m))
+
+    def on_Mark(self, ev: Mark) -> None:
+        r = self.run(ev.run_id)
+        if ev.kind == "stage":
+            self.log.info("%s: %s", r.prefix, PHASES.get(ev.name or "", ev.name or "working"))
+        elif ev.kind == "eval":
+            step = ev.step or 0
+            if r.eval is None or step <= r.eval_step:
+                r.eval = Tenths(ev.total)
+                self.evaluating(r, step, ev.total, first=True)
+            else:
+                self.evaluating(r, step, ev.total, first=False)
+            r.eval_step = step
+        elif ev.kind == "end":
+            self.log.info("%s: finalizing (saving model)", r.prefix)
+
+    def evaluating(self, r: _Run, step: int, total: int | None, first: bool) -> None:
+        """The first eval mark of an evaluation, then each tenth of it."""
+        due = r.eval.due(step) if r.eval is not None else False
+        if first or due:
+            self.log.info("%s: evaluating %s", r.prefix, f"{step}/{total}" if total else step)
+
+    def on_JobStatus(self, ev: JobStatus) -> None:
+        p = self.run(ev.run_id).prefix
+        if ev.status == "running":
+            self.log.info("%s: job running", p)
+        elif ev.status == "exited":
+            level = logging.INFO if ev.code == 0 else logging.WARNING
+            self.log.log(level, "%s: job exited with code %s", p, ev.code)
+        elif ev.status == "lost":
+            self.log.warning("%s: job lost (stopped without an exit code)", p)
+        else:
+            self.log.warning("%s: job %s", p, ev.status)
+
+    def on_Transfer(self, ev: Transfer) -> None:
+        r = self.run(ev.run_id)
+        key = ev.direction
+        gate = r.transfers.get(key)
+        if gate is None or ev.done == 0:
+            gate = r.transfers[key] = (Tenths(ev.total) if ev.total else Every(self.interval, self.clock))
+        self.transfer(r, ev, gate)
+
+    def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
+        due = gate.due(ev.done) if isinstance(gate, Tenths) else gate.due()
+        if due:
+            verb = "uploading" if ev.direction == "upload" else "downloading"
+            amount = human_bytes(ev.done) + (f" of {human_bytes(ev.total)}" if ev.total else "")
+            self.log.info("%s: %s %s", r.prefix, verb, amount)

@@ -1,0 +1,219 @@
+"""Interrupt and Flag with real SIGINTs sent to this process (as Ctrl-C does)."""
+
+import gc
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from overbrainer.errors import Interrupted
+from overbrainer.front.interrupt import Flag, Interrupt
+
+LIMIT = 10
+
+
+def ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture(autouse=True)
+def original_handler():
+    before = signal.getsignal(signal.SIGINT)
+    yield before
+    assert signal.getsignal(signal.SIGINT) is before, "a test left its SIGINT handler installed"
+
+
+def test_ctrl_c_never_stops_a_shielded_flow_and_stops_a_raced_one():
+    interrupt = Interrupt()
+    try:
+        assert interrupt.state == "listening"
+
+        def shielded():
+            ctrl_c()
+            assert interrupt.event.wait(LIMIT)
+            return "ended"
+
+        assert interrupt.shield(shielded) == "ended"
+        assert interrupt.caught() and interrupt.state == "caught"
+        started = []
+        assert interrupt.race(started.append, 1) is None
+        assert started == [], "once Ctrl-C came, a race does not even start its flow"
+    finally:
+        interrupt.restore()
+
+    interrupt = Interrupt()
+    release = threading.Event()
+    try:
+        def raced():
+            ctrl_c()
+            release.wait(60)
+            return "late"
+
+        t0 = time.monotonic()
+        assert interrupt.race(raced) is None
+        assert time.monotonic() - t0 < LIMIT
+        assert interrupt.caught()
+        with pytest.raises(Interrupted, match="stopped here"):
+            interrupt.check("stopped here")
+    finally:
+        release.set()
+        interrupt.restore()
+
+
+def test_race_returns_the_result_or_the_error_of_a_flow_that_ends():
+    with Interrupt() as interrupt:
+        assert interrupt.race(lambda a, b=0: a + b, 1, b=2) == 3
+        with pytest.raises(ValueError, match="bad"):
+            interrupt.race(lambda: (_ for _ in ()).throw(ValueError("bad")))
+        interrupt.check()
+        assert not interrupt.caught()
+
+
+def test_shield_says_what_it_finishes(caplog):
+    caplog.set_level("WARNING", logger="overbrainer")
+    with Interrupt() as interrupt:
+        def flow():
+            ctrl_c()
+            assert interrupt.event.wait(LIMIT)
+            return 1
+
+        assert interrupt.shield(flow, note="starting the run") == 1
+    assert any("finishing starting the run first" in r.getMessage() for r in caplog.records)
+
+
+def test_wait_returns_early_on_ctrl_c():
+    with Interrupt() as interrupt:
+        assert interrupt.wait(0.01) is False
+        threading.Thread(target=ctrl_c).start()
+        t0 = time.monotonic()
+        assert interrupt.wait(LIMIT) is True
+        assert time.monotonic() - t0 < LIMIT
+        assert interrupt.wait(LIMIT) is True
+
+
+def test_restore_puts_the_old_handler_back_and_ctrl_c_behaves_as_usual(original_handler):
+    interrupt = Interrupt()
+    assert signal.getsignal(signal.SIGINT) is not original_handler
+    interrupt.restore()
+    interrupt.restore()  # twice is fine
+    assert signal.getsignal(signal.SIGINT) is original_handler
+    with pytest.raises(KeyboardInterrupt):
+        ctrl_c()
+        threading.Event().wait(LIMIT)
+
+
+def test_nested_interrupts_both_hear_ctrl_c_and_restore_in_any_order(original_handler):
+    outer = Interrupt()
+    inner = Interrupt()
+    try:
+        ctrl_c()
+        assert inner.event.wait(LIMIT) and outer.event.wait(LIMIT)
+        outer.restore()  # out of order: inner's handler stays installed
+        assert signal.getsignal(signal.SIGINT) is not original_handler
+        second = Interrupt()
+        ctrl_c()
+        assert second.event.wait(LIMIT)
+        second.restore()
+    finally:
+        inner.restore()
+        outer.restore()
+    assert signal.getsignal(signal.SIGINT) is original_handler
+
+
+def test_outside_the_main_thread_it_is_off_and_race_runs_inline():
+    box = {}
+
+    def worker():
+        interrupt = Interrupt()
+        box["state"] = interrupt.state
+        box["thread"] = interrupt.race(threading.get_ident)
+        box["me"] = threading.get_ident()
+        box["wait"] = interrupt.wait(0)
+        interrupt.restore()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(LIMIT)
+    assert box == {"state": "off", "thread": box["me"], "me": box["me"], "wait": False}
+    off = Interrupt.off()
+    assert off.is_off and off.race(lambda: 5) == 5 and off.shield(lambda: 6) == 6
+
+
+def test_a_detach_event_never_stops_a_shielded_flow_and_stops_a_raced_one():
+    detach = threading.Event()
+    interrupt = Interrupt.on(detach)
+    assert interrupt.state == "listening"
+
+    def shielded():
+        detach.set()
+        return "ended"
+
+    assert interrupt.shield(shielded) == "ended"
+    assert interrupt.caught()
+    assert interrupt.race(lambda: 1) is None
+
+    detach = threading.Event()
+    interrupt = Interrupt.on(detach)
+    release = threading.Event()
+    try:
+        t0 = time.monotonic()
+        assert interrupt.race(lambda: (detach.set(), release.wait(60))) is None
+        assert time.monotonic() - t0 < LIMIT
+        assert interrupt.event is detach and interrupt.wait(LIMIT)
+    finally:
+        release.set()
+    interrupt.restore()  # nothing installed: a no-op
+
+
+def test_a_cli_provisioning_flag_starts_clear_and_is_set_by_ctrl_c():
+    flag = Flag.catching()
+    try:
+        assert not flag.is_set() and flag.watching
+        ctrl_c()
+        assert flag.event.wait(LIMIT)
+        assert flag.is_set() and flag.interrupted
+    finally:
+        flag.close()
+    assert not flag.watching
+
+
+def test_a_cli_flag_dropped_without_close_stops_catching(original_handler):
+    flag = Flag.catching()
+    assert signal.getsignal(signal.SIGINT) is not original_handler
+    del flag
+    gc.collect()
+    assert signal.getsignal(signal.SIGINT) is original_handler
+
+
+def test_an_embedded_flag_reads_the_abandon_event():
+    abandon = threading.Event()
+    with Flag(abandon) as flag:
+        assert not flag.is_set()
+        abandon.set()
+        assert flag.is_set()
+
+
+def test_ctrl_c_from_outside_the_process_stops_a_race_and_the_process_ends_cleanly():
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "from overbrainer.front.frontend import Cli\n"
+        "with Cli().interrupt() as interrupt:\n"
+        "    def flow():\n"
+        "        print('ready', flush=True)\n"
+        "        threading.Event().wait(60)\n"
+        "    print(interrupt.race(flow), interrupt.caught(), flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=LIMIT)
+    finally:
+        proc.kill()
+    assert (proc.returncode, out, err) == (0, "None True\n", "")
