@@ -1,0 +1,307 @@
+"""The Axolotl config of a run (training.md §3): built from `[training]`, `axolotl_extra` merged last.
+
+`build_config(training, root, has_eval, resume_checkpoint)` gives the dict, `dump_yaml` its text
+(keys sorted, strings double-quoted, PyYAML reads it back to the same dict). `training` is the
+`config.model.Training` dataclass (attribute names = the TOML keys); anything with those attributes
+works, missing optional ones take the spec's defaults.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import ConfigError, OverbrainerError
+
+log = logging.getLogger(__name__)
+
+PLUGIN_CLASS = "overbrainer_metrics.OverbrainerMetricsPlugin"
+
+# Keys overbrainer writes itself: `axolotl_extra` may not set them.
+MANAGED_KEYS = (
+    "datasets", "test_datasets", "val_set_size", "output_dir", "dataset_prepared_path", "plugins",
+    "resume_from_checkpoint",
+)
+
+# Axolotl keys (and the TOML names) that have their own typed setting in `[training]`.
+TYPED_KEYS = (
+    "target", "base_model", "adapter", "epochs", "num_epochs", "learning_rate", "lora_r", "lora_alpha",
+    "lora_dropout", "sequence_len", "micro_batch_size", "gradient_accumulation_steps", "optimizer",
+    "lr_scheduler", "sample_packing", "evals_per_epoch", "saves_per_epoch", "merge", "hub_model_id",
+)
+
+DEFAULTS: dict[str, Any] = {
+    "epochs": 3,
+    "learning_rate": 2e-4,
+    "lora_r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "sequence_len": 4096,
+    "micro_batch_size": 2,
+    "gradient_accumulation_steps": 4,
+    "optimizer": "adamw_torch_fused",
+    "lr_scheduler": "cosine",
+    "sample_packing": True,
+    "evals_per_epoch": 4,
+    "saves_per_epoch": 1,
+    "merge": False,
+    "hub_model_id": None,
+    "axolotl_extra": None,
+}
+
+# Chat templates of Axolotl 0.19 that render `reasoning_content` (pipeline.md §4.6).
+REASONING_TEMPLATES = ("qwen3", "qwen3_5", "exaone4", "gemma4", "gemma4_unified")
+
+
+def setting(training: Any, name: str) -> Any:
+    """A `[training]` value, or its default when the object has none (or None for an optional key)."""
+    value = getattr(training, name, None)
+    if value is None:
+        return DEFAULTS.get(name)
+    return value
+
+
+def adapter_of(training: Any) -> str:
+    adapter = getattr(training, "adapter", None)
+    adapter = getattr(adapter, "value", adapter)  # an Enum works too
+    return str(adapter or "").lower()
+
+
+def extra_of(training: Any) -> dict[str, Any]:
+    extra = getattr(training, "axolotl_extra", None) or {}
+    if not isinstance(extra, dict):
+        raise ConfigError("invalid configuration", ["training.axolotl_extra must be a table"])
+    return extra
+
+
+def extra_problems(extra: dict[str, Any], *, typed: bool = False) -> list[str]:
+    """What `axolotl_extra` may not hold: managed keys, `save_only_model = true` and, with
+    `typed=True` (the config validation's choice), keys that have a typed `[training]` setting."""
+    problems = []
+    for key in extra:
+        if key in MANAGED_KEYS:
+            problems.append(f"training.axolotl_extra.{key} is set by overbrainer: remove it")
+        elif typed and key in TYPED_KEYS:
+            problems.append(f"training.axolotl_extra.{key} has its own setting: set training.{key} instead")
+    if extra.get("save_only_model") is True:
+        problems.append("training.axolotl_extra.save_only_model = true would make snapshots unresumable: remove it")
+    return problems
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """A mapping into a mapping merges key by key; anything else replaces. Returns a new dict."""
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def dataset_entry(path: str) -> dict[str, Any]:
+    return {
+        "ds_type": "json",
+        "field_messages": "messages",
+        "field_thinking": "reasoning_content",
+        "path": path,
+        "roles_to_train": ["assistant"],
+        "train_on_eos": "turn",
+        "type": "chat_template",
+    }
+
+
+def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: str | None = None) -> dict[str, Any]:
+    """The Axolotl config as a dict. `root` is the run directory as the job sees it (host path or
+    `/workspace/run`); `resume_checkpoint` is `<root>/resume/checkpoint-N` or None.
+
+    Raises `ConfigError` when `axolotl_extra` sets a managed key.
+    """
+    extra = extra_of(training)
+    problems = extra_problems(extra)
+    if problems:
+        raise ConfigError("invalid configuration", problems)
+    root = root.rstrip("/") or "/"
+    base_model = getattr(training, "base_model", None)
+    if not base_model:
+        raise ConfigError("invalid configuration", ["training.base_model is not set"])
+    config: dict[str, Any] = {
+        "base_model": base_model,
+        "sequence_len": setting(training, "sequence_len"),
+        "sample_packing": setting(training, "sample_packing"),
+        "num_epochs": setting(training, "epochs"),
+        "micro_batch_size": setting(training, "micro_batch_size"),
+        "gradient_accumulation_steps": setting(training, "gradient_accumulation_steps"),
+        "learning_rate": setting(training, "learning_rate"),
+        "optimizer": setting(training, "optimizer"),
+        "lr_scheduler": setting(training, "lr_scheduler"),
+        "val_set_size": 0,
+        "eval_sample_packing": False,
+        "attn_implementation": "sdpa",
+        "warmup_ratio": 0.1,
+        "gradient_checkpointing": True,
+        "logging_steps": 1,
+        "output_dir": f"{root}/output",
+        "dataset_prepared_path": f"{root}/prepared",
+        "plugins": [PLUGIN_CLASS],
+        "datasets": [dataset_entry(f"{root}/data/train.jsonl")],
+    }
+    adapter = adapter_of(training)
+    if adapter in ("lora", "qlora"):
+        config.update({
+            "adapter": adapter,
+            "load_in_4bit": adapter == "qlora",
+            "load_in_8bit": False,
+            "lora_r": setting(training, "lora_r"),
+            "lora_alpha": setting(training, "lora_alpha"),
+            "lora_dropout": setting(training, "lora_dropout"),
+            "lora_target_linear": True,
+        })
+    elif adapter != "full":
+        raise ConfigError("invalid configuration", ["training.adapter must be lora, qlora or full"])
+    if has_eval:
+        config["test_datasets"] = [dict(dataset_entry(f"{root}/data/eval.jsonl"), split="train")]
+        if "eval_steps" not in extra:
+            config["evals_per_epoch"] = setting(training, "evals_per_epoch")
+    if "save_steps" not in extra:
+        config["saves_per_epoch"] = setting(training, "saves_per_epoch")
+    if "save_total_limit" not in extra:
+        config["save_total_limit"] = 2
+    hub_model_id = getattr(training, "hub_model_id", None)
+    if hub_model_id:
+        config["hub_model_id"] = hub_model_id
+    if resume_checkpoint:
+        config["resume_from_checkpoint"] = resume_checkpoint
+    merged = deep_merge(config, extra)
+    if not has_eval:
+        for key in ("eval_steps", "eval_strategy"):
+            merged.pop(key, None)
+    return merged
+
+
+# --- YAML ------------------------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_BOOLISH = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "nan", "inf"}
+
+
+def _dumper():
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        """Block style, lists indented under their key, keys plain when safe, values double-quoted."""
+
+        def ignore_aliases(self, data):
+            return True
+
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+
+        def represent_mapping(self, tag, mapping, flow_style=None):
+            value = []
+            node = yaml.MappingNode(tag, value, flow_style=False)
+            for key in sorted(mapping, key=str):
+                if isinstance(key, str) and _PLAIN_KEY.match(key) and key.lower() not in _BOOLISH:
+                    key_node = yaml.ScalarNode("tag:yaml.org,2002:str", key, style=None)
+                else:
+                    key_node = self.represent_data(key)
+                value.append((key_node, self.represent_data(mapping[key])))
+            return node
+
+        def represent_str(self, data):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+
+        def represent_float(self, data):
+            if not math.isfinite(data):
+                return super().represent_float(data)
+            text = repr(data)
+            if "e" in text:
+                mantissa, exp = text.split("e")
+                if "." not in mantissa:
+                    mantissa += ".0"
+                sign = "-" if exp.startswith("-") else "+"
+                text = f"{mantissa}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+            elif "." not in text:
+                text += ".0"
+            return self.represent_scalar("tag:yaml.org,2002:float", text)
+
+    Dumper.add_representer(str, Dumper.represent_str)
+    Dumper.add_representer(float, Dumper.represent_float)
+    Dumper.add_representer(dict, Dumper.represent_dict)
+    return Dumper
+
+
+def dump_yaml(config: dict[str, Any]) -> str:
+    """The config as YAML text: keys sorted, strings double-quoted (so `"no"` stays a string)."""
+    import yaml
+
+    return yaml.dump(config, Dumper=_dumper(), default_flow_style=False, allow_unicode=True,
+                     width=1 << 30, sort_keys=True)
+
+
+def write_config(path: str | os.PathLike, config: dict[str, Any]) -> None:
+    from overbrainer.support.atomic import atomic_write_text
+
+    atomic_write_text(path, dump_yaml(config))
+
+
+# --- checks at training start ----------------------------------------------------------------
+
+def has_examples(path: str | os.PathLike) -> bool:
+    """True when the JSONL file exists and holds a non-blank line."""
+    try:
+        with open(path, "rb") as f:
+            return any(line.strip() for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def require_examples(path: str | os.PathLike, shown: str | None = None) -> None:
+    """Refuse to train on a missing or empty `train.jsonl`. `shown` is the path as the user knows
+    it (e.g. `data/train.jsonl`); default: `path`."""
+    try:
+        ok = has_examples(path)
+    except OSError as exc:
+        raise OverbrainerError(f"cannot read {shown or path}: {exc.strerror}") from exc
+    if not ok:
+        raise OverbrainerError(f"{shown or path} has no example: run `overbrainer split` first")
+
+
+def template_warning(training: Any) -> str | None:
+    """The warning printed at training start when the chat template may drop the reasoning
+    (pipeline.md §4.6), or None when it renders `reasoning_content`."""
+    extra = extra_of(training)
+    jinja = extra.get("chat_template_jinja")
+    template = extra.get("chat_template")
+    base_model = str(getattr(training, "base_model", "") or "")
+    if jinja is not None:
+        if "reasoning_content" in str(jinja):
+            return None
+        why = "training.axolotl_extra.chat_template_jinja does not mention reasoning_content"
+    elif template is not None and str(template) != "tokenizer_default":
+        if str(template) in REASONING_TEMPLATES:
+            return None
+        why = f"chat template `{template}` does not render reasoning_content"
+    else:
+        if "qwen3" in base_model.lower():
+            return None
+        why = f"the chat template of {base_model} may not render reasoning_content"
+    return (f"{why}: the child would learn the answers without the parent's reasoning; "
+            f"use one of {', '.join(REASONING_TEMPLATES)} or a chat_template_jinja that renders it")
+
+
+def recorded_adapter(run_dir: str | os.PathLike) -> str:
+    """`adapter:` of a run's own axolotl.yaml (`full` when absent or unreadable)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(run_dir, "axolotl.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return "full"
+    adapter = data.get("adapter") if isinstance(data, dict) else None
+    return str(adapter) if adapter else "full"

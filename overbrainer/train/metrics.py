@@ -1,0 +1,333 @@
+"""Reading a run's `metrics.jsonl` (training.md §3.3, §4): lines, the summary, phase, pace.
+
+* `LineReader` splits a byte stream (read in chunks from an offset) into complete lines.
+* `parse_record(line)` checks one line against the plugin's format (`begin log eval end stage`).
+* `MetricsSummary` folds the records: step, loss, eval loss, phase, pace and time left.
+* `to_event(run_id, record)` turns a record into the bus event (`Metric` or `Mark`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+log = logging.getLogger(__name__)
+
+READ_LIMIT = 1 << 20  # bytes per read of metrics.jsonl
+PLUGIN_EVENTS = ("begin", "log", "eval", "end")
+STAGE_NAMES = ("train", "merge", "export", "compare")
+_MAX_WARNINGS = 5
+
+
+# --- bytes → lines ---------------------------------------------------------------------------
+
+def _utf8_cut(data: bytes, limit: int) -> int:
+    """The largest cut ≤ limit (and > 0) that does not split a UTF-8 character."""
+    cut = min(limit, len(data))
+    back = cut
+    while 0 < back and cut - back < 3 and back < len(data) and (data[back] & 0xC0) == 0x80:
+        back -= 1
+    if back < len(data) and (data[back] & 0xC0) == 0x80 or back == 0:
+        return cut  # not UTF-8 anyway: cut where the limit says
+    return back
+
+
+class LineReader:
+    """Complete lines out of a byte stream fed in chunks.
+
+    `\\n` and `\\r` both end a line (`\\r\\n` gives no empty line: blank lines are dropped); an
+    unterminated tail waits for the next chunk, except that a tail of `limit` bytes without a
+    terminator is cut at a UTF-8 boundary and given out (no livelock on a huge line).
+    `offset` is the number of bytes fed so far: where the next read starts.
+    """
+
+    def __init__(self, offset: int = 0, limit: int = READ_LIMIT):
+        self.offset = offset
+        self.limit = limit
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        self.offset += len(chunk)
+        data = self._tail + chunk
+        lines: list[str] = []
+        start = 0
+        for i, byte in enumerate(data):
+            if byte in (0x0A, 0x0D):
+                if i > start:
+                    lines.append(data[start:i].decode("utf-8", errors="replace"))
+                start = i + 1
+        tail = data[start:]
+        while len(tail) >= self.limit:
+            cut = _utf8_cut(tail, self.limit)
+            lines.append(tail[:cut].decode("utf-8", errors="replace"))
+            tail = tail[cut:]
+        self._tail = tail
+        return [line for line in lines if line.strip()]
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unterminated last line held back."""
+        return len(self._tail)
+
+    def finish(self) -> list[str]:
+        """The held-back tail as a last line (a file that will not grow any more)."""
+        tail, self._tail = self._tail, b""
+        text = tail.decode("utf-8", errors="replace")
+        return [text] if text.strip() else []
+
+
+def read_lines(path: str | os.PathLike) -> Iterable[str]:
+    """Every line of a local metrics file (missing file: none), the unterminated tail included."""
+    reader = LineReader()
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        while chunk := f.read(READ_LIMIT):
+            yield from reader.feed(chunk)
+    yield from reader.finish()
+
+
+# --- one record ------------------------------------------------------------------------------
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _opt(check, v: Any) -> bool:
+    return v is None or check(v)
+
+
+def parse_record(line: str | bytes) -> dict[str, Any] | None:
+    """The record of a line, or None when it is not valid JSON of a known kind and shape."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(obj, dict) or not _opt(_is_num, obj.get("time")):
+        return None
+    kind = obj.get("event")
+    if kind == "begin":
+        ok = _opt(_is_int, obj.get("max_steps"))
+    elif kind == "log":
+        ok = _is_int(obj.get("step")) and _opt(_is_int, obj.get("max_steps")) and all(
+            _opt(_is_num, obj.get(k)) for k in ("epoch", "loss", "eval_loss", "learning_rate", "grad_norm"))
+    elif kind == "eval":
+        ok = _is_int(obj.get("step")) and _opt(_is_int, obj.get("total"))
+    elif kind == "end":
+        ok = _is_int(obj.get("step"))
+    elif kind == "stage":
+        ok = isinstance(obj.get("name"), str) and bool(obj["name"])
+    else:
+        ok = False
+    return obj if ok else None
+
+
+# --- the fold --------------------------------------------------------------------------------
+
+@dataclass
+class Phases:
+    """What the job is doing now, from the marks seen so far."""
+
+    stage: str | None = None
+    eval_mark: tuple[int, int | None] | None = None  # (step, total) of an eval with no later log
+    compare_mark: tuple[int, int | None] | None = None
+    ended: bool = False
+    step: int = 0
+    max_steps: int | None = None
+
+    def add(self, rec: dict[str, Any]) -> None:
+        kind = rec["event"]
+        if kind == "stage":
+            self.stage = rec["name"]
+            self.eval_mark = self.compare_mark = None
+        elif kind == "eval":
+            mark = (rec["step"], rec.get("total"))
+            if self.stage == "compare":
+                self.compare_mark = mark
+            else:
+                self.eval_mark = mark
+        elif kind == "log":
+            self.eval_mark = None
+            self.step = max(self.step, rec["step"])
+            self.max_steps = rec.get("max_steps") or self.max_steps
+        elif kind == "begin":
+            self.max_steps = rec.get("max_steps") or self.max_steps
+        elif kind == "end":
+            self.ended = True
+            self.step = max(self.step, rec["step"])
+
+    def phase(self, exited: bool = False) -> str:
+        if exited:
+            return "retrieving results"
+        if self.stage == "merge":
+            return "merging adapter"
+        if self.stage == "export":
+            return "exporting GGUF"
+        if self.stage == "compare":
+            return "starting llama-server" if self.compare_mark is None else f"answering {_of(*self.compare_mark)}"
+        ended = self.ended or (self.max_steps is not None and self.max_steps > 0 and self.step >= self.max_steps)
+        if self.eval_mark is not None:
+            what = _of(*self.eval_mark)
+            return f"finalizing (evaluation {what})" if ended else f"evaluating {what}"
+        if ended:
+            return "finalizing (saving model)"
+        return "training"
+
+
+def _of(step: int, total: int | None) -> str:
+    return f"{step}/{total}" if total else str(step)
+
+
+@dataclass
+class MetricsSummary:
+    """The fold of a run's metrics lines. `lines` counts plugin lines (begin/log/eval/end), not
+    stage lines; `malformed` counts lines that are not valid records (skipped, warned)."""
+
+    begun: bool = False
+    lines: int = 0
+    malformed: int = 0
+    last_train: dict[str, Any] | None = None  # the last `log` that carried a loss
+    eval_loss: float | None = None
+    step: int = 0
+    max_steps: int | None = None
+    epoch: float | None = None
+    phases: Phases = field(default_factory=Phases)
+    first_train: dict[str, Any] | None = None  # the first `log` that carried a loss (pace)
+
+    def feed(self, line: str | bytes) -> dict[str, Any] | None:
+        """Fold one line; returns its record, or None for a malformed line."""
+        rec = parse_record(line)
+        if rec is None:
+            self.malformed += 1
+            if self.malformed <= _MAX_WARNINGS:
+                log.warning("metrics line %d is not a known metrics record: skipped",
+                            self.lines + self.malformed)
+            return None
+        self.add(rec)
+        return rec
+
+    def feed_all(self, lines: Iterable[str | bytes]) -> "MetricsSummary":
+        for line in lines:
+            self.feed(line)
+        return self
+
+    def add(self, rec: dict[str, Any]) -> None:
+        kind = rec["event"]
+        if kind in PLUGIN_EVENTS:
+            self.lines += 1
+        if kind == "begin":
+            self.begun = True
+            self.max_steps = rec.get("max_steps") or self.max_steps
+        elif kind == "log":
+            self.step = max(self.step, rec["step"])
+            self.max_steps = rec.get("max_steps") or self.max_steps
+            if rec.get("epoch") is not None:
+                self.epoch = rec["epoch"]
+            if rec.get("loss") is not None:
+                self.last_train = rec
+                if self.first_train is None:
+                    self.first_train = rec
+            if rec.get("eval_loss") is not None:
+                self.eval_loss = rec["eval_loss"]
+        elif kind == "end":
+            self.step = max(self.step, rec["step"])
+        self.phases.add(rec)
+
+    def phase(self, exited: bool = False) -> str:
+        return self.phases.phase(exited)
+
+    def pace(self) -> float | None:
+        """Steps per second between the first and the latest loss-carrying logs (plugin clock)."""
+        a, b = self.first_train, self.last_train
+        if not a or not b or a.get("time") is None or b.get("time") is None:
+            return None
+        steps, secs = b["step"] - a["step"], b["time"] - a["time"]
+        if steps <= 0 or secs <= 0:
+            return None
+        return steps / secs
+
+    def time_left(self) -> float | None:
+        """Seconds until `max_steps` at the current pace, or None when unknown."""
+        rate = self.pace()
+        if rate is None or not self.max_steps:
+            return None
+        return max(0, self.max_steps - self.step) / rate
+
+    def describe(self) -> str:
+        """`step 1200/1200, epoch 3.00, loss 0.4123, eval_loss 0.5012` (only what is known)."""
+        parts = [f"step {self.step}/{self.max_steps}" if self.max_steps else f"step {self.step}"]
+        if self.epoch is not None:
+            parts.append(f"epoch {self.epoch:.2f}")
+        if self.last_train is not None:
+            parts.append(f"loss {self.last_train['loss']:.4f}")
+        if self.eval_loss is not None:
+            parts.append(f"eval_loss {self.eval_loss:.4f}")
+        return ", ".join(parts)
+
+
+def summarize_file(path: str | os.PathLike) -> MetricsSummary:
+    """The summary of a local metrics.jsonl (missing file: an empty summary)."""
+    return MetricsSummary().feed_all(read_lines(path))
+
+
+# --- display and events ----------------------------------------------------------------------
+
+def _sci(value: float) -> str:
+    mantissa, exp = f"{value:.2e}".split("e")
+    return f"{mantissa}e{int(exp)}"
+
+
+def format_log(rec: dict[str, Any]) -> str:
+    """`step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812` for a log record."""
+    step, max_steps = rec.get("step", 0), rec.get("max_steps")
+    parts = [f"step {step}/{max_steps} ({100 * step // max_steps}%)" if max_steps else f"step {step}"]
+    if rec.get("epoch") is not None:
+        parts.append(f"epoch {rec['epoch']:.2f}")
+    if rec.get("loss") is not None:
+        parts.append(f"loss {rec['loss']:.4f}")
+    if rec.get("eval_loss") is not None:
+        parts.append(f"eval_loss {rec['eval_loss']:.4f}")
+    if rec.get("learning_rate") is not None:
+        parts.append(f"lr {_sci(rec['learning_rate'])}")
+    if rec.get("grad_norm") is not None:
+        parts.append(f"grad_norm {rec['grad_norm']:.3f}")
+    return ", ".join(parts)
+
+
+def format_duration(seconds: float) -> str:
+    """`45s`, `12m05s`, `3h07m`."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def to_event(run_id: str, rec: dict[str, Any]):
+    """The bus event of a record: `Metric` for a log, `Mark` for stage/eval/end, None for begin."""
+    from overbrainer.front.events import Mark, Metric
+
+    kind = rec["event"]
+    if kind == "log":
+        return Metric(run_id=run_id, time=float(rec.get("time") or 0.0), step=rec["step"],
+                      epoch=rec.get("epoch"), max_steps=rec.get("max_steps"), loss=rec.get("loss"),
+                      eval_loss=rec.get("eval_loss"), learning_rate=rec.get("learning_rate"),
+                      grad_norm=rec.get("grad_norm"))
+    if kind == "stage":
+        return Mark(run_id=run_id, kind="stage", name=rec["name"])
+    if kind == "eval":
+        return Mark(run_id=run_id, kind="eval", step=rec["step"], total=rec.get("total"))
+    if kind == "end":
+        return Mark(run_id=run_id, kind="end", step=rec["step"])
+    return None

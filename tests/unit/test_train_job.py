@@ -1,0 +1,187 @@
+"""The job chain and env (training.md §2.5), run for real with `sh` and the fake axolotl."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from overbrainer.train import axolotl_config as ac
+from overbrainer.train import job
+from overbrainer.train.metrics import MetricsSummary, parse_record, read_lines
+from tests.fixtures.axolotl import FakeAxolotl
+
+TOKEN = "hf_secretTOKENvalue123"
+
+
+def test_job_env():
+    assert job.job_env("/workspace/run/") == {
+        "PYTHONPATH": "/workspace/run/plugin",
+        "OVERBRAINER_METRICS": "/workspace/run/metrics.jsonl",
+        "OVERBRAINER_SNAPSHOT": "/workspace/run/snapshot.request",
+        "AXOLOTL_DO_NOT_TRACK": "1",
+        "DO_NOT_TRACK": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    assert job.job_env("/r", {"OVERBRAINER_EXPORT_QUANTIZE": "Q4_K_M"})["OVERBRAINER_EXPORT_QUANTIZE"] == "Q4_K_M"
+    plan = job.plan_job("/r", merge=True)
+    assert plan.secret_names == ("HF_TOKEN",) and "HF_TOKEN" not in plan.env
+    assert "merge-lora" in plan.chain
+
+
+def test_axolotl_program():
+    assert job.axolotl_program(None) == "axolotl"
+    assert job.axolotl_program("~/.venvs/axolotl/") == '"$HOME"/.venvs/axolotl/bin/axolotl'
+    assert job.axolotl_program("/opt/my venv") == "'/opt/my venv/bin/axolotl'"
+    out = subprocess.run(["sh", "-c", f"printf %s {job.axolotl_program('~/v')}"], env={"HOME": "/h"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout == "/h/v/bin/axolotl"
+
+
+def test_chain_shapes():
+    assert job.job_chain().endswith("&& axolotl train axolotl.yaml")
+    assert "snapshot.json" not in job.job_chain()
+    chain = job.job_chain(axolotl="A", merge=True, export_command="sh export.sh")
+    first, rest = chain.split(" && { [ -f snapshot.json ] || { ", 1)
+    assert first.endswith("&& A train axolotl.yaml")
+    assert "A merge-lora axolotl.yaml" in rest and rest.endswith("&& sh export.sh; }; }")
+    assert rest.index("merge-lora") < rest.index("export.sh")
+    with pytest.raises(ValueError):
+        job.stage_command("bogus")
+
+
+def test_stage_line_is_a_stage_record(tmp_path):
+    metrics = tmp_path / "m" / "metrics.jsonl"
+    metrics.parent.mkdir()
+    before = int(time.time())
+    subprocess.run(["sh", "-c", job.stage_command("merge")], cwd=tmp_path, check=True,
+                   env={"PATH": os.environ["PATH"], "OVERBRAINER_METRICS": str(metrics)})
+    rec = parse_record(metrics.read_text())
+    assert rec["event"] == "stage" and rec["name"] == "merge" and rec["time"] >= before
+    assert metrics.read_text().endswith("}\n")
+
+
+def test_install_plugin_ships_an_importable_plugin(tmp_path):
+    dest = job.install_plugin(tmp_path)
+    assert dest == tmp_path / "plugin" / "overbrainer_metrics.py"
+    assert dest.read_bytes() == job.plugin_source()
+    env = dict(os.environ, **job.job_env(str(tmp_path)))
+    out = subprocess.run([sys.executable, "-c", "import overbrainer_metrics as m; print(m.OverbrainerMetricsPlugin.__name__)"],
+                         env=env, cwd="/", capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "OverbrainerMetricsPlugin", out.stderr
+
+
+# --- the chain against the fake axolotl ------------------------------------------------------
+
+def prepare_run(tmp_path: Path, fake: FakeAxolotl, *, merge: bool, mode: str):
+    run = tmp_path / "runs" / "r1"
+    (run / "data").mkdir(parents=True)
+    (run / "data" / "train.jsonl").write_text('{"messages": []}\n')
+    ac.require_examples(run / "data" / "train.jsonl")
+    training = type("T", (), dict(base_model="Qwen/Qwen3-4B", adapter="lora", merge=merge, axolotl_extra={}))()
+    ac.write_config(run / "axolotl.yaml", ac.build_config(training, str(run), has_eval=False))
+    job.install_plugin(run)
+    fake.set_mode(mode)
+    plan = job.plan_job(str(run), merge=job.wants_merge(training), axolotl=job.axolotl_program(str(fake.venv)))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **plan.env, "HF_TOKEN": TOKEN}
+    return run, plan, env
+
+
+def run_chain(run, plan, env, timeout=30):
+    return subprocess.run(["sh", "-c", plan.chain], cwd=run, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def stages(run):
+    return [r["name"] for r in map(parse_record, read_lines(run / "metrics.jsonl")) if r and r["event"] == "stage"]
+
+
+def test_ok_run_trains_and_merges(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="ok")
+    out = run_chain(run, plan, env)
+    assert out.returncode == 0, out.stderr
+    assert "token present" in out.stdout
+    summary = MetricsSummary().feed_all(read_lines(run / "metrics.jsonl"))
+    assert (summary.lines, summary.malformed, summary.begun) == (3, 0, True)
+    assert summary.describe() == "step 2/2, epoch 1.00, loss 1.2500"
+    assert stages(run) == ["train", "merge"]
+    assert (run / "output" / "adapter_model.safetensors").is_file()
+    assert (run / "output" / "checkpoint-2").is_dir()
+    assert (run / "output" / "merged" / "model.safetensors").is_file()
+    assert fake_axolotl.calls() == ["train axolotl.yaml", "merge-lora axolotl.yaml"]
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_failed_training_stops_the_chain(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail")
+    out = run_chain(run, plan, env)
+    assert out.returncode == 3 and "training failed" in out.stderr
+    assert stages(run) == ["train"] and not (run / "output" / "merged").exists()
+
+
+def test_failed_merge_fails_the_job(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail-merge")
+    out = run_chain(run, plan, env)
+    assert out.returncode == 4 and stages(run) == ["train", "merge"]
+
+
+def test_silent_run_writes_no_plugin_line(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="silent")
+    out = run_chain(run, plan, env)
+    assert out.returncode == 0
+    summary = MetricsSummary().feed_all(read_lines(run / "metrics.jsonl"))
+    assert summary.lines == 0 and stages(run) == ["train"]
+
+
+def wait_for(predicate, timeout=20.0):
+    """Poll a file-system condition the job makes true (nothing to block on)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def log_steps(run):
+    recs = [parse_record(line) for line in read_lines(run / "metrics.jsonl")]
+    return [r["step"] for r in recs if r and r["event"] == "log"]
+
+
+def test_snapshot_stop_skips_merge_and_exits_zero(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="snapshot")
+    proc = subprocess.Popen(["sh", "-c", plan.chain], cwd=run, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: len(log_steps(run)) >= 2)
+        (run / "snapshot.request").write_text("cost")
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stderr.close()
+    proof = json.loads((run / "snapshot.json").read_text())
+    step = proof["step"]
+    assert proof == {"checkpoint": f"output/checkpoint-{step}", "step": step, "time": proof["time"], "reason": "cost"}
+    assert (run / "output" / f"checkpoint-{step}").is_dir() and step >= 2
+    assert stages(run) == ["train"] and not (run / "output" / "merged").exists()
+    assert MetricsSummary().feed_all(read_lines(run / "metrics.jsonl")).phase() == "finalizing (saving model)"
+
+
+def test_slow_run_keeps_going_until_its_group_is_killed(tmp_path, fake_axolotl):
+    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="slow")
+    proc = subprocess.Popen(["sh", "-c", plan.chain], cwd=run, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: len(log_steps(run)) >= 2)
+        assert proc.poll() is None
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert log_steps(run)[:2] == [1, 2] and not (run / "snapshot.json").exists()
