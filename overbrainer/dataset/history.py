@@ -1,0 +1,350 @@
+"""`.overbrainer/history.jsonl`: one line per stage execution (spec pipeline.md §1.1, §5.3, §5.4).
+
+`HistoryRecorder` notes `begin(stage, role)`, tallies the stage's item events, and writes one
+line at the end; a write failure only logs a warning. `read_history` skips malformed lines.
+`format_history_lines` gives the text of `overbrainer history [--all]`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from overbrainer.front.events import STAGES, ItemDone, ItemFailed, StageFinished, StageStats
+from overbrainer.support.usage import Usage
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("ok", "failed", "interrupted")
+
+
+def history_path(project_dir: str | os.PathLike) -> Path:
+    return Path(project_dir) / ".overbrainer" / "history.jsonl"
+
+
+def rfc3339(moment: datetime | None = None) -> str:
+    moment = moment or datetime.now(timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class HistoryEntry:
+    stage: str
+    started_at: str
+    ended_at: str
+    status: str
+    provider: str | None = None
+    model: str | None = None
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    excluded: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    split: dict | None = None  # {"train": n, "eval": n, "orphaned": n}, split lines only
+    backfilled: bool = False
+
+    def to_dict(self) -> dict:
+        d = {"stage": self.stage, "started_at": self.started_at, "ended_at": self.ended_at,
+             "status": self.status, "provider": self.provider, "model": self.model, "done": self.done,
+             "skipped": self.skipped, "failed": self.failed, "excluded": self.excluded,
+             "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+        if self.split is not None:
+            d["split"] = {"train": self.split["train"], "eval": self.split["eval"],
+                          "orphaned": self.split["orphaned"]}
+        if self.backfilled:
+            d["backfilled"] = True
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "HistoryEntry":
+        """Raises ValueError naming the bad field."""
+        if not isinstance(d, dict):
+            raise ValueError("not a JSON object")
+
+        def count(key: str) -> int:
+            v = d.get(key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"`{key}` must be a non-negative integer")
+            return v
+
+        def opt_str(key: str) -> str | None:
+            v = d.get(key)
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"`{key}` must be a string or null")
+            return v
+
+        if d.get("stage") not in STAGES:
+            raise ValueError("unknown `stage`")
+        if d.get("status") not in STATUSES:
+            raise ValueError("unknown `status`")
+        for key in ("started_at", "ended_at"):
+            if not isinstance(d.get(key), str):
+                raise ValueError(f"`{key}` must be a string")
+        cost = d.get("cost")
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+            raise ValueError("`cost` must be a number or null")
+        split = d.get("split")
+        if split is not None:
+            if not isinstance(split, dict) or any(
+                    not isinstance(split.get(k), int) or isinstance(split.get(k), bool)
+                    for k in ("train", "eval", "orphaned")):
+                raise ValueError("`split` must hold train, eval and orphaned counts")
+            split = {k: split[k] for k in ("train", "eval", "orphaned")}
+        backfilled = d.get("backfilled", False)
+        if not isinstance(backfilled, bool):
+            raise ValueError("`backfilled` must be a boolean")
+        return cls(d["stage"], d["started_at"], d["ended_at"], d["status"], opt_str("provider"),
+                   opt_str("model"), count("done"), count("skipped"), count("failed"), count("excluded"),
+                   count("input_tokens"), count("output_tokens"),
+                   None if cost is None else float(cost), split, backfilled)
+
+
+def append_entries(project_dir: str | os.PathLike, entries: list[HistoryEntry]) -> None:
+    """Append lines (one write each, flushed). Raises OverbrainerError; used by migrate's backfill."""
+    from .jsonl import Appender
+
+    with Appender(history_path(project_dir)) as appender:
+        appender.append_all(e.to_dict() for e in entries)
+
+
+def read_history(project_dir: str | os.PathLike) -> list[HistoryEntry]:
+    """Every entry, oldest first. Missing file: empty. Malformed lines are skipped with a warning."""
+    path = history_path(project_dir)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        from overbrainer.errors import OverbrainerError
+
+        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
+    entries = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            entries.append(HistoryEntry.from_dict(json.loads(raw.decode("utf-8"))))
+        except (UnicodeDecodeError, ValueError) as e:
+            reason = "not JSON" if isinstance(e, (UnicodeDecodeError, json.JSONDecodeError)) else str(e)
+            log.warning("skipping line %d of %s: %s", lineno, path, reason)
+    return entries
+
+
+class HistoryRecorder:
+    """One per command. `begin(stage, role)`, feed it the stage's events with `observe`, then
+    `finish(...)` writes the line:
+
+    - `finish(stats=stats)`: `ok`, or `failed` when `stats.failed > 0`;
+    - `finish("failed")` after a fatal error, `finish("interrupted")` on Ctrl-C: counts come
+      from the tally of the events observed so far;
+    - `finish(split=result)` for split (a SplitResult or {"train", "eval", "orphaned"}; `excluded`
+      taken from the result when `stats` is not given).
+    """
+
+    def __init__(self, project_dir: str | os.PathLike, *, clock: Callable[[], datetime] | None = None):
+        self.project_dir = Path(project_dir)
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._lock = threading.Lock()
+        self._stage: str | None = None
+        self.last: HistoryEntry | None = None
+
+    def begin(self, stage: str, role: Any = None) -> None:
+        """`role`: the config Role used (with `.provider`, `.model`), or None (split)."""
+        with self._lock:
+            self._stage = stage
+            self._started = rfc3339(self._clock())
+            self._provider = getattr(role, "provider", None) if role is not None else None
+            self._model = getattr(role, "model", None) if role is not None else None
+            self._tally = {"done": 0, "skipped": 0, "failed": 0, "excluded": 0}
+            self._usage = Usage()
+            self._cost: float | None = None
+            self._finished: StageStats | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._stage is not None
+
+    def observe(self, event: Any) -> None:
+        """Tally an event of the current stage (others are ignored)."""
+        with self._lock:
+            if self._stage is None or getattr(event, "stage", None) != self._stage:
+                return
+            if isinstance(event, ItemDone):
+                if event.usage is None:
+                    self._tally["skipped"] += 1
+                else:
+                    self._tally["excluded" if event.excluded else "done"] += 1
+                    self._usage = self._usage + event.usage
+                if event.cost is not None:
+                    self._cost = (self._cost or 0.0) + event.cost
+            elif isinstance(event, ItemFailed) and not event.retryable:
+                self._tally["failed"] += 1
+            elif isinstance(event, StageFinished):
+                self._finished = event.stats
+
+    def tally(self) -> StageStats:
+        with self._lock:
+            return self._tally_stats()
+
+    def _tally_stats(self) -> StageStats:
+        if self._finished is not None:
+            return self._finished
+        return StageStats(usage=self._usage, cost=self._cost, **self._tally)
+
+    def finish(self, status: str | None = None, stats: StageStats | None = None, *,
+               split: Any = None) -> HistoryEntry | None:
+        """Write the line of the current stage; never raises for I/O (logs a warning)."""
+        with self._lock:
+            if self._stage is None:
+                return None
+            split_counts = None
+            excluded_from_split = None
+            if split is not None:
+                if isinstance(split, dict):
+                    split_counts = {k: int(split[k]) for k in ("train", "eval", "orphaned")}
+                else:
+                    split_counts = {"train": split.train_count, "eval": split.eval_count,
+                                    "orphaned": split.orphaned}
+                    excluded_from_split = split.excluded_total
+            if stats is None:
+                if split_counts is not None:
+                    stats = StageStats(done=split_counts["train"] + split_counts["eval"],
+                                       skipped=split_counts["orphaned"], excluded=excluded_from_split or 0)
+                else:
+                    stats = self._tally_stats()
+            if status is None:
+                status = "failed" if stats.failed > 0 else "ok"
+            entry = HistoryEntry(
+                stage=self._stage, started_at=self._started, ended_at=rfc3339(self._clock()), status=status,
+                provider=self._provider, model=self._model, done=stats.done, skipped=stats.skipped,
+                failed=stats.failed, excluded=stats.excluded, input_tokens=stats.usage.input_tokens,
+                output_tokens=stats.usage.output_tokens, cost=stats.cost, split=split_counts)
+            self._stage = None
+            self.last = entry
+        try:
+            append_entries(self.project_dir, [entry])
+        except Exception as e:  # noqa: BLE001 - a history failure never fails a command
+            log.warning("cannot record the %s stage in %s: %s", entry.stage, history_path(self.project_dir), e)
+        return entry
+
+
+# --- `history` output ---------------------------------------------------------------------------
+
+@dataclass
+class Cost:
+    """A sum of costs some of which may be unknown: kind is unknown, partial or known."""
+
+    kind: str = "unknown"
+    value: float = 0.0
+
+    def add(self, cost: float | None) -> "Cost":
+        if self.kind == "unknown":
+            return Cost("partial", cost) if cost is not None else self
+        if self.kind == "known" and cost is not None:
+            return Cost("known", self.value + cost)
+        return Cost("partial", self.value + (cost or 0.0))
+
+    @staticmethod
+    def first(cost: float | None) -> "Cost":
+        return Cost("unknown") if cost is None else Cost("known", cost)
+
+    def merge(self, other: "Cost") -> "Cost":
+        if self.kind == "unknown" or other.kind == "unknown":
+            known = other if self.kind == "unknown" else self
+            return Cost("unknown") if known.kind == "unknown" else Cost("partial", known.value)
+        if self.kind == "known" and other.kind == "known":
+            return Cost("known", self.value + other.value)
+        return Cost("partial", self.value + other.value)
+
+    def __str__(self) -> str:
+        if self.kind == "unknown":
+            return "cost unknown"
+        return f"${self.value:.4f}" + ("+" if self.kind == "partial" else "")
+
+    def to_json(self) -> float | None:
+        return None if self.kind == "unknown" else round(self.value, 10)
+
+
+@dataclass
+class Total:
+    runs: int = 0
+    done: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Cost = None  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.cost is None:
+            self.cost = Cost()
+
+    def add(self, e: HistoryEntry) -> None:
+        self.cost = Cost.first(e.cost) if self.runs == 0 else self.cost.add(e.cost)
+        self.runs += 1
+        self.done += e.done
+        self.failed += e.failed
+        self.input_tokens += e.input_tokens
+        self.output_tokens += e.output_tokens
+
+    def to_dict(self) -> dict:
+        return {"runs": self.runs, "done": self.done, "failed": self.failed, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost": self.cost.to_json(),
+                "cost_complete": self.cost.kind == "known"}
+
+
+def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:
+    """Totals per stage (in stage order) and over everything."""
+    per: dict[str, Total] = {}
+    for e in entries:
+        per.setdefault(e.stage, Total()).add(e)
+    per = {s: per[s] for s in STAGES if s in per}
+    all_ = Total()
+    for t in per.values():
+        all_.cost = t.cost if all_.runs == 0 else all_.cost.merge(t.cost)
+        all_.runs += t.runs
+        all_.done += t.done
+        all_.failed += t.failed
+        all_.input_tokens += t.input_tokens
+        all_.output_tokens += t.output_tokens
+    return per, all_
+
+
+def _total_line(name: str, t: Total) -> str:
+    return (f"{name:<9}  {t.runs} run(s), {t.done} done, {t.failed} failed; "
+            f"tokens {t.input_tokens} in, {t.output_tokens} out; {t.cost}")
+
+
+def entry_line(e: HistoryEntry) -> str:
+    if e.split is not None:
+        return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  train {e.split['train']}, eval {e.split['eval']}, "
+                f"excluded {e.excluded}, orphaned {e.split['orphaned']}")
+    note = " (backfilled)" if e.backfilled else ""
+    return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  {e.model or '-'}  {e.done} done, {e.skipped} skipped, "
+            f"{e.failed} failed, {e.excluded} excluded; tokens {e.input_tokens} in, {e.output_tokens} out; "
+            f"{Cost.first(e.cost)}{note}")
+
+
+def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list[str]:  # noqa: A002
+    """The lines of `overbrainer history` (totals) or `history --all` (one per execution)."""
+    if not entries:
+        return ["no stage has run yet"]
+    if all:
+        return [entry_line(e) for e in entries]
+    per, total = totals(entries)
+    return [_total_line(s, t) for s, t in per.items()] + [_total_line("total", total)]
+
+
+def history_report(entries: list[HistoryEntry], all: bool = False) -> dict:  # noqa: A002
+    """The same facts as a dict, for `--json`."""
+    if all:
+        return {"entries": [e.to_dict() for e in entries]}
+    per, total = totals(entries)
+    return {"stages": {s: t.to_dict() for s, t in per.items()}, "total": total.to_dict()}

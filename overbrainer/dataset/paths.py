@@ -1,0 +1,51 @@
+"""Where a project keeps its data files and its state (spec pipeline.md §1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ProjectPaths:
+    """Paths of one project: `paths.data / "subtopics.jsonl"` or `paths.subtopics`."""
+
+    def __init__(self, project_dir: str | Path):
+        self.root = Path(project_dir)
+        self.data = self.root / "data"
+        self.state = self.root / ".overbrainer"
+        self.runs = self.root / "runs"
+
+    @property
+    def subtopics(self) -> Path:
+        return self.data / "subtopics.jsonl"
+
+    @property
+    def questions(self) -> Path:
+        return self.data / "questions.jsonl"
+
+    @property
+    def answers(self) -> Path:
+        return self.data / "answers.jsonl"
+
+    @property
+    def train(self) -> Path:
+        return self.data / "train.jsonl"
+
+    @property
+    def eval(self) -> Path:
+        return self.data / "eval.jsonl"
+
+    @property
+    def rejected(self) -> Path:
+        return self.data / "rejected.jsonl"
+
+    @property
+    def history(self) -> Path:
+        return self.state / "history.jsonl"
+
+    @property
+    def lock(self) -> Path:
+        return self.state / "lock"
+
+    @property
+    def version(self) -> Path:
+        return self.state / "version"

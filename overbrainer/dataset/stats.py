@@ -1,0 +1,105 @@
+"""Numbers for `overbrainer dataset stats`: per topic, what the data files hold; overall, the
+tokens and cost spent so far (from the history)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .history import Cost, read_history, totals
+from .jsonl import read_records
+from .paths import ProjectPaths
+from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic
+
+
+@dataclass
+class TopicStats:
+    topic: str
+    configured: bool = True
+    subtopics: int = 0
+    questions: int = 0
+    answered: int = 0  # answers on disk (excluded ones included)
+    usable: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> n, fixed order, n > 0 only
+    rejected_subtopics: int = 0
+    rejected_questions: int = 0
+
+    @property
+    def excluded_total(self) -> int:
+        return sum(self.excluded.values())
+
+    def line(self) -> str:
+        text = (f"{self.topic}: {self.subtopics} subtopics, {self.questions} questions, {self.answered} answered "
+                f"({self.usable} usable, {self.excluded_total} excluded")
+        if self.excluded:
+            text += ": " + ", ".join(f"{k} {v}" for k, v in self.excluded.items())
+        text += ")"
+        if self.rejected_subtopics or self.rejected_questions:
+            text += f"; rejected {self.rejected_subtopics} subtopics, {self.rejected_questions} questions"
+        if not self.configured:
+            text += " (not configured)"
+        return text
+
+    def to_dict(self) -> dict:
+        return {"topic": self.topic, "configured": self.configured, "subtopics": self.subtopics,
+                "questions": self.questions, "answered": self.answered, "usable": self.usable,
+                "excluded": self.excluded_total, "excluded_by_reason": dict(self.excluded),
+                "rejected_subtopics": self.rejected_subtopics, "rejected_questions": self.rejected_questions}
+
+
+@dataclass
+class DatasetStats:
+    topics: list[TopicStats]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Cost = field(default_factory=Cost)
+
+    def lines(self) -> list[str]:
+        out = [t.line() for t in self.topics]
+        out.append(f"spent: tokens {self.input_tokens} in, {self.output_tokens} out; {self.cost}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"topics": [t.to_dict() for t in self.topics], "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost": self.cost.to_json(),
+                "cost_complete": self.cost.kind == "known"}
+
+
+def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
+    """Counts per topic: the configured `topics` (names or objects with `.name`) in their order,
+    then topics found only in the data files, by name. With `topics` None: every topic found."""
+    paths = ProjectPaths(project_dir)
+    names = [t if isinstance(t, str) else t.name for t in (topics or [])]
+    per: dict[str, TopicStats] = {n: TopicStats(n) for n in names}
+
+    def get(topic: str) -> TopicStats:
+        if topic not in per:
+            per[topic] = TopicStats(topic, configured=topics is None)
+        return per[topic]
+
+    for s in read_records(paths.subtopics, Subtopic):
+        get(s.topic).subtopics += 1
+    for q in read_records(paths.questions, Question):
+        get(q.topic).questions += 1
+    reasons: dict[str, dict[str, int]] = {}
+    for ex in read_records(paths.answers, Example):
+        t = get(ex.topic)
+        t.answered += 1
+        if ex.meta.excluded is None:
+            t.usable += 1
+        else:
+            counts = reasons.setdefault(ex.topic, dict.fromkeys(EXCLUSIONS, 0))
+            counts[ex.meta.excluded] += 1
+    for topic, counts in reasons.items():
+        per[topic].excluded = {k: v for k, v in counts.items() if v}
+    for r in read_records(paths.rejected, Rejected):
+        t = get(r.topic)
+        if r.kind == "subtopic":
+            t.rejected_subtopics += 1
+        else:
+            t.rejected_questions += 1
+    extra = sorted(n for n in per if n not in names)
+    result = DatasetStats([per[n] for n in names + extra])
+    _, total = totals(read_history(project_dir))
+    result.input_tokens, result.output_tokens, result.cost = total.input_tokens, total.output_tokens, total.cost
+    return result

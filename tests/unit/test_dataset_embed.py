@@ -1,0 +1,60 @@
+import math
+
+import pytest
+
+from overbrainer.dataset.embed_dedup import CHUNK, EmbeddingDedup, cosine
+
+
+class Embedder:
+    """Deterministic vectors: texts map to fixed directions; records the chunk sizes asked."""
+
+    def __init__(self, table):
+        self.table = table
+        self.calls = []
+
+    def __call__(self, texts):
+        self.calls.append(len(texts))
+        return [self.table.get(t, [1.0, 0.0, 0.0]) for t in texts]
+
+
+def test_cosine():
+    assert cosine([1, 0], [1, 0]) == 1.0
+    assert cosine([1, 0], [0, 1]) == 0.0
+    assert cosine([0, 0], [1, 1]) == 0.0
+    assert math.isclose(cosine([1, 1], [1, 0]), 1 / math.sqrt(2))
+
+
+def test_duplicates_against_seed_and_earlier_kept_candidates():
+    table = {"seed": [1.0, 0.0, 0.0], "near seed": [0.99, 0.1, 0.0], "new": [0.0, 1.0, 0.0],
+             "near new": [0.0, 0.98, 0.05], "other": [0.0, 0.0, 1.0], "zero": [0.0, 0.0, 0.0]}
+    embed = Embedder(table)
+    d = EmbeddingDedup(0.95, embed)
+    d.seed(["seed"])
+    kept, dropped = d.filter(["near seed", "new", "near new", "other", "zero", "zero"])
+    assert kept == ["new", "other", "zero", "zero"]  # a zero vector is never a duplicate (cosine 0)
+    assert dropped == [("near seed", "seed"), ("near new", "new")]
+    assert len(d) == 5
+    assert d.filter(["near new"]) == ([], [("near new", "new")])
+
+
+def test_threshold_is_inclusive():
+    embed = Embedder({"a": [1.0, 0.0], "b": [1.0, 0.0]})
+    assert EmbeddingDedup(1.0, embed).filter(["a", "b"]) == (["a"], [("b", "a")])
+
+
+def test_embeds_in_chunks_of_at_most_256():
+    embed = Embedder({})
+    d = EmbeddingDedup(2.0, embed)  # nothing is a duplicate
+    d.seed([f"s{i}" for i in range(600)])
+    assert embed.calls == [CHUNK, CHUNK, 600 - 2 * CHUNK]
+    embed.calls.clear()
+    assert len(d.filter([f"c{i}" for i in range(300)])[0]) == 300
+    assert embed.calls == [256, 44]
+    embed.calls.clear()
+    assert d.filter([]) == ([], []) and embed.calls == []
+
+
+def test_a_short_answer_from_the_embedder_is_an_error():
+    d = EmbeddingDedup(0.9, lambda texts: [[1.0]])
+    with pytest.raises(ValueError, match="1 vectors for 2 texts"):
+        d.seed(["a", "b"])

@@ -1,0 +1,151 @@
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from overbrainer.dataset.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
+                                         history_path, history_report, read_history)
+from overbrainer.dataset.split import split
+from overbrainer.front.events import ItemDone, ItemFailed, StageStats
+from overbrainer.support.usage import Usage
+
+
+@dataclass
+class Role:
+    provider: str
+    model: str
+
+
+def clock():
+    moments = iter(datetime(2026, 9, 27, 10, 0, s, tzinfo=timezone.utc) for s in range(0, 60, 30))
+    return lambda: next(moments)
+
+
+def lines(tmp_path):
+    return history_path(tmp_path).read_text().splitlines()
+
+
+def test_ok_line_has_exactly_the_spec_fields_in_order(tmp_path):
+    rec = HistoryRecorder(tmp_path, clock=clock())
+    rec.begin("answers", Role("openrouter", "deepseek/deepseek-r1"))
+    rec.finish(stats=StageStats(done=3, skipped=1, failed=0, excluded=1, usage=Usage(100, 50), cost=0.0042))
+    assert lines(tmp_path) == [
+        '{"stage":"answers","started_at":"2026-09-27T10:00:00Z","ended_at":"2026-09-27T10:00:30Z",'
+        '"status":"ok","provider":"openrouter","model":"deepseek/deepseek-r1","done":3,"skipped":1,'
+        '"failed":0,"excluded":1,"input_tokens":100,"output_tokens":50,"cost":0.0042}']
+
+
+def test_failed_items_make_a_failed_line(tmp_path):
+    rec = HistoryRecorder(tmp_path, clock=clock())
+    rec.begin("questions", Role("p", "m"))
+    entry = rec.finish(stats=StageStats(done=1, failed=2))
+    assert entry.status == "failed" and json.loads(lines(tmp_path)[0])["failed"] == 2
+
+
+def test_interrupted_and_fatal_lines_use_the_event_tally(tmp_path):
+    rec = HistoryRecorder(tmp_path, clock=clock())
+    rec.begin("answers", Role("p", "m"))
+    for ev in [ItemDone("answers", "a", Usage(10, 5), 0.5), ItemDone("answers", "b", Usage(1, 1), None, True),
+               ItemDone("answers", "c"), ItemFailed("answers", "d", "HTTP 429", True),
+               ItemFailed("answers", "d", "HTTP 500", False), ItemDone("questions", "x", Usage(99, 99))]:
+        rec.observe(ev)
+    entry = rec.finish("interrupted")
+    d = json.loads(lines(tmp_path)[0])
+    assert (d["status"], d["done"], d["excluded"], d["skipped"], d["failed"]) == ("interrupted", 1, 1, 1, 1)
+    assert (d["input_tokens"], d["output_tokens"], d["cost"]) == (11, 6, 0.5)
+    assert entry.status == "interrupted"
+    assert rec.finish("ok") is None  # nothing begun: nothing written
+    assert len(lines(tmp_path)) == 1
+
+
+def test_split_line(tmp_path):
+    rec = HistoryRecorder(tmp_path, clock=clock())
+    rec.begin("split")
+    rec.finish(split={"train": 9, "eval": 1, "orphaned": 2})
+    d = json.loads(lines(tmp_path)[0])
+    assert d["provider"] is None and d["model"] is None and d["status"] == "ok"
+    assert d["split"] == {"train": 9, "eval": 1, "orphaned": 2} and d["done"] == 10 and d["skipped"] == 2
+    assert list(d)[-1] == "split" and "backfilled" not in d
+
+
+def test_split_line_from_a_split_result(tmp_path):
+    from tests.unit.test_dataset_split import example, questions_for
+
+    data = [example("s", i) for i in range(4)] + [example("s", 9, excluded="empty")]
+    result = split(data, questions_for(data), ["t"], 0.25, 1)
+    rec = HistoryRecorder(tmp_path)
+    rec.begin("split")
+    entry = rec.finish(split=result)
+    assert entry.split == {"train": 3, "eval": 1, "orphaned": 0} and entry.excluded == 1
+
+
+def test_a_write_failure_only_warns(tmp_path, caplog):
+    (tmp_path / ".overbrainer").write_text("a file where the folder should be")
+    rec = HistoryRecorder(tmp_path)
+    rec.begin("subtopics", Role("p", "m"))
+    with caplog.at_level(logging.WARNING):
+        entry = rec.finish(stats=StageStats(done=1))
+    assert entry.done == 1 and "cannot record the subtopics stage" in caplog.text
+
+
+def entry(stage, cost, status="ok", **kw):
+    base = dict(done=2, failed=1, input_tokens=10, output_tokens=5)
+    base.update(kw)
+    return HistoryEntry(stage, "2026-09-27T10:00:00Z", "2026-09-27T10:01:00Z", status, "p", "m", cost=cost, **base)
+
+
+def test_read_skips_malformed_lines(tmp_path, caplog):
+    append_entries(tmp_path, [entry("questions", 1.0)])
+    with open(history_path(tmp_path), "a") as f:
+        f.write("not json\n")
+        f.write('{"stage":"nope"}\n')
+    append_entries(tmp_path, [entry("answers", None)])
+    with open(history_path(tmp_path), "a") as f:
+        f.write('{"stage":"answers","star')  # torn last line
+    with caplog.at_level(logging.WARNING):
+        got = read_history(tmp_path)
+    assert [e.stage for e in got] == ["questions", "answers"]
+    assert "skipping line 2" in caplog.text and "skipping line 3" in caplog.text
+    assert read_history(tmp_path / "missing") == []
+
+
+def test_round_trip_with_backfilled(tmp_path):
+    e = entry("answers", None, backfilled=True)
+    append_entries(tmp_path, [e])
+    assert json.loads(lines(tmp_path)[0])["backfilled"] is True
+    assert read_history(tmp_path) == [e]
+
+
+def test_totals_output():
+    entries = [entry("answers", 1.0), entry("answers", None), entry("questions", 0.25), entry("subtopics", None)]
+    assert format_history_lines(entries) == [
+        "subtopics  1 run(s), 2 done, 1 failed; tokens 10 in, 5 out; cost unknown",
+        "questions  1 run(s), 2 done, 1 failed; tokens 10 in, 5 out; $0.2500",
+        "answers    2 run(s), 4 done, 2 failed; tokens 20 in, 10 out; $1.0000+",
+        "total      4 run(s), 8 done, 4 failed; tokens 40 in, 20 out; $1.2500+",
+    ]
+    assert format_history_lines([entry("answers", 0.002), entry("answers", 0.0022)])[-1].endswith("; $0.0042")
+    assert format_history_lines([]) == ["no stage has run yet"]
+    report = history_report(entries)
+    assert report["total"]["cost"] == 1.25 and report["total"]["cost_complete"] is False
+
+
+def test_all_output():
+    split_entry = HistoryEntry("split", "2026-09-27T11:00:00Z", "2026-09-27T11:00:00Z", "ok", excluded=3,
+                               done=10, skipped=2, split={"train": 9, "eval": 1, "orphaned": 2})
+    entries = [entry("answers", 0.5, status="interrupted"), entry("answers", None, backfilled=True), split_entry]
+    assert format_history_lines(entries, all=True) == [
+        "2026-09-27T10:00:00Z  answers    interrupted  m  2 done, 0 skipped, 1 failed, 0 excluded; "
+        "tokens 10 in, 5 out; $0.5000",
+        "2026-09-27T10:00:00Z  answers    ok           m  2 done, 0 skipped, 1 failed, 0 excluded; "
+        "tokens 10 in, 5 out; cost unknown (backfilled)",
+        "2026-09-27T11:00:00Z  split      ok           train 9, eval 1, excluded 3, orphaned 2",
+    ]
+    assert len(history_report(entries, all=True)["entries"]) == 3
+
+
+def test_timestamps_are_utc_rfc3339(tmp_path):
+    local = timezone(timedelta(hours=2))
+    rec = HistoryRecorder(tmp_path, clock=lambda: datetime(2026, 9, 27, 12, 0, 0, 123456, tzinfo=local))
+    rec.begin("split")
+    assert rec.finish(split={"train": 0, "eval": 0, "orphaned": 0}).started_at == "2026-09-27T10:00:00Z"
