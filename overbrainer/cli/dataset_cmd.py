@@ -1,0 +1,37 @@
+"""`overbrainer dataset stats|reject ID`: inspect and prune the dataset."""
+
+from __future__ import annotations
+
+import click
+
+from overbrainer.cli.context import AppContext, pass_app
+
+
+@click.group("dataset")
+def dataset() -> None:
+    """Inspect and prune the dataset."""
+
+
+@dataset.command("stats")
+@pass_app
+def stats(app: AppContext) -> None:
+    """Per topic: subtopics, questions, answered, excluded by reason; tokens and cost so far.
+    Reads only: it never takes the project lock."""
+    from overbrainer.pipeline.dataset_ops import stats_view
+
+    with app.open_project(write=False) as config:
+        text, data = stats_view(app.project_dir, config)
+    app.report(text, data)
+
+
+@dataset.command("reject")
+@click.argument("item_id", metavar="ID")
+@pass_app
+def reject(app: AppContext, item_id: str) -> None:
+    """Remove a subtopic (with its questions and answers) or a question (with its answer), and
+    record it in data/rejected.jsonl so that no stage generates it again."""
+    from overbrainer.pipeline.dataset_ops import reject_item
+
+    with app.open_project(write=True):
+        text, data = reject_item(app.project_dir, item_id)
+    app.report(text, data)

@@ -1,0 +1,19 @@
+"""`overbrainer history [--all]`: what each stage did and spent (read-only, no lock)."""
+
+from __future__ import annotations
+
+import click
+
+from overbrainer.cli.context import AppContext, pass_app
+
+
+@click.command(short_help="Show what each stage did and spent.")
+@click.option("--all", "all_runs", is_flag=True, help="One line per stage execution.")
+@pass_app
+def history(app: AppContext, all_runs: bool) -> None:
+    """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
+    from overbrainer.pipeline.dataset_ops import history_view
+
+    app.require_project()
+    text, data = history_view(app.project_dir, all_runs=all_runs)
+    app.report(text, data)

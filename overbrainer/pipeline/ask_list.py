@@ -1,0 +1,70 @@
+"""List requests (spec §4.0): ask the generator for a JSON list of strings.
+
+Structured output first (dropped when the provider rejects it), a token limit doubled up to 4×
+when the list was cut short, lenient parsing, and re-asks up to `max_retries` times.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from overbrainer.errors import Interrupted
+from overbrainer.pipeline.context import INTERRUPTED
+from overbrainer.support.usage import Usage
+
+log = logging.getLogger(__name__)
+
+CUT_SHORT = "the answer was cut short by the token limit; retrying with a higher limit"
+NOT_A_LIST = "the answer is not a list of strings"
+NO_LIST = "no list of strings after all retries"
+
+
+def ask_list(
+    client,
+    prompt: str,
+    *,
+    max_tokens: int,
+    max_retries: int,
+    spend: Callable[[Usage, float | None], None],
+    retrying: Callable[[str], None],
+    stop=None,
+) -> tuple[list[str], Usage, float | None]:
+    """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
+    error after the last attempt. `spend(usage, cost)` is called after each attempt that got an
+    answer; `retrying(message)` before each re-ask (and on HTTP retries)."""
+    from overbrainer.llm.errors import LlmError
+    from overbrainer.llm.listparse import string_array
+    from overbrainer.llm.types import LENGTH, ChatRequest
+
+    limit = max_tokens
+    cap = max_tokens * 4
+    attempts = max(0, int(max_retries)) + 1
+    usage = Usage()
+    cost: float | None = None
+    attempt = 0
+    while attempt < attempts:
+        attempt += 1
+        if stop is not None and stop.is_set():
+            raise Interrupted(INTERRUPTED)
+        # The client sends a structured request once more without response_format when the
+        # provider rejects it (and says so through `retrying`); its error is final here.
+        request = ChatRequest(user=prompt, max_tokens=limit, structured=True)
+        response = client.chat(request, on_retry=retrying)
+        c = client.cost(response.usage)
+        usage = usage + response.usage
+        if c is not None:
+            cost = (cost or 0.0) + c
+        spend(response.usage, c)
+        items = string_array(response.content or "")
+        if items:
+            return items, usage, cost
+        if attempt >= attempts:
+            break
+        if response.finish_reason == LENGTH and limit < cap:
+            limit = min(limit * 2, cap)
+            retrying(CUT_SHORT)
+        else:
+            retrying(NOT_A_LIST)
+    raise LlmError(f"invalid response: {NO_LIST}")
+

@@ -1,0 +1,55 @@
+"""History recording around a stage (spec §5.3), on dataset.history.HistoryRecorder: `begin`
+when the stage starts, one line when it ends, whatever happens.
+
+`ok` with the stage's stats when nothing failed; `failed` when items failed or a fatal error
+stopped it (counts from the stage's own tally, which every worker updates as it goes);
+`interrupted` on Ctrl-C. A failure to write the history only logs a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Iterator
+
+from overbrainer.errors import Interrupted
+from overbrainer.pipeline.stage import StageRun
+
+log = logging.getLogger(__name__)
+
+
+class _Role:
+    def __init__(self, provider, model):
+        self.provider, self.model = provider, model
+
+
+class StageRecorder:
+    """`with StageRecorder(dir).recording(run, box) as run: ...; box.append(result)`."""
+
+    def __init__(self, project_dir: Path):
+        self.project_dir = Path(project_dir)
+
+    @contextlib.contextmanager
+    def recording(self, run: StageRun, result_box: list) -> Iterator[StageRun]:
+        from overbrainer.dataset.history import HistoryRecorder
+
+        recorder = HistoryRecorder(self.project_dir)
+        role = _Role(run.provider, run.model) if run.model is not None else None
+        recorder.begin(run.name, role)
+        try:
+            yield run
+        except Interrupted:
+            recorder.finish("interrupted", run.stats())
+            raise
+        except BaseException:
+            recorder.finish("failed", run.stats())
+            raise
+        result = result_box[0] if result_box else None
+        stats = result.stats if result is not None else run.stats()
+        failed = stats.failed > 0 or (result is not None and result.error is not None)
+        split = None
+        if result is not None and result.split is not None:
+            s = result.split
+            split = {"train": s.train, "eval": s.eval, "orphaned": s.orphaned}
+        recorder.finish("failed" if failed else "ok", stats, split=split)

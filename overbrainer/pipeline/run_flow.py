@@ -1,0 +1,143 @@
+"""The stage commands' flows: one stage (with `questions`' subtopics pre-step), and `run`
+(the four stages in order, the configuration reloaded between them when it changed, then
+training when `[training]` is set).
+
+Each stage's summary goes through `report(text, data)` as soon as the stage ends; a stage that
+failed stops here with its error (fatal provider error, or ItemsFailed after its summary).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from overbrainer.errors import ConfigError, ItemsFailed
+from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.stage import StageResult
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[str, dict], None]
+STAGES = ("subtopics", "questions", "answers", "split")
+
+
+def conclude(result: StageResult, report: Report) -> StageResult:
+    """Print the stage's summary, then raise what stopped it or what failed in it."""
+    report(result.text(), result.data())
+    if result.error is not None:
+        raise result.error
+    if result.stats.failed:
+        raise ItemsFailed(f"{result.stats.failed} {result.stage} item(s) failed; "
+                          "run the command again to retry them")
+    return result
+
+
+def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | None = None,
+              force: bool = False) -> list[StageResult]:
+    """One stage command (`subtopics`, `questions`, `answers`, `split`)."""
+    if stage == "split":
+        from overbrainer.pipeline.split_stage import run_split_stage
+
+        return [conclude(run_split_stage(ctx, topic), report)]
+    topics = ctx.select_topics(topic)
+    results: list[StageResult] = []
+    if stage == "subtopics":
+        from overbrainer.pipeline.subtopics import run_subtopics
+
+        results.append(conclude(run_subtopics(ctx, topics, force=force), report))
+    elif stage == "questions":
+        from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
+        from overbrainer.pipeline.subtopics import run_subtopics
+
+        empty = topics_without_subtopics(ctx, topics)
+        pending_error: ItemsFailed | None = None
+        if empty:
+            # Topics with no subtopic at all get theirs first (never with --force).
+            try:
+                results.append(conclude(run_subtopics(ctx, empty, force=False), report))
+            except ItemsFailed as e:
+                pending_error = e  # fill what can be filled, then fail
+        results.append(conclude(run_questions(ctx, topics, force=force), report))
+        if pending_error is not None:
+            raise pending_error
+    elif stage == "answers":
+        from overbrainer.pipeline.answers import run_answers
+
+        results.append(conclude(run_answers(ctx, topics, force=force), report))
+    else:  # pragma: no cover - the CLI only passes known names
+        raise ValueError(stage)
+    return results
+
+
+class ConfigWatch:
+    """`run`'s reload rule (spec §2.6): before each stage after the first, re-read
+    overbrainer.toml and .env when their mtime or size changed."""
+
+    def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
+        from overbrainer.config.dotenv import stamp
+
+        self.project_dir = project_dir
+        self._load = load
+        self._dotenv = dotenv
+        self._stamp = stamp(project_dir)
+
+    def changed(self) -> bool:
+        from overbrainer.config.dotenv import stamp
+
+        return stamp(self.project_dir) != self._stamp
+
+    def reload(self):
+        """The new configuration; ConfigError (the run stops) when it cannot be used."""
+        from overbrainer.config.dotenv import stamp
+
+        self._stamp = stamp(self.project_dir)
+        try:
+            if self._dotenv is not None:
+                self._dotenv.reload()
+            config = self._load()
+        except ConfigError as e:
+            raise ConfigError("the configuration changed and cannot be used; the run stops",
+                              e.problems or [e.message]) from e
+        log.info("config reloaded")
+        return config
+
+
+def run_all(ctx: StageContext, report: Report, *, watch: ConfigWatch | None = None) -> list[StageResult]:
+    """`run`: subtopics → questions → answers → split on every topic, stopping at the first
+    stage that fails, then training when [training] is set."""
+    from overbrainer.pipeline.answers import run_answers
+    from overbrainer.pipeline.questions import run_questions
+    from overbrainer.pipeline.split_stage import run_split_stage
+    from overbrainer.pipeline.subtopics import run_subtopics
+
+    flows = {
+        "subtopics": lambda: run_subtopics(ctx, list(ctx.config.topics)),
+        "questions": lambda: run_questions(ctx, list(ctx.config.topics)),
+        "answers": lambda: run_answers(ctx, list(ctx.config.topics)),
+        "split": lambda: run_split_stage(ctx),
+    }
+    results = []
+    for i, stage in enumerate(STAGES):
+        if i > 0:
+            _maybe_reload(ctx, watch)
+        ctx.check()
+        results.append(conclude(flows[stage](), report))
+    _maybe_reload(ctx, watch)
+    _train_after_split(ctx, report)
+    return results
+
+
+def _maybe_reload(ctx: StageContext, watch: ConfigWatch | None) -> None:
+    if watch is not None and watch.changed():
+        ctx.replace_config(watch.reload())
+
+
+# --- training hook ---------------------------------------------------------------------------
+# TRAINING HOOK: the lead replaces this function when the training flow exists.
+
+def _train_after_split(ctx: StageContext, report: Report) -> None:
+    """Train when [training] is set (not built yet: say so and stop after split)."""
+    if getattr(ctx.config, "training", None) is not None:
+        log.info("training is not available yet: run stops after split")
+    else:
+        log.info("no [training] section: run stops after split")

@@ -1,0 +1,54 @@
+"""The per-topic deduplicator of `questions` (spec §4.3): lexical first, then the optional
+embedding filter on what survived. One lock per topic, held by the caller across the whole
+decision (embedding request included) and the append, so parallel subtopics never accept the
+same question twice. A dropped candidate is logged at debug level with the text it duplicated."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger(__name__)
+
+
+class TopicDedup:
+    """`with dedup.lock: kept = dedup.filter(candidates)`; `seed()` once before first use.
+
+    `embed(texts) -> vectors` (None without an embedder) runs the embedder with its retries."""
+
+    def __init__(self, topic: str, dedup_threshold: float, embed=None, embedding_threshold: float = 0.9):
+        from overbrainer.dataset.dedup import LexicalDedup
+        from overbrainer.dataset.embed_dedup import EmbeddingDedup
+
+        self.topic = topic
+        self.lock = threading.Lock()
+        self.lexical = LexicalDedup(dedup_threshold)
+        self.semantic = EmbeddingDedup(embedding_threshold, embed) if embed is not None else None
+
+    def seed(self, texts: list[str]) -> None:
+        """Known texts (stored and rejected questions): remembered, never filtered."""
+        self.lexical.seed(texts)
+        if self.semantic is not None and texts:
+            self.semantic.seed(texts)
+
+    def filter(self, candidates: list[str]) -> list[str]:
+        """The candidates to keep, in order. Call with `self.lock` held."""
+        if self.semantic is None:
+            kept, dropped = self.lexical.filter(candidates)
+            self._log(dropped, "a near-copy of")
+            return kept
+        # Only lexically novel candidates are embedded; the lexical memory records only the
+        # finally kept texts.
+        dups = self.lexical.check(candidates)
+        novel = [c for c, d in zip(candidates, dups) if d is None]
+        self._log([(c, d) for c, d in zip(candidates, dups) if d is not None], "a near-copy of")
+        if not novel:
+            return []
+        kept, dropped = self.semantic.filter(novel)
+        self._log(dropped, "too close in meaning to")
+        self.lexical.record(kept)
+        return kept
+
+    def _log(self, dropped, how: str) -> None:
+        for text, dup in dropped:
+            log.debug("questions: %s: dropped %r, %s %r", self.topic, text, how, dup)

@@ -1,0 +1,162 @@
+"""The stage commands end to end: the real CLI in a subprocess against the fake provider."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+
+from tests.fixtures.provider import Answer
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
+    project.write(protocol=protocol)
+    fake_provider.models = {"deepseek/deepseek-r1": (1.0, 2.0), "qwen/qwen3-235b": (0.5, 0.5)}
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split"]
+    assert lines[0].startswith("subtopics: 2 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+    assert lines[1].startswith("questions: 4 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+    assert lines[2].startswith("answers: 12 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+    assert re.search(r"; cost \$\d+\.\d{4}$", lines[2])  # the parent is priced
+    assert lines[3] == "split: 11 train, 1 eval, 0 excluded, 0 orphaned"
+    assert "no [training] section: run stops after split" in r.stderr
+    assert "answers: 12 to process" in r.stderr and "answers: finished" in r.stderr
+    hist = project.history()
+    assert [(h["stage"], h["status"]) for h in hist] == [
+        ("subtopics", "ok"), ("questions", "ok"), ("answers", "ok"), ("split", "ok")]
+    assert hist[3]["split"] == {"train": 11, "eval": 1, "orphaned": 0} and hist[3]["model"] is None
+    paths = {r.path for r in fake_provider.chat_requests()}
+    assert paths == {"/messages" if protocol == "anthropic" else "/chat/completions"}
+    if protocol == "anthropic":  # Anthropic thinking is a summary: usable only without reasoning
+        assert {a["meta"]["reasoning_kind"] for a in project.records("answers")} == {"summary"}
+
+    # A second run resumes: every stage skips what is on disk.
+    fake_provider.clear()
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == [
+        "subtopics: 0 done, 2 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+        "questions: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+        "answers: 0 done, 12 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+    ]
+    assert fake_provider.chat_requests() == []
+
+    r = cli(["-C", project.dir, "history"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0].startswith("subtopics  2 run(s), 2 done, 0 failed; tokens ")
+    assert out[2].startswith("answers    2 run(s), 12 done, 0 failed; tokens ")
+    assert out[-1].startswith("total      8 run(s), ")
+    r = cli(["-C", project.dir, "history", "--all"], env=project.env)
+    assert len(r.stdout.splitlines()) == 8
+    assert "  split      ok           train 11, eval 1, excluded 0, orphaned 0" in r.stdout
+
+
+def test_json_output_one_object_per_stage(project, fake_provider, cli):
+    r = cli(["-C", project.dir, "--json", "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "split"]
+    assert set(objs[2]) == {"stage", "done", "skipped", "failed", "excluded", "input_tokens",
+                            "output_tokens", "cost"}
+    assert objs[3]["excluded_by_reason"] == {"truncated": 0, "empty": 0, "refused": 0, "no_raw_reasoning": 0}
+    assert all(json.loads(line)["event"] for line in r.stderr.splitlines())
+
+
+def test_stage_by_stage_with_resume_after_each(project, fake_provider, cli):
+    for stage, line in [("subtopics", "subtopics: 2 done"), ("questions", "questions: 4 done"),
+                        ("answers", "answers: 12 done"), ("split", "split: 11 train")]:
+        r = cli(["-C", project.dir, stage], env=project.env)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(line)
+    r = cli(["-C", project.dir, "questions", "--topic", "topic1"], env=project.env)
+    assert r.stdout.startswith("questions: 0 done, 2 skipped")
+
+
+def test_split_needs_no_provider_and_refuses_force(project, fake_provider, cli):
+    r = cli(["-C", project.dir, "split"], env={})  # no base URL at all
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "split: 0 train, 0 eval, 0 excluded, 0 orphaned\n"
+    r = cli(["-C", project.dir, "split", "--force"], env=project.env)
+    assert r.returncode == 2
+
+
+def test_unknown_topic_and_missing_url(project, cli):
+    r = cli(["-C", project.dir, "answers", "--topic", "nope"], env=project.env)
+    assert r.returncode == 1 and "unknown topic `nope`" in r.stderr
+    assert project.history() == []
+    r = cli(["-C", project.dir, "subtopics"], env={})
+    assert r.returncode == 1
+    assert "OVERBRAINER_PROVIDERS__FAKE__BASE_URL" in r.stderr
+
+
+def test_failed_items_exit_1_after_the_summary(project, fake_provider, cli):
+    project.write(topics=1, subtopics=1, pipeline={"max_retries": 0})
+    fake_provider.script(Answer(content="no list here"))
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 1
+    assert r.stdout.startswith("subtopics: 0 done, 0 skipped, 1 failed")
+    assert len(r.stdout.splitlines()) == 1  # the run stops at the first stage that fails
+    assert "error: 1 subtopics item(s) failed; run the command again to retry them" in r.stderr
+
+
+def test_dataset_stats_and_reject(project, fake_provider, cli):
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    r = cli(["-C", project.dir, "--json", "dataset", "stats"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads(r.stdout)
+    assert [t["subtopics"] for t in stats["topics"]] == [2, 2]
+    assert [t["answered"] for t in stats["topics"]] == [6, 6]
+    sub = next(s for s in project.records("subtopics") if s["topic"] == "topic0")
+    r = cli(["-C", project.dir, "dataset", "reject", sub["id"]], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert "removed 1 subtopic(s), 3 question(s), 3 answer(s)" in r.stdout
+    assert [x["id"] for x in project.records("rejected")] == [sub["id"]]
+    r = cli(["-C", project.dir, "dataset", "stats"], env=project.env)
+    assert r.stdout.splitlines()[0].startswith("topic0: 1 subtopics, 3 questions, 3 answered")
+    # The next run regenerates the missing subtopic, but never the rejected one.
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert sub["id"] not in {s["id"] for s in project.records("subtopics")}
+    assert len(project.records("answers")) == 12
+
+
+def test_training_hook_message(project, fake_provider, cli):
+    project.write(training=True)
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert "training is not available yet: run stops after split" in r.stderr
+
+
+def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
+    from overbrainer.errors import ConfigError
+    from overbrainer.pipeline.run_flow import ConfigWatch, run_all
+
+    project.write(topics=1, subtopics=1, questions=2)
+    toml = project.dir / "overbrainer.toml"
+    ctx = project.context()
+    watch = ConfigWatch(project.dir, project.config)
+    seen = []
+
+    def report(text, data):
+        seen.append((data["stage"], ctx.config.pipeline.concurrency))
+        if data["stage"] == "subtopics":
+            toml.write_text(toml.read_text().replace("concurrency = 4", "concurrency = 16"))
+
+    with caplog.at_level(logging.INFO):
+        run_all(ctx, report, watch=watch)
+    assert seen == [("subtopics", 4), ("questions", 16), ("answers", 16), ("split", 16)]
+    assert caplog.text.count("config reloaded") == 1
+
+    def breaking(text, data):
+        toml.write_text(toml.read_text().replace("concurrency = 16", "concurrency = 0"))
+
+    with pytest.raises(ConfigError) as e:
+        run_all(project.context(), breaking, watch=ConfigWatch(project.dir, project.config))
+    assert str(e.value).startswith("the configuration changed and cannot be used; the run stops")
+    assert [h["stage"] for h in project.history()][-1] == "subtopics"

@@ -1,0 +1,99 @@
+"""`answers` killed (-9) or interrupted (SIGINT) while it writes: nothing written is lost, no
+torn line survives, the rerun completes with every question exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.fixtures.cli import clean_env
+
+DEADLINE = 30.0
+
+
+def _start(project, args, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), *args],
+                            env=clean_env(project.env, home), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _lines(path):
+    return path.read_bytes().split(b"\n") if path.exists() else [b""]
+
+
+def _wait_for_answers(path, n, proc):
+    """Until `n` complete lines are in the file (the fake is slow, so the stage is mid-way)."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        if len(_lines(path)) - 1 >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
+    raise AssertionError("answers did not start")
+
+
+def _prepare(project, cli):
+    project.write(topics=2, subtopics=2, questions=4, pipeline={"concurrency": 2})
+    r = cli(["-C", project.dir, "questions"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    return {q["id"] for q in project.records("questions")}
+
+
+def _check_complete(project, ids):
+    raw = (project.data / "answers.jsonl").read_bytes()
+    assert raw.endswith(b"\n")
+    answers = [json.loads(line) for line in raw.splitlines()]  # no torn line anywhere
+    assert sorted(a["id"] for a in answers) == sorted(ids)    # every question exactly once
+
+
+def test_kill_9_mid_answers_then_rerun(project, fake_provider, cli, tmp_path):
+    ids = _prepare(project, cli)
+    fake_provider.latency = 0.1
+    path = project.data / "answers.jsonl"
+    proc = _start(project, ["answers"], tmp_path)
+    try:
+        _wait_for_answers(path, 3, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    written = [line for line in _lines(path)[:-1]]  # complete lines at the time of the kill
+    assert 3 <= len(written) < len(ids)
+    fake_provider.latency = 0
+    r = cli(["-C", project.dir, "answers"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    _check_complete(project, ids)
+    after = path.read_bytes().split(b"\n")
+    assert after[:len(written)] == written  # nothing that had been written is lost or changed
+
+
+def test_ctrl_c_mid_answers_exits_130_and_resumes(project, fake_provider, cli, tmp_path):
+    ids = _prepare(project, cli)
+    fake_provider.latency = 0.1
+    path = project.data / "answers.jsonl"
+    proc = _start(project, ["answers"], tmp_path)
+    try:
+        _wait_for_answers(path, 2, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted: the stage resumes on its next run" in err
+    assert out == ""
+    hist = project.history()
+    assert hist[-1]["stage"] == "answers" and hist[-1]["status"] == "interrupted"
+    assert hist[-1]["done"] >= 2
+    fake_provider.latency = 0
+    r = cli(["-C", project.dir, "answers"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    _check_complete(project, ids)
