@@ -7,6 +7,7 @@ calls one flow of overbrainer.pipeline.run_flow. Heavy modules are imported insi
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Iterator
 
 import click
@@ -16,6 +17,9 @@ from overbrainer.cli.context import AppContext, pass_app
 _TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this topic.")
 _FORCE = click.option("--force", is_flag=True,
                       help="Regenerate: first drop the selected topics' output of this stage.")
+
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -95,3 +99,10 @@ def run(app: AppContext) -> None:
 
     with stage_context(app, watch=True) as (ctx, watcher):
         run_all(ctx, app.report, watch=watcher)
+        config = ctx.config  # reloaded before training when it changed
+        if config.training is None:
+            log.info("no [training] section: run stops after split")
+            return
+        from overbrainer.runs.flow import train_flow
+
+        train_flow(app, config)

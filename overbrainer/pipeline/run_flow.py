@@ -122,22 +122,11 @@ def run_all(ctx: StageContext, report: Report, *, watch: ConfigWatch | None = No
             _maybe_reload(ctx, watch)
         ctx.check()
         results.append(conclude(flows[stage](), report))
+    # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)
-    _train_after_split(ctx, report)
     return results
 
 
 def _maybe_reload(ctx: StageContext, watch: ConfigWatch | None) -> None:
     if watch is not None and watch.changed():
         ctx.replace_config(watch.reload())
-
-
-# --- training hook ---------------------------------------------------------------------------
-# TRAINING HOOK: the lead replaces this function when the training flow exists.
-
-def _train_after_split(ctx: StageContext, report: Report) -> None:
-    """Train when [training] is set (not built yet: say so and stop after split)."""
-    if getattr(ctx.config, "training", None) is not None:
-        log.info("training is not available yet: run stops after split")
-    else:
-        log.info("no [training] section: run stops after split")

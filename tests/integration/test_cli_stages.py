@@ -126,11 +126,25 @@ def test_dataset_stats_and_reject(project, fake_provider, cli):
     assert len(project.records("answers")) == 12
 
 
-def test_training_hook_message(project, fake_provider, cli):
-    project.write(training=True)
+def test_run_without_training_stops_after_split(project, fake_provider, cli):
+    project.write()
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
-    assert "training is not available yet: run stops after split" in r.stderr
+    assert "no [training] section: run stops after split" in r.stderr
+    assert not (project.dir / "runs").exists()
+
+
+def test_run_trains_after_split_when_training_is_set(project, fake_provider, fake_axolotl, cli):
+    project.write(topics=1, subtopics=2, questions=3, training=fake_axolotl.venv)
+    env = {**project.env, "OVERBRAINER_TEST_POLL_SECS": "0.1"}
+    r = cli(["-C", project.dir, "run"], env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:4]] == ["subtopics", "questions", "answers", "split"]
+    adapter = [line for line in lines if line.startswith("train: adapter in runs/")]
+    assert len(adapter) == 1
+    out = project.dir / adapter[0].removeprefix("train: adapter in ")
+    assert (out / "adapter_model.safetensors").is_file()
 
 
 def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):

@@ -1,4 +1,5 @@
-"""The job chain and env (training.md §2.5), run for real with `sh` and the fake axolotl."""
+"""The training job as `Runtime.job` builds it (training.md §2.5), run for real with `sh` and the fake
+axolotl; the metrics plugin shipped with the run."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
+from overbrainer.exec.runtime import Runtime, Step
 from overbrainer.train import axolotl_config as ac
 from overbrainer.train import job
 from overbrainer.train.metrics import MetricsSummary, parse_record, read_lines
@@ -20,47 +20,19 @@ from tests.fixtures.axolotl import FakeAxolotl
 TOKEN = "hf_secretTOKENvalue123"
 
 
-def test_job_env():
-    assert job.job_env("/workspace/run/") == {
-        "PYTHONPATH": "/workspace/run/plugin",
-        "OVERBRAINER_METRICS": "/workspace/run/metrics.jsonl",
-        "OVERBRAINER_SNAPSHOT": "/workspace/run/snapshot.request",
-        "AXOLOTL_DO_NOT_TRACK": "1",
-        "DO_NOT_TRACK": "1",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-    }
-    assert job.job_env("/r", {"OVERBRAINER_EXPORT_QUANTIZE": "Q4_K_M"})["OVERBRAINER_EXPORT_QUANTIZE"] == "Q4_K_M"
-    plan = job.plan_job("/r", merge=True)
-    assert plan.secret_names == ("HF_TOKEN",) and "HF_TOKEN" not in plan.env
-    assert "merge-lora" in plan.chain
-
-
-def test_axolotl_program():
-    assert job.axolotl_program(None) == "axolotl"
-    assert job.axolotl_program("~/.venvs/axolotl/") == '"$HOME"/.venvs/axolotl/bin/axolotl'
-    assert job.axolotl_program("/opt/my venv") == "'/opt/my venv/bin/axolotl'"
-    out = subprocess.run(["sh", "-c", f"printf %s {job.axolotl_program('~/v')}"], env={"HOME": "/h"},
+def test_venv_tool_expands_home_where_the_job_runs():
+    tool = Runtime(venv="~/v/").tool("axolotl")
+    out = subprocess.run(["sh", "-c", f"printf %s {tool}"], env={"HOME": "/h"},
                          capture_output=True, text=True, check=True)
     assert out.stdout == "/h/v/bin/axolotl"
-
-
-def test_chain_shapes():
-    assert job.job_chain().endswith("&& axolotl train axolotl.yaml")
-    assert "snapshot.json" not in job.job_chain()
-    chain = job.job_chain(axolotl="A", merge=True, export_command="sh export.sh")
-    first, rest = chain.split(" && { [ -f snapshot.json ] || { ", 1)
-    assert first.endswith("&& A train axolotl.yaml")
-    assert "A merge-lora axolotl.yaml" in rest and rest.endswith("&& sh export.sh; }; }")
-    assert rest.index("merge-lora") < rest.index("export.sh")
-    with pytest.raises(ValueError):
-        job.stage_command("bogus")
+    assert Runtime(venv="/opt/my venv").tool("axolotl") == "'/opt/my venv/bin/axolotl'"
 
 
 def test_stage_line_is_a_stage_record(tmp_path):
     metrics = tmp_path / "m" / "metrics.jsonl"
     metrics.parent.mkdir()
     before = int(time.time())
-    subprocess.run(["sh", "-c", job.stage_command("merge")], cwd=tmp_path, check=True,
+    subprocess.run(["sh", "-c", Runtime().chain([Step("merge", ("true",))])], cwd=tmp_path, check=True,
                    env={"PATH": os.environ["PATH"], "OVERBRAINER_METRICS": str(metrics)})
     rec = parse_record(metrics.read_text())
     assert rec["event"] == "stage" and rec["name"] == "merge" and rec["time"] >= before
@@ -71,15 +43,18 @@ def test_install_plugin_ships_an_importable_plugin(tmp_path):
     dest = job.install_plugin(tmp_path)
     assert dest == tmp_path / "plugin" / "overbrainer_metrics.py"
     assert dest.read_bytes() == job.plugin_source()
-    env = dict(os.environ, **job.job_env(str(tmp_path)))
-    out = subprocess.run([sys.executable, "-c", "import overbrainer_metrics as m; print(m.OverbrainerMetricsPlugin.__name__)"],
-                         env=env, cwd="/", capture_output=True, text=True, timeout=30)
+    env = dict(os.environ, **Runtime().job_env(str(tmp_path)))
+    code = "import overbrainer_metrics as m; print(m.OverbrainerMetricsPlugin.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd="/", capture_output=True, text=True,
+                         timeout=30)
     assert out.stdout.strip() == "OverbrainerMetricsPlugin", out.stderr
 
 
 # --- the chain against the fake axolotl ------------------------------------------------------
 
 def prepare_run(tmp_path: Path, fake: FakeAxolotl, *, merge: bool, mode: str):
+    """A run directory and the native job script `Runtime.job` gives for it (as runs/start.py
+    builds it), with the environment the executor would give the job (HF_TOKEN included)."""
     run = tmp_path / "runs" / "r1"
     (run / "data").mkdir(parents=True)
     (run / "data" / "train.jsonl").write_text('{"messages": []}\n')
@@ -88,13 +63,19 @@ def prepare_run(tmp_path: Path, fake: FakeAxolotl, *, merge: bool, mode: str):
     ac.write_config(run / "axolotl.yaml", ac.build_config(training, str(run), has_eval=False))
     job.install_plugin(run)
     fake.set_mode(mode)
-    plan = job.plan_job(str(run), merge=job.wants_merge(training), axolotl=job.axolotl_program(str(fake.venv)))
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **plan.env, "HF_TOKEN": TOKEN}
-    return run, plan, env
+    steps = [Step("train", ("axolotl", "train", job.CONFIG_NAME))]
+    if job.wants_merge(training):
+        steps.append(Step("merge", ("axolotl", "merge-lora", job.CONFIG_NAME)))
+    script, container = Runtime(venv=str(fake.venv)).job("r1", str(run), str(tmp_path / "hf-cache"), steps,
+                                                         secret_names=["HF_TOKEN"])
+    assert container is None and TOKEN not in script
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "HF_TOKEN": TOKEN}
+    return run, script, env
 
 
-def run_chain(run, plan, env, timeout=30):
-    return subprocess.run(["sh", "-c", plan.chain], cwd=run, env=env, capture_output=True, text=True, timeout=timeout)
+def run_chain(run, script, env, timeout=30):
+    return subprocess.run(["sh", "-c", script], cwd=run, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def stages(run):
@@ -102,8 +83,8 @@ def stages(run):
 
 
 def test_ok_run_trains_and_merges(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="ok")
-    out = run_chain(run, plan, env)
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="ok")
+    out = run_chain(run, script, env)
     assert out.returncode == 0, out.stderr
     assert "token present" in out.stdout
     summary = MetricsSummary().feed_all(read_lines(run / "metrics.jsonl"))
@@ -114,27 +95,27 @@ def test_ok_run_trains_and_merges(tmp_path, fake_axolotl):
     assert (run / "output" / "checkpoint-2").is_dir()
     assert (run / "output" / "merged" / "model.safetensors").is_file()
     assert fake_axolotl.calls() == ["train axolotl.yaml", "merge-lora axolotl.yaml"]
-    for path in run.rglob("*"):
+    for path in tmp_path.rglob("*"):
         if path.is_file():
             assert TOKEN.encode() not in path.read_bytes(), path
 
 
 def test_failed_training_stops_the_chain(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail")
-    out = run_chain(run, plan, env)
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail")
+    out = run_chain(run, script, env)
     assert out.returncode == 3 and "training failed" in out.stderr
     assert stages(run) == ["train"] and not (run / "output" / "merged").exists()
 
 
 def test_failed_merge_fails_the_job(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail-merge")
-    out = run_chain(run, plan, env)
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="fail-merge")
+    out = run_chain(run, script, env)
     assert out.returncode == 4 and stages(run) == ["train", "merge"]
 
 
 def test_silent_run_writes_no_plugin_line(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="silent")
-    out = run_chain(run, plan, env)
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="silent")
+    out = run_chain(run, script, env)
     assert out.returncode == 0
     summary = MetricsSummary().feed_all(read_lines(run / "metrics.jsonl"))
     assert summary.lines == 0 and stages(run) == ["train"]
@@ -155,8 +136,8 @@ def log_steps(run):
 
 
 def test_snapshot_stop_skips_merge_and_exits_zero(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="snapshot")
-    proc = subprocess.Popen(["sh", "-c", plan.chain], cwd=run, env=env, stdout=subprocess.DEVNULL,
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=True, mode="snapshot")
+    proc = subprocess.Popen(["sh", "-c", script], cwd=run, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         wait_for(lambda: len(log_steps(run)) >= 2)
@@ -175,8 +156,8 @@ def test_snapshot_stop_skips_merge_and_exits_zero(tmp_path, fake_axolotl):
 
 
 def test_slow_run_keeps_going_until_its_group_is_killed(tmp_path, fake_axolotl):
-    run, plan, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="slow")
-    proc = subprocess.Popen(["sh", "-c", plan.chain], cwd=run, env=env, stdout=subprocess.DEVNULL,
+    run, script, env = prepare_run(tmp_path, fake_axolotl, merge=False, mode="slow")
+    proc = subprocess.Popen(["sh", "-c", script], cwd=run, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_for(lambda: len(log_steps(run)) >= 2)

@@ -1,0 +1,176 @@
+"""`overbrainer runs ls|show|logs`: read-only views of runs/<id>/. They never take the lock."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from overbrainer.cli.context import pass_app
+from overbrainer.errors import OverbrainerError, UsageError
+
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@click.group("runs")
+def runs() -> None:
+    """List training runs, show one, read its log."""
+
+
+def _runs_dir(app) -> Path:
+    app.require_project()
+    return app.project_dir / "runs"
+
+
+@runs.command("ls")
+@pass_app
+def ls_cmd(app) -> None:
+    """One line per run, oldest first: ID, state, target, created."""
+    from overbrainer.runs.record import list_runs
+
+    records = list_runs(_runs_dir(app))
+    width = max((len(r.id) for r in records), default=0)
+    rows, lines = [], []
+    for r in records:
+        line = f"{r.id:<{width}}  {r.state:<9}  {r.target}  {r.created}"
+        if r.state == "stopped" and r.snapshot is not None:
+            line += f"  step {r.snapshot.step} ({r.snapshot.reason}): partial model in output/"
+        lines.append(line)
+        rows.append(_summary(r))
+    if app.json_mode:
+        app.report("", {"runs": rows})
+    elif lines:
+        app.report("\n".join(lines), {"runs": rows})
+
+
+def _summary(r) -> dict:
+    data = {"id": r.id, "state": r.state, "target": r.target, "created": r.created}
+    if r.snapshot is not None:
+        data["snapshot"] = {"checkpoint": r.snapshot.checkpoint, "step": r.snapshot.step,
+                            "reason": r.snapshot.reason}
+    if r.resumed_from:
+        data["resumed_from"] = r.resumed_from
+    return data
+
+
+@runs.command("show")
+@click.argument("run_id")
+@pass_app
+def show_cmd(app, run_id: str) -> None:
+    """State, phase, step, loss, eval loss and message of one run."""
+    from overbrainer.runs.progress import local_progress
+    from overbrainer.runs.record import load
+
+    runs_dir = _runs_dir(app)
+    record = load(runs_dir, run_id)
+    progress = local_progress(runs_dir / record.id, record)
+    data = dict(_summary(record), **progress, message=record.message)
+    lines = [f"run:       {record.id}", f"state:     {record.state}", f"target:    {record.target}",
+             f"created:   {record.created}"]
+    if progress.get("phase"):
+        lines.append(f"phase:     {progress['phase']}")
+    if progress.get("step") is not None:
+        step = f"{progress['step']}"
+        if progress.get("max_steps"):
+            step += f"/{progress['max_steps']}"
+        lines.append(f"step:      {step}")
+    if progress.get("loss") is not None:
+        lines.append(f"loss:      {progress['loss']:.4f}")
+    if progress.get("eval_loss") is not None:
+        lines.append(f"eval loss: {progress['eval_loss']:.4f}")
+    if record.resumed_from:
+        lines.append(f"resumed:   from {record.resumed_from}")
+    if record.snapshot is not None:
+        lines.append(f"snapshot:  step {record.snapshot.step} ({record.snapshot.reason}) in "
+                     f"runs/{record.id}/{record.snapshot.checkpoint}")
+    if record.message:
+        lines.append(f"message:   {record.message}")
+    app.report("\n".join(lines), data)
+
+
+def clean_line(raw: bytes) -> str:
+    """A log line made safe to print: decoded, control characters stripped, secrets redacted."""
+    from overbrainer.support.redact import redact
+
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    text = text.replace("\r", " ").replace("\t", "    ")
+    return redact(_CONTROL.sub("", text))
+
+
+@runs.command("logs")
+@click.argument("run_id")
+@click.option("--tail", "tail", type=int, default=None, metavar="N", help="Only the last N lines.")
+@click.option("--follow", is_flag=True, help="Keep printing new lines until the run ends or Ctrl-C.")
+@pass_app
+def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
+    """The job's log (runs/<id>/job.log), redacted, one clean line per line."""
+    from overbrainer.runs import ids
+    from overbrainer.runs.logs import read_log, follow_log
+
+    if tail is not None and tail < 0:
+        raise UsageError("--tail must be 0 or more")
+    runs_dir = _runs_dir(app)
+    _register_literal_secrets(app)
+    run_dir = ids.run_dir(runs_dir, run_id)
+    if not run_dir.is_dir():
+        raise OverbrainerError(f"no run {run_id} in runs/")
+    path = run_dir / "job.log"
+    if path.is_symlink():
+        raise OverbrainerError(f"refusing to read runs/{run_id}/job.log: it is a symbolic link")
+    if not path.exists() and not follow:
+        app.report(f"runs: no job.log for run {run_id} yet", {"run_id": run_id, "lines": []})
+        return
+    lines, offset = read_log(path, tail)
+    out = [clean_line(line) for line in lines]
+    try:
+        if app.json_mode and not follow:
+            app.report("", {"run_id": run_id, "lines": out})
+            return
+        for line in out:
+            _emit(app, run_id, line)
+        if follow:
+            interrupt = app.front.interrupt()
+            try:
+                for line in follow_log(path, offset, runs_dir, run_id, interrupt):
+                    _emit(app, run_id, clean_line(line))
+            finally:
+                interrupt.restore()
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _register_literal_secrets(app) -> None:
+    """Register the project's literal secrets (never Vault ones: no network here) with the
+    redactor, so a log that quotes one prints `***`. A broken config only skips this."""
+    try:
+        config = app.load_config()
+    except Exception:  # noqa: BLE001 - `runs logs` works without a valid configuration
+        return
+    secrets = [getattr(config, "hf_token", None)]
+    secrets += [getattr(p, "api_key", None) for p in (getattr(config, "providers", None) or {}).values()]
+    for secret in secrets:
+        if secret is not None and not getattr(secret, "is_vault", True):
+            try:
+                secret.resolve()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _emit(app, run_id: str, line: str) -> None:
+    if app.json_mode:
+        app.report(line, {"run_id": run_id, "line": line})
+    else:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def _quiet_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    raise click.exceptions.Exit(0)

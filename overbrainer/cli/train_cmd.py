@@ -1,0 +1,96 @@
+"""`overbrainer train [--target NAME] [--resume-from RUN_ID] [--detach]` and its sub-commands
+`attach`, `stop`, `cancel`. They take the project lock (except `stop`'s request-only mode)."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from overbrainer.cli.context import pass_app
+from overbrainer.errors import OverbrainerError, UsageError
+
+
+class _TrainGroup(click.Group):
+    """Options of the bare `train` conflict with a sub-command."""
+
+    def invoke(self, ctx: click.Context):
+        if ctx.protected_args and any(ctx.params.get(k) for k in ("target", "resume_from", "detach")):
+            raise UsageError("--target, --resume-from and --detach only apply to `overbrainer train` itself")
+        return super().invoke(ctx)
+
+
+@click.group("train", cls=_TrainGroup, invoke_without_command=True)
+@click.option("--target", metavar="NAME", default=None, help="Train on this target instead of [training] target.")
+@click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None,
+              help="Resume a stopped run from its snapshot, in a new run.")
+@click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
+@click.pass_context
+def train(ctx: click.Context, target: str | None, resume_from: str | None, detach: bool) -> None:
+    """Fine-tune the child model with Axolotl.
+
+    The job runs detached on its target: Ctrl-C only stops following it.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from overbrainer.runs import ids
+    from overbrainer.runs.flow import train_flow
+
+    app = ctx.obj
+    if resume_from is not None:
+        ids.validate(resume_from)
+    with app.open_project(write=True) as config:
+        train_flow(app, config, target=target, resume_from=resume_from, detach=detach)
+
+
+@train.command("attach")
+@click.argument("run_id")
+@pass_app
+def attach(app, run_id: str) -> None:
+    """Follow a run again and bring its results home."""
+    from overbrainer.runs import ids
+    from overbrainer.runs.flow import attach_flow
+
+    ids.validate(run_id)
+    with app.open_project(write=True) as config:
+        attach_flow(app, config, run_id)
+
+
+@train.command("stop")
+@click.argument("run_id")
+@pass_app
+def stop(app, run_id: str) -> None:
+    """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
+    from overbrainer.runs import ids
+    from overbrainer.runs.flow import stop_flow
+    from overbrainer.support.lock import ProjectLock
+
+    ids.validate(run_id)
+    app.require_project()
+    lock = ProjectLock(app.project_dir)
+    holder = None
+    try:
+        lock.acquire()
+    except OverbrainerError as e:
+        m = re.search(r"another overbrainer \((?:pid (\d+)|unknown pid)\) is using this project", str(e))
+        if not m:
+            raise
+        holder = int(m.group(1)) if m.group(1) else 0
+    try:
+        config = app.load_config()
+        stop_flow(app, config, run_id, holder_pid=holder)
+    finally:
+        lock.release()
+
+
+@train.command("cancel")
+@click.argument("run_id")
+@pass_app
+def cancel(app, run_id: str) -> None:
+    """Cancel a run's job; its record then reads `cancelled`."""
+    from overbrainer.runs import ids
+    from overbrainer.runs.flow import cancel_flow
+
+    ids.validate(run_id)
+    with app.open_project(write=True) as config:
+        cancel_flow(app, config, run_id)

@@ -1,0 +1,209 @@
+"""The executor contract (training.md §2.2): where a job runs and how its files travel.
+
+Two implementations: `exec.local.LocalExecutor` (this machine) and `exec.ssh.SshExecutor`
+(any machine reached over SSH, Runpod pods included). Job control is file based (job.pid,
+exit_code, cancelling, cancelled in the run directory on the target), so a later process can
+find, inspect and cancel a job from run.json's `job` object alone.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from overbrainer.errors import OverbrainerError
+
+# Files on the target that only the job-control scripts use; never downloaded.
+CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
+# Top-level entries of a local run dir that are never uploaded.
+DEFAULT_SKIP = ("ssh", "pod.json")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ENGINES = ("docker", "podman")
+
+
+class TargetUnreachable(OverbrainerError):
+    """The target could not be reached or the connection dropped (retry later).
+
+    A follow loop counts these; anything else an executor raises is a real failure.
+    """
+
+
+class HostKeyError(OverbrainerError):
+    """The target's host key is unknown or differs from known_hosts (never retried)."""
+
+
+class VerifyError(OverbrainerError):
+    """Downloaded files do not match the target's SHA-256 manifest."""
+
+
+@dataclass(frozen=True)
+class Container:
+    """The container a job runs in, so cancel can stop it first."""
+
+    engine: str
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.engine not in _ENGINES:
+            raise ValueError(f"unknown container engine {self.engine!r}")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
+            raise ValueError("invalid container name")
+
+    def to_json(self) -> dict[str, str]:
+        return {"engine": self.engine, "name": self.name}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to start: `script` runs under `sh -c` in `dir` (absolute, on the target).
+
+    `env` holds plain settings (they may appear on the target's command line); `secrets`
+    reach the job through its environment only, never through a command line or a file.
+    """
+
+    dir: str
+    script: str
+    env: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+    container: Container | None = None
+
+
+@dataclass(frozen=True)
+class JobId:
+    """run.json's `job` object: {"dir": str, "pid": int, "container": null | {...}}."""
+
+    dir: str
+    pid: int
+    container: Container | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dir": self.dir,
+            "pid": self.pid,
+            "container": self.container.to_json() if self.container else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> "JobId":
+        """Strict: raises ValueError (no content quoted) on a malformed object; pid 0/1 refused."""
+        if not isinstance(data, dict):
+            raise ValueError("job is not an object")
+        d, pid, c = data.get("dir"), data.get("pid"), data.get("container")
+        if not isinstance(d, str) or not d:
+            raise ValueError("job.dir is not a non-empty string")
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
+            raise ValueError("job.pid is not a process id above 1")
+        container = None
+        if c is not None:
+            if not isinstance(c, dict) or not isinstance(c.get("engine"), str) or not isinstance(c.get("name"), str):
+                raise ValueError("job.container is not {engine, name}")
+            container = Container(c["engine"], c["name"])
+        return cls(d, pid, container)
+
+
+@dataclass(frozen=True)
+class JobState:
+    """kind: running | exited | cancelled | lost; code only for exited."""
+
+    kind: str
+    code: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "JobState":
+        """Parse the status script's one line: `running`, `exited N`, `cancelled` or `lost`."""
+        words = text.strip().split()
+        if words in (["running"], ["cancelled"], ["lost"]):
+            return cls(words[0])
+        if len(words) == 2 and words[0] == "exited" and re.fullmatch(r"-?\d{1,4}", words[1]):
+            return cls("exited", int(words[1]))
+        if len(words) == 1 and words[0] == "exited":  # an empty exit_code file: torn write
+            return cls("lost")
+        raise OverbrainerError("the job status script printed an unexpected line")
+
+    @property
+    def ended(self) -> bool:
+        return self.kind != "running"
+
+    def __str__(self) -> str:
+        return f"exited {self.code}" if self.kind == "exited" else self.kind
+
+
+def check_secrets(secrets: dict[str, str]) -> None:
+    """Names must be env names; values cannot hold a newline or NUL (sent as one stdin line)."""
+    for name, value in secrets.items():
+        if not _ENV_NAME.match(name) or "\n" in value or "\0" in value or "\r" in value:
+            raise OverbrainerError(f"{name if _ENV_NAME.match(name) else 'a secret'} cannot be passed to the job")
+
+
+def check_env(env: dict[str, str]) -> None:
+    for name, value in env.items():
+        if not _ENV_NAME.match(name) or "\0" in value:
+            raise OverbrainerError(f"invalid job environment variable {name!r}")
+
+
+def check_entries(entries: Iterable[str]) -> list[str]:
+    """Relative paths without `..`, used for download/manifest entry lists."""
+    out = []
+    for e in entries:
+        parts = e.strip("/").split("/")
+        if not e or e.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise OverbrainerError(f"invalid entry {e!r}: a relative path without `..` is required")
+        out.append("/".join(parts))
+    return out
+
+
+class Executor(ABC):
+    """Where jobs run. Every path argument is absolute on the target (relative = under workdir)."""
+
+    workdir: str
+
+    @abstractmethod
+    def claim(self, dir: str, owner: str) -> bool:
+        """Write `<dir>/.claim` exclusively with `owner`; True if ours (new or same owner)."""
+
+    @abstractmethod
+    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP) -> None:
+        """Copy the top-level entries of `local` (minus `skip`) into `remote`."""
+
+    @abstractmethod
+    def spawn(self, job: JobSpec) -> JobId:
+        """Start the job detached (own session, survives us); returns its JobId."""
+
+    @abstractmethod
+    def read_from(self, path: str, offset: int, limit: int) -> bytes:
+        """Up to `limit` bytes of `path` from `offset`; a missing file reads empty."""
+
+    @abstractmethod
+    def status(self, job: JobId) -> JobState: ...
+
+    @abstractmethod
+    def cancel(self, job: JobId) -> None:
+        """Stop the job (container first, then its process group). A no-op once it ended."""
+
+    @abstractmethod
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> None:
+        """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip."""
+
+    @abstractmethod
+    def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
+        """Sorted [(relative path, sha256 hex)] of the regular files under `entries`."""
+
+    @abstractmethod
+    def probe(self, script: str, timeout: float = 60) -> str:
+        """Run a small sh script on the target; its stdout (non-zero exit raises)."""
+
+    @abstractmethod
+    def put_file(self, path: str, content: bytes | str) -> None:
+        """Write a small file atomically on the target."""
+
+    def close(self) -> None:
+        """Release connections (running jobs are not affected)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,158 @@
+"""How a job's command is built for a runtime (training.md §2.5): native (venv or PATH),
+docker or podman. Only command text is built here; the executor runs it.
+
+    rt = Runtime.from_target(target)
+    script, container = rt.job(run_id, run_dir, cache_dir,
+                               [Step("train", ("axolotl", "train", "axolotl.yaml"))],
+                               secret_names=["HF_TOKEN"])
+    JobSpec(run_dir, script, secrets={"HF_TOKEN": token}, container=container)
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from overbrainer.exec.base import Container
+from overbrainer.exec.scripts import dir_expr
+
+q = shlex.quote
+
+DEFAULT_IMAGE = "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
+CONTAINER_ROOT = "/workspace/run"
+CONTAINER_CACHE = "/workspace/hf-cache"
+# Every job runs with telemetry off (Axolotl hangs trying to reach its endpoint offline).
+TELEMETRY_OFF = {"AXOLOTL_DO_NOT_TRACK": "1", "DO_NOT_TRACK": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+DOCKER_GPU = ("--gpus", "all", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864")
+PODMAN_GPU = ("--device", "nvidia.com/gpu=all", "--security-opt=label=disable", "--ulimit", "host")
+RUNTIMES = ("native", "docker")
+ENGINES = ("docker", "podman")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of the job, announced by a stage line in metrics.jsonl before it runs.
+
+    args[0] is the tool (`axolotl`): from the venv's bin/ natively, from PATH in a container.
+    """
+
+    stage: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    kind: str = "native"  # native | docker
+    venv: str | None = None  # native only
+    engine: str = "docker"  # docker runtime only: docker | podman
+    image: str = DEFAULT_IMAGE
+    gpus: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in RUNTIMES:
+            raise ValueError(f"unknown runtime {self.kind!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown container engine {self.engine!r}")
+
+    @classmethod
+    def from_target(cls, target: Any) -> "Runtime":
+        """From a config Target (duck-typed: runtime, venv, engine, image)."""
+        kind = getattr(target, "runtime", None) or "native"
+        if kind == "podman":  # tolerated shorthand
+            kind, engine = "docker", "podman"
+        else:
+            engine = getattr(target, "engine", None) or "docker"
+        return cls(kind=kind, venv=getattr(target, "venv", None) or None, engine=engine,
+                   image=getattr(target, "image", None) or DEFAULT_IMAGE)
+
+    @property
+    def in_container(self) -> bool:
+        return self.kind == "docker"
+
+    def root(self, run_dir: str) -> str:
+        """The run directory as the job sees it."""
+        return CONTAINER_ROOT if self.in_container else run_dir
+
+    def job_env(self, run_dir: str) -> dict[str, str]:
+        """Plain (never secret) settings every job gets; PYTHONPATH is prepended natively."""
+        root = self.root(run_dir)
+        return {
+            **TELEMETRY_OFF,
+            "OVERBRAINER_METRICS": f"{root}/metrics.jsonl",
+            "OVERBRAINER_SNAPSHOT": f"{root}/snapshot.request",
+            "PYTHONPATH": f"{root}/plugin",
+        }
+
+    def venv_bin(self) -> str | None:
+        """The venv's bin/ (native with a venv only), as written in the target's settings."""
+        if self.in_container or not self.venv:
+            return None
+        return (self.venv.rstrip("/") or "/") + "/bin"
+
+    def tool(self, name: str) -> str:
+        bin_dir = self.venv_bin()
+        return dir_expr(f"{bin_dir}/{name}") if bin_dir else q(name)
+
+    def chain(self, steps: Iterable[Step], stop_marker: bool = True) -> str:
+        """`s1 && { [ -f snapshot.json ] || { s2 && s3; }; }`: after a snapshot stop, the rest is
+        skipped and the job still exits 0. Each step first appends its stage line."""
+        parts = [self._step(s) for s in steps]
+        if not parts:
+            raise ValueError("a job needs at least one step")
+        if len(parts) == 1:
+            return parts[0]
+        rest = " && ".join(parts[1:])
+        if stop_marker:
+            return f"{parts[0]} && {{ [ -f snapshot.json ] || {{ {rest}; }}; }}"
+        return f"{parts[0]} && {rest}"
+
+    def _step(self, step: Step) -> str:
+        if not step.args:
+            raise ValueError("a step needs a command")
+        line = (
+            "printf '{\"event\":\"stage\",\"name\":\"%s\",\"time\":%s}\\n' "
+            f"{q(step.stage)} \"$(date +%s)\" >> \"$OVERBRAINER_METRICS\""
+        )
+        cmd = " ".join([self.tool(step.args[0])] + [q(a) for a in step.args[1:]])
+        return f"{line} && {cmd}"
+
+    def job(self, run_id: str, run_dir: str, cache_dir: str, steps: Iterable[Step], *,
+            env: dict[str, str] | None = None, secret_names: Iterable[str] = (),
+            stop_marker: bool = True) -> tuple[str, Container | None]:
+        """The job script (for JobSpec.script) and its container (None natively).
+
+        env: extra plain settings (e.g. OVERBRAINER_EXPORT_QUANTIZE); secrets are passed by
+        name only (their values come from the job's environment, set by the executor).
+        Natively, PYTHONPATH is prepended to the inherited value, and so is the venv's bin/ to
+        PATH (Axolotl launches `accelerate` from PATH).
+        """
+        chain = self.chain(steps, stop_marker)
+        settings = {**self.job_env(run_dir), **(env or {})}
+        if not self.in_container:
+            settings["HF_HOME"] = cache_dir
+            exports = [_prepend(k, q(v)) if k == "PYTHONPATH" else f"{k}={q(v)}" for k, v in settings.items()]
+            bin_dir = self.venv_bin()
+            if bin_dir:
+                exports.append(_prepend("PATH", dir_expr(bin_dir)))
+            return f"export {' '.join(exports)} && {chain}", None
+        container = Container(self.engine, f"overbrainer-{run_id}")
+        podman = self.engine == "podman"
+        argv = [self.engine, "run", "--rm", "--name", container.name]
+        if self.gpus:
+            argv += PODMAN_GPU if podman else DOCKER_GPU
+        argv += ["--ipc=host",
+                 "-v", f"{run_dir}:{CONTAINER_ROOT}" + (":Z" if podman else ""),
+                 "-v", f"{cache_dir}:{CONTAINER_CACHE}" + (":z" if podman else ""),
+                 "-w", CONTAINER_ROOT, "-e", f"HF_HOME={CONTAINER_CACHE}"]
+        for k, v in settings.items():
+            argv += ["-e", f"{k}={v}"]
+        for name in secret_names:
+            argv += ["-e", name]
+        argv += [self.image, "sh", "-c", chain]
+        return f"mkdir -p -- {q(cache_dir)} && " + " ".join(q(a) for a in argv), container
+
+
+def _prepend(name: str, word: str) -> str:
+    """`NAME=word` put before the inherited value of NAME (a `:`-separated list), if any."""
+    return f'{name}={word}"${{{name}:+:${name}}}"'

@@ -1,0 +1,258 @@
+"""Files between here and a target: tar streams, safe extraction, SHA-256 manifests, verify.
+
+The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
+buffers; the other end is the target's `tar`. Extraction refuses absolute names, `..`, links
+leading outside the destination and special files, and never writes through a symlink.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Callable, Iterable
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import VerifyError, check_entries
+
+BUF = 1 << 20
+
+
+class UnsafeArchive(OverbrainerError):
+    """A tar stream from the target tried to write outside the destination."""
+
+
+class _Writer:
+    def __init__(self, write: Callable[[bytes], object]):
+        self.write = write
+
+
+class _Reader:
+    """Hands tarfile at most `n` bytes per read from large chunks, without copying the rest of
+    a chunk on every read (tarfile and paramiko both do that with oversized buffers)."""
+
+    def __init__(self, read: Callable[[int], bytes]):
+        self._source = read
+        self._chunk = memoryview(b"")
+        self._off = 0
+
+    def read(self, n: int) -> bytes:
+        if self._off >= len(self._chunk):
+            data = self._source(n)
+            if not data:
+                return b""
+            self._chunk, self._off = memoryview(data), 0
+        out = self._chunk[self._off:self._off + n].tobytes()
+        self._off += len(out)
+        return out
+
+
+def upload_names(local: str | os.PathLike, skip: Iterable[str]) -> list[str]:
+    """Top-level entries of `local` minus `skip`, sorted."""
+    skip = set(skip)
+    return sorted(n for n in os.listdir(local) if n not in skip)
+
+
+def write_tar(write: Callable[[bytes], object], root: str | os.PathLike, names: Iterable[str],
+              exclude: Iterable[str] = ()) -> int:
+    """Stream a tar of `root/<name>` (recursively, symlinks kept, basename globs in `exclude`
+    pruned) into `write`; returns the bytes of file data sent."""
+    root = Path(root)
+    exclude = list(exclude)
+    total = 0
+    with tarfile.open(fileobj=_Writer(write), mode="w|", bufsize=BUF, format=tarfile.PAX_FORMAT) as tf:
+        tf.copybufsize = BUF
+        for name in names:
+            for path, arcname in _walk(root, name, exclude):
+                info = tf.gettarinfo(str(path), arcname)
+                if info is None:  # socket or other unsupported file: skip it
+                    continue
+                info.uname = info.gname = ""
+                if info.isreg():
+                    with open(path, "rb") as f:
+                        tf.addfile(info, f)
+                    total += info.size
+                else:
+                    tf.addfile(info)
+    return total
+
+
+def _walk(root: Path, name: str, exclude: list[str]):
+    top = root / name
+    if _excluded(top.name, exclude):
+        return
+    yield top, name
+    if top.is_dir() and not top.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if not _excluded(d, exclude))
+            rel = os.path.relpath(dirpath, root)
+            for n in dirnames + sorted(f for f in filenames if not _excluded(f, exclude)):
+                yield Path(dirpath, n), f"{rel}/{n}"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _check_name(name: str, what: str) -> str:
+    if not name or "\0" in name:
+        raise UnsafeArchive(f"refusing a tar member from the target: {what} has an empty or invalid name")
+    if name.startswith("/"):
+        raise UnsafeArchive(f"refusing tar member {name!r} from the target: it is an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeArchive(f"refusing tar member {name!r} from the target: it contains `..`")
+    if not parts:
+        return "."
+    return "/".join(parts)
+
+
+def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike) -> list[str]:
+    """Extract a tar stream read from `read(n)` into `dest` safely; returns the member names.
+
+    Raises UnsafeArchive (nothing more is written) on the first member that would escape.
+    """
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    root = os.path.realpath(dest)
+    names: list[str] = []
+    with tarfile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:
+        tf.copybufsize = BUF
+        for m in tf:
+            name = _check_name(m.name, "a member")
+            if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
+                raise UnsafeArchive(f"refusing tar member {name!r} from the target: it is a device, fifo or special file")
+            if name == "." and not m.isdir():
+                raise UnsafeArchive("refusing a tar member from the target: it replaces the destination")
+            target = os.path.join(root, name)
+            parent = os.path.realpath(os.path.dirname(target))
+            if not _inside(parent, root):
+                raise UnsafeArchive(f"refusing tar member {name!r} from the target: it leads outside {dest}")
+            if m.issym():
+                if m.linkname.startswith("/") or not m.linkname:
+                    raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points to an absolute path")
+                if not _inside(os.path.realpath(os.path.join(parent, m.linkname)), root):
+                    raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points outside {dest}")
+            if m.islnk():
+                link = _check_name(m.linkname, "a hard link")
+                if not _inside(os.path.realpath(os.path.join(root, link)), root):
+                    raise UnsafeArchive(f"refusing hard link {name!r} from the target: it points outside {dest}")
+                m.linkname = link
+            if name != "." and os.path.islink(target):
+                os.unlink(target)  # never write through an existing symlink
+            elif m.isreg() and os.path.isdir(target):
+                shutil.rmtree(target)
+            m.name = name
+            m.mode = (m.mode & 0o755) | (0o700 if m.isdir() else 0o600)
+            m.uid = m.gid = -1  # never chown
+            tf.extract(m, root, set_attrs=not m.issym(), numeric_owner=True, filter="fully_trusted")
+            names.append(name)
+    return names
+
+
+def _excluded(name: str, exclude: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in exclude)
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def local_files(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
+    """Relative paths of the regular files under `entries` (like `find -prune … -type f`)."""
+    root = Path(root)
+    exclude = list(exclude)
+    out: list[str] = []
+    for entry in check_entries(entries):
+        top = root / entry
+        if _excluded(top.name, exclude) or not os.path.lexists(top):
+            continue
+        if top.is_symlink():
+            continue
+        if top.is_file():
+            out.append(entry)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = [d for d in dirnames if not _excluded(d, exclude)]
+            rel = os.path.relpath(dirpath, root)
+            for n in filenames:
+                p = os.path.join(dirpath, n)
+                if not _excluded(n, exclude) and os.path.isfile(p) and not os.path.islink(p):
+                    out.append(f"{rel}/{n}")
+    return sorted(out)
+
+
+def local_manifest(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
+    return [(p, sha256_file(Path(root, p))) for p in local_files(root, entries, exclude)]
+
+
+def parse_manifest(data: bytes) -> list[tuple[str, str]]:
+    """NUL-terminated `<64 hex>  ./path` records → sorted [(path, sha)]."""
+    out = []
+    for rec in data.split(b"\0"):
+        if not rec:
+            continue
+        text = rec.decode("utf-8", "surrogateescape")
+        sha, path = text[:64], text[66:]
+        if len(sha) != 64 or text[64:66] != "  " or any(c not in "0123456789abcdef" for c in sha):
+            raise OverbrainerError("the target's manifest has an unexpected record")
+        if path.startswith("./"):
+            path = path[2:]
+        out.append((path, sha))
+    return sorted(out)
+
+
+def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entries: Iterable[str],
+           exclude: Iterable[str] = ()) -> None:
+    """Every file under `entries` locally must match `manifest` exactly (VerifyError otherwise)."""
+    entries = list(entries)
+    want = dict(manifest)
+    have = dict(local_manifest(local_dir, entries, exclude))
+    problems = []
+    for path in sorted(set(want) | set(have)):
+        if path not in have:
+            problems.append(f'"{path}" is missing locally')
+        elif path not in want:
+            problems.append(f'"{path}" is not on the target')
+        elif have[path] != want[path]:
+            problems.append(f'"{path}" differs from the target (SHA-256 mismatch)')
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise VerifyError(f"verify failed: {problems[0]}{more}")
+
+
+def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
+                 exclude: Iterable[str] = ()) -> None:
+    """Local tar pipe from `src/<name>` into `dst` (symlinks kept, basename globs excluded),
+    extracted with the same checks as a download."""
+    import threading
+
+    src, dst = Path(src).resolve(), Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    if _inside(str(dst.resolve()), str(src)):
+        raise OverbrainerError(f"refusing to copy {src} into itself ({dst})")
+    r, w = os.pipe()
+    failure: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            with open(w, "wb", buffering=0) as out:
+                write_tar(out.write, src, list(names), exclude)
+        except BaseException as e:  # reported after the reader ends
+            failure.append(e)
+
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    try:
+        with open(r, "rb", buffering=0) as inp:
+            extract_tar(inp.read, dst)
+            while inp.read(BUF):
+                pass
+    finally:
+        t.join()
+    if failure and not isinstance(failure[0], BrokenPipeError):
+        raise OverbrainerError(f"copying {src} to {dst} failed: {failure[0]}") from failure[0]

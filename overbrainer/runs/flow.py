@@ -1,0 +1,315 @@
+"""The training flows: `train`, `train attach`, `train stop`, `train cancel` (spec §5, §6.1).
+
+Ctrl-C: preparing (token, connection) is raced and leaves nothing behind; starting the job is
+shielded; following is raced and only detaches (the job keeps running); cancelling and
+retrieval are shielded. `train_flow` is also what `overbrainer run` calls after `split`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.runs import ids
+from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
+from overbrainer.runs.record import (CANCELLED, FAILED, STOPPED, SUCCEEDED, RunRecord, load)
+from overbrainer.runs.states import Outcome
+from overbrainer.runs.targets import open_executor, pick_target, record_target
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainResult:
+    """How a training flow ended. `output` is where the adapter or model is (relative to the project),
+    `merged` the merged model's folder when there is one; `lines` what was reported."""
+    run_id: str
+    state: str
+    target: str
+    output: str | None = None
+    merged: str | None = None
+    message: str | None = None
+    detached: bool = False
+    lines: list[str] = field(default_factory=list)
+
+
+def _runs_dir(app) -> Path:
+    return Path(app.project_dir) / "runs"
+
+
+def _front(app):
+    return getattr(app, "front", app)
+
+
+def _keeps_running(record: RunRecord) -> str:
+    return (f"interrupted: run {record.id} keeps running on target `{record.target}`; "
+            f"{attach_hint(record.id)}")
+
+
+def _require_training(config) -> Any:
+    training = getattr(config, "training", None)
+    if training is None:
+        raise ConfigError("no [training] section in overbrainer.toml")
+    return training
+
+
+# --- train ------------------------------------------------------------------------------------
+
+def train_flow(app, config, *, target: str | None = None, resume_from: str | None = None,
+               detach: bool = False) -> TrainResult:
+    """Create a run, start its job, follow it and bring its results home (or detach)."""
+    from overbrainer.runs.prepare import fill_run_dir, job_root, resume_source
+    from overbrainer.runs.start import create_run, fail, job_spec, start_job
+    from overbrainer.train.axolotl_config import require_examples, template_warning
+
+    training = _require_training(config)
+    name, tgt = pick_target(config, target)
+    runs_dir = _runs_dir(app)
+    resume = resume_source(runs_dir, resume_from, training) if resume_from else None
+    if resume is None:
+        require_examples(Path(app.project_dir) / "data" / "train.jsonl", "data/train.jsonl")
+    warning = template_warning(training)
+    if warning:
+        log.warning("%s", warning)
+    front = _front(app)
+    interrupt = front.interrupt()
+    executor = None
+    try:
+        prepared = interrupt.race(_prepare, config, name, tgt, runs_dir)
+        if prepared is None:
+            raise Interrupted("interrupted before the run started")
+        executor, secrets = prepared
+        record, run_dir = create_run(executor, runs_dir, config.project.name, name, resume_from)
+        if resume_from:
+            log.info("train: run %s resumes run %s from its %s", record.id, resume_from, resume.checkpoint)
+        try:
+            fill_run_dir(run_dir, app.project_dir, training, job_root(tgt, record.remote_dir), resume,
+                         check=lambda: interrupt.check("interrupted before the run started"))
+            interrupt.check("interrupted before the run started")
+            spec = job_spec(tgt, record, training, executor.workdir, secrets)
+        except Interrupted:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        except OverbrainerError as e:
+            fail(runs_dir, record, str(e))
+            raise
+        front.run_created(record.id)
+        log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
+        interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+                         note=f"starting the job of run {record.id}")
+        if interrupt.caught():
+            raise Interrupted(_keeps_running(record))
+        if detach:
+            text = record.id
+            front.report(text, {"run_id": record.id, "state": record.state, "target": name,
+                                "remote_dir": record.remote_dir, "detached": True})
+            log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
+                     record.id, record.id)
+            return TrainResult(record.id, record.state, name, detached=True, lines=[text])
+        return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+    finally:
+        if executor is not None:
+            executor.close()
+        interrupt.restore()
+
+
+def _prepare(config, name: str, tgt, runs_dir: Path):
+    """Resolve the HF token and connect to the target (raced: safe to abandon)."""
+    secrets: dict[str, str] = {}
+    token = getattr(config, "hf_token", None)
+    if token is not None:
+        secrets["HF_TOKEN"] = token.resolve()
+    elif getattr(config.training, "hub_model_id", None):
+        log.warning("training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the job cannot push")
+    return open_executor(config, name, tgt, runs_dir), secrets
+
+
+def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: Path,
+                       stop_since: float | None = None) -> TrainResult:
+    from overbrainer.runs.retrieve import finish
+
+    with front.open_bus() as guard:
+        followed = interrupt.race(follow, executor, record, guard.bus, interrupt, stop_since=stop_since)
+    if followed is None:
+        raise Interrupted(_keeps_running(record))
+    run_dir = ids.run_dir(runs_dir, record.id)
+    interrupt.shield(finish, executor, record, run_dir, runs_dir, followed.status,
+                     followed.summary.lines, followed.notes, note=f"retrieving the results of run {record.id}")
+    return report_outcome(front, record, run_dir)
+
+
+# --- reporting ------------------------------------------------------------------------------
+
+def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
+    """Report an ended run's summary; raise for failed and cancelled runs (after the report)."""
+    from overbrainer.runs.progress import local_summary
+    from overbrainer.train.axolotl_config import recorded_adapter
+
+    rid = record.id
+    summary = local_summary(run_dir)
+    described = summary.describe()
+    result = TrainResult(rid, record.state, record.target, message=record.message)
+    data: dict[str, Any] = {"run_id": rid, "state": record.state, "target": record.target,
+                            "step": summary.step, "max_steps": summary.max_steps, "epoch": summary.epoch,
+                            "loss": summary.last_train["loss"] if summary.last_train else None,
+                            "eval_loss": summary.eval_loss, "message": record.message}
+    lines: list[str] = []
+    if record.state == SUCCEEDED:
+        result.output = f"runs/{rid}/output"
+        lines.append(f"train: run {rid} succeeded; {described}; output in runs/{rid}/output")
+        kind = "adapter" if recorded_adapter(run_dir) in ("lora", "qlora") else "model"
+        lines.append(f"train: {kind} in runs/{rid}/output")
+        if (run_dir / "output" / "merged").is_dir():
+            result.merged = f"runs/{rid}/output/merged"
+            lines.append(f"train: merged model in runs/{rid}/output/merged")
+    elif record.state == STOPPED and record.snapshot is not None:
+        step, reason = record.snapshot.step, record.snapshot.reason
+        result.output = f"runs/{rid}/{record.snapshot.checkpoint}"
+        lines += [f"train: run {rid} stopped; {described}",
+                  f"train: run {rid} stopped at step {step} ({reason}): snapshot in runs/{rid}/"
+                  f"{record.snapshot.checkpoint}; resume with `overbrainer train --resume-from {rid}`",
+                  f"train: runs/{rid}/output also holds the partial model at step {step}, not a finished one"]
+        data["snapshot"] = {"checkpoint": record.snapshot.checkpoint, "step": step, "reason": reason}
+        front.run_stopped(step)
+    else:
+        lines.append(f"train: run {rid} {record.state}; {described}")
+    data.update(output=result.output, merged=result.merged)
+    result.lines = lines
+    front.report("\n".join(lines), data)
+    if record.state == CANCELLED:
+        raise OverbrainerError(f"run {rid} was cancelled" + (f" ({record.message})" if record.message else ""))
+    if record.state == FAILED:
+        raise OverbrainerError(record.message or f"run {rid} failed")
+    return result
+
+
+# --- attach / stop / cancel -------------------------------------------------------------------
+
+def _connect(interrupt, config, record: RunRecord, runs_dir: Path):
+    tgt = record_target(config, record)
+    executor = interrupt.race(open_executor, config, record.target, tgt, runs_dir)
+    if executor is None:
+        raise Interrupted(f"interrupted: run {record.id} was not touched")
+    return executor
+
+
+def attach_flow(app, config, run_id: str) -> TrainResult:
+    """Follow a running run again, or collect an ended one whose files are not all here."""
+    from overbrainer.runs.retrieve import collect, is_retrieved
+
+    _require_training(config)
+    runs_dir = _runs_dir(app)
+    record = load(runs_dir, run_id)
+    if record.job is None:
+        raise OverbrainerError(f"run {run_id} has no job: it stopped before the job started")
+    run_dir = ids.run_dir(runs_dir, run_id)
+    front = _front(app)
+    if record.ended and is_retrieved(record, run_dir):
+        return report_outcome(front, record, run_dir)
+    interrupt = front.interrupt()
+    executor = None
+    try:
+        executor = _connect(interrupt, config, record, runs_dir)
+        if record.ended:
+            interrupt.shield(collect, executor, record, run_dir, runs_dir,
+                             note=f"retrieving the results of run {run_id}")
+            return report_outcome(front, record, run_dir)
+        return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+    finally:
+        if executor is not None:
+            executor.close()
+        interrupt.restore()
+
+
+def _check_stoppable(record: RunRecord) -> None:
+    rid = record.id
+    if record.job is None:
+        raise OverbrainerError(f"run {rid} has not started: there is no job to snapshot yet")
+    if record.ended:
+        raise OverbrainerError(f"run {rid} already ended: {record.state}")
+    if not record.snapshots:
+        raise OverbrainerError(
+            f"run {rid} was started by an overbrainer older than 0.5.0: its job cannot save a snapshot; "
+            f"cancel it with `overbrainer train cancel {rid}`, or let it finish")
+
+
+def stop_flow(app, config, run_id: str, *, holder_pid: int | None = None) -> TrainResult | None:
+    """Ask the job for a snapshot, then follow it to its end. With `holder_pid` (another process
+    holds the project lock) only the request is written."""
+    runs_dir = _runs_dir(app)
+    record = load(runs_dir, run_id)
+    _check_stoppable(record)
+    front = _front(app)
+    interrupt = front.interrupt()
+    executor = None
+    try:
+        executor = _connect(interrupt, config, record, runs_dir)
+        interrupt.shield(executor.put_file, f"{record.remote_dir.rstrip('/')}/snapshot.request", "requested")
+        asked = time.monotonic()
+        text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of its "
+                "current step, then stops")
+        if holder_pid is not None or getattr(config, "training", None) is None:
+            who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
+            text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
+                     f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
+            front.report(text, {"run_id": run_id, "requested": True, "following": False})
+            return None
+        front.report(text, {"run_id": run_id, "requested": True, "following": True})
+        return _follow_and_finish(front, interrupt, executor, record, runs_dir, stop_since=asked)
+    finally:
+        if executor is not None:
+            executor.close()
+        interrupt.restore()
+
+
+def cancel_flow(app, config, run_id: str) -> str:
+    """Cancel a run's job (shielded). Returns the line reported."""
+    runs_dir = _runs_dir(app)
+    record = load(runs_dir, run_id)
+    if record.state == CANCELLED:
+        raise OverbrainerError(f"run {run_id} already ended: cancelled")
+    if record.job is None:
+        raise OverbrainerError(f"run {run_id} has not started")
+    if getattr(config, "training", None) is None:
+        raise ConfigError("cancel needs [training] to retrieve the run's artifacts: add a [training] "
+                          "section to overbrainer.toml")
+    if record.ended:
+        log.info("train: run %s already ended: %s; stopping any job left on the target", run_id, record.state)
+    front = _front(app)
+    interrupt = front.interrupt()
+    executor = None
+    try:
+        executor = _connect(interrupt, config, record, runs_dir)
+        text, data = interrupt.shield(_cancel, executor, record, runs_dir,
+                                      note=f"cancelling the job of run {run_id}")
+        front.report(text, data)
+        return text
+    finally:
+        if executor is not None:
+            executor.close()
+        interrupt.restore()
+
+
+def _cancel(executor, record: RunRecord, runs_dir: Path) -> tuple[str, dict]:
+    from overbrainer.runs.retrieve import retrieve
+
+    rid = record.id
+    job = job_id(record)
+    before = to_status(executor.status(job))
+    if before.running:
+        executor.cancel(job)
+        after = to_status(executor.status(job))
+    else:
+        after = before
+    if after.kind != "cancelled" or not before.running:
+        text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
+                f"`overbrainer train attach {rid}`")
+        return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
+    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED))
+    text = f"train: run {rid} cancelled" + (f" ({record.message})" if record.message else "")
+    return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message}

@@ -1,0 +1,175 @@
+"""Following a started job (spec §4): poll every 2 s, tail metrics.jsonl from its last offset,
+publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls, then drain.
+
+`follow` returns None when Ctrl-C came (the job keeps running); it is run under
+`Interrupt.race`, so a blocking call to the target never holds the user up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.front.events import JobStatus, RunWatched
+from overbrainer.runs import timing
+from overbrainer.runs.record import RunRecord
+from overbrainer.runs.states import Status
+
+log = logging.getLogger(__name__)
+
+REQUEST_CHECK_SECS = 30.0
+
+
+def attach_hint(run_id: str) -> str:
+    return f"follow it again with `overbrainer train attach {run_id}`"
+
+
+def job_id(record: RunRecord):
+    from overbrainer.exec.base import Container, JobId
+
+    job = record.job
+    container = Container(job.container.engine, job.container.name) if job.container else None
+    return JobId(job.dir, job.pid, container)
+
+
+def to_status(state: Any) -> Status:
+    return Status(state.kind, getattr(state, "code", None))
+
+
+@dataclass
+class Followed:
+    """What a follow saw: the job's final status and the fold of its metrics."""
+    status: Status
+    summary: Any
+    offset: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Follower:
+    """One follow of one run. `stop_since` (monotonic) applies the stop limits of `train stop`."""
+
+    def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None):
+        from overbrainer.train.metrics import LineReader, MetricsSummary
+
+        self.executor = executor
+        self.record = record
+        self.bus = bus
+        self.interrupt = interrupt
+        self.job = job_id(record)
+        self.reader = LineReader(0)
+        self.summary = MetricsSummary()
+        self.metrics_path = f"{record.remote_dir.rstrip('/')}/metrics.jsonl"
+        self.stop_since = stop_since
+        self.proof_since: float | None = None
+        self.next_request_check = time.monotonic() + REQUEST_CHECK_SECS
+        self.cancelled_for: str | None = None
+
+    # --- one poll ---------------------------------------------------------------------------
+
+    def read_metrics(self) -> int:
+        """Read every new complete line; publish its events. Returns the bytes read."""
+        from overbrainer.train.metrics import READ_LIMIT, to_event
+
+        total = 0
+        while True:
+            chunk = self.executor.read_from(self.metrics_path, self.reader.offset, READ_LIMIT)
+            total += len(chunk)
+            for line in self.reader.feed(chunk):
+                rec = self.summary.feed(line)
+                ev = to_event(self.record.id, rec) if rec is not None else None
+                if ev is not None:
+                    self.bus.publish(ev)
+            if len(chunk) < READ_LIMIT:
+                return total
+
+    def _poll(self) -> Status:
+        self.read_metrics()
+        return to_status(self.executor.status(self.job))
+
+    def _retrying(self, fn, failures: list[int]):
+        """fn(), counting failures; after the budget an error with the attach hint."""
+        while True:
+            try:
+                result = fn()
+                failures[0] = 0
+                return result
+            except OverbrainerError as e:
+                failures[0] += 1
+                if failures[0] > timing.FAILURE_BUDGET:
+                    raise OverbrainerError(f"cannot follow run {self.record.id}: {e}; "
+                                           f"{attach_hint(self.record.id)}", cause=e) from e
+                log.warning("cannot reach the job (%d/%d): %s", failures[0], timing.FAILURE_BUDGET, e)
+                if self.interrupt.wait(timing.poll_secs()):
+                    return None
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> Followed | None:
+        self.bus.publish(RunWatched(self.record.id))
+        failures = [0]
+        last: Status | None = None
+        while True:
+            status = self._retrying(self._poll, failures)
+            if status is None:
+                return None
+            if status != last:
+                self.bus.publish(JobStatus(self.record.id, status.kind, status.code))
+                last = status
+            if not status.running:
+                break
+            self._stop_limits()
+            if self.interrupt.wait(timing.poll_secs()):
+                return None
+        # Drain what the job wrote last, until a read makes no progress.
+        while True:
+            got = self._retrying(self.read_metrics, failures)
+            if got is None:
+                return None
+            if got == 0:
+                break
+        for line in self.reader.finish():
+            rec = self.summary.feed(line)
+            if rec is not None:
+                from overbrainer.train.metrics import to_event
+
+                ev = to_event(self.record.id, rec)
+                if ev is not None:
+                    self.bus.publish(ev)
+        notes = [self.cancelled_for] if self.cancelled_for else []
+        return Followed(last, self.summary, self.reader.offset, notes)
+
+    # --- `train stop` limits ----------------------------------------------------------------
+
+    def _read_small(self, name: str) -> bytes:
+        return self.executor.read_from(f"{self.record.remote_dir.rstrip('/')}/{name}", 0, 64 * 1024)
+
+    def _stop_limits(self) -> None:
+        now = time.monotonic()
+        try:
+            if self.stop_since is None and self.record.snapshots and now >= self.next_request_check:
+                self.next_request_check = now + REQUEST_CHECK_SECS
+                if self._read_small("snapshot.request").strip():
+                    self.stop_since = now
+            if self.stop_since is None:
+                return
+            if self.proof_since is None and self._read_small("snapshot.json").strip():
+                self.proof_since = now
+            if self.proof_since is None and now - self.stop_since > timing.STOP_GRACE_SECS:
+                self.cancelled_for = "no snapshot 30 min after it was asked for: the job was cancelled"
+            elif self.proof_since is not None and now - self.proof_since > timing.PROOF_GRACE_SECS:
+                self.cancelled_for = "the job still ran 10 min after its snapshot: the job was cancelled"
+            else:
+                return
+            log.warning("%s", self.cancelled_for)
+            self.interrupt.shield(self.executor.cancel, self.job, note=f"cancelling the job of run {self.record.id}")
+            self.stop_since = self.proof_since = None
+            self.next_request_check = float("inf")
+        except OverbrainerError as e:
+            log.warning("cannot check the snapshot of run %s: %s", self.record.id, e)
+
+
+def follow(executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None) -> Followed | None:
+    return Follower(executor, record, bus, interrupt, stop_since=stop_since).run()

@@ -1,0 +1,243 @@
+"""`runs/<id>/run.json`: the run record, with the original's fields, written atomically.
+
+Read errors name the file and a position (`line L, column C`) or a field, never the content.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runs import ids
+from overbrainer.support.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+RECORD = "run.json"
+PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED = (
+    "preparing", "running", "succeeded", "failed", "cancelled", "stopped")
+STATES = (PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED)
+ENDED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
+ENGINES = ("docker", "podman")
+REASONS = ("requested", "deadline", "cost", "disk")
+NOT_RETRIEVED = " (artifacts not retrieved: "
+_KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "snapshot",
+          "resumed_from", "snapshots")
+
+
+class InvalidRecord(OverbrainerError):
+    pass
+
+
+@dataclass
+class Container:
+    engine: str
+    name: str
+
+
+@dataclass
+class JobRef:
+    """Where the job lives on the target: its run dir, group-leader PID, container if any."""
+    dir: str
+    pid: int
+    container: Container | None = None
+
+
+@dataclass
+class Snapshot:
+    checkpoint: str
+    step: int
+    reason: str = "requested"
+
+
+@dataclass
+class RunRecord:
+    id: str
+    target: str
+    created: str
+    remote_dir: str
+    state: str = PREPARING
+    job: JobRef | None = None
+    message: str | None = None
+    snapshot: Snapshot | None = None
+    resumed_from: str | None = None
+    snapshots: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown fields, kept on rewrite
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED
+
+    def to_dict(self) -> dict[str, Any]:
+        job = None
+        if self.job is not None:
+            container = None
+            if self.job.container is not None:
+                container = {"engine": self.job.container.engine, "name": self.job.container.name}
+            job = {"dir": self.job.dir, "pid": self.job.pid, "container": container}
+        data: dict[str, Any] = {
+            "id": self.id, "target": self.target, "created": self.created,
+            "remote_dir": self.remote_dir, "job": job, "state": self.state, "message": self.message,
+        }
+        if self.snapshot is not None:
+            data["snapshot"] = {"checkpoint": self.snapshot.checkpoint, "step": self.snapshot.step,
+                                "reason": self.snapshot.reason}
+        if self.resumed_from is not None:
+            data["resumed_from"] = self.resumed_from
+        data["snapshots"] = bool(self.snapshots)
+        for k, v in self.extra.items():
+            data.setdefault(k, v)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> "RunRecord":
+        def bad(name: str) -> InvalidRecord:
+            return InvalidRecord(f"{where} is not a valid run record (field {name})")
+
+        if not isinstance(data, dict):
+            raise InvalidRecord(f"{where} is not a valid run record (not a JSON object)")
+
+        def text(name: str, optional: bool = False) -> str | None:
+            v = data.get(name)
+            if v is None and optional:
+                return None
+            if not isinstance(v, str):
+                raise bad(name)
+            return v
+
+        run_id = text("id")
+        if not ids.is_valid(run_id):
+            raise bad("id")
+        state = text("state")
+        if state not in STATES:
+            raise bad("state")
+        job = None
+        raw = data.get("job")
+        if raw is not None:
+            if not isinstance(raw, dict) or not isinstance(raw.get("dir"), str):
+                raise bad("job")
+            pid = raw.get("pid")
+            if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+                raise bad("job.pid")
+            container = None
+            c = raw.get("container")
+            if c is not None:
+                if (not isinstance(c, dict) or c.get("engine") not in ENGINES
+                        or not isinstance(c.get("name"), str)):
+                    raise bad("job.container")
+                container = Container(c["engine"], c["name"])
+            job = JobRef(raw["dir"], pid, container)
+        snapshot = None
+        raw = data.get("snapshot")
+        if raw is not None:
+            if (not isinstance(raw, dict) or not isinstance(raw.get("checkpoint"), str)
+                    or not isinstance(raw.get("step"), int) or isinstance(raw.get("step"), bool)
+                    or raw.get("reason", "requested") not in REASONS):
+                raise bad("snapshot")
+            snapshot = Snapshot(raw["checkpoint"], raw["step"], raw.get("reason", "requested"))
+        resumed = text("resumed_from", optional=True)
+        if resumed is not None and not ids.is_valid(resumed):
+            raise bad("resumed_from")
+        snaps = data.get("snapshots", False)
+        if not isinstance(snaps, bool):
+            raise bad("snapshots")
+        return cls(
+            id=run_id, target=text("target"), created=text("created"),
+            remote_dir=text("remote_dir"), state=state, job=job,
+            message=text("message", optional=True), snapshot=snapshot, resumed_from=resumed,
+            snapshots=snaps, extra={k: v for k, v in data.items() if k not in _KNOWN},
+        )
+
+
+def record_path(runs_dir: Path, run_id: str) -> Path:
+    return ids.run_dir(runs_dir, run_id) / RECORD
+
+
+def save(runs_dir: Path, record: RunRecord) -> None:
+    """Pretty-printed JSON + newline, atomically (temp file in the run dir, then rename)."""
+    path = record_path(runs_dir, record.id)
+    text = json.dumps(record.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        raise OverbrainerError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def _position(raw: bytes, offset: int) -> tuple[int, int]:
+    before = raw[:offset]
+    line = before.count(b"\n") + 1
+    column = offset - (before.rfind(b"\n") + 1) + 1
+    return line, column
+
+
+def parse(raw: bytes, where: str) -> RunRecord:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = _position(raw, e.start)
+        raise InvalidRecord(f"{where} is not a valid run record (line {line}, column {column})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidRecord(f"{where} is not a valid run record (line {e.lineno}, column {e.colno})") from None
+    return RunRecord.from_dict(data, where)
+
+
+def load(runs_dir: Path, run_id: str) -> RunRecord:
+    """The record of `run_id`; `no run `<id>` in runs/` when it does not exist."""
+    path = record_path(runs_dir, run_id)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise OverbrainerError(f"no run `{run_id}` in runs/") from None
+    except OSError as e:
+        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
+    record = parse(raw, str(path))
+    if record.id != run_id:
+        raise InvalidRecord(f"{path} is not a valid run record (field id)")
+    return record
+
+
+def list_runs(runs_dir: Path) -> list[RunRecord]:
+    """Every readable record under runs/, oldest first by (created, id); others are warned about."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return []
+    out: list[RunRecord] = []
+    for entry in sorted(runs_dir.iterdir()):
+        name = entry.name
+        if name.startswith(".") or not entry.is_dir() or not ids.is_valid(name):
+            continue
+        if not (entry / RECORD).exists():
+            log.warning("skipping runs/%s: it has no run.json", name)
+            continue
+        try:
+            out.append(load(runs_dir, name))
+        except OverbrainerError as e:
+            log.warning("skipping runs/%s: %s", name, e)
+    out.sort(key=lambda r: (r.created, r.id))
+    return out
+
+
+def strip_note(message: str | None) -> str | None:
+    """The message without its `(artifacts not retrieved: …)` note (None when nothing is left)."""
+    if not message:
+        return message
+    at = message.find(NOT_RETRIEVED)
+    if at < 0:
+        return message if not message.startswith("artifacts not retrieved: ") else None
+    return message[:at] or None
+
+
+def has_note(message: str | None) -> bool:
+    return bool(message) and ("artifacts not retrieved: " in message)
+
+
+def add_note(message: str | None, error: str) -> str:
+    if message:
+        return f"{strip_note(message) or ''}{NOT_RETRIEVED}{error})"
+    return f"artifacts not retrieved: {error}"

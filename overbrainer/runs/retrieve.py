@@ -1,0 +1,132 @@
+"""Bringing an ended job's results home (spec §1.4, §4): download output/, metrics.jsonl and
+job.log, verify every file against the target's SHA-256 manifest, then set the final state.
+
+A succeeded or stopped run whose retrieval failed stays `running` (so `train attach` tries again);
+a failed or cancelled one is saved with an `(artifacts not retrieved: …)` note.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runs.record import (CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, add_note,
+                                     has_note, save, strip_note)
+from overbrainer.runs.states import PROOF_LIMIT, Outcome, Status, apply_proof, outcome
+
+log = logging.getLogger(__name__)
+
+ENTRIES = ("output", "metrics.jsonl", "job.log")
+EXCLUDE = ("checkpoint-*",)
+
+
+def retrieve_hint(run_id: str) -> str:
+    return f"retrieve them with `overbrainer train attach {run_id}`"
+
+
+def _same_dir(remote: str, local: Path) -> bool:
+    try:
+        return Path(remote).resolve() == Path(local).resolve()
+    except OSError:
+        return False
+
+
+def fetch(executor, remote: str, local: Path, entries, exclude=()) -> list[tuple[str, str]]:
+    """Download `entries` and verify them; returns the target's manifest."""
+    entries, exclude = list(entries), list(exclude)
+    try:
+        manifest = executor.manifest(remote, entries, exclude)
+    except OverbrainerError as e:
+        raise OverbrainerError(f"manifest failed: {e}", cause=e) from e
+    if _same_dir(remote, local):
+        return manifest  # a local target: the files are already here, and the manifest hashed them
+    try:
+        executor.download(remote, str(local), entries, exclude)
+    except OverbrainerError as e:
+        raise OverbrainerError(f"download failed: {e}", cause=e) from e
+    from overbrainer.exec.transfer import verify
+
+    verify(local, manifest, entries, exclude)
+    return manifest
+
+
+def read_proof(executor, record: RunRecord) -> bytes | None:
+    try:
+        return executor.read_from(f"{record.remote_dir.rstrip('/')}/snapshot.json", 0, PROOF_LIMIT + 1)
+    except OverbrainerError as e:
+        log.warning("cannot read the snapshot proof of run %s: %s", record.id, e)
+        return None
+
+
+def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: Status, plugin_lines: int,
+           notes: list[str] | None = None) -> RunRecord:
+    """Outcome → snapshot proof → retrieval → saved record. Raises (record left `running`) when a
+    succeeded/stopped run's files could not be brought home."""
+    result = outcome(status, plugin_lines, record.id)
+    if result.state in (SUCCEEDED, CANCELLED):
+        result = apply_proof(result, read_proof(executor, record))
+    if notes and result.state == CANCELLED and not result.message:
+        result.message = notes[0]
+    log.info("train: retrieving results")
+    retrieve(executor, record, run_dir, runs_dir, result)
+    return record
+
+
+def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result: Outcome) -> None:
+    """Fetch the files the outcome calls for and save the final state (see module docstring)."""
+    rid = record.id
+    try:
+        manifest = fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE)
+        if result.state == STOPPED:
+            fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"])
+    except OverbrainerError as e:
+        if result.state in (SUCCEEDED, STOPPED):
+            record.state = RUNNING
+            save(runs_dir, record)
+            raise OverbrainerError(f"cannot retrieve the results of run {rid}: {e}; {retrieve_hint(rid)}",
+                                   cause=e) from e
+        record.state, record.snapshot = result.state, None
+        record.message = add_note(result.message, str(e))
+        save(runs_dir, record)
+        return
+    record.state, record.message, record.snapshot = result.state, result.message, result.snapshot
+    if result.state == SUCCEEDED and not any(p.startswith("output/") for p, _ in manifest):
+        record.state = FAILED
+        record.message = f"the job succeeded but left no output (see runs/{rid}/job.log)"
+    elif result.state == STOPPED:
+        ckpt = run_dir / result.snapshot.checkpoint
+        if not ckpt.is_dir() or not any(p.is_file() for p in ckpt.rglob("*")):
+            record.state, record.snapshot = FAILED, None
+            record.message = (f"the job stopped with a snapshot but left no file in "
+                              f"{result.snapshot.checkpoint} (see runs/{rid}/job.log)")
+    save(runs_dir, record)
+
+
+def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
+    """For an ended run: no `artifacts not retrieved` note, a local job.log, and the checkpoint of a
+    stopped run."""
+    if has_note(record.message) or not (run_dir / "job.log").exists():
+        return False
+    if record.state == STOPPED and record.snapshot is not None:
+        return (run_dir / record.snapshot.checkpoint).is_dir()
+    return True
+
+
+def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path) -> None:
+    """Retrieve an ended run's files again; on success strip the note (the state is unchanged)."""
+    entries_ok = True
+    try:
+        fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE)
+        if record.state == STOPPED and record.snapshot is not None:
+            fetch(executor, record.remote_dir, run_dir, [record.snapshot.checkpoint, "snapshot.json"])
+    except OverbrainerError as e:
+        entries_ok = False
+        if record.state in (FAILED, CANCELLED):
+            record.message = add_note(record.message, str(e))
+            save(runs_dir, record)
+        raise OverbrainerError(f"cannot retrieve the results of run {record.id}: {e}; "
+                               f"{retrieve_hint(record.id)}", cause=e) from e
+    if entries_ok and has_note(record.message):
+        record.message = strip_note(record.message)
+        save(runs_dir, record)

@@ -1,0 +1,80 @@
+"""From a configured target to an Executor: `unknown target`, a missing host, connection errors.
+
+A Runpod pod is later just another target reached over SSH: its flow builds an SshExecutor for the
+pod and hands it to the same start/follow/retrieve steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import ConfigError, OverbrainerError
+
+log = logging.getLogger(__name__)
+
+
+def env_host_key(name: str) -> str:
+    return f"OVERBRAINER_TARGETS__{name.upper()}__HOST"
+
+
+def pick_target(config: Any, name: str | None = None) -> tuple[str, Any]:
+    """(name, Target): `--target NAME`, else `[training] target`."""
+    training = getattr(config, "training", None)
+    if name is None:
+        if training is None:
+            raise ConfigError("no [training] section in overbrainer.toml")
+        name = training.target
+    targets = getattr(config, "targets", None) or {}
+    target = targets.get(name)
+    if target is None:
+        raise ConfigError(f"unknown target `{name}`: add [targets.{name}] to overbrainer.toml")
+    return name, target
+
+
+def record_target(config: Any, record) -> Any:
+    """The target a run ran on; it must still be in overbrainer.toml."""
+    target = (getattr(config, "targets", None) or {}).get(record.target)
+    if target is None:
+        raise OverbrainerError(f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml")
+    return target
+
+
+def target_host(name: str, target: Any, environ=None) -> str:
+    host = getattr(target, "host", None)
+    if not host:
+        host = (os.environ if environ is None else environ).get(env_host_key(name))
+    if not host:
+        raise ConfigError(f"targets.{name}.host is not set: set {env_host_key(name)}")
+    return host
+
+
+def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=None):
+    """Connect to the target. Errors: `cannot reach target `<n>`: …`."""
+    kind = getattr(target, "kind", "local")
+    if kind == "local":
+        from overbrainer.exec.local import LocalExecutor
+
+        return LocalExecutor(runs_dir)
+    if kind == "ssh":
+        host = target_host(name, target, environ)
+        from overbrainer.exec.ssh import SshExecutor
+
+        try:
+            return SshExecutor(host, getattr(target, "workdir", "overbrainer"), **_ssh_options(name, target))
+        except OverbrainerError:
+            # The executor's errors already read `cannot reach target `<n>`: …` (its label), and
+            # their class (TargetUnreachable, HostKeyError) tells the caller what to do.
+            raise
+        except OSError as e:
+            raise OverbrainerError(f"cannot reach target `{name}`: {e.strerror or e}", cause=e) from e
+    if kind == "runpod":
+        raise OverbrainerError(f"target `{name}` is a runpod target: training on Runpod is not "
+                               "supported by this version yet")
+    raise ConfigError(f"target `{name}` has an unknown kind")
+
+
+def _ssh_options(name: str, target: Any) -> dict[str, Any]:
+    return {"label": f"target `{name}`"}

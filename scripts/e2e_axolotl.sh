@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# End to end with the real Axolotl on the CPU (not in the default suite; takes minutes).
+#
+#   scripts/e2e_axolotl.sh            # venv in /tmp/axo-venv (created when missing)
+#   AXO_VENV=/path/to/venv scripts/e2e_axolotl.sh
+#   KEEP=1 scripts/e2e_axolotl.sh     # keep the work folder
+#
+# A venv with torch==2.13.0 (CPU wheel) and axolotl==0.19.0; a tiny random Llama model and a
+# tokenizer built on the spot (no hub download); a project whose train.jsonl comes from
+# `overbrainer split`; then `overbrainer train` on the local target and on an SSH target at
+# 127.0.0.1 (a private sshd, as in the tests). Checks: the run succeeded, the adapter arrived and
+# was verified, and the plugin's metrics lines were read.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+VENV=${AXO_VENV:-/tmp/axo-venv}
+WORK=$(mktemp -d /tmp/overbrainer-e2e.XXXXXX)
+SSHD_PID=""
+
+cleanup() {
+  if [ -n "$SSHD_PID" ]; then kill "$SSHD_PID" 2>/dev/null || true; fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
+}
+trap cleanup EXIT
+
+say() { printf 'e2e: %s\n' "$*" >&2; }
+fail() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
+
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AXOLOTL_DO_NOT_TRACK=1 DO_NOT_TRACK=1
+export HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
+export OVERBRAINER_NO_UPDATE_CHECK=1
+
+# --- 1. the Axolotl venv -----------------------------------------------------------------------
+if [ ! -x "$VENV/bin/axolotl" ]; then
+  say "creating $VENV (torch 2.13.0 CPU, axolotl 0.19.0): this takes a while"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q torch==2.13.0
+  "$VENV/bin/pip" install -q axolotl==0.19.0
+fi
+"$VENV/bin/python" -c 'import torch, axolotl; print("e2e: torch", torch.__version__, "axolotl", axolotl.__version__)' >&2
+
+# --- 2. a tiny random Llama and its tokenizer --------------------------------------------------
+MODEL="$WORK/tiny-llama"
+"$VENV/bin/python" - "$MODEL" <<'PY'
+import sys
+
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+out = sys.argv[1]
+special = ["<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>"]
+corpus = ["What is the capital of France? Paris is the capital of France.",
+          "user assistant system think answer question reasoning",
+          "Rust ownership borrowing lifetimes traits generics async await",
+          "The quick brown fox jumps over the lazy dog 0 1 2 3 4 5 6 7 8 9 ."] * 20
+tok = Tokenizer(models.BPE(unk_token="<unk>"))
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.decoder = decoders.ByteLevel()
+tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=special,
+                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+            "{% if m.get('reasoning_content') %}<think>\n{{ m['reasoning_content'] }}\n</think>\n{% endif %}"
+            "{{ m['content'] }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>",
+                               pad_token="<pad>", chat_template=template)
+fast.save_pretrained(out)
+config = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                     bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id,
+                     tie_word_embeddings=False)
+LlamaForCausalLM(config).save_pretrained(out)
+print(f"e2e: tiny llama in {out} ({len(fast)} tokens)", file=sys.stderr)
+PY
+
+# --- 3. a project whose train.jsonl comes from `split` -----------------------------------------
+PROJ="$WORK/proj"
+REMOTE="$WORK/remote"
+mkdir -p "$PROJ/data" "$REMOTE"
+cat > "$PROJ/overbrainer.toml" <<TOML
+[project]
+name = "E2E Axolotl"
+
+[[topics]]
+name = "geo"
+description = "Geography facts"
+subtopics = 1
+questions_per_subtopic = 12
+
+[providers.fake]
+protocol = "openai"
+
+[roles]
+generator = { provider = "fake", model = "m" }
+parent = { provider = "fake", model = "m" }
+
+[pipeline]
+eval_ratio = 0.2
+
+[training]
+target = "local"
+base_model = "$MODEL"
+adapter = "lora"
+epochs = 1
+sequence_len = 128
+micro_batch_size = 1
+gradient_accumulation_steps = 1
+sample_packing = false
+evals_per_epoch = 1
+saves_per_epoch = 1
+optimizer = "adamw_torch"    # a typed [training] key (axolotl_extra may not set it)
+
+[training.axolotl_extra]
+bf16 = false
+fp16 = false
+tf32 = false
+lora_mlp_kernel = false
+lora_qkv_kernel = false
+lora_o_kernel = false
+chat_template = "tokenizer_default"
+special_tokens = { pad_token = "<pad>" }
+
+[targets.local]
+kind = "local"
+runtime = "native"
+venv = "$VENV"
+
+[targets.remote]
+kind = "ssh"
+runtime = "native"
+venv = "$VENV"
+workdir = "$REMOTE"
+TOML
+
+cd "$HERE"
+"$PY" - "$PROJ" <<'PY'
+import json, sys
+from pathlib import Path
+
+from overbrainer.dataset import ids
+
+proj = Path(sys.argv[1])
+sub_id = ids.subtopic_id("geo", "capitals")
+facts = [("France", "Paris"), ("Spain", "Madrid"), ("Italy", "Rome"), ("Germany", "Berlin"),
+         ("Portugal", "Lisbon"), ("Austria", "Vienna"), ("Poland", "Warsaw"), ("Greece", "Athens"),
+         ("Norway", "Oslo"), ("Sweden", "Stockholm"), ("Finland", "Helsinki"), ("Ireland", "Dublin")]
+subs, questions, answers = [], [], []
+subs.append({"id": sub_id, "topic": "geo", "name": "capitals"})
+for country, city in facts:
+    text = f"What is the capital of {country}?"
+    qid = ids.question_id(sub_id, text)
+    questions.append({"id": qid, "topic": "geo", "subtopic_id": sub_id, "subtopic": "capitals", "text": text})
+    answers.append({"id": qid, "topic": "geo", "subtopic": "capitals",
+                    "messages": [{"role": "user", "content": text},
+                                 {"role": "assistant", "content": f"{city} is the capital of {country}."}],
+                    "meta": {"model": "m", "input_tokens": 10, "output_tokens": 8, "finish_reason": "stop",
+                             "reasoning_kind": "none"}})
+for name, rows in (("subtopics", subs), ("questions", questions), ("answers", answers)):
+    (proj / "data" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+PY
+ob() { (cd "$HERE" && "$PY" -m overbrainer -C "$PROJ" "$@"); }
+ob split >&2 || fail "overbrainer split"
+[ -s "$PROJ/data/train.jsonl" ] || fail "split wrote no train.jsonl"
+say "split: $(wc -l < "$PROJ/data/train.jsonl") train, $(wc -l < "$PROJ/data/eval.jsonl" 2>/dev/null || echo 0) eval"
+
+check_run() {  # check_run <target> <stdout of train>
+  local target=$1 out=$2 id
+  id=$(printf '%s\n' "$out" | sed -n 's/^train: run \([A-Za-z0-9_-]*\) succeeded;.*/\1/p' | head -n 1)
+  [ -n "$id" ] || fail "$target: no success line in: $out"
+  printf '%s\n' "$out" | grep -qx "train: adapter in runs/$id/output" || fail "$target: no adapter line"
+  "$PY" - "$PROJ/runs/$id" "$target" <<'PY' || fail "$target: run $id does not check out"
+import json, sys
+from pathlib import Path
+
+run, target = Path(sys.argv[1]), sys.argv[2]
+rec = json.loads((run / "run.json").read_text())
+assert rec["state"] == "succeeded" and rec["target"] == target, rec
+assert (run / "output" / "adapter_model.safetensors").stat().st_size > 0, "no adapter"
+assert (run / "output" / "adapter_config.json").is_file(), "no adapter config"
+lines = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines() if l.strip()]
+kinds = [l["event"] for l in lines]
+assert "begin" in kinds and any(l["event"] == "log" and l.get("loss") is not None for l in lines), kinds
+assert (run / "job.log").is_file()
+print(f"e2e: {target}: run {run.name} succeeded, {len(lines)} metrics lines, adapter verified", file=sys.stderr)
+PY
+}
+
+# --- 4. train on the local target -------------------------------------------------------------
+say "training on the local target"
+out=$(ob train) || { cat "$PROJ"/runs/*/job.log >&2 || true; fail "local train"; }
+check_run local "$out"
+
+# --- 5. train on an SSH target at 127.0.0.1 ---------------------------------------------------
+if [ ! -x /usr/sbin/sshd ]; then
+  say "no /usr/sbin/sshd: skipping the SSH target"; exit 0
+fi
+SSHROOT="$WORK/sshd"
+mkdir -p "$SSHROOT"
+"$PY" - "$SSHROOT" > "$WORK/sshd.env" <<'PY' &
+import sys, signal, time
+from tests.fixtures.sshd import SshServer
+
+server = SshServer.start_in(sys.argv[1])
+print(f"SSH_HOME={server.home}\nSSH_ALIAS={server.alias}", flush=True)
+signal.signal(signal.SIGTERM, lambda *a: (server.stop(), sys.exit(0)))
+while True:
+    time.sleep(3600)
+PY
+SSHD_PID=$!
+for _ in $(seq 1 100); do grep -q SSH_ALIAS "$WORK/sshd.env" 2>/dev/null && break; sleep 0.1; done
+. "$WORK/sshd.env"
+say "training on the SSH target (sshd at 127.0.0.1, alias $SSH_ALIAS)"
+out=$(cd "$HERE" && HOME="$SSH_HOME" OVERBRAINER_TARGETS__REMOTE__HOST="$SSH_ALIAS" \
+      "$PY" -m overbrainer -C "$PROJ" train --target remote) || fail "ssh train"
+check_run remote "$out"
+say "all good"

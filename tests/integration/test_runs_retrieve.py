@@ -1,0 +1,171 @@
+"""Following and retrieval in-process, with a real LocalExecutor whose workdir is not the
+project's runs/ (so upload, download and verification really copy and hash files, as over SSH)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import JobSpec
+from overbrainer.exec.local import LocalExecutor
+from overbrainer.front.bus import EventBus
+from overbrainer.front.events import JobStatus, Metric, RunWatched
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.runs import record as rec
+from overbrainer.runs.follow import follow, job_id
+from overbrainer.runs.retrieve import collect, finish, is_retrieved
+from overbrainer.runs.start import create_run, start_job
+from overbrainer.runs.states import Status
+
+JOB_OK = """
+printf '%s\\n' '{"event":"begin","time":1,"max_steps":2}' >> metrics.jsonl
+printf '%s\\n' '{"event":"log","time":2,"step":1,"max_steps":2,"loss":1.5}' >> metrics.jsonl
+printf '%s' '{"event":"log","time":3,"step":2,"max_steps":2,"loss":1.25}' >> metrics.jsonl
+mkdir -p output/checkpoint-2 && echo state > output/checkpoint-2/trainer_state.json
+echo adapter > output/adapter_model.safetensors
+"""
+
+
+@pytest.fixture(autouse=True)
+def fast_polls(monkeypatch):
+    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+
+
+class Corrupting(LocalExecutor):
+    """A real executor whose downloads come out damaged `bad` times."""
+
+    def __init__(self, workdir, bad=1):
+        super().__init__(workdir)
+        self.bad = bad
+
+    def download(self, remote, local, entries, exclude=()):
+        super().download(remote, local, entries, exclude)
+        if self.bad:
+            self.bad -= 1
+            (Path(local) / "output" / "adapter_model.safetensors").write_bytes(b"torn")
+
+
+def started(tmp_path, script=JOB_OK, executor=None):
+    runs = tmp_path / "proj" / "runs"
+    ex = executor or LocalExecutor(tmp_path / "remote")
+    record, run_dir = create_run(ex, runs, "Demo", "remote")
+    (run_dir / "axolotl.yaml").write_text("adapter: lora\n")
+    spec = JobSpec(dir=record.remote_dir, script=script)
+    start_job(ex, record, run_dir, runs, spec)
+    return ex, record, run_dir, runs
+
+
+def followed(ex, record):
+    bus = EventBus()
+    sub = bus.subscribe()
+    result = follow(ex, record, bus, Interrupt.off())
+    bus.close()
+    return result, list(sub)
+
+
+def test_follow_publishes_events_then_finish_retrieves_and_verifies(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path)
+    assert (Path(record.remote_dir) / "axolotl.yaml").is_file()  # uploaded
+    assert rec.load(runs, record.id).state == "running"
+    result, events = followed(ex, record)
+    assert isinstance(events[0], RunWatched)
+    statuses = [e for e in events if isinstance(e, JobStatus)]
+    assert statuses[-1].status == "exited" and statuses[-1].code == 0
+    assert len([s for s in statuses if s.status == "running"]) <= 1
+    # The unterminated last line is read once the job has ended.
+    assert [e.step for e in events if isinstance(e, Metric)] == [1, 2]
+    assert result.summary.lines == 3
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    saved = rec.load(runs, record.id)
+    assert saved.state == "succeeded"
+    assert (run_dir / "output" / "adapter_model.safetensors").read_text() == "adapter\n"
+    assert not (run_dir / "output" / "checkpoint-2").exists()
+    assert is_retrieved(saved, run_dir)
+
+
+def test_a_failed_verification_leaves_the_run_running_until_retried(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path, executor=Corrupting(tmp_path / "remote"))
+    result, _ = followed(ex, record)
+    with pytest.raises(OverbrainerError) as e:
+        finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    assert 'verify failed: "output/adapter_model.safetensors" differs from the target (SHA-256 mismatch)' in str(e.value)
+    assert f"`overbrainer train attach {record.id}`" in str(e.value)
+    assert rec.load(runs, record.id).state == "running"
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    assert rec.load(runs, record.id).state == "succeeded"
+
+
+def test_a_failed_run_keeps_a_note_that_collect_clears(tmp_path):
+    script = JOB_OK + "exit 5\n"
+    ex, record, run_dir, runs = started(tmp_path, script=script, executor=Corrupting(tmp_path / "remote"))
+    result, _ = followed(ex, record)
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    saved = rec.load(runs, record.id)
+    assert saved.state == "failed"
+    assert saved.message.startswith(f"the job exited with code 5 (see runs/{record.id}/job.log) "
+                                    "(artifacts not retrieved: verify failed:")
+    assert not is_retrieved(saved, run_dir)
+    collect(ex, saved, run_dir, runs)
+    again = rec.load(runs, record.id)
+    assert again.message == f"the job exited with code 5 (see runs/{record.id}/job.log)"
+    assert is_retrieved(again, run_dir)
+
+
+def test_a_deleted_run_dir_reads_lost_with_a_manifest_note(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path, script="sleep 30")
+    ex.cancel(job_id(record))
+    shutil.rmtree(record.remote_dir)
+    result, _ = followed(ex, record)
+    assert result.status == Status("lost")
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    saved = rec.load(runs, record.id)
+    assert saved.state == "failed"
+    assert saved.message == (f"the job stopped without an exit code (see runs/{record.id}/job.log) "
+                             f"(artifacts not retrieved: manifest failed: {record.remote_dir} does not exist)")
+
+
+def test_succeeded_without_output_fails(tmp_path):
+    script = "printf '%s\\n' '{\"event\":\"begin\",\"time\":1,\"max_steps\":1}' >> metrics.jsonl"
+    ex, record, run_dir, runs = started(tmp_path, script=script)
+    result, _ = followed(ex, record)
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    saved = rec.load(runs, record.id)
+    assert (saved.state, saved.message) == ("failed", f"the job succeeded but left no output (see runs/{record.id}/job.log)")
+
+
+def test_follow_gives_up_after_the_failure_budget(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path, script="sleep 30")
+
+    class Broken(LocalExecutor):
+        def status(self, job):
+            raise OverbrainerError("job status failed: connection reset")
+
+    broken = Broken(tmp_path / "remote")
+    with pytest.raises(OverbrainerError) as e:
+        follow(broken, record, EventBus(), Interrupt.off())
+    assert str(e.value) == (f"cannot follow run {record.id}: job status failed: connection reset; "
+                            f"follow it again with `overbrainer train attach {record.id}`")
+    ex.cancel(job_id(record))
+
+
+def test_follow_returns_none_when_interrupted(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path, script="sleep 30")
+    stop = threading.Event()
+    interrupt = Interrupt.on(stop)
+    stop.set()
+    assert follow(ex, record, EventBus(), interrupt) is None
+    assert ex.status(job_id(record)).kind == "running"
+    ex.cancel(job_id(record))
+
+
+def test_two_checkouts_sharing_a_workdir_get_distinct_runs(tmp_path):
+    ex = LocalExecutor(tmp_path / "remote")
+    a, _ = create_run(ex, tmp_path / "a" / "runs", "Demo", "remote")
+    b, _ = create_run(ex, tmp_path / "b" / "runs", "Demo", "remote")
+    assert a.id != b.id
+    assert json.loads((tmp_path / "a" / "runs" / a.id / "run.json").read_text())["state"] == "preparing"

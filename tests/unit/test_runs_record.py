@@ -1,0 +1,122 @@
+import json
+
+import pytest
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runs import record as rec
+from overbrainer.runs.record import Container, JobRef, RunRecord, Snapshot
+
+MARKER = "SECRET-MARKER-7f3a"
+
+
+def make(runs, run_id="p_20260922-143005", **kw):
+    (runs / run_id).mkdir(parents=True, exist_ok=True)
+    r = RunRecord(id=run_id, target="local", created="2026-09-22T14:30:05Z",
+                  remote_dir=str(runs / run_id), **kw)
+    rec.save(runs, r)
+    return r
+
+
+def test_round_trip_with_every_field(tmp_path):
+    r = make(tmp_path, state="stopped", job=JobRef("/w/x", 4242, Container("podman", "overbrainer-x")),
+             message=None, snapshot=Snapshot("output/checkpoint-7", 7, "deadline"),
+             resumed_from="p_20260101-000000")
+    loaded = rec.load(tmp_path, r.id)
+    assert loaded == r
+    text = (tmp_path / r.id / "run.json").read_text()
+    assert text.endswith("}\n") and text.startswith("{\n  ")
+    data = json.loads(text)
+    assert list(data) == ["id", "target", "created", "remote_dir", "job", "state", "message",
+                          "snapshot", "resumed_from", "snapshots"]
+    assert data["job"] == {"dir": "/w/x", "pid": 4242, "container": {"engine": "podman", "name": "overbrainer-x"}}
+    assert not [p for p in (tmp_path / r.id).iterdir() if p.name.endswith(".tmp")]
+
+
+def test_optional_fields_are_omitted_and_unknown_ones_kept(tmp_path):
+    r = make(tmp_path)
+    data = json.loads((tmp_path / r.id / "run.json").read_text())
+    assert "snapshot" not in data and "resumed_from" not in data
+    assert data["job"] is None and data["snapshots"] is True
+    data["future_field"] = {"a": 1}
+    del data["snapshots"]
+    (tmp_path / r.id / "run.json").write_text(json.dumps(data))
+    loaded = rec.load(tmp_path, r.id)
+    assert loaded.snapshots is False  # absent: an old run, `train stop` refuses
+    rec.save(tmp_path, loaded)
+    assert json.loads((tmp_path / r.id / "run.json").read_text())["future_field"] == {"a": 1}
+
+
+def test_legacy_record_loads(tmp_path):
+    run_id = "20240101-120000-ab12"
+    (tmp_path / run_id).mkdir()
+    (tmp_path / run_id / "run.json").write_text(json.dumps({
+        "id": run_id, "target": "local", "created": "2024-01-01T12:00:00Z",
+        "remote_dir": "/x", "job": {"dir": "/x", "pid": 99}, "state": "succeeded", "message": None}))
+    r = rec.load(tmp_path, run_id)
+    assert r.job.pid == 99 and r.job.container is None and r.state == "succeeded"
+
+
+def test_missing_record(tmp_path):
+    with pytest.raises(OverbrainerError, match="no run `nope` in runs/"):
+        rec.load(tmp_path, "nope")
+
+
+def test_corrupt_record_reports_position_never_content(tmp_path):
+    run_id = "p_20260922-143005"
+    (tmp_path / run_id).mkdir()
+    (tmp_path / run_id / "run.json").write_text('{\n  "id": "x",\n  "target": ' + MARKER + "\n}")
+    with pytest.raises(OverbrainerError) as e:
+        rec.load(tmp_path, run_id)
+    msg = str(e.value)
+    assert msg == f"{tmp_path / run_id / 'run.json'} is not a valid run record (line 3, column 13)"
+    assert MARKER not in msg
+
+
+def test_non_utf8_record_reports_position(tmp_path):
+    run_id = "p_20260922-143005"
+    (tmp_path / run_id).mkdir()
+    (tmp_path / run_id / "run.json").write_bytes(b'{\n "a": "\xff"}')
+    with pytest.raises(OverbrainerError, match=r"\(line 2, column 8\)"):
+        rec.load(tmp_path, run_id)
+
+
+@pytest.mark.parametrize("field,value,name", [
+    ("job", {"dir": "/x", "pid": 1}, "job.pid"),
+    ("job", {"dir": "/x", "pid": 0}, "job.pid"),
+    ("job", {"dir": "/x", "pid": 5, "container": {"engine": MARKER, "name": "n"}}, "job.container"),
+    ("state", MARKER, "state"),
+    ("id", "../" + MARKER, "id"),
+    ("snapshots", "yes", "snapshots"),
+])
+def test_invalid_fields_are_named_without_values(tmp_path, field, value, name):
+    r = make(tmp_path)
+    path = tmp_path / r.id / "run.json"
+    data = json.loads(path.read_text())
+    data[field] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(OverbrainerError) as e:
+        rec.load(tmp_path, r.id)
+    assert str(e.value) == f"{path} is not a valid run record (field {name})"
+    assert MARKER not in str(e.value)
+
+
+def test_list_runs_sorts_by_created_and_skips_unreadable(tmp_path, caplog):
+    make(tmp_path, "b_20260101-000000")
+    r2 = make(tmp_path, "a_20260922-143005")
+    r2.created = "2025-01-01T00:00:00Z"
+    rec.save(tmp_path, r2)
+    (tmp_path / "bad_1").mkdir()
+    (tmp_path / "bad_1" / "run.json").write_text("{" + MARKER)
+    (tmp_path / ".hf-cache").mkdir()
+    runs = rec.list_runs(tmp_path)
+    assert [r.id for r in runs] == ["a_20260922-143005", "b_20260101-000000"]
+    assert "skipping runs/bad_1" in caplog.text and MARKER not in caplog.text
+    assert rec.list_runs(tmp_path / "none") == []
+
+
+def test_notes():
+    m = rec.add_note("the job exited with code 1", "download failed")
+    assert m == "the job exited with code 1 (artifacts not retrieved: download failed)"
+    assert rec.has_note(m) and rec.strip_note(m) == "the job exited with code 1"
+    assert rec.add_note(None, "x") == "artifacts not retrieved: x"
+    assert rec.strip_note("artifacts not retrieved: x") is None
