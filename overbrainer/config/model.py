@@ -23,16 +23,10 @@ SSH_CLIENTS = ("openssh", "builtin")
 TARGET_KINDS = ("local", "ssh", "runpod")
 QUANTIZE_TYPES = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q3_K_M", "Q2_K", "F16", "BF16")
 
-# Axolotl 0.19 for CUDA 13 (driver >= 580), pinned by digest: the container runs training code
-# and receives secrets such as HF_TOKEN.
-DEFAULT_IMAGE = (
-    "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
-    "@sha256:9de7c7a5b8830480a7d2eb3b6d49759586615f5f8eb1126d5df29f8bd9fa324b"
-)
-DEFAULT_RUNPOD_IMAGE = (
-    "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1"
-    "@sha256:f7b94da82913920a003e28e091d8528f57f76da7360fca87e95faf62fa32a680"
-)
+# Axolotl 0.19 for CUDA 13 (driver >= 580). The container runs training code and receives
+# secrets such as HF_TOKEN: users who need reproducible runs set `image` pinned by digest.
+DEFAULT_IMAGE = "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
+DEFAULT_RUNPOD_IMAGE = "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1"
 DEFAULT_RUNPOD_VENV = "/workspace/axolotl-venv"
 DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
 DEFAULT_HUB_BASE_URL = "https://huggingface.co"

@@ -287,7 +287,9 @@ class Total:
             self.cost = Cost()
 
     def add(self, e: HistoryEntry) -> None:
-        self.cost = Cost.first(e.cost) if self.runs == 0 else self.cost.add(e.cost)
+        # split calls no model: it costs nothing, rather than an unknown amount.
+        cost = 0.0 if e.stage == "split" and e.cost is None else e.cost
+        self.cost = Cost.first(cost) if self.runs == 0 else self.cost.add(cost)
         self.runs += 1
         self.done += e.done
         self.failed += e.failed

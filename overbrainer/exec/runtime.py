@@ -14,12 +14,12 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from overbrainer.config.model import DEFAULT_IMAGE
 from overbrainer.exec.base import Container
 from overbrainer.exec.scripts import dir_expr
 
 q = shlex.quote
 
-DEFAULT_IMAGE = "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
 CONTAINER_ROOT = "/workspace/run"
 CONTAINER_CACHE = "/workspace/hf-cache"
 # Every job runs with telemetry off (Axolotl hangs trying to reach its endpoint offline).

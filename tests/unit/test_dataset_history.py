@@ -149,3 +149,16 @@ def test_timestamps_are_utc_rfc3339(tmp_path):
     rec = HistoryRecorder(tmp_path, clock=lambda: datetime(2026, 9, 27, 12, 0, 0, 123456, tzinfo=local))
     rec.begin("split")
     assert rec.finish(split={"train": 0, "eval": 0, "orphaned": 0}).started_at == "2026-09-27T10:00:00Z"
+
+
+def test_split_lines_cost_nothing_in_the_totals():
+    from overbrainer.dataset.history import HistoryEntry, format_history_lines
+
+    base = dict(started_at="2026-01-01T00:00:00Z", ended_at="2026-01-01T00:00:01Z", status="ok",
+                skipped=0, failed=0, excluded=0)
+    answers = HistoryEntry(stage="answers", provider="p", model="m", done=2, input_tokens=10,
+                           output_tokens=20, cost=0.5, **base)
+    split = HistoryEntry(stage="split", provider=None, model=None, done=2, input_tokens=0, output_tokens=0,
+                         cost=None, split={"train": 1, "eval": 1, "orphaned": 0}, **base)
+    lines = format_history_lines([answers, split])
+    assert lines[-1].endswith("; $0.5000")
