@@ -1,0 +1,79 @@
+"""One writer per project: fcntl.flock on .overbrainer/lock with the holder's PID inside."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.support.lock import ProjectLock
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from overbrainer.support.lock import ProjectLock
+    lock = ProjectLock(sys.argv[1]).acquire()
+    print("held", flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Another process holding the lock of an initialised project."""
+    project = tmp_path / "p"
+    subprocess.run([sys.executable, "-m", "overbrainer", "init", str(project)], check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(project)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    yield project, proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_second_writer_fails_at_once_naming_the_holder(holder, cli):
+    project, proc = holder
+    r = cli(["-C", project, "split"])
+    assert r.returncode == 1
+    assert f"error: another overbrainer (pid {proc.pid}) is using this project" in r.stderr
+    assert not (project / "data").exists()
+
+
+def test_readers_never_lock(holder, cli):
+    project, _ = holder
+    assert cli(["-C", project, "config", "check"]).returncode == 0
+    r = cli(["-C", project, "history"])
+    assert r.returncode == 0 and r.stdout == "no stage has run yet\n"
+
+
+def test_the_lock_dies_with_its_holder(holder, cli):
+    project, proc = holder
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    r = cli(["-C", project, "split"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("split: 0 train, 0 eval")
+
+
+def test_no_project_no_state_dir(tmp_path, cli):
+    r = cli(["-C", tmp_path, "answers"])
+    assert r.returncode == 2
+    assert "overbrainer.toml" in r.stderr
+    assert not (tmp_path / ".overbrainer").exists()
+
+
+def test_a_symlinked_lock_is_refused(tmp_path):
+    (tmp_path / ".overbrainer").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / ".overbrainer" / "lock")
+    with pytest.raises(OverbrainerError, match="it is a symbolic link"):
+        ProjectLock(tmp_path).acquire()
+
+
+def test_the_pid_is_written_and_the_lock_reusable_after_release(tmp_path):
+    with ProjectLock(tmp_path):
+        assert (tmp_path / ".overbrainer" / "lock").read_text() == f"{os.getpid()}\n"
+    with ProjectLock(tmp_path):
+        pass
