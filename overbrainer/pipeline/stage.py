@@ -133,7 +133,9 @@ class StageResult:
         st = self.stats
         return {"stage": self.stage, "done": st.done, "skipped": st.skipped, "failed": st.failed,
                 "excluded": st.excluded, "input_tokens": st.usage.input_tokens,
-                "output_tokens": st.usage.output_tokens, "cost": st.cost}
+                "output_tokens": st.usage.output_tokens,
+                # USD; rounded to a millionth of a cent so sums print without float noise
+                "cost": None if st.cost is None else round(st.cost, 8)}
 
 
 def cost_text(cost: float | None) -> str:
