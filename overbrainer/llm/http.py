@@ -190,14 +190,7 @@ def request_once(
     except requests.RequestException as e:
         raise LlmError("request failed", retryable=True, cause=e) from None
     try:
-        chunks = []
-        for chunk in resp.iter_content(_CHUNK):
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                raise LlmError("request failed (timed out)", retryable=True)
-        raw = b"".join(chunks)
-    except requests.RequestException as e:
-        raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+        raw = _read_body(resp, deadline)
     finally:
         resp.close()
     status = resp.status_code
@@ -207,6 +200,57 @@ def request_once(
         return json.loads(raw)
     except ValueError:
         raise invalid("not JSON") from None
+
+
+def _timed_out() -> LlmError:
+    return LlmError("request failed (timed out)", retryable=True)
+
+
+def _read_body(resp: requests.Response, deadline: float) -> bytes:
+    """The whole body by `deadline`. Reads what has arrived (read1) with the socket's wait cut to
+    the time left, so a server that trickles bytes (keep-alive whitespace) cannot stretch the
+    request past its total timeout."""
+    import urllib3.exceptions as u3
+
+    raw = resp.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is None:  # urllib3 1.x: whole chunks only
+        chunks = []
+        try:
+            for chunk in resp.iter_content(_CHUNK):
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _timed_out()
+        except requests.RequestException as e:
+            raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+        return b"".join(chunks)
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    before = sock.gettimeout() if sock is not None else None
+    chunks = []
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _timed_out()
+            if sock is not None:
+                try:
+                    sock.settimeout(remaining)
+                except OSError:
+                    pass
+            chunk = read1(_CHUNK, decode_content=True)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except (u3.ReadTimeoutError, TimeoutError) as e:
+        raise LlmError("request failed (timed out)", retryable=True, cause=e) from None
+    except (u3.HTTPError, OSError) as e:
+        raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+    finally:
+        if sock is not None:  # the pool may reuse the connection: give it its timeout back
+            try:
+                sock.settimeout(before)
+            except OSError:
+                pass
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -240,7 +284,13 @@ def send(
         if stop is not None and stop.is_set():
             raise LlmCancelled("interrupted before a provider request was sent")
         channel.wait_cool_down(stop)
-        return request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
+        try:
+            return request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
+        except LlmError as e:
+            # The provider said how long to wait: everybody waits, even when this request gives up.
+            if e.status == 429 and e.retry_after is not None:
+                channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
+            raise
 
     def wait(state) -> float:
         exc = state.outcome.exception()
