@@ -240,7 +240,8 @@ class HistoryRecorder:
 
 @dataclass
 class Cost:
-    """A sum of costs some of which may be unknown: kind is unknown, partial or known."""
+    """A sum of costs some of which may be unknown: kind is unknown, partial or known; `none`
+    is the cost of runs that spent nothing (no token), which leaves any sum as it is."""
 
     kind: str = "unknown"
     value: float = 0.0
@@ -256,7 +257,13 @@ class Cost:
     def first(cost: float | None) -> "Cost":
         return Cost("unknown") if cost is None else Cost("known", cost)
 
+    @property
+    def complete(self) -> bool:
+        return self.kind in ("known", "none")
+
     def merge(self, other: "Cost") -> "Cost":
+        if self.kind == "none" or other.kind == "none":
+            return other if self.kind == "none" else self
         if self.kind == "unknown" or other.kind == "unknown":
             known = other if self.kind == "unknown" else self
             return Cost("unknown") if known.kind == "unknown" else Cost("partial", known.value)
@@ -287,9 +294,11 @@ class Total:
             self.cost = Cost()
 
     def add(self, e: HistoryEntry) -> None:
-        # split calls no model: it costs nothing, rather than an unknown amount.
-        cost = 0.0 if e.stage == "split" and e.cost is None else e.cost
-        self.cost = Cost.first(cost) if self.runs == 0 else self.cost.add(cost)
+        # split calls no model, and a run that used no token (everything on disk already, as in
+        # a nightly cron rerun) spent nothing: both cost nothing, rather than an unknown amount.
+        spent_nothing = e.stage == "split" or (e.input_tokens == 0 and e.output_tokens == 0)
+        cost = Cost("none") if spent_nothing and e.cost is None else Cost.first(e.cost)
+        self.cost = cost if self.runs == 0 else self.cost.merge(cost)
         self.runs += 1
         self.done += e.done
         self.failed += e.failed
@@ -299,7 +308,7 @@ class Total:
     def to_dict(self) -> dict:
         return {"runs": self.runs, "done": self.done, "failed": self.failed, "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "cost": self.cost.to_json(),
-                "cost_complete": self.cost.kind == "known"}
+                "cost_complete": self.cost.complete}
 
 
 def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:

@@ -62,7 +62,7 @@ class DatasetStats:
     def to_dict(self) -> dict:
         return {"topics": [t.to_dict() for t in self.topics], "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "cost": self.cost.to_json(),
-                "cost_complete": self.cost.kind == "known"}
+                "cost_complete": self.cost.complete}
 
 
 def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
