@@ -12,7 +12,8 @@ import click
 from overbrainer.cli.context import pass_app
 from overbrainer.errors import OverbrainerError, UsageError
 
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"(?:\x1b\[|\x9b)[0-9;?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @click.group("runs")
@@ -123,7 +124,7 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     if not path.exists() and not follow:
         app.report(f"runs: no job.log for run {run_id} yet", {"run_id": run_id, "lines": []})
         return
-    lines, offset = read_log(path, tail)
+    lines, offset = read_log(path, tail, partial=not follow)
     out = [clean_line(line) for line in lines]
     try:
         if app.json_mode and not follow:

@@ -64,7 +64,7 @@ def train_flow(app, config, *, target: str | None = None, resume_from: str | Non
                detach: bool = False) -> TrainResult:
     """Create a run, start its job, follow it and bring its results home (or detach)."""
     from overbrainer.runs.prepare import fill_run_dir, job_root, resume_source
-    from overbrainer.runs.start import create_run, fail, job_spec, start_job
+    from overbrainer.runs.start import create_run, fail, job_spec, release_claim, start_job
     from overbrainer.train.axolotl_config import require_examples, template_warning
 
     training = _require_training(config)
@@ -94,6 +94,7 @@ def train_flow(app, config, *, target: str | None = None, resume_from: str | Non
             spec = job_spec(tgt, record, training, executor.workdir, secrets)
         except Interrupted:
             shutil.rmtree(run_dir, ignore_errors=True)
+            release_claim(executor, record.remote_dir, run_dir)
             raise
         except OverbrainerError as e:
             fail(runs_dir, record, str(e))

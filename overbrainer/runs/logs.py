@@ -11,10 +11,11 @@ from overbrainer.runs.timing import poll_secs
 _CHUNK = 64 * 1024
 
 
-def read_log(path: Path, tail: int | None) -> tuple[list[bytes], int]:
+def read_log(path: Path, tail: int | None, *, partial: bool = False) -> tuple[list[bytes], int]:
     """The complete lines of `path` (the last `tail` of them), and the offset after the last one.
 
-    A missing file reads as no line. An unterminated last line is left for a follower.
+    A missing file reads as no line. An unterminated last line is left for a follower, or read
+    as a line of its own with `partial` (nobody will follow: the log may never end in a newline).
     """
     try:
         f = open(path, "rb")
@@ -34,6 +35,8 @@ def read_log(path: Path, tail: int | None) -> tuple[list[bytes], int]:
                 f.seek(start)
                 data = f.read(step) + data
     end = data.rfind(b"\n") + 1
+    if partial and end < len(data):
+        data, end = data + b"\n", len(data) + 1
     lines = data[:end].split(b"\n")[:-1] if end else []
     if tail is not None:
         if start > 0:

@@ -136,8 +136,9 @@ class RunRecord:
         if raw is not None:
             if (not isinstance(raw, dict) or not isinstance(raw.get("checkpoint"), str)
                     or not isinstance(raw.get("step"), int) or isinstance(raw.get("step"), bool)
-                    or raw.get("reason", "requested") not in REASONS):
-                raise bad("snapshot")
+                    or raw.get("reason", "requested") not in REASONS
+                    or raw["checkpoint"] != f"output/checkpoint-{raw['step']}"):
+                raise bad("snapshot")  # it is joined to local paths: nothing else may be named
             snapshot = Snapshot(raw["checkpoint"], raw["step"], raw.get("reason", "requested"))
         resumed = text("resumed_from", optional=True)
         if resumed is not None and not ids.is_valid(resumed):

@@ -104,12 +104,15 @@ def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result:
 
 
 def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
-    """For an ended run: no `artifacts not retrieved` note, a local job.log, and the checkpoint of a
-    stopped run."""
+    """For an ended run: no `artifacts not retrieved` note, a local job.log, the checkpoint of a
+    stopped run and a file under output/ for a succeeded one (`train attach` fetches what is missing)."""
     if has_note(record.message) or not (run_dir / "job.log").exists():
         return False
     if record.state == STOPPED and record.snapshot is not None:
         return (run_dir / record.snapshot.checkpoint).is_dir()
+    if record.state == SUCCEEDED:
+        output = run_dir / "output"
+        return output.is_dir() and any(p.is_file() for p in output.rglob("*"))
     return True
 
 

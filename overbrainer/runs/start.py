@@ -38,6 +38,20 @@ def create_run(executor, runs_dir: Path, project_name: str, target_name: str,
     return record, run_dir
 
 
+def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
+    """Undo the claim of a run interrupted before anything was uploaded: remove `.claim` and the
+    (then empty) directory on the target. Best effort, a few seconds at most."""
+    import shlex
+
+    if Path(remote_dir) == Path(run_dir).resolve():
+        return  # a local target: the run directory is already gone
+    d = shlex.quote(remote_dir)
+    try:
+        executor.probe(f"rm -f -- {d}/.claim; rmdir -- {d} 2>/dev/null; exit 0", timeout=10)
+    except OverbrainerError as e:
+        log.warning("cannot remove the claimed directory %s on the target: %s", remote_dir, e)
+
+
 # --- the job command --------------------------------------------------------------------------
 
 def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str]):

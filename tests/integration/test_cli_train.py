@@ -269,9 +269,10 @@ def test_runs_logs_redacts_and_strips_control_characters(tmp_path, fake_axolotl)
     (p.dir / ".env").write_text(f"OVERBRAINER_HF_TOKEN={HF_TOKEN}\n")
     r = p.run("runs", "logs", run.name)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["one", "red two", "the token *** leaked", "progress 50% done"]
+    # The last line has no newline: nobody follows, so it is shown all the same.
+    assert r.stdout.splitlines() == ["one", "red two", "the token *** leaked", "progress 50% done", "last"]
     t = p.run("runs", "logs", run.name, "--tail", "2")
-    assert t.stdout.splitlines() == ["the token *** leaked", "progress 50% done"]
+    assert t.stdout.splitlines() == ["progress 50% done", "last"]
     assert p.run("runs", "logs", "nope_1").returncode == 1
     (run / "job.log").unlink()
     (run / "job.log").symlink_to(p.dir / "overbrainer.toml")

@@ -1,0 +1,67 @@
+"""Review fixes in the run flows, in-process with a real LocalExecutor whose workdir is not the
+project's runs/ (so it stands in for an SSH target: files really travel)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from overbrainer.errors import Interrupted
+from overbrainer.exec.local import LocalExecutor
+from overbrainer.runs import record as rec
+from overbrainer.runs.retrieve import collect, finish, is_retrieved
+from tests.integration.test_runs_retrieve import followed, started
+from tests.integration.test_runs_support import make_project
+
+
+@pytest.fixture(autouse=True)
+def fast_polls(monkeypatch):
+    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+
+
+def test_attach_brings_back_the_output_of_a_succeeded_run_when_it_is_missing_here(tmp_path):
+    ex, record, run_dir, runs = started(tmp_path)
+    result, _ = followed(ex, record)
+    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
+    saved = rec.load(runs, record.id)
+    assert saved.state == "succeeded" and is_retrieved(saved, run_dir)
+    shutil.rmtree(run_dir / "output")  # e.g. removed to free space, or lost with a disk
+    assert not is_retrieved(saved, run_dir)  # so `train attach` downloads it again
+    collect(ex, saved, run_dir, runs)
+    assert (run_dir / "output" / "adapter_model.safetensors").read_text() == "adapter\n"
+    assert is_retrieved(rec.load(runs, record.id), run_dir)
+
+
+class _CtrlCAfterClaim(LocalExecutor):
+    """A target reached elsewhere (its workdir is not runs/); Ctrl-C comes once the run is claimed."""
+
+    def __init__(self, workdir, ctrl_c: threading.Event):
+        super().__init__(workdir)
+        self.ctrl_c = ctrl_c
+
+    def claim(self, dir, owner):
+        ours = super().claim(dir, owner)
+        self.ctrl_c.set()
+        return ours
+
+
+def test_ctrl_c_while_preparing_leaves_nothing_on_the_target(tmp_path, fake_axolotl, monkeypatch):
+    from overbrainer.config.load import load_config
+    from overbrainer.front.bus import EventBus
+    from overbrainer.front.frontend import Embedded
+    from overbrainer.runs import flow
+
+    p = make_project(tmp_path, fake_axolotl)
+    remote = tmp_path / "remote"
+    ctrl_c = threading.Event()
+    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: _CtrlCAfterClaim(remote, ctrl_c))
+    reports = []
+    app = SimpleNamespace(project_dir=p.dir, front=Embedded(EventBus(), ctrl_c, threading.Event(), reports.append))
+    with pytest.raises(Interrupted) as e:
+        flow.train_flow(app, load_config(p.dir))
+    assert str(e.value) == "interrupted before the run started"
+    assert p.run_ids() == []
+    assert list(remote.iterdir()) == []  # no claimed run directory left on the target
