@@ -101,9 +101,9 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
 
 
 def _print_error(message: str, code: int, json_mode: bool) -> None:
-    from overbrainer.support.redact import redact
+    from overbrainer.support.redact import redact, strip_controls
 
-    message = redact(message)
+    message = strip_controls(redact(message))
     if json_mode:
         sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
     else:

@@ -4,12 +4,14 @@ prints or logs (the log handler, the error printer, `runs logs`) passes through 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 
 MASK = "***"
-# Secrets shorter than this are not redacted as substrings (a 1-2 char "key" would mangle output);
-# they are still never printed by the code that handles them.
-_MIN_LEN = 4
+# Values shorter than this are not redacted as substrings: a placeholder key such as "ollama" or
+# "none" (local servers ignore keys) would otherwise mask every ordinary use of the word. No real
+# provider key, token or password is this short; the code that handles secrets never prints them.
+_MIN_LEN = 8
 
 
 class Redactor:
@@ -50,15 +52,25 @@ def redact(text: str) -> str:
     return REDACTOR.redact(text)
 
 
+# Terminal control characters (C0 but tab and newline, DEL, C1): a provider's error body or a
+# job's output must not move the cursor or retitle the terminal of whoever reads the logs.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    return _CONTROL.sub("", text)
+
+
 class RedactingFilter(logging.Filter):
-    """Rewrites each record's message with secrets masked (attach to every handler)."""
+    """Rewrites each record's message with secrets masked and control characters removed
+    (attach to every handler)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a bad format string must not kill logging
             message = str(record.msg)
-        record.msg = redact(message)
+        record.msg = strip_controls(redact(message))
         record.args = None
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
