@@ -12,9 +12,11 @@ from typing import Iterator
 
 import click
 
+from overbrainer.cli import complete
 from overbrainer.cli.context import AppContext, pass_app
 
-_TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this topic.")
+_TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this topic.",
+                      shell_complete=complete.topics)
 _FORCE = click.option("--force", is_flag=True,
                       help="Regenerate: first drop the selected topics' output of this stage.")
 

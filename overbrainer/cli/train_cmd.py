@@ -7,6 +7,7 @@ import re
 
 import click
 
+from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.errors import OverbrainerError, UsageError
 
@@ -21,8 +22,9 @@ class _TrainGroup(click.Group):
 
 
 @click.group("train", cls=_TrainGroup, invoke_without_command=True)
-@click.option("--target", metavar="NAME", default=None, help="Train on this target instead of [training] target.")
-@click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None,
+@click.option("--target", metavar="NAME", default=None, shell_complete=complete.targets,
+              help="Train on this target instead of [training] target.")
+@click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None, shell_complete=complete.run_ids,
               help="Resume a stopped run from its snapshot, in a new run.")
 @click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
 @click.pass_context
@@ -44,7 +46,7 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
 
 
 @train.command("attach")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete.run_ids)
 @pass_app
 def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
@@ -57,7 +59,7 @@ def attach(app, run_id: str) -> None:
 
 
 @train.command("stop")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete.run_ids)
 @pass_app
 def stop(app, run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
@@ -84,7 +86,7 @@ def stop(app, run_id: str) -> None:
 
 
 @train.command("cancel")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete.run_ids)
 @pass_app
 def cancel(app, run_id: str) -> None:
     """Cancel a run's job; its record then reads `cancelled`."""
