@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.errors import OverbrainerError, UsageError
 
@@ -58,7 +59,7 @@ def _summary(r) -> dict:
 
 
 @runs.command("show")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete.run_ids)
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
@@ -102,54 +103,68 @@ def clean_line(raw: bytes) -> str:
 
 
 @runs.command("logs")
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete.run_ids)
 @click.option("--tail", "tail", type=int, default=None, metavar="N", help="Only the last N lines.")
 @click.option("--follow", is_flag=True, help="Keep printing new lines until the run ends or Ctrl-C.")
 @pass_app
 def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
-    """The job's log (runs/<id>/job.log), redacted, one clean line per line."""
+    """The job's log (runs/<id>/job.log, or on the SSH target while the run goes on), redacted,
+    one clean line per line."""
     from overbrainer.runs import ids
-    from overbrainer.runs.logs import read_log, follow_log
+    from overbrainer.runs.logs import LogReader, Stopped, open_log
 
     if tail is not None and tail < 0:
         raise UsageError("--tail must be 0 or more")
     runs_dir = _runs_dir(app)
-    _register_literal_secrets(app)
+    config = _config_with_literal_secrets(app)
     run_dir = ids.run_dir(runs_dir, run_id)
     if not run_dir.is_dir():
         raise OverbrainerError(f"no run {run_id} in runs/")
-    path = run_dir / "job.log"
-    if path.is_symlink():
+    if (run_dir / "job.log").is_symlink():
         raise OverbrainerError(f"refusing to read runs/{run_id}/job.log: it is a symbolic link")
-    if not path.exists() and not follow:
-        app.report(f"runs: no job.log for run {run_id} yet", {"run_id": run_id, "lines": []})
-        return
-    lines, offset = read_log(path, tail, partial=not follow)
-    out = [clean_line(line) for line in lines]
+    interrupt = app.front.interrupt() if follow else None
+    opened = None
     try:
+        opened = open_log(config, runs_dir, run_dir, run_id, race=interrupt.race if interrupt else None)
+        reader = LogReader(opened.source)
+        lines = reader.lines(tail, partial=not follow)
+        if lines is None and not follow:
+            app.report(f"runs: no job.log for run {run_id} yet", {"run_id": run_id, "lines": []})
+            return
+        out = (clean_line(line) for line in lines or ())
         if app.json_mode and not follow:
-            app.report("", {"run_id": run_id, "lines": out})
+            app.report("", {"run_id": run_id, "lines": list(out)})
             return
         for line in out:
             _emit(app, run_id, line)
         if follow:
-            interrupt = app.front.interrupt()
-            try:
-                for line in follow_log(path, offset, runs_dir, run_id, interrupt):
-                    _emit(app, run_id, clean_line(line))
-            finally:
-                interrupt.restore()
+            _follow(app, reader, runs_dir, run_id, interrupt)
+    except Stopped:
+        return
     except BrokenPipeError:
         _quiet_stdout()
+    finally:
+        if opened is not None and opened.executor is not None and not (interrupt and interrupt.caught()):
+            opened.executor.close()
+        if interrupt is not None:
+            interrupt.restore()
 
 
-def _register_literal_secrets(app) -> None:
-    """Register the project's literal secrets (never Vault ones: no network here) with the
-    redactor, so a log that quotes one prints `***`. A broken config only skips this."""
+def _follow(app, reader, runs_dir: Path, run_id: str, interrupt) -> None:
+    from overbrainer.runs.logs import follow, run_ended
+
+    for line in follow(reader, lambda: run_ended(runs_dir, run_id), interrupt, run_id):
+        _emit(app, run_id, clean_line(line))
+
+
+def _config_with_literal_secrets(app):
+    """The configuration (None when it does not load: `runs logs` works without a valid one).
+    Its literal secrets (never Vault ones: no network here) are registered with the redactor,
+    so a log that quotes one prints `***`."""
     try:
         config = app.load_config()
     except Exception:  # noqa: BLE001 - `runs logs` works without a valid configuration
-        return
+        return None
     secrets = [getattr(config, "hf_token", None)]
     secrets += [getattr(p, "api_key", None) for p in (getattr(config, "providers", None) or {}).values()]
     for secret in secrets:
@@ -158,6 +173,7 @@ def _register_literal_secrets(app) -> None:
                 secret.resolve()
             except Exception:  # noqa: BLE001
                 pass
+    return config
 
 
 def _emit(app, run_id: str, line: str) -> None:

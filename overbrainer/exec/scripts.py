@@ -112,6 +112,11 @@ def read_from(path: str, offset: int, limit: int) -> str:
     )
 
 
+def file_size(path: str) -> str:
+    """Prints the size of a regular file in bytes, or `missing`."""
+    return f"if [ -f {q(path)} ]; then wc -c < {q(path)}; else echo missing; fi\n"
+
+
 def put_file(path: str) -> str:
     """Content arrives on stdin (never on the command line)."""
     parent = path.rsplit("/", 1)[0] or "/"

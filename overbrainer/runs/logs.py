@@ -1,76 +1,220 @@
-"""Reading a run's local job.log: the last N lines, then new lines as they come."""
+"""Reading a run's job.log: the last N lines, then new lines as they come.
+
+The log is read from the run dir (`LocalLog`), or, while the run of an SSH target has not ended
+or its log was never retrieved, from `<remote_dir>/job.log` on the target (`RemoteLog`, through
+`Executor.read_from`). `LogReader` splits either into lines the same way, `CHUNK` bytes at a time
+(`--tail` reads backwards from the end, so a huge log is never held whole).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
-from overbrainer.runs.timing import poll_secs
+from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.runs import timing
 
-_CHUNK = 64 * 1024
+log = logging.getLogger(__name__)
+
+CHUNK = 64 * 1024
+MAX_LINE = 1 << 20  # an unterminated line this long is given out as it is
 
 
-def read_log(path: Path, tail: int | None, *, partial: bool = False) -> tuple[list[bytes], int]:
-    """The complete lines of `path` (the last `tail` of them), and the offset after the last one.
+class Stopped(Exception):
+    """Ctrl-C came while a request to the target was in flight."""
 
-    A missing file reads as no line. An unterminated last line is left for a follower, or read
-    as a line of its own with `partial` (nobody will follow: the log may never end in a newline).
-    """
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return [], 0
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if tail is None:
-            data = f.read(size)
-            start = 0
-        else:
-            # Read backwards until enough newlines are in hand.
-            start, data = size, b""
-            while start > 0 and data.count(b"\n") <= tail:
-                step = min(_CHUNK, start)
-                start -= step
-                f.seek(start)
-                data = f.read(step) + data
-    end = data.rfind(b"\n") + 1
-    if partial and end < len(data):
-        data, end = data + b"\n", len(data) + 1
-    lines = data[:end].split(b"\n")[:-1] if end else []
-    if tail is not None:
+
+class LocalLog:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def size(self) -> int | None:
+        """Bytes in the log; None when it does not exist."""
+        try:
+            return os.stat(self.path).st_size
+        except FileNotFoundError:
+            return None
+
+    def read(self, offset: int, limit: int) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                return f.read(limit)
+        except FileNotFoundError:
+            return b""
+
+
+class RemoteLog:
+    """`path` on the target. `race` runs each request (Interrupt.race: None means Ctrl-C)."""
+
+    def __init__(self, executor, path: str, race: Callable | None = None):
+        self.executor = executor
+        self.path = path
+        self.race = race
+
+    def _call(self, fn, *args):
+        if self.race is None:
+            return fn(*args)
+        out = self.race(fn, *args)
+        if out is None:
+            raise Stopped()
+        return out
+
+    def size(self) -> int | None:
+        from overbrainer.exec import scripts
+
+        out = self._call(self.executor.probe, scripts.file_size(self.path)).strip()
+        if out == "missing":
+            return None
+        if not out.isdigit():
+            raise OverbrainerError("the size of the job's log on the target could not be read")
+        return int(out)
+
+    def read(self, offset: int, limit: int) -> bytes:
+        return self._call(self.executor.read_from, self.path, offset, limit)
+
+
+class LogReader:
+    """Complete lines of a log from `offset` (the bytes consumed so far). An unterminated last
+    line waits in `pending` for the next read, until `finish()` gives it out."""
+
+    def __init__(self, source):
+        self.source = source
+        self.offset = 0
+        self.pending = b""
+
+    def _split(self, data: bytes) -> list[bytes]:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        if len(self.pending) >= MAX_LINE:
+            lines.append(self.pending)
+            self.pending = b""
+        return lines
+
+    def lines(self, n: int | None, *, partial: bool = False) -> Iterator[bytes] | None:
+        """The last `n` lines (all of them with None, read as they are given out); None when the
+        log does not exist. With `partial` an unterminated last line is one of them (nobody
+        follows: the log may never end in a newline); otherwise it waits in `pending`."""
+        size = self.source.size()
+        if size is None:
+            return None
+        if n is None:
+            return self._all(partial)
+        # Read backwards until enough newlines are in hand.
+        start, chunks, newlines = size, [], 0
+        while start > 0 and newlines <= n:
+            step = min(CHUNK, start)
+            start -= step
+            chunk = self.source.read(start, step)
+            if partial and not chunks and chunk and not chunk.endswith(b"\n"):
+                newlines += 1  # the unterminated last line counts
+            chunks.insert(0, chunk)
+            newlines += chunk.count(b"\n")
+        data = b"".join(chunks)
+        self.offset = start + len(data)
+        lines = self._split(data)
         if start > 0:
+            if not lines:
+                return iter([])  # all we read is the cut end of one long last line
             lines = lines[1:]  # the first one may be cut
-        lines = lines[-tail:] if tail else []
-    return lines, start + end
+        if partial:
+            lines += self.finish()
+        return iter(lines[-n:] if n else [])
+
+    def _all(self, partial: bool) -> Iterator[bytes]:
+        yield from self.forward()
+        if partial:
+            yield from self.finish()
+
+    def forward(self) -> Iterator[bytes]:
+        """The new complete lines, read CHUNK bytes at a time up to the end of the log."""
+        while True:
+            data = self.source.read(self.offset, CHUNK)
+            self.offset += len(data)
+            yield from self._split(data)
+            if len(data) < CHUNK:
+                return
+
+    def finish(self) -> list[bytes]:
+        out, self.pending = ([self.pending] if self.pending else []), b""
+        return out
 
 
-def follow_log(path: Path, offset: int, runs_dir: Path, run_id: str, interrupt) -> Iterator[bytes]:
-    """New complete lines of `path` from `offset`, until Ctrl-C or the run has ended and its log
-    has stopped growing."""
+def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str) -> Iterator[bytes]:
+    """New lines until Ctrl-C, or until `ended()` and the log has stopped growing. A read that
+    fails (the target out of reach) is retried with a warning; after `timing.FAILURE_BUDGET` such
+    retries in a row the next failure ends the follow with an error."""
+    failures = 0
+    while True:
+        before = reader.offset
+        try:
+            yield from reader.forward()
+        except Stopped:
+            return
+        except OverbrainerError as e:
+            failures += 1
+            if failures > timing.FAILURE_BUDGET:
+                raise OverbrainerError(f"cannot follow the log of run {run_id}: {e}", cause=e) from e
+            log.warning("cannot read the log (%d/%d): %s", failures, timing.FAILURE_BUDGET, e)
+        else:
+            failures = 0
+            if reader.offset == before and ended():
+                yield from reader.finish()
+                return
+        if interrupt.wait(timing.poll_secs()):
+            return
+
+
+def run_ended(runs_dir: Path, run_id: str) -> bool:
     from overbrainer.runs.record import load
 
-    pending = b""
-    while True:
-        data = b""
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read()
-        except FileNotFoundError:
-            pass
-        offset += len(data)
-        pending += data
-        *lines, pending = pending.split(b"\n")
-        yield from lines
-        if not data:
-            try:
-                ended = load(runs_dir, run_id).ended
-            except Exception:  # noqa: BLE001 - a record being rewritten; look again later
-                ended = False
-            if ended:
-                if pending:
-                    yield pending
-                return
-        if interrupt.wait(poll_secs()):
-            return
+    try:
+        return load(runs_dir, run_id).ended
+    except Exception:  # noqa: BLE001 - a record being rewritten; look again later
+        return False
+
+
+# --- where the log is -----------------------------------------------------------------------
+
+@dataclass
+class OpenedLog:
+    source: Any
+    executor: Any = None  # to close when done (the log is on the target)
+
+
+def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: Callable | None = None) -> OpenedLog:
+    """The run's job.log: local for a local target and for an ended run whose log is here; on
+    the target while an SSH run has not ended (or its log never came home). `config` is None
+    when it does not load: the local log then. Unreachable: the local log with a warning if
+    there is one, else `cannot reach target `<n>`: …`."""
+    from overbrainer.runs.record import load
+    from overbrainer.runs.targets import open_executor, record_target
+
+    path = run_dir / "job.log"
+    local = LocalLog(path)
+    here = path.exists()
+    try:
+        record = load(runs_dir, run_id)
+    except OverbrainerError:
+        return OpenedLog(local)  # no readable run.json: what is here is all there is
+    if config is None or (record.ended and here):
+        return OpenedLog(local)
+    if record.target not in (getattr(config, "targets", None) or {}) and here:
+        return OpenedLog(local)
+    target = record_target(config, record)
+    if getattr(target, "kind", "local") != "ssh":
+        return OpenedLog(local)
+    call = race or (lambda fn, *a: fn(*a))
+    try:
+        executor = call(open_executor, config, record.target, target, runs_dir)
+    except OverbrainerError as e:
+        if not here or isinstance(e, ConfigError):
+            raise
+        log.warning("%s; showing the log retrieved earlier", e)
+        return OpenedLog(local)
+    if executor is None:
+        raise Stopped()
+    remote = f"{record.remote_dir.rstrip('/')}/job.log"
+    return OpenedLog(RemoteLog(executor, remote, race), executor)

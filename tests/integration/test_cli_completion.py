@@ -52,3 +52,9 @@ def test_topics_and_targets_complete(tmp_path, cli):
 
 def test_an_unreadable_project_offers_nothing(tmp_path, cli):
     assert complete(cli, f"overbrainer -C {tmp_path / 'none'} train attach ", shell="bash").split() == []
+
+
+def test_runs_commands_complete_run_ids(tmp_path, cli):
+    project = make_project(tmp_path, cli)
+    out = complete(cli, f"overbrainer -C {project} runs logs p_20260101", shell="bash")
+    assert out.split() == ["plain,p_20260101-000000"]

@@ -44,3 +44,47 @@ def test_runs_logs_strips_c1_control_characters():
     # U+009B is the one-character CSI: `\x9b31m` colours text like `\x1b[31m` on 8-bit terminals.
     raw = "a\u009b31mred\u009b0m b\u0085c\u009d0;title\u009c d".encode("utf-8")
     assert clean_line(raw) == "ared bc d"
+
+
+class _Source:
+    """A log in memory that counts what was read (the remote one reads through read_from)."""
+
+    def __init__(self, data: bytes):
+        self.data, self.read_bytes = data, 0
+
+    def size(self):
+        return len(self.data)
+
+    def read(self, offset, limit):
+        out = self.data[offset:offset + limit]
+        self.read_bytes += len(out)
+        return out
+
+
+def test_a_tail_of_a_huge_log_reads_only_its_end():
+    from overbrainer.runs.logs import CHUNK, LogReader
+
+    src = _Source(b"".join(b"line %d\n" % i for i in range(2_000_000)) + b"cut")
+    assert len(src.data) > 200 * CHUNK
+    r = LogReader(src)
+    assert list(r.lines(2, partial=True)) == [b"line 1999999", b"cut"]
+    assert src.read_bytes <= CHUNK
+    r = LogReader(src)
+    assert list(r.lines(2)) == [b"line 1999998", b"line 1999999"]
+    assert r.pending == b"cut" and r.offset == len(src.data)
+    src.data += b" off\nnext\n"
+    assert list(r.forward()) == [b"cut off", b"next"]
+    assert list(LogReader(src).lines(0, partial=True)) == []
+
+
+def test_a_log_without_a_tail_is_read_in_chunks_and_missing_reads_none():
+    from overbrainer.runs.logs import CHUNK, LogReader
+
+    src = _Source(b"a" * (3 * CHUNK) + b"\nb\nc")
+    lines = LogReader(src).lines(None, partial=True)
+    assert [len(x) for x in lines] == [3 * CHUNK, 1, 1]
+
+    class Missing(_Source):
+        def size(self):
+            return None
+    assert LogReader(Missing(b"")).lines(3) is None
