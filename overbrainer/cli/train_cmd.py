@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import re
-
 import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
-from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.errors import UsageError
 
 
 class _TrainGroup(click.Group):
@@ -65,7 +63,7 @@ def stop(app, run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
     from overbrainer.runs import ids
     from overbrainer.runs.flow import stop_flow
-    from overbrainer.support.lock import ProjectLock
+    from overbrainer.support.lock import ProjectLock, ProjectLocked
 
     ids.validate(run_id)
     app.require_project()
@@ -73,11 +71,8 @@ def stop(app, run_id: str) -> None:
     holder = None
     try:
         lock.acquire()
-    except OverbrainerError as e:
-        m = re.search(r"another overbrainer \((?:pid (\d+)|unknown pid)\) is using this project", str(e))
-        if not m:
-            raise
-        holder = int(m.group(1)) if m.group(1) else 0
+    except ProjectLocked as e:
+        holder = e.pid or 0  # the holder follows the run: only write the request
     try:
         config = app.load_config()
         stop_flow(app, config, run_id, holder_pid=holder)

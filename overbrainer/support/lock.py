@@ -13,10 +13,19 @@ from pathlib import Path
 from overbrainer.errors import OverbrainerError
 
 
+class ProjectLocked(OverbrainerError):
+    """Another process holds the project. `pid` is its PID, or None when unknown."""
+
+    def __init__(self, pid: int | None):
+        who = f"pid {pid}" if pid else "unknown pid"
+        super().__init__(f"another overbrainer ({who}) is using this project")
+        self.pid = pid
+
+
 class ProjectLock:
     """`with ProjectLock(project_dir):` holds the project for writing.
 
-    Raises OverbrainerError at once when another process holds it.
+    Raises ProjectLocked at once when another process holds it.
     """
 
     def __init__(self, project_dir: str | os.PathLike):
@@ -42,9 +51,7 @@ class ProjectLock:
             except OSError as e:
                 if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise OverbrainerError(f"cannot lock the project ({self.path}): {e.strerror}") from e
-                pid = _read_pid(fd)
-                who = f"pid {pid}" if pid else "unknown pid"
-                raise OverbrainerError(f"another overbrainer ({who}) is using this project") from None
+                raise ProjectLocked(_read_pid(fd)) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except BaseException:
