@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
+    if json_mode and "--version" in args and not any(a in COMMANDS for a in args):
+        sys.stdout.write(json.dumps({"name": "overbrainer", "version": __version__}) + "\n")
+        sys.exit(0)
     try:
         rv = cli.main(args=args, prog_name="overbrainer", standalone_mode=False)
         if isinstance(rv, int):

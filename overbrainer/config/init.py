@@ -72,6 +72,9 @@ def init_project(project_dir: str | os.PathLike) -> InitResult:
         path = project_dir / rel
         if path.exists() or path.is_symlink():
             raise OverbrainerError(f"{path} already exists")
+        parent = path.parent
+        if parent != project_dir and (parent.is_symlink() or (parent.exists() and not parent.is_dir())):
+            raise OverbrainerError(f"{parent} already exists and is not a directory")
     gitignore = project_dir / ".gitignore"
     try:
         existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else None
@@ -81,15 +84,23 @@ def init_project(project_dir: str | os.PathLike) -> InitResult:
     new_gitignore = _merged_gitignore(existing)
 
     result = InitResult(project_dir)
+    written: list[str] = []
     try:
         project_dir.mkdir(parents=True, exist_ok=True)
         # overbrainer.toml last: a project only counts as one once everything else is there.
         for rel in sorted(files, key=lambda r: r == "overbrainer.toml"):
             atomic_write_text(project_dir / rel, files[rel])
-        result.created = list(files)
+            written.append(rel)
         if new_gitignore is not None:
             atomic_write_text(gitignore, new_gitignore)
-        result.gitignore = "created" if existing is None else ("unchanged" if new_gitignore is None else "updated")
     except OSError as e:
+        # Take back what was written, so that `init` can simply run again once it is fixed.
+        for rel in written:
+            try:
+                (project_dir / rel).unlink()
+            except OSError:
+                pass
         raise OverbrainerError(f"cannot create the project in {project_dir}: {e.strerror}") from None
+    result.created = list(files)
+    result.gitignore = "created" if existing is None else ("unchanged" if new_gitignore is None else "updated")
     return result

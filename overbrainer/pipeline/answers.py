@@ -132,12 +132,17 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                 break
         if fatal is not None:
             # Every answer received by now was paid for: save it before stopping.
-            for outcome in work.drain():
-                if outcome.error is None or not isinstance(outcome.error, Interrupted):
-                    try:
-                        save(outcome)
-                    except Interrupted:
-                        pass
+            try:
+                for outcome in work.drain():
+                    if outcome.error is None or not isinstance(outcome.error, Interrupted):
+                        try:
+                            save(outcome)
+                        except Interrupted:
+                            pass
+            except Exception:
+                # The disk error is what the command reports; the provider's must not be lost.
+                log.error("answers: stopped by the provider: %s", fatal)
+                raise
             return finish(run, fatal)
         if work.interrupted:
             for outcome in work.drain():

@@ -19,3 +19,11 @@ def test_unknown_command_is_a_usage_error(cli):
     r = cli(["nope"])
     assert r.returncode == 2
     assert "No such command" in r.stderr
+
+
+def test_json_version_is_a_json_object(cli):
+    import json
+
+    r = cli(["--json", "--version"])
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {"name": "overbrainer", "version": __import__("overbrainer").__version__}

@@ -94,3 +94,35 @@ def test_refuses_and_writes_nothing(tmp_path, existing):
 def test_project_name(tmp_path):
     assert project_name(tmp_path / "Rust Errors") == "rust_errors"
     assert project_name(tmp_path / "---") == "my_project"
+
+
+def test_a_file_where_a_folder_goes_is_refused_before_anything_is_written(tmp_path):
+    from overbrainer.config.init import init_project
+    from overbrainer.errors import OverbrainerError
+
+    (tmp_path / "prompts").write_text("not a folder")
+    with pytest.raises(OverbrainerError, match="prompts already exists and is not a directory"):
+        init_project(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prompts"]
+
+
+def test_a_failed_write_takes_back_what_init_wrote(tmp_path, monkeypatch):
+    import errno
+
+    from overbrainer.config import init as init_module
+    from overbrainer.errors import OverbrainerError
+
+    real, calls = init_module.atomic_write_text, []
+
+    def disk_full_on_the_third(path, text):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, text)
+
+    monkeypatch.setattr(init_module, "atomic_write_text", disk_full_on_the_third)
+    with pytest.raises(OverbrainerError, match="No space left on device"):
+        init_module.init_project(tmp_path)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    monkeypatch.setattr(init_module, "atomic_write_text", real)
+    assert (init_module.init_project(tmp_path).project_dir / "overbrainer.toml").is_file()
