@@ -1,8 +1,9 @@
 """The training flows: `train`, `train attach`, `train stop`, `train cancel` (spec §5, §6.1).
 
 Ctrl-C: preparing (token, connection) is raced and leaves nothing behind; starting the job is
-shielded; following is raced and only detaches (the job keeps running); cancelling and
-retrieval are shielded. `train_flow` is also what `overbrainer run` calls after `split`.
+shielded; following is raced and only detaches (the job keeps running); cancelling (the `train
+stop` limits' cancel too, see runs.follow) and retrieval are shielded. `train_flow` is also what
+`overbrainer run` calls after `split`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
 from overbrainer.runs.record import (CANCELLED, FAILED, STOPPED, SUCCEEDED, RunRecord, load)
+from overbrainer.runs.start import unconfirmed
 from overbrainer.runs.states import Outcome
 from overbrainer.runs.targets import open_executor, pick_target, record_target
 
@@ -135,7 +137,7 @@ def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: 
     from overbrainer.runs.retrieve import finish
 
     with front.open_bus() as guard:
-        followed = interrupt.race(follow, executor, record, guard.bus, interrupt, stop_since=stop_since)
+        followed = follow(executor, record, guard.bus, interrupt, stop_since=stop_since)
     if followed is None:
         raise Interrupted(_keeps_running(record))
     run_dir = ids.run_dir(runs_dir, record.id)
@@ -206,7 +208,7 @@ def attach_flow(app, config, run_id: str) -> TrainResult:
     _require_training(config)
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)
-    if record.job is None:
+    if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has no job: it stopped before the job started")
     run_dir = ids.run_dir(runs_dir, run_id)
     front = _front(app)
@@ -216,6 +218,7 @@ def attach_flow(app, config, run_id: str) -> TrainResult:
     executor = None
     try:
         executor = _connect(interrupt, config, record, runs_dir)
+        _settle(interrupt, config, executor, record, runs_dir)
         if record.ended:
             interrupt.shield(collect, executor, record, run_dir, runs_dir,
                              note=f"retrieving the results of run {run_id}")
@@ -225,6 +228,17 @@ def attach_flow(app, config, run_id: str) -> TrainResult:
         if executor is not None:
             executor.close()
         interrupt.restore()
+
+
+def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
+    """A run whose start could not be confirmed: find its job on the target (shielded: it saves)."""
+    from overbrainer.runs.start import job_spec, settle
+
+    if not unconfirmed(record):
+        return
+    tgt = record_target(config, record)
+    container = job_spec(tgt, record, config.training, executor.workdir, {}).container
+    interrupt.shield(settle, executor, record, runs_dir, container, note=f"looking for the job of run {record.id}")
 
 
 def _check_stoppable(record: RunRecord) -> None:
@@ -274,7 +288,7 @@ def cancel_flow(app, config, run_id: str) -> str:
     record = load(runs_dir, run_id)
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
-    if record.job is None:
+    if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
     if getattr(config, "training", None) is None:
         raise ConfigError("cancel needs [training] to retrieve the run's artifacts: add a [training] "
@@ -286,6 +300,7 @@ def cancel_flow(app, config, run_id: str) -> str:
     executor = None
     try:
         executor = _connect(interrupt, config, record, runs_dir)
+        _settle(interrupt, config, executor, record, runs_dir)
         text, data = interrupt.shield(_cancel, executor, record, runs_dir,
                                       note=f"cancelling the job of run {run_id}")
         front.report(text, data)
@@ -307,7 +322,9 @@ def _cancel(executor, record: RunRecord, runs_dir: Path) -> tuple[str, dict]:
         after = to_status(executor.status(job))
     else:
         after = before
-    if after.kind != "cancelled" or not before.running:
+    # A job reading cancelled before we asked was cancelled by an earlier `train cancel` that
+    # died before saving: record it, unless a follow already settled the run (e.g. stopped).
+    if after.kind != "cancelled" or (record.ended and not before.running):
         text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}

@@ -1,8 +1,11 @@
 """Following a started job (spec §4): poll every 2 s, tail metrics.jsonl from its last offset,
 publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls, then drain.
 
-`follow` returns None when Ctrl-C came (the job keeps running); it is run under
-`Interrupt.race`, so a blocking call to the target never holds the user up.
+`follow` returns None when Ctrl-C came (the job keeps running). It runs the loop under
+`Interrupt.race`, so a blocking call to the target never holds the user up; a cancel called for
+by the `train stop` limits leaves the loop and runs under `Interrupt.shield` (Ctrl-C cannot cut
+it half-way), then the loop goes on to the job's end. The limits' durations are
+`timing.STOP_GRACE_SECS` and `timing.PROOF_GRACE_SECS`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.front.events import JobStatus, RunWatched
 from overbrainer.runs import timing
 from overbrainer.runs.record import RunRecord
@@ -25,6 +28,13 @@ REQUEST_CHECK_SECS = 30.0
 
 def attach_hint(run_id: str) -> str:
     return f"follow it again with `overbrainer train attach {run_id}`"
+
+
+def duration(seconds: float) -> str:
+    """`30 min`, or `90 s` when not whole minutes."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"
 
 
 def job_id(record: RunRecord):
@@ -41,11 +51,13 @@ def to_status(state: Any) -> Status:
 
 @dataclass
 class Followed:
-    """What a follow saw: the job's final status and the fold of its metrics."""
+    """What a follow saw: the job's final status and the fold of its metrics. `cancel_needed`: the
+    loop stopped for a stop-limit cancel (`status` is then the last one seen, still running)."""
     status: Status
     summary: Any
     offset: int = 0
     notes: list[str] = field(default_factory=list)
+    cancel_needed: bool = False
 
 
 class Follower:
@@ -66,6 +78,8 @@ class Follower:
         self.proof_since: float | None = None
         self.next_request_check = time.monotonic() + REQUEST_CHECK_SECS
         self.cancelled_for: str | None = None
+        self.last: Status | None = None
+        self.watched = False
 
     # --- one poll ---------------------------------------------------------------------------
 
@@ -108,19 +122,22 @@ class Follower:
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self) -> Followed | None:
-        self.bus.publish(RunWatched(self.record.id))
+        """Follow to the job's end (or to a stop-limit cancel: run again after it)."""
+        if not self.watched:
+            self.bus.publish(RunWatched(self.record.id))
+            self.watched = True
         failures = [0]
-        last: Status | None = None
         while True:
             status = self._retrying(self._poll, failures)
             if status is None:
                 return None
-            if status != last:
+            if status != self.last:
                 self.bus.publish(JobStatus(self.record.id, status.kind, status.code))
-                last = status
+                self.last = status
             if not status.running:
                 break
-            self._stop_limits()
+            if self._stop_limits():
+                return Followed(status, self.summary, self.reader.offset, [self.cancelled_for], cancel_needed=True)
             if self.interrupt.wait(timing.poll_secs()):
                 return None
         # Drain what the job wrote last, until a read makes no progress.
@@ -139,14 +156,15 @@ class Follower:
                 if ev is not None:
                     self.bus.publish(ev)
         notes = [self.cancelled_for] if self.cancelled_for else []
-        return Followed(last, self.summary, self.reader.offset, notes)
+        return Followed(self.last, self.summary, self.reader.offset, notes)
 
     # --- `train stop` limits ----------------------------------------------------------------
 
     def _read_small(self, name: str) -> bytes:
         return self.executor.read_from(f"{self.record.remote_dir.rstrip('/')}/{name}", 0, 64 * 1024)
 
-    def _stop_limits(self) -> None:
+    def _stop_limits(self) -> bool:
+        """True when a limit calls for cancelling the job (`cancel_job`, shielded, does it)."""
         now = time.monotonic()
         try:
             if self.stop_since is None and self.record.snapshots and now >= self.next_request_check:
@@ -154,22 +172,44 @@ class Follower:
                 if self._read_small("snapshot.request").strip():
                     self.stop_since = now
             if self.stop_since is None:
-                return
+                return False
             if self.proof_since is None and self._read_small("snapshot.json").strip():
                 self.proof_since = now
-            if self.proof_since is None and now - self.stop_since > timing.STOP_GRACE_SECS:
-                self.cancelled_for = "no snapshot 30 min after it was asked for: the job was cancelled"
-            elif self.proof_since is not None and now - self.proof_since > timing.PROOF_GRACE_SECS:
-                self.cancelled_for = "the job still ran 10 min after its snapshot: the job was cancelled"
-            else:
-                return
-            log.warning("%s", self.cancelled_for)
-            self.interrupt.shield(self.executor.cancel, self.job, note=f"cancelling the job of run {self.record.id}")
-            self.stop_since = self.proof_since = None
-            self.next_request_check = float("inf")
         except OverbrainerError as e:
             log.warning("cannot check the snapshot of run %s: %s", self.record.id, e)
+            return False
+        if self.proof_since is None and now - self.stop_since > timing.STOP_GRACE_SECS:
+            self.cancelled_for = (f"no snapshot {duration(timing.STOP_GRACE_SECS)} after it was asked for: "
+                                  "the job was cancelled")
+        elif self.proof_since is not None and now - self.proof_since > timing.PROOF_GRACE_SECS:
+            self.cancelled_for = (f"the job still ran {duration(timing.PROOF_GRACE_SECS)} after its snapshot: "
+                                  "the job was cancelled")
+        else:
+            return False
+        return True
+
+    def cancel_job(self) -> bool:
+        """The stop limits' cancel (run it shielded); False when it failed (tried again next poll)."""
+        try:
+            self.executor.cancel(self.job)
+        except OverbrainerError as e:
+            log.warning("cannot cancel the job of run %s: %s", self.record.id, e)
+            return False
+        log.warning("%s", self.cancelled_for)
+        self.stop_since = self.proof_since = None
+        self.next_request_check = float("inf")
+        return True
 
 
 def follow(executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None) -> Followed | None:
-    return Follower(executor, record, bus, interrupt, stop_since=stop_since).run()
+    """Follow a job to its end, raced by Ctrl-C (None: the job keeps running); a stop-limit cancel
+    runs shielded, and a Ctrl-C during it then raises `Interrupted`."""
+    follower = Follower(executor, record, bus, interrupt, stop_since=stop_since)
+    while True:
+        followed = interrupt.race(follower.run)
+        if followed is None or not followed.cancel_needed:
+            return followed
+        cancelled = interrupt.shield(follower.cancel_job, note=f"cancelling the job of run {record.id}")
+        if cancelled and interrupt.caught():
+            raise Interrupted(f"interrupted: the job of run {record.id} was cancelled ({follower.cancelled_for}); "
+                              f"collect it with `overbrainer train attach {record.id}`")

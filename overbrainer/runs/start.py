@@ -1,7 +1,11 @@
 """Creating a run (claimed locally and on the target) and starting its job (spec §1.1, §1.4, §6.1).
 
 Record-safety: a start that fails saves the run `failed` with the error; a job that spawned but
-whose record could not be saved is cancelled (nothing could find it again).
+whose record could not be saved is cancelled (nothing could find it again). A spawn cut off after
+the launcher may have reached the target looks for the `job.pid` its wrapper writes: found, the
+start goes on as usual; the target out of reach, the run is saved `running` without a job, with a
+message saying so, and `train attach` / `train cancel` settle it (`settle`). Never `failed` with a
+job that may be running.
 """
 
 from __future__ import annotations
@@ -9,14 +13,18 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import secrets as _secrets
+import time
 from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import TargetUnreachable
 from overbrainer.runs import ids
 from overbrainer.runs.record import FAILED, PREPARING, RUNNING, Container, JobRef, RunRecord, save
 
 log = logging.getLogger(__name__)
+
+PID_WAIT_SECS = 15.0  # how long a cut spawn's job.pid is looked for
 
 
 def remote_dir_of(executor, run_id: str) -> str:
@@ -78,10 +86,86 @@ def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec) 
 
     try:
         executor.upload(str(run_dir), record.remote_dir, DEFAULT_SKIP)
-        job = executor.spawn(spec)
+        try:
+            job = executor.spawn(spec)
+        except TargetUnreachable as e:
+            if not getattr(e, "sent", True):  # the launcher never reached the target
+                raise
+            job = _after_cut_spawn(executor, record, runs_dir, spec, e)
+    except _Settled:
+        raise
     except OverbrainerError as e:
         fail(runs_dir, record, f"the job could not start: {e}")
         raise
+    _record_job(executor, record, runs_dir, job)
+    return record
+
+
+def _after_cut_spawn(executor, record: RunRecord, runs_dir: Path, spec, error: TargetUnreachable):
+    """The job the cut spawn may have started, from its job.pid; else the run is saved `failed` (the
+    target has none) or `running` unconfirmed (the target is out of reach), and an error raised."""
+    rid = record.id
+    log.warning("starting the job of run %s: %s; looking for the job on the target", rid, error)
+    try:
+        job = find_job(executor, spec.dir, spec.container)
+    except TargetUnreachable as e:
+        record.state = RUNNING
+        record.message = (f"the start of the job of run {rid} could not be confirmed ({e}): it may be running "
+                          f"on target `{record.target}`; `overbrainer train attach {rid}` follows it once the "
+                          f"target is reachable, `overbrainer train cancel {rid}` stops it")
+        save(runs_dir, record)
+        raise _Settled(record.message, cause=e) from e
+    if job is None:
+        raise error
+    log.info("train: found the job of run %s on the target, pid %d", rid, job.pid)
+    return job
+
+
+class _Settled(OverbrainerError):
+    """A start whose record already says how it ended (not to be saved `failed`)."""
+
+
+def find_job(executor, job_dir: str, container, wait: float | None = None):
+    """The JobId from `<job_dir>/job.pid` (written by the job's wrapper), looked for up to `wait`
+    seconds; None when the target answers without one. Raises TargetUnreachable when the last
+    look could not reach the target."""
+    from overbrainer.exec.base import JobId
+
+    deadline = time.monotonic() + (PID_WAIT_SECS if wait is None else wait)
+    while True:
+        unreachable = None
+        try:
+            text = executor.read_from(f"{job_dir.rstrip('/')}/job.pid", 0, 64).decode("ascii", "replace").strip()
+            if text.isdigit() and int(text) > 1:
+                return JobId(job_dir, int(text), container)
+        except TargetUnreachable as e:
+            unreachable = e
+        if time.monotonic() >= deadline:
+            if unreachable is not None:
+                raise unreachable
+            return None
+        time.sleep(min(1.0, max(deadline - time.monotonic(), 0.05)))
+
+
+def settle(executor, record: RunRecord, runs_dir: Path, container) -> None:
+    """A run saved `running` without a job (its start could not be confirmed): record the job its
+    job.pid names, or save the run `failed` and raise when the target has none."""
+    job = find_job(executor, record.remote_dir, container)
+    if job is None:
+        fail(runs_dir, record, "the job never started: the target has no job.pid for it")
+        raise OverbrainerError(f"run {record.id} failed: {record.message}")
+    log.info("train: found the job of run %s on the target, pid %d", record.id, job.pid)
+    record.message = None
+    _record_job(executor, record, runs_dir, job)
+
+
+def unconfirmed(record: RunRecord) -> bool:
+    """Saved `running` without a job: its start could not be confirmed (see `settle`)."""
+    return record.job is None and record.state == RUNNING
+
+
+def _record_job(executor, record: RunRecord, runs_dir: Path, job) -> None:
+    """Save the record `running` with its job; cancel the job when the record cannot be saved."""
     container = Container(job.container.engine, job.container.name) if job.container else None
     record.job = JobRef(job.dir, job.pid, container)
     record.state = RUNNING
@@ -95,7 +179,6 @@ def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec) 
         except OverbrainerError as e:
             log.warning("cannot cancel the job of run %s: %s", record.id, e)
         raise
-    return record
 
 
 def fail(runs_dir: Path, record: RunRecord, message: str) -> None:
