@@ -1,13 +1,12 @@
 """`.overbrainer/history.jsonl`: one line per stage execution (spec pipeline.md §1.1, §5.3, §5.4).
 
-`HistoryRecorder` notes `begin(stage, role)`, tallies the stage's item events, and writes one
-line at the end; a write failure only logs a warning. `read_history` skips malformed lines.
+`HistoryRecorder` notes `begin(stage, provider, model)` and writes one line at the end with the
+stage's counts; a write failure only logs a warning. `read_history` skips malformed lines.
 `format_history_lines` gives the text of `overbrainer history [--all]`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -16,8 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from overbrainer.front.events import STAGES, ItemDone, ItemFailed, StageFinished, StageStats
-from overbrainer.support.usage import Usage
+from overbrainer.front.events import STAGES, StageStats
 
 log = logging.getLogger(__name__)
 
@@ -117,34 +115,24 @@ def append_entries(project_dir: str | os.PathLike, entries: list[HistoryEntry]) 
 
 def read_history(project_dir: str | os.PathLike) -> list[HistoryEntry]:
     """Every entry, oldest first. Missing file: empty. Malformed lines are skipped with a warning."""
-    path = history_path(project_dir)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as e:
-        from overbrainer.errors import OverbrainerError
+    from .jsonl import json_lines
 
-        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
+    path = history_path(project_dir)
     entries = []
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
+    for lineno, obj in json_lines(path, lenient=True):
         try:
-            entries.append(HistoryEntry.from_dict(json.loads(raw.decode("utf-8"))))
-        except (UnicodeDecodeError, ValueError) as e:
-            reason = "not JSON" if isinstance(e, (UnicodeDecodeError, json.JSONDecodeError)) else str(e)
-            log.warning("skipping line %d of %s: %s", lineno, path, reason)
+            entries.append(HistoryEntry.from_dict(obj))
+        except ValueError as e:
+            log.warning("skipping line %d of %s: %s", lineno, path, e)
     return entries
 
 
 class HistoryRecorder:
-    """One per command. `begin(stage, role)`, feed it the stage's events with `observe`, then
-    `finish(...)` writes the line:
+    """One per stage execution: `begin(stage, provider, model)`, then `finish(...)` writes the line:
 
     - `finish(stats=stats)`: `ok`, or `failed` when `stats.failed > 0`;
-    - `finish("failed")` after a fatal error, `finish("interrupted")` on Ctrl-C: counts come
-      from the tally of the events observed so far;
+    - `finish("failed", stats)` after a fatal error, `finish("interrupted", stats)` on Ctrl-C, with
+      the counts the stage reached;
     - `finish(split=result)` for split (a SplitResult or {"train", "eval", "orphaned"}; `excluded`
       taken from the result when `stats` is not given).
     """
@@ -156,48 +144,12 @@ class HistoryRecorder:
         self._stage: str | None = None
         self.last: HistoryEntry | None = None
 
-    def begin(self, stage: str, role: Any = None) -> None:
-        """`role`: the config Role used (with `.provider`, `.model`), or None (split)."""
+    def begin(self, stage: str, provider: str | None = None, model: str | None = None) -> None:
+        """provider and model: the role the stage uses (None for split)."""
         with self._lock:
             self._stage = stage
             self._started = rfc3339(self._clock())
-            self._provider = getattr(role, "provider", None) if role is not None else None
-            self._model = getattr(role, "model", None) if role is not None else None
-            self._tally = {"done": 0, "skipped": 0, "failed": 0, "excluded": 0}
-            self._usage = Usage()
-            self._cost: float | None = None
-            self._finished: StageStats | None = None
-
-    @property
-    def active(self) -> bool:
-        return self._stage is not None
-
-    def observe(self, event: Any) -> None:
-        """Tally an event of the current stage (others are ignored)."""
-        with self._lock:
-            if self._stage is None or getattr(event, "stage", None) != self._stage:
-                return
-            if isinstance(event, ItemDone):
-                if event.usage is None:
-                    self._tally["skipped"] += 1
-                else:
-                    self._tally["excluded" if event.excluded else "done"] += 1
-                    self._usage = self._usage + event.usage
-                if event.cost is not None:
-                    self._cost = (self._cost or 0.0) + event.cost
-            elif isinstance(event, ItemFailed) and not event.retryable:
-                self._tally["failed"] += 1
-            elif isinstance(event, StageFinished):
-                self._finished = event.stats
-
-    def tally(self) -> StageStats:
-        with self._lock:
-            return self._tally_stats()
-
-    def _tally_stats(self) -> StageStats:
-        if self._finished is not None:
-            return self._finished
-        return StageStats(usage=self._usage, cost=self._cost, **self._tally)
+            self._provider, self._model = provider, model
 
     def finish(self, status: str | None = None, stats: StageStats | None = None, *,
                split: Any = None) -> HistoryEntry | None:
@@ -215,11 +167,10 @@ class HistoryRecorder:
                                     "orphaned": split.orphaned}
                     excluded_from_split = split.excluded_total
             if stats is None:
-                if split_counts is not None:
-                    stats = StageStats(done=split_counts["train"] + split_counts["eval"],
-                                       skipped=split_counts["orphaned"], excluded=excluded_from_split or 0)
-                else:
-                    stats = self._tally_stats()
+                if split_counts is None:
+                    raise ValueError("finish() needs the stage's stats or its split")
+                stats = StageStats(done=split_counts["train"] + split_counts["eval"],
+                                   skipped=split_counts["orphaned"], excluded=excluded_from_split or 0)
             if status is None:
                 status = "failed" if stats.failed > 0 else "ok"
             entry = HistoryEntry(

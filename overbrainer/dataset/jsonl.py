@@ -52,8 +52,10 @@ def _no_gc():
             gc.enable()
 
 
-def _lines(path: Path) -> list[tuple[int, Any]]:
-    """(line number, parsed JSON) of every non-blank line of `path`, torn tail handled."""
+def json_lines(path: Path, *, lenient: bool = False) -> list[tuple[int, Any]]:
+    """(line number, parsed JSON) of every non-blank line of `path`, torn tail handled.
+
+    A bad line is an error naming file and line, or with `lenient` a warning and skipped."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -75,15 +77,12 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
                 log.warning("%s: ignoring an incomplete last line", path)
                 continue
             reason = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not JSON"
+            if lenient:
+                log.warning("skipping line %d of %s: %s", index + 1, path, reason)
+                continue
             raise OverbrainerError(f"{path}:{index + 1}: invalid record: {reason}") from None
         out.append((index + 1, obj))
     return out
-
-
-def read_dicts(path: str | os.PathLike) -> list[Any]:
-    """The JSON objects of `path` without schema checks (for tolerant readers)."""
-    with _no_gc():
-        return [obj for _, obj in _lines(Path(path))]
 
 
 def read_records(path: str | os.PathLike, cls: Type[T]) -> list[T]:
@@ -92,7 +91,7 @@ def read_records(path: str | os.PathLike, cls: Type[T]) -> list[T]:
     from_dict = cls.from_dict  # type: ignore[attr-defined]
     out = []
     with _no_gc():
-        for lineno, obj in _lines(path):
+        for lineno, obj in json_lines(path):
             try:
                 out.append(from_dict(obj))
             except RecordError as e:

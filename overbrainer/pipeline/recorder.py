@@ -19,11 +19,6 @@ from overbrainer.pipeline.stage import StageRun
 log = logging.getLogger(__name__)
 
 
-class _Role:
-    def __init__(self, provider, model):
-        self.provider, self.model = provider, model
-
-
 class StageRecorder:
     """`with StageRecorder(dir).recording(run, box) as run: ...; box.append(result)`."""
 
@@ -35,8 +30,7 @@ class StageRecorder:
         from overbrainer.dataset.history import HistoryRecorder
 
         recorder = HistoryRecorder(self.project_dir)
-        role = _Role(run.provider, run.model) if run.model is not None else None
-        recorder.begin(run.name, role)
+        recorder.begin(run.name, run.provider if run.model is not None else None, run.model)
         try:
             yield run
         except Interrupted:

@@ -1,19 +1,12 @@
 import json
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from overbrainer.dataset.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
                                          history_path, history_report, read_history)
 from overbrainer.dataset.split import split
-from overbrainer.front.events import ItemDone, ItemFailed, StageStats
+from overbrainer.front.events import StageStats
 from overbrainer.support.usage import Usage
-
-
-@dataclass
-class Role:
-    provider: str
-    model: str
 
 
 def clock():
@@ -27,7 +20,7 @@ def lines(tmp_path):
 
 def test_ok_line_has_exactly_the_spec_fields_in_order(tmp_path):
     rec = HistoryRecorder(tmp_path, clock=clock())
-    rec.begin("answers", Role("openrouter", "deepseek/deepseek-r1"))
+    rec.begin("answers", "openrouter", "deepseek/deepseek-r1")
     rec.finish(stats=StageStats(done=3, skipped=1, failed=0, excluded=1, usage=Usage(100, 50), cost=0.0042))
     assert lines(tmp_path) == [
         '{"stage":"answers","started_at":"2026-09-27T10:00:00Z","ended_at":"2026-09-27T10:00:30Z",'
@@ -37,24 +30,21 @@ def test_ok_line_has_exactly_the_spec_fields_in_order(tmp_path):
 
 def test_failed_items_make_a_failed_line(tmp_path):
     rec = HistoryRecorder(tmp_path, clock=clock())
-    rec.begin("questions", Role("p", "m"))
+    rec.begin("questions", "p", "m")
     entry = rec.finish(stats=StageStats(done=1, failed=2))
     assert entry.status == "failed" and json.loads(lines(tmp_path)[0])["failed"] == 2
 
 
-def test_interrupted_and_fatal_lines_use_the_event_tally(tmp_path):
+def test_interrupted_and_fatal_lines_carry_the_counts_reached(tmp_path):
     rec = HistoryRecorder(tmp_path, clock=clock())
-    rec.begin("answers", Role("p", "m"))
-    for ev in [ItemDone("answers", "a", Usage(10, 5), 0.5), ItemDone("answers", "b", Usage(1, 1), None, True),
-               ItemDone("answers", "c"), ItemFailed("answers", "d", "HTTP 429", True),
-               ItemFailed("answers", "d", "HTTP 500", False), ItemDone("questions", "x", Usage(99, 99))]:
-        rec.observe(ev)
-    entry = rec.finish("interrupted")
+    rec.begin("answers", "p", "m")
+    reached = StageStats(done=1, skipped=1, failed=1, excluded=1, usage=Usage(11, 6), cost=0.5)
+    entry = rec.finish("interrupted", reached)
     d = json.loads(lines(tmp_path)[0])
     assert (d["status"], d["done"], d["excluded"], d["skipped"], d["failed"]) == ("interrupted", 1, 1, 1, 1)
     assert (d["input_tokens"], d["output_tokens"], d["cost"]) == (11, 6, 0.5)
     assert entry.status == "interrupted"
-    assert rec.finish("ok") is None  # nothing begun: nothing written
+    assert rec.finish("ok", reached) is None  # nothing begun: nothing written
     assert len(lines(tmp_path)) == 1
 
 
@@ -82,7 +72,7 @@ def test_split_line_from_a_split_result(tmp_path):
 def test_a_write_failure_only_warns(tmp_path, caplog):
     (tmp_path / ".overbrainer").write_text("a file where the folder should be")
     rec = HistoryRecorder(tmp_path)
-    rec.begin("subtopics", Role("p", "m"))
+    rec.begin("subtopics", "p", "m")
     with caplog.at_level(logging.WARNING):
         entry = rec.finish(stats=StageStats(done=1))
     assert entry.done == 1 and "cannot record the subtopics stage" in caplog.text
