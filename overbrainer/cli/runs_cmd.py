@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -12,10 +11,6 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.errors import OverbrainerError, UsageError
-
-_CONTROL = re.compile(r"(?:\x1b\[|\x9b)[0-9;?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
 
 @click.group("runs")
 def runs() -> None:
@@ -83,6 +78,10 @@ def show_cmd(app, run_id: str) -> None:
         lines.append(f"loss:      {progress['loss']:.4f}")
     if progress.get("eval_loss") is not None:
         lines.append(f"eval loss: {progress['eval_loss']:.4f}")
+    if progress.get("time_left") is not None:
+        from overbrainer.train.metrics import format_duration
+
+        lines.append(f"time left: {format_duration(progress['time_left'])} ({progress['pace']:.2f} steps/s)")
     if record.resumed_from:
         lines.append(f"resumed:   from {record.resumed_from}")
     if record.snapshot is not None:
@@ -95,11 +94,11 @@ def show_cmd(app, run_id: str) -> None:
 
 def clean_line(raw: bytes) -> str:
     """A log line made safe to print: decoded, control characters stripped, secrets redacted."""
-    from overbrainer.support.redact import redact
+    from overbrainer.support.redact import redact, strip_controls
 
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
     text = text.replace("\r", " ").replace("\t", "    ")
-    return redact(_CONTROL.sub("", text))
+    return redact(strip_controls(text))
 
 
 @runs.command("logs")

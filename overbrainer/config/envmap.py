@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from overbrainer.config.fields import EnvStr, env_str
+from overbrainer.config.fields import env_str
 
 PREFIX = "OVERBRAINER_"
 
@@ -98,7 +98,3 @@ def env_only_in_file(data: dict[str, Any]) -> list[str]:
     for pattern in ENV_ONLY:
         walk(data, pattern.split("."), [])
     return [f"{key}: must be set through env, not in overbrainer.toml" for key in found]
-
-
-def is_from_env(value: Any) -> bool:
-    return isinstance(value, EnvStr)

@@ -74,9 +74,6 @@ class Table:
 
     # --- getters ---------------------------------------------------------------------------
 
-    def has(self, k: str) -> bool:
-        return k in self.data
-
     def raw(self, k: str, default: Any = None) -> Any:
         self.used.add(k)
         return self.data.get(k, default)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -197,13 +197,6 @@ class Cost:
     kind: str = "unknown"
     value: float = 0.0
 
-    def add(self, cost: float | None) -> "Cost":
-        if self.kind == "unknown":
-            return Cost("partial", cost) if cost is not None else self
-        if self.kind == "known" and cost is not None:
-            return Cost("known", self.value + cost)
-        return Cost("partial", self.value + (cost or 0.0))
-
     @staticmethod
     def first(cost: float | None) -> "Cost":
         return Cost("unknown") if cost is None else Cost("known", cost)
@@ -238,18 +231,14 @@ class Total:
     failed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: Cost = None  # type: ignore[assignment]
-
-    def __post_init__(self):
-        if self.cost is None:
-            self.cost = Cost()
+    cost: Cost = field(default_factory=lambda: Cost("none"))  # `none` leaves any sum as it is
 
     def add(self, e: HistoryEntry) -> None:
         # split calls no model, and a run that used no token (everything on disk already, as in
         # a nightly cron rerun) spent nothing: both cost nothing, rather than an unknown amount.
         spent_nothing = e.stage == "split" or (e.input_tokens == 0 and e.output_tokens == 0)
         cost = Cost("none") if spent_nothing and e.cost is None else Cost.first(e.cost)
-        self.cost = cost if self.runs == 0 else self.cost.merge(cost)
+        self.cost = self.cost.merge(cost)
         self.runs += 1
         self.done += e.done
         self.failed += e.failed
@@ -263,14 +252,16 @@ class Total:
 
 
 def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:
-    """Totals per stage (in stage order) and over everything."""
+    """Totals per stage (in stage order) and over everything (cost unknown when nothing ran)."""
+    if not entries:
+        return {}, Total(cost=Cost())
     per: dict[str, Total] = {}
     for e in entries:
         per.setdefault(e.stage, Total()).add(e)
     per = {s: per[s] for s in STAGES if s in per}
     all_ = Total()
     for t in per.values():
-        all_.cost = t.cost if all_.runs == 0 else all_.cost.merge(t.cost)
+        all_.cost = all_.cost.merge(t.cost)
         all_.runs += t.runs
         all_.done += t.done
         all_.failed += t.failed

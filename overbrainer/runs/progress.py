@@ -22,7 +22,8 @@ def local_progress(run_dir: Path, record: RunRecord) -> dict[str, Any]:
     summary = local_summary(run_dir)
     if not summary.lines and not summary.phases.stage:
         return {"phase": None if record.state != RUNNING else "unknown (metrics not retrieved yet)",
-                "step": None, "max_steps": None, "epoch": None, "loss": None, "eval_loss": None}
+                "step": None, "max_steps": None, "epoch": None, "loss": None, "eval_loss": None,
+                "pace": None, "time_left": None}
     phase = summary.phase() if record.state == RUNNING else "ended"
     return {
         "phase": phase,
@@ -31,4 +32,7 @@ def local_progress(run_dir: Path, record: RunRecord) -> dict[str, Any]:
         "epoch": summary.epoch,
         "loss": summary.last_train["loss"] if summary.last_train else None,
         "eval_loss": summary.eval_loss,
+        # steps per second and seconds left, from the plugin's clock (while it runs)
+        "pace": summary.pace() if record.state == RUNNING else None,
+        "time_left": summary.time_left() if record.state == RUNNING else None,
     }

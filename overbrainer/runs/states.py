@@ -89,8 +89,3 @@ def apply_proof(result: Outcome, proof: bytes | None) -> Outcome:
     if result.state == CANCELLED:
         return result
     return Outcome(FAILED, f"the job stopped with a snapshot, but snapshot.json {problem}")
-
-
-def checkpoint_step(checkpoint: str) -> int | None:
-    m = _CHECKPOINT.fullmatch(checkpoint)
-    return int(m.group(1)) if m else None

@@ -282,28 +282,6 @@ def summarize_file(path: str | os.PathLike) -> MetricsSummary:
 
 # --- display and events ----------------------------------------------------------------------
 
-def _sci(value: float) -> str:
-    mantissa, exp = f"{value:.2e}".split("e")
-    return f"{mantissa}e{int(exp)}"
-
-
-def format_log(rec: dict[str, Any]) -> str:
-    """`step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812` for a log record."""
-    step, max_steps = rec.get("step", 0), rec.get("max_steps")
-    parts = [f"step {step}/{max_steps} ({100 * step // max_steps}%)" if max_steps else f"step {step}"]
-    if rec.get("epoch") is not None:
-        parts.append(f"epoch {rec['epoch']:.2f}")
-    if rec.get("loss") is not None:
-        parts.append(f"loss {rec['loss']:.4f}")
-    if rec.get("eval_loss") is not None:
-        parts.append(f"eval_loss {rec['eval_loss']:.4f}")
-    if rec.get("learning_rate") is not None:
-        parts.append(f"lr {_sci(rec['learning_rate'])}")
-    if rec.get("grad_norm") is not None:
-        parts.append(f"grad_norm {rec['grad_norm']:.3f}")
-    return ", ".join(parts)
-
-
 def format_duration(seconds: float) -> str:
     """`45s`, `12m05s`, `3h07m`."""
     seconds = int(round(seconds))

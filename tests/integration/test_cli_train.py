@@ -331,3 +331,24 @@ def test_train_subcommand_options_conflict(tmp_path, fake_axolotl):
     assert r.returncode == 1 and "is not a valid run ID" in r.stderr
     r = p.run("train", "attach", "nope_1")
     assert r.returncode == 1 and "no run `nope_1` in runs/" in r.stderr
+
+
+def test_runs_show_gives_phase_step_loss_and_time_left_of_a_running_run(tmp_path, fake_axolotl):
+    p = make_project(tmp_path, fake_axolotl)
+    run = p.runs / "train_demo_20260101-000000"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "id": run.name, "target": "local", "created": "2026-01-01T00:00:00Z", "remote_dir": str(run),
+        "job": {"dir": str(run), "pid": 4242, "container": None}, "state": "running", "message": None,
+        "snapshots": True}))
+    lines = [{"event": "begin", "time": 100.0, "max_steps": 40},
+             {"event": "log", "time": 100.0, "step": 10, "epoch": 0.5, "max_steps": 40, "loss": 1.5},
+             {"event": "log", "time": 110.0, "step": 20, "epoch": 1.0, "max_steps": 40, "loss": 1.25}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = p.run("runs", "show", run.name)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert "phase:     training" in out and "step:      20/40" in out and "loss:      1.2500" in out
+    assert "time left: 20s (1.00 steps/s)" in out
+    data = json.loads(p.run("--json", "runs", "show", run.name).stdout)
+    assert (data["pace"], data["time_left"]) == (1.0, 20.0)

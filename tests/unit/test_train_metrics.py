@@ -174,8 +174,11 @@ def test_pace_unknown_without_two_points_or_max_steps():
 def test_format_helpers():
     rec = m.parse_record(log_line(12, 1, loss=1.23449, max_steps=40, learning_rate=2e-4, grad_norm=0.8123))
     rec["epoch"] = 0.9
-    assert m.format_log(rec) == "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
-    assert m.format_log({"step": 3}) == "step 3"
+    # How the front end words a log record, once it is an event.
+    from overbrainer.front.render_lines import describe_metric
+
+    assert describe_metric(m.to_event("r", rec)) == "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
+    assert describe_metric(m.to_event("r", {"event": "log", "time": 1.0, "step": 3})) == "step 3"
     assert [m.format_duration(s) for s in (45, 725, 11220)] == ["45s", "12m05s", "3h07m"]
 
 
