@@ -53,6 +53,11 @@ class Snapshot:
     step: int
     reason: str = "requested"
 
+    @staticmethod
+    def path_for(step: int) -> str:
+        """The only checkpoint a snapshot may name: it is joined to local paths."""
+        return f"output/checkpoint-{step}"
+
 
 @dataclass
 class RunRecord:
@@ -137,8 +142,8 @@ class RunRecord:
             if (not isinstance(raw, dict) or not isinstance(raw.get("checkpoint"), str)
                     or not isinstance(raw.get("step"), int) or isinstance(raw.get("step"), bool)
                     or raw.get("reason", "requested") not in REASONS
-                    or raw["checkpoint"] != f"output/checkpoint-{raw['step']}"):
-                raise bad("snapshot")  # it is joined to local paths: nothing else may be named
+                    or raw["checkpoint"] != Snapshot.path_for(raw["step"])):
+                raise bad("snapshot")
             snapshot = Snapshot(raw["checkpoint"], raw["step"], raw.get("reason", "requested"))
         resumed = text("resumed_from", optional=True)
         if resumed is not None and not ids.is_valid(resumed):

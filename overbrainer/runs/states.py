@@ -4,13 +4,11 @@ snapshot proof (succeeded/cancelled → stopped when valid)."""
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from overbrainer.runs.record import (CANCELLED, FAILED, REASONS, STOPPED, SUCCEEDED, Snapshot)
 
 PROOF_LIMIT = 64 * 1024
-_CHECKPOINT = re.compile(r"output/checkpoint-(\d+)")
 
 
 @dataclass(frozen=True)
@@ -65,8 +63,8 @@ def parse_proof(text: str) -> Snapshot:
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise ValueError("has no valid step")
     checkpoint = data.get("checkpoint")
-    if checkpoint != f"output/checkpoint-{step}":
-        raise ValueError(f"does not name output/checkpoint-{step}")
+    if checkpoint != Snapshot.path_for(step):
+        raise ValueError(f"does not name {Snapshot.path_for(step)}")
     reason = data.get("reason")
     if reason not in REASONS:
         reason = "requested"
