@@ -14,16 +14,15 @@ decide.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.support.redact import strip_controls
 
 AUTO = "auto"
 LEVELS = ("NONE", "LOW", "MEDIUM", "HIGH")
 MIN_CUDA = "13.0"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]|\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class NotInStock(OverbrainerError):
@@ -118,7 +117,7 @@ def clean(text: Any, limit: int = 200) -> str | None:
     """A catalog string without control or escape characters (None when not a string)."""
     if not isinstance(text, str):
         return None
-    return _CONTROL.sub("", text).strip()[:limit] or None
+    return " ".join(strip_controls(text).split())[:limit] or None
 
 
 def _num(v: Any) -> float | None:
@@ -175,9 +174,9 @@ def _why_not(gpu: GpuType, w: Wanted) -> str | None:
 
 _REASONS = {
     "secure": "not offered on Secure Cloud",
-    "count": "fewer than {count} GPUs per pod",
+    "count": "with fewer than {count} GPUs per pod",
     "vram": "less VRAM than min_vram_gb",
-    "price": "above max_price_per_hour",
+    "price": "above max_price_per_hour (the list price times gpu_count)",
     "stock": "out of stock",
 }
 
@@ -244,7 +243,8 @@ def pick(w: Wanted, catalog: list[GpuType] | None = None, *, tried: Iterable[str
             dropped[why] = dropped.get(why, 0) + 1
     if not fits:
         seen = sum(dropped.values())
-        detail = "; ".join(f"{n} {_REASONS[k].format(count=w.gpu_count)}" for k, n in dropped.items())
+        detail = "; ".join(f"{dropped[k]} {text.format(count=w.gpu_count)}" for k, text in _REASONS.items()
+                           if k in dropped)
         why = f": of {seen} types, {detail}" if seen else ": the catalog lists no GPU type"
         if done:
             why += f" ({len(done)} tried already)"
