@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runpod.record import SshEndpoint
+from overbrainer.runpod.record import PodEndpoint
 from overbrainer.support.atomic import atomic_write_bytes, atomic_write_text, umask_mode
 
 SSH_DIR = "ssh"
@@ -142,7 +142,7 @@ class RunKeys:
         except OSError as e:
             raise OverbrainerError(f"cannot read {self.host_key}: {e.strerror or e}") from e
 
-    def write_known_hosts(self, endpoint: SshEndpoint | None) -> Path:
+    def write_known_hosts(self, endpoint: PodEndpoint | None) -> Path:
         """The pin: the alias line, and the `[host]:port` line of `endpoint` when known."""
         lines = [f"{self.alias} {self.host_public}"]
         if endpoint is not None:
@@ -150,9 +150,9 @@ class RunKeys:
         atomic_write_text(self.known_hosts, "\n".join(lines) + "\n", mode=umask_mode())
         return self.known_hosts
 
-    def write_config(self, endpoint: SshEndpoint) -> Path:
+    def write_config(self, endpoint: PodEndpoint) -> Path:
         """(Re)write `config` and the pin for `endpoint` (a restarted pod has a new port): call it
-        before every connection. The endpoint was validated (SshEndpoint) against injection."""
+        before every connection. The endpoint was validated (PodEndpoint) against injection."""
         self.write_known_hosts(endpoint)
         text = (
             f"# Written by overbrainer for run {self.run_id}; use: {ssh_line(self.run_id)}\n"

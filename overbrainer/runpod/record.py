@@ -87,8 +87,8 @@ DELETED_BY = ("client", "watchdog", "pod_rm", "unknown")
 
 _HOST = re.compile(r"[A-Za-z0-9.:-]+")
 _USER = re.compile(r"[A-Za-z0-9._-]+")
-_RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
-_POD_ID = re.compile(r"[A-Za-z0-9]+")
+RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
+POD_ID = re.compile(r"[A-Za-z0-9]+")
 
 
 def rfc3339(unix: float) -> str:
@@ -101,7 +101,7 @@ def attempt_name(run_id: str, n: int) -> str:
 
 
 @dataclass(frozen=True)
-class SshEndpoint:
+class PodEndpoint:
     """Where the pod's sshd answers (Runpod's `ssh.direct`), checked so it is safe in an ssh
     config file: host `[A-Za-z0-9.:-]+`, user `[A-Za-z0-9._-]+`, port 1–65535."""
 
@@ -159,7 +159,7 @@ class PodRecord:
     created_at: str | None = None
     created_unix: int | None = None
     ready_at: str | None = None
-    ssh: SshEndpoint | None = None
+    ssh: PodEndpoint | None = None
     host_key: str | None = None
     deleted_at: str | None = None
     deleted_by: str | None = None
@@ -177,7 +177,7 @@ class PodRecord:
     def for_target(cls, run_id: str, target: Any, *, keep: bool, host_key: str,
                    path: Path | None = None) -> "PodRecord":
         """The first record of a run on a RunpodTarget (the cost cap is not armed on kept pods)."""
-        if not _RUN_ID.fullmatch(run_id or ""):
+        if not RUN_ID.fullmatch(run_id or ""):
             raise ValueError(f"{run_id!r} is not a valid run ID")
         return cls(run_id=run_id, keep=keep, gpu_count=target.gpu_count, host_key=host_key,
                    max_cost_usd=None if keep else target.max_cost_usd,
@@ -300,8 +300,11 @@ class PodRecord:
                     now: float | None = None) -> None:
         """The pod of `attempt` exists (answered 201, or found by its name): `provisioning`, with
         the attempt's deadline. `created_*` is the local clock now (the caller saves)."""
-        if not _POD_ID.fullmatch(pod_id or ""):
+        if not POD_ID.fullmatch(pod_id or ""):
             raise ValueError("invalid pod id")
+        if self.state != S.CREATING:
+            raise IllegalTransition(f"{self._where()}: a pod was created while the record is "
+                                    f"{self.state.value}, not creating")
         now = time.time() if now is None else now
         self.settle(attempt, ADOPTED if adopted else CREATED, pod_id=pod_id)
         self.pod_id = pod_id
@@ -323,7 +326,7 @@ class PodRecord:
             return True
         return False
 
-    def mark_ready(self, endpoint: SshEndpoint, *, now: float | None = None) -> None:
+    def mark_ready(self, endpoint: PodEndpoint, *, now: float | None = None) -> None:
         self.transition(S.READY)
         self.ssh = endpoint
         self.ready_at = rfc3339(time.time() if now is None else now)

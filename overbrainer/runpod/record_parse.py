@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from overbrainer.runpod.record import (DELETED_BY, FILE, RESULTS, VERSION, Attempt, InvalidPodRecord,
-                                       PodRecord, PodState, SshEndpoint, _POD_ID, _RUN_ID)
+                                       PodRecord, PodState, PodEndpoint, POD_ID, RUN_ID)
 
 _KNOWN = ("version", "run_id", "state", "keep", "deadline", "deadline_unix", "attempts", "pod_id",
           "gpu_type", "gpu_count", "data_center_id", "cost_per_hour", "created_at", "created_unix",
@@ -51,7 +51,7 @@ class _Fields:
 
     def pod_id(self, name: str) -> str | None:
         v = self.text(name)
-        if v is not None and not _POD_ID.fullmatch(v):
+        if v is not None and not POD_ID.fullmatch(v):
             raise self.bad(name)
         return v
 
@@ -68,13 +68,13 @@ def _attempt(raw: Any, where: str, i: int) -> Attempt:
                    result=result, detail=f.text("detail"), pod_id=f.pod_id("pod_id"))
 
 
-def _ssh(raw: Any, f: _Fields) -> SshEndpoint | None:
+def _ssh(raw: Any, f: _Fields) -> PodEndpoint | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise f.bad("ssh")
     try:
-        return SshEndpoint(host=raw.get("host"), port=raw.get("port"), user=raw.get("user", "root"))
+        return PodEndpoint(host=raw.get("host"), port=raw.get("port"), user=raw.get("user", "root"))
     except ValueError:
         raise f.bad("ssh") from None
 
@@ -96,7 +96,7 @@ def from_dict(data: Any, where: str) -> PodRecord:
                                    f"this one reads version {VERSION}")
         raise f.bad("version", f": expected {VERSION}")
     run_id = f.text("run_id", optional=False)
-    if not _RUN_ID.fullmatch(run_id):
+    if not RUN_ID.fullmatch(run_id):
         raise f.bad("run_id")
     try:
         state = PodState(data.get("state"))
@@ -114,7 +114,7 @@ def from_dict(data: Any, where: str) -> PodRecord:
     stray_ids = []
     for i, s in enumerate(strays):  # pod ids (an object with an `id` is read too)
         s = s.get("pod_id", s.get("id")) if isinstance(s, dict) else s
-        if not isinstance(s, str) or not _POD_ID.fullmatch(s):
+        if not isinstance(s, str) or not POD_ID.fullmatch(s):
             raise f.bad(f"stray_pods[{i}]")
         stray_ids.append(s)
     deleted_by = f.text("deleted_by")

@@ -13,7 +13,7 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.keys import RunKeys, alias, forget_keys, ssh_line
-from overbrainer.runpod.record import SshEndpoint
+from overbrainer.runpod.record import PodEndpoint
 from tests.fixtures.sshd import SshServer, _free_port
 
 RUN = "demo_20260101-120000"
@@ -63,7 +63,7 @@ def test_the_host_key_secret_value_is_the_private_key_file_in_base64(keys):
 
 def test_the_pin_is_keyed_by_the_alias_and_the_endpoint_last_seen(keys):
     assert keys.known_hosts.read_text() == f"overbrainer-{RUN} {keys.host_public}\n"
-    keys.write_config(SshEndpoint("195.26.233.3", 34446))
+    keys.write_config(PodEndpoint("195.26.233.3", 34446))
     assert keys.known_hosts.read_text() == (f"overbrainer-{RUN} {keys.host_public}\n"
                                             f"[195.26.233.3]:34446 {keys.host_public}\n")
     pinned = paramiko.HostKeys(str(keys.known_hosts))
@@ -71,7 +71,7 @@ def test_the_pin_is_keyed_by_the_alias_and_the_endpoint_last_seen(keys):
 
 
 def test_ssh_reads_the_config_as_pinned_and_strict(keys):
-    config = keys.write_config(SshEndpoint("195.26.233.3", 34446, "root"))
+    config = keys.write_config(PodEndpoint("195.26.233.3", 34446, "root"))
     seen = ssh_g(config, alias(RUN))
     assert seen["hostname"] == ["195.26.233.3"] and seen["port"] == ["34446"] and seen["user"] == ["root"]
     assert seen["identityfile"] == [str(keys.client_key.resolve())]
@@ -83,29 +83,29 @@ def test_ssh_reads_the_config_as_pinned_and_strict(keys):
     assert seen["passwordauthentication"] == ["no"] and seen["kbdinteractiveauthentication"] == ["no"]
     assert ssh_line(RUN) == f"ssh -F runs/{RUN}/ssh/config overbrainer-{RUN}"
     # A restarted pod has a new port: the config is rewritten, the pin still holds.
-    keys.write_config(SshEndpoint("195.26.233.3", 40001, "root"))
+    keys.write_config(PodEndpoint("195.26.233.3", 40001, "root"))
     assert ssh_g(config, alias(RUN))["port"] == ["40001"]
 
 
 def test_a_path_with_percent_is_escaped_and_one_with_a_quote_refused(tmp_path):
     odd = RunKeys.generate(tmp_path / "100%" / "ssh", RUN)
-    seen = ssh_g(odd.write_config(SshEndpoint("10.0.0.1", 22)), alias(RUN))
+    seen = ssh_g(odd.write_config(PodEndpoint("10.0.0.1", 22)), alias(RUN))
     # ssh -G shows the value before it expands `%%` to `%` (the real sshd test connects through it)
     assert seen["identityfile"] == [str(odd.client_key.resolve()).replace("%", "%%")]
     quoted = RunKeys.generate(tmp_path / 'a"b' / "ssh", RUN)
     with pytest.raises(OverbrainerError, match="holds a quote or a line break"):
-        quoted.write_config(SshEndpoint("10.0.0.1", 22))
+        quoted.write_config(PodEndpoint("10.0.0.1", 22))
 
 
 @pytest.mark.parametrize("host, port, user", [("a b", 22, "root"), ("h\nProxyCommand x", 22, "root"),
                                               ("h", 0, "root"), ("h", 22, "ro ot"), ("h", True, "root")])
 def test_an_endpoint_that_could_inject_config_is_refused(host, port, user):
     with pytest.raises(ValueError):
-        SshEndpoint(host, port, user)
+        PodEndpoint(host, port, user)
 
 
 def test_forgetting_removes_the_private_keys_only(keys):
-    keys.write_config(SshEndpoint("10.0.0.1", 22))
+    keys.write_config(PodEndpoint("10.0.0.1", 22))
     assert sorted(p.name for p in keys.forget()) == ["host_ed25519", "id_ed25519"]
     assert sorted(p.name for p in keys.ssh_dir.iterdir()) == [
         "config", "host_ed25519.pub", "id_ed25519.pub", "known_hosts"]
@@ -128,7 +128,7 @@ def test_a_real_sshd_with_the_run_host_key_is_reached_and_any_other_host_key_ref
     Path("/run/sshd").mkdir(exist_ok=True)
     server.start()
     try:
-        config = keys.write_config(SshEndpoint(server.host, server.port, server.user))
+        config = keys.write_config(PodEndpoint(server.host, server.port, server.user))
         argv = ["ssh", "-F", str(config), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", alias(RUN), "echo pinned"]
         ok = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert (ok.returncode, ok.stdout) == (0, "pinned\n"), ok.stderr

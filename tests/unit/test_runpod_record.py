@@ -11,7 +11,7 @@ import pytest
 
 from overbrainer.runpod.record import (ADOPTED, AMBIGUOUS, CREATED, NOT_READY, SENT, UNAVAILABLE,
                                        IllegalTransition, InvalidPodRecord, PodRecord, PodState,
-                                       SshEndpoint)
+                                       PodEndpoint)
 
 # The field names of the original tool's pod.json, version 1 (its projects must open unchanged).
 FIELDS = {"version", "run_id", "state", "keep", "deadline", "deadline_unix", "attempts", "pod_id",
@@ -62,7 +62,7 @@ def test_a_pod_json_of_the_original_tool_opens_and_rewrites_unchanged(tmp_path):
     path.write_text(json.dumps({**ORIGINAL, "lease": {"renewed_unix": 5}}, indent=2))
     record = PodRecord.load(path)
     assert record.state is PodState.RUNNING
-    assert record.ssh == SshEndpoint("195.26.233.3", 34446, "root")
+    assert record.ssh == PodEndpoint("195.26.233.3", 34446, "root")
     assert [a.result for a in record.attempts] == [UNAVAILABLE, CREATED]
     record.save()
     assert on_disk(path) == {**ORIGINAL, "lease": {"renewed_unix": 5}}
@@ -116,7 +116,7 @@ def test_a_pod_goes_through_its_life_and_its_spend_is_estimated(tmp_path):
     assert (record.state, attempt.result, attempt.pod_id) == (PodState.PROVISIONING, CREATED, "pod1")
     assert (record.deadline_unix, record.deadline) == (8200, "1970-01-01T02:16:40Z")
     assert record.cost_per_hour is None and record.note_rate(0.88) and not record.note_rate(0.9)
-    record.mark_ready(SshEndpoint("10.0.0.1", 2201), now=1100)
+    record.mark_ready(PodEndpoint("10.0.0.1", 2201), now=1100)
     record.transition("running")
     assert record.summary() == "pod running pod1 $0.88/h"
     assert record.spend_so_far(now=1002 + 1800) == 0.44
