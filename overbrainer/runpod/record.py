@@ -208,6 +208,13 @@ class PodRecord:
         """The record in `path`, or None when the run never asked for a pod."""
         return cls.load(path) if Path(path).exists() else None
 
+    def reload(self) -> "PodRecord":
+        """The record as it is on disk now: another command (`pod rm`, `train attach`) may have
+        edited it, so an editor re-reads before it edits."""
+        if self.path is None:
+            raise ValueError("PodRecord.reload needs a record that was loaded or saved")
+        return PodRecord.load(self.path)
+
     def save(self, path: Path | None = None) -> None:
         """Pretty JSON, written atomically; the file's mode follows the umask (it holds no secret)."""
         path = Path(path) if path is not None else self.path

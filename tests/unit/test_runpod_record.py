@@ -182,6 +182,14 @@ def test_strays_keep_the_keys_until_they_are_confirmed_gone(tmp_path):
     assert record.no_pod_left
 
 
+def test_an_editor_rereads_what_another_command_saved(tmp_path):
+    mine = new_record(tmp_path)
+    other = PodRecord.load(mine.path)
+    other.add_strays(["dup1"])
+    other.save()
+    assert mine.stray_pods == [] and mine.reload().stray_pods == ["dup1"]
+
+
 def test_awaiting_retrieval_and_kept_read_in_runs_ls(tmp_path):
     path = tmp_path / "pod.json"
     path.write_text(json.dumps({**ORIGINAL, "state": "awaiting_retrieval"}))
