@@ -1,0 +1,132 @@
+"""What a pod costs: its rate, the spend so far, the price line shown before a create, and the
+`max_cost_usd` cap armed on the pod. Every dollar amount the tool shows about pods is worded here
+(`runs ls`, `runs show`, `pod ls`, `pod rm`, events, warnings), so they all read the same.
+
+The rate is the first non-zero `cost` Runpod reports for the pod (USD per hour, billed per second,
+image pull included); the catalog's list price is only used before a pod exists. Spend is the
+rate times the time since the create answer, on the local clock, rounded to 1e-4 USD.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SNAPSHOT_SHARE = 0.95          # the pod asks for a snapshot at 95 % of the cap …
+SNAPSHOT_LEAD_SECS = 15 * 60   # … and at least this long before the cap deletes it
+CAP_MINUTES_WARNED = 30        # a cap buying less pod time than this is warned about
+SPEND_DIGITS = 4               # estimated spend rounded to 1e-4 USD
+
+
+def usable_rate(rate: float | None) -> float | None:
+    """The rate if it is a real one (a finite number > 0), else None (0 = no rate reported)."""
+    if rate is None or isinstance(rate, bool) or not math.isfinite(rate) or rate <= 0:
+        return None
+    return float(rate)
+
+
+def spend(rate: float | None, start_unix: float | None, end_unix: float | None) -> float | None:
+    """`rate` × hours from `start_unix` to `end_unix`, rounded to 1e-4 USD; None when unknown.
+
+    A clock that went backwards counts as no time spent.
+    """
+    rate = usable_rate(rate)
+    if rate is None or start_unix is None or end_unix is None:
+        return None
+    hours = max(0.0, end_unix - start_unix) / 3600.0
+    return round(rate * hours, SPEND_DIGITS)
+
+
+def format_usd(amount: float) -> str:
+    """`$0.64`, `$19.00`; amounts under a cent but above zero read `<$0.01`."""
+    if 0 < amount < 0.005:
+        return "<$0.01"
+    return f"${amount:.2f}"
+
+
+def format_rate(rate: float | None) -> str:
+    """`$0.53/h`, or `-` when the pod has no known rate."""
+    rate = usable_rate(rate)
+    return "-" if rate is None else f"${rate:.2f}/h"
+
+
+def format_spend(amount: float | None) -> str:
+    """`about $0.64` (spend is an estimate from the local clock), or `cost unknown`."""
+    return "cost unknown" if amount is None else f"about {format_usd(amount)}"
+
+
+def price_line(gpu_type: str, gpu_count: int, price_per_gpu: float | None, max_hours: float | None,
+               max_cost_usd: float | None = None) -> str:
+    """The line shown before a pod is created, from the catalog's list price of one GPU:
+    `NVIDIA A40 × 2 at $0.88/h, max $21.12 over max_hours = 24`.
+
+    `max_hours` None means a kept pod (no time limit); a `max_cost_usd` below the max lowers it.
+    """
+    head = f"{gpu_type} × {gpu_count}"
+    price = usable_rate(price_per_gpu)
+    if price is None:
+        return f"{head}, list price unknown"
+    rate = price * gpu_count
+    line = f"{head} at {format_rate(rate)}"
+    if max_hours is None:
+        if max_cost_usd is not None:
+            return f"{line}, max {format_usd(max_cost_usd)} (max_cost_usd)"
+        return f"{line}, no time limit (--keep-pod)"
+    most = rate * max_hours
+    if max_cost_usd is not None and max_cost_usd < most:
+        return f"{line}, max {format_usd(max_cost_usd)} (max_cost_usd) within max_hours = {max_hours:g}"
+    return f"{line}, max {format_usd(most)} over max_hours = {max_hours:g}"
+
+
+@dataclass(frozen=True)
+class CostCap:
+    """`max_cost_usd` as the watchdog gets it: Unix times, on the pod's clock, at which it asks
+    for a snapshot (`.pod/snapshot_at`) and deletes the pod (`.pod/cost_cap_at`)."""
+
+    snapshot_at: int
+    delete_at: int
+
+    def files(self) -> dict[str, str]:
+        """The run-dir files that arm the watchdog, relative to the run dir on the pod."""
+        return {".pod/snapshot_at": f"{self.snapshot_at}\n", ".pod/cost_cap_at": f"{self.delete_at}\n"}
+
+
+def arm_cost_cap(max_cost_usd: float | None, rate: float | None, created_unix: float,
+                 keep: bool = False) -> CostCap | None:
+    """The cap to arm, or None when there is none to arm (no `max_cost_usd`, or a kept pod).
+
+    `delete_at` = created + max_cost_usd / rate hours; `snapshot_at` = the earlier of 95 % of
+    that time and 15 min before `delete_at` (never before the creation). $1/h with a $2 cap:
+    snapshot after 1.75 h, delete after 2 h. Raises ValueError when a cap is set but the pod has
+    no rate: the cap cannot be applied, and the caller refuses the pod.
+    """
+    if max_cost_usd is None or keep:
+        return None
+    rate = usable_rate(rate)
+    if rate is None:
+        raise ValueError("Runpod reported no hourly rate for the pod")
+    seconds = max_cost_usd / rate * 3600.0
+    delete_at = created_unix + seconds
+    snapshot_at = max(created_unix, min(created_unix + SNAPSHOT_SHARE * seconds, delete_at - SNAPSHOT_LEAD_SECS))
+    return CostCap(snapshot_at=int(snapshot_at), delete_at=int(delete_at))
+
+
+def least_cap(rate: float, minutes: int = CAP_MINUTES_WARNED) -> float:
+    """The smallest `max_cost_usd` that buys `minutes` of pod at `rate`, rounded up to the cent."""
+    return math.ceil(rate * minutes / 60.0 * 100 - 1e-9) / 100
+
+
+def cap_warning(max_cost_usd: float | None, rate: float | None) -> str | None:
+    """A warning when `max_cost_usd` buys less than 30 minutes of pod at `rate`, else None."""
+    rate = usable_rate(rate)
+    if max_cost_usd is None or rate is None or max_cost_usd / rate * 60.0 >= CAP_MINUTES_WARNED:
+        return None
+    minutes = max_cost_usd / rate * 60.0
+    return (f"max_cost_usd = {max_cost_usd:g} buys only {minutes:.0f} min of pod at {format_rate(rate)}: "
+            f"the pod is deleted then; at least {format_usd(least_cap(rate))} buys {CAP_MINUTES_WARNED} min")
+
+
+def spent_line(spent: float, max_cost_usd: float) -> str:
+    """`the pod spent $19.00 of max_cost_usd $20.00 (95%)`."""
+    share = spent / max_cost_usd * 100 if max_cost_usd > 0 else 0.0
+    return f"the pod spent {format_usd(spent)} of max_cost_usd {format_usd(max_cost_usd)} ({share:.0f}%)"
