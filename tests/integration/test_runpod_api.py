@@ -50,6 +50,7 @@ def client(fake_runpod, sleeps):
 
 
 def test_pod_round_trip(fake_runpod, client):
+    since = time.monotonic()
     pod = client.create_pod(body())
     assert pod.status == "PROVISIONING" and pod.cost_per_hour == 0.69 and pod.gpu_id == GPU
     assert pod.run_marker == "r1" and pod.name == "overbrainer-r1-1" and pod.data_center_id
@@ -61,6 +62,7 @@ def test_pod_round_trip(fake_runpod, client):
     assert client.delete_pod(pod.id) is False  # Runpod's 404 on delete: already gone
     calls = fake_runpod.calls_to()
     assert {c.agent for c in calls} == {USER_AGENT} and {c.key for c in calls} == {"account"}
+    assert fake_runpod.calls_per_minute(since, since + 60) == len(calls) == 6
     assert fake_runpod.billing() == []
 
 
@@ -250,7 +252,8 @@ def test_catalog_is_parsed_and_cleaned(fake_runpod, client):
 
 
 def test_tolerant_pod_parsing_and_strict_id(fake_runpod, client):
-    nulls = b'{"id": "abc9", "name": null, "status": "HIBERNATING", "cost": null, "ssh": null, "env": null, "gpu": null}'
+    nulls = (b'{"id": "abc9", "name": null, "status": "HIBERNATING", "cost": null, "ssh": null, "env": null, '
+             b'"gpu": null}')
     fake_runpod.inject(Fault(200, "GET", "/pods/abc9", raw=nulls))
     pod = client.get_pod("abc9")
     assert (pod.status, pod.cost_per_hour, pod.ssh, pod.run_marker, pod.gpu_id) == ("UNKNOWN", 0.0, None, None, None)

@@ -158,7 +158,8 @@ def test_delete_kills_the_whole_tree(fake_runpod):
     pod = wait_for(lambda: fake_runpod.pod(doc["id"]).process)
     ns = pod.namespace
     wait_for(lambda: len(pids_in_namespace(ns)) >= 4)  # sh, three sleeps (and the bridge)
-    assert requests.delete(f"{fake_runpod.url}/pods/{doc['id']}", headers=headers(fake_runpod.account_key)).status_code == 204
+    r = requests.delete(f"{fake_runpod.url}/pods/{doc['id']}", headers=headers(fake_runpod.account_key))
+    assert r.status_code == 204
     assert pids_in_namespace(ns) == [] and not pod.alive()
     out = subprocess.run(["pgrep", "-f", "sleep 100[012]"], capture_output=True, text=True).stdout.split()
     assert [pid for pid in out if os.path.exists(f"/proc/{pid}") and
