@@ -92,6 +92,15 @@ def test_list_500_is_retried_with_backoff(fake_runpod, client, sleeps):
     assert 0.5 * SCALE <= sleeps[0] <= 1.0 * SCALE and 1.0 * SCALE <= sleeps[1] <= 2.0 * SCALE
 
 
+def test_transport_failures_are_retried(fake_runpod, client, sleeps):
+    fake_runpod.inject(Fault(method="GET", path="/pods", times=2, drop=True))
+    assert client.list_pods() == [] and len(sleeps) == 2
+    fake_runpod.inject(Fault(method="GET", path="/pods", times=6, drop=True))
+    with pytest.raises(E.Unavailable, match="could not be reached") as info:
+        client.list_pods()
+    assert info.value.status is None and len(fake_runpod.calls_to("GET", "/pods")) == 3 + 6
+
+
 def test_retries_give_up_after_six_attempts(fake_runpod, client, sleeps):
     fake_runpod.fail(503, times=10, method="GET", path="/catalog/gpus", html=True)
     with pytest.raises(E.Unavailable) as info:
