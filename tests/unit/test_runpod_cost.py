@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.errors import ConfigError
 from overbrainer.runpod.cost import (CostCap, arm_cost_cap, cap_warning, format_rate, format_spend,
                                      format_usd, least_cap, price_line, spend, spent_line)
-from overbrainer.support.timescale import scaled
 
 
 def test_spend_is_rate_times_billed_time_rounded_to_a_hundredth_of_a_cent():
@@ -60,13 +58,3 @@ def test_a_cap_buying_less_than_half_an_hour_is_warned_with_the_least_useful_cap
     assert least_cap(0.89) == 0.45
     assert spent_line(19.0, 20.0) == "the pod spent $19.00 of max_cost_usd $20.00 (95%)"
 
-
-def test_the_time_scale_multiplies_the_tools_waits(monkeypatch):
-    monkeypatch.delenv("OVERBRAINER_TIME_SCALE", raising=False)
-    assert scaled(10) == 10
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.01")
-    assert scaled(10) == pytest.approx(0.1)
-    for bad in ("fast", "0", "-1", "nan", "inf"):
-        monkeypatch.setenv("OVERBRAINER_TIME_SCALE", bad)
-        with pytest.raises(ConfigError, match="^OVERBRAINER_TIME_SCALE must be a number greater than 0"):
-            scaled(1)

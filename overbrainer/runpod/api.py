@@ -1,0 +1,175 @@
+"""The Runpod REST API v2 client: one method per call the Runpod target makes, typed results
+(overbrainer/runpod/objects.py), errors from overbrainer/runpod/errors.py, HTTP and retries from
+overbrainer/runpod/transport.py. Thread-safe enough for one caller per thread (requests' Session).
+
+Paths are relative to the base URL (default `https://api.runpod.io/v2`). `GET /pods` is paged
+when the answer has `pagination` (`limit`/`cursor` → `hasNextPage`/`nextCursor`), else one page.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, TypeVar
+from urllib.parse import quote
+
+from overbrainer.errors import ConfigError
+from overbrainer.runpod.errors import KEY_ENV, Ambiguous, InvalidAnswer, NotFound, RunpodError
+from overbrainer.runpod.objects import (DataCenter, GpuType, Pod, Secret, Volume, parse_datacenter, parse_gpu,
+                                        parse_pod, parse_secret, parse_volume, valid_pod_id)
+from overbrainer.runpod.transport import ATTEMPTS, Timeouts, Transport
+
+T = TypeVar("T")
+PAGE_LIMIT = 1000
+MAX_PAGES = 100
+ACTIONS = ("start", "stop", "restart", "terminate")
+
+
+def _items(doc: Any, key: str, what: str) -> list:
+    """`doc[key]` as a list (Runpod wraps every collection in an object)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise InvalidAnswer(f"Runpod's answer to {what} has no `{key}` list")
+    return doc[key]
+
+
+def _parsed(items: Iterable, parse: Callable[[Any], T | None]) -> list[T]:
+    return [x for x in (parse(i) for i in items) if x is not None]
+
+
+class RunpodClient:
+    """A client for one account key. `timeouts`, `attempts` and `sleep` exist for tests."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeouts: Timeouts | None = None, attempts: int = ATTEMPTS,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._http = Transport(base_url, api_key, timeouts, attempts, sleep)
+
+    @classmethod
+    def from_config(cls, config, **kw) -> "RunpodClient":
+        """The client of `config.runpod` (key resolved now: a literal or a `vault:` reference)."""
+        if config.runpod.api_key is None:
+            raise ConfigError(f"no Runpod API key: set {KEY_ENV}")
+        return cls(config.runpod.url, config.runpod.api_key.resolve(), **kw)
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "RunpodClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- pods ----------------------------------------------------------------------------------
+    def create_pod(self, body: dict) -> Pod:
+        """`POST /pods` (only 429 retried). Raises Ambiguous when the pod may exist regardless,
+        NoCapacity, Forbidden, NoCredits, Rejected, …"""
+        answer = self._http.call("POST", "/pods", body=body, create=True)
+        try:
+            return parse_pod(answer.json("the create request"))
+        except InvalidAnswer as e:
+            raise Ambiguous(f"{e.message}: the pod may exist", answer.status) from None
+
+    def get_pod(self, pod_id: str) -> Pod:
+        """`GET /pods/{id}`; NotFound on Runpod's 404 (unknown, or not visible to this key)."""
+        path = f"/pods/{valid_pod_id(pod_id)}"
+        return parse_pod(self._http.call("GET", path).json(f"GET {path}"))
+
+    def list_pods(self) -> list[Pod]:
+        """Every pod of the account, following pages; a repeated cursor or more than 100 pages is
+        an error (a list that never ends)."""
+        pods: list[Pod] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            params = {"limit": PAGE_LIMIT, **({"cursor": cursor} if cursor else {})}
+            doc = self._http.call("GET", "/pods", params=params).json("GET /pods")
+            pods += [parse_pod(p) for p in _items(doc, "pods", "GET /pods")]
+            page = doc.get("pagination")
+            if not isinstance(page, dict) or page.get("hasNextPage") is not True:
+                return pods
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or cursor in seen:
+                raise InvalidAnswer("Runpod's pod list repeated a page cursor (or gave none): the list cannot be read")
+            seen.add(cursor)
+        raise InvalidAnswer(f"Runpod's pod list has more than {MAX_PAGES} pages: the list cannot be read")
+
+    def delete_pod(self, pod_id: str) -> bool:
+        """`DELETE /pods/{id}`: True when deleted now, False when Runpod already did not know it
+        (its 404, which counts as deleted; confirm with get_pod)."""
+        try:
+            self._http.call("DELETE", f"/pods/{valid_pod_id(pod_id)}")
+        except NotFound:
+            return False
+        return True
+
+    def pod_action(self, pod_id: str, action: str) -> Pod | None:
+        """`POST /pods/{id}/action`: the pod after start/stop/restart, None after terminate."""
+        if action not in ACTIONS:
+            raise ValueError(f"unknown pod action {action!r}")
+        path = f"/pods/{valid_pod_id(pod_id)}/action"
+        answer = self._http.call("POST", path, body={"action": action})
+        return None if answer.status == 204 or not answer.body else parse_pod(answer.json(f"POST {path}"))
+
+    # -- catalog and volumes ---------------------------------------------------------------------
+    def gpu_types(self, count: int = 1) -> list[GpuType]:
+        """Secure Cloud GPU types with their stock for `count` GPUs per pod (CUDA ≥ 13.0)."""
+        params = {"include": "AVAILABILITY", "product": "POD", "cloud": "SECURE", "count": int(count),
+                  "minCudaVersion": "13.0"}
+        doc = self._http.call("GET", "/catalog/gpus", params=params).json("GET /catalog/gpus")
+        return _parsed(_items(doc, "gpus", "GET /catalog/gpus"), parse_gpu)
+
+    def data_centers(self) -> list[DataCenter]:
+        doc = self._http.call("GET", "/catalog/datacenters", params={"include": "GPU_AVAILABILITY"}).json(
+            "GET /catalog/datacenters")
+        return _parsed(_items(doc, "dataCenters", "GET /catalog/datacenters"), parse_datacenter)
+
+    def volumes(self) -> list[Volume]:
+        doc = self._http.call("GET", "/network-volumes").json("GET /network-volumes")
+        return _parsed(_items(doc, "networkVolumes", "GET /network-volumes"), parse_volume)
+
+    def volume(self, volume_id: str) -> Volume:
+        path = f"/network-volumes/{quote(volume_id, safe='')}"
+        vol = parse_volume(self._http.call("GET", path).json(f"GET {path}"))
+        if vol is None:
+            raise InvalidAnswer(f"Runpod's answer to GET {path} is not a network volume")
+        return vol
+
+    # -- account secrets -------------------------------------------------------------------------
+    def secrets(self, name: str | None = None) -> list[Secret]:
+        """The account's secrets (metadata only); with `name`, those named exactly so (Runpod
+        matches names without regard to case: the client filters again)."""
+        params = {"name": name} if name else None
+        doc = self._http.call("GET", "/account/secrets", params=params, secrets=True).json("GET /account/secrets")
+        found = _parsed(_items(doc, "secrets", "GET /account/secrets"), parse_secret)
+        return [s for s in found if name is None or s.name == name]
+
+    def create_secret(self, name: str, value: str, description: str | None = None) -> Secret:
+        """`POST /account/secrets`; SecretExists (409) when the name is taken."""
+        body = {"name": name, "value": value, **({"description": description} if description else {})}
+        return self._secret(self._http.call("POST", "/account/secrets", body=body, secrets=True), "POST")
+
+    def patch_secret(self, secret_id: str, value: str | None = None, description: str | None = None) -> Secret:
+        body = {k: v for k, v in (("value", value), ("description", description)) if v is not None}
+        path = f"/account/secrets/{quote(secret_id, safe='')}"
+        return self._secret(self._http.call("PATCH", path, body=body, secrets=True), "PATCH")
+
+    def delete_secret(self, secret_id: str) -> bool:
+        """True when deleted now, False when Runpod did not know it."""
+        try:
+            self._http.call("DELETE", f"/account/secrets/{quote(secret_id, safe='')}", secrets=True)
+        except NotFound:
+            return False
+        return True
+
+    @staticmethod
+    def _secret(answer, method: str) -> Secret:
+        secret = parse_secret(answer.json(f"{method} /account/secrets"))
+        if secret is None:
+            raise InvalidAnswer(f"Runpod's answer to {method} /account/secrets is not a secret")
+        return secret
+
+
+__all__ = ["RunpodClient", "RunpodError", "Timeouts"]

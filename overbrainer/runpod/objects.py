@@ -1,0 +1,194 @@
+"""Typed results of the Runpod API, parsed tolerantly: unknown fields are ignored, nulls and wrong
+types become None/defaults, strings lose control and escape characters, an unknown pod status
+reads UNKNOWN. Only a pod id is strict (`[A-Za-z0-9]+`): it goes into URLs and file names."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from overbrainer.runpod.errors import InvalidAnswer
+from overbrainer.support.redact import strip_controls
+
+POD_ID = re.compile(r"[A-Za-z0-9]+")
+STATUSES = ("PROVISIONING", "STARTING", "RUNNING", "EXITED", "ERROR", "TERMINATED")
+DEAD = ("EXITED", "ERROR", "TERMINATED")
+AVAILABILITY = ("NONE", "LOW", "MEDIUM", "HIGH")
+RUN_MARKER = "OVERBRAINER_RUN_ID"
+_TEXT_CAP = 200
+
+
+def text(value: Any) -> str | None:
+    """A cleaned one-line string, or None."""
+    if not isinstance(value, str):
+        return None
+    return " ".join(strip_controls(value).split())[:_TEXT_CAP]
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def integer(value: Any) -> int | None:
+    n = number(value)
+    return int(n) if n is not None and n == int(n) else None
+
+
+def obj(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def valid_pod_id(pod_id: Any) -> str:
+    if not isinstance(pod_id, str) or not POD_ID.fullmatch(pod_id):
+        raise InvalidAnswer("Runpod answered a pod without a valid id")
+    return pod_id
+
+
+@dataclass(frozen=True)
+class SshDirect:
+    host: str
+    port: int
+    username: str
+
+
+@dataclass(frozen=True)
+class Pod:
+    id: str
+    name: str | None
+    status: str  # one of STATUSES, or UNKNOWN
+    cost_per_hour: float  # USD billed now; 0 = no rate (EXITED, or not known yet)
+    data_center_id: str | None
+    gpu_id: str | None
+    gpu_count: int | None
+    ssh: SshDirect | None  # None until port 22 is published
+    run_marker: str | None  # env.OVERBRAINER_RUN_ID (the rest of env is never read)
+    created_at: str | None
+    actions: tuple[str, ...]
+
+    @property
+    def dead(self) -> bool:
+        return self.status in DEAD
+
+
+def parse_pod(doc: Any) -> Pod:
+    if not isinstance(doc, dict):
+        raise InvalidAnswer("Runpod answered something other than a pod")
+    status = text(doc.get("status")) or ""
+    gpu = obj(doc.get("gpu"))
+    direct = obj(obj(doc.get("ssh")).get("direct"))
+    host, port, user = text(direct.get("host")), integer(direct.get("port")), text(direct.get("username"))
+    ssh = SshDirect(host, port, user or "root") if host and port and 0 < port < 65536 else None
+    marker = obj(doc.get("env")).get(RUN_MARKER)
+    actions = doc.get("actions") if isinstance(doc.get("actions"), list) else []
+    return Pod(
+        id=valid_pod_id(doc.get("id")), name=text(doc.get("name")),
+        status=status if status in STATUSES else "UNKNOWN",
+        cost_per_hour=max(number(doc.get("cost")) or 0.0, 0.0), data_center_id=text(doc.get("dataCenterId")),
+        gpu_id=text(gpu.get("id")), gpu_count=integer(gpu.get("count")), ssh=ssh,
+        run_marker=marker if isinstance(marker, str) else None, created_at=text(doc.get("createdAt")),
+        actions=tuple(a for a in (text(x) for x in actions) if a),
+    )
+
+
+@dataclass(frozen=True)
+class GpuType:
+    id: str
+    name: str | None
+    memory_gb: float | None
+    secure: bool
+    price_per_hour: float | None  # Secure list price of one GPU; None = no price
+    max_count: int | None  # Secure per-pod ceiling (not stock)
+    availability: str | None  # NONE|LOW|MEDIUM|HIGH (with the catalog's stock), else None
+    data_centers: tuple[tuple[str, str], ...]  # (data center id, availability)
+
+    @property
+    def in_stock(self) -> bool:
+        return self.availability in ("LOW", "MEDIUM", "HIGH")
+
+    def stock_in(self, data_center: str) -> bool:
+        return any(dc == data_center and a in ("LOW", "MEDIUM", "HIGH") for dc, a in self.data_centers)
+
+
+def _availability(value: Any) -> str | None:
+    value = text(value)
+    return value if value in AVAILABILITY else None
+
+
+def parse_gpu(doc: Any) -> GpuType | None:
+    """A catalog GPU type, or None when the entry has no usable id."""
+    doc = obj(doc)
+    gpu_id = text(doc.get("id"))
+    if not gpu_id:
+        return None
+    price = number(obj(doc.get("price")).get("secure"))
+    dcs = []
+    for entry in doc.get("dataCenters") or []:
+        entry = obj(entry)
+        dc = text(entry.get("id"))
+        if dc:
+            dcs.append((dc, _availability(entry.get("availability")) or "NONE"))
+    return GpuType(
+        id=gpu_id, name=text(doc.get("name")), memory_gb=number(doc.get("memory")), secure=doc.get("secure") is True,
+        price_per_hour=price if price is not None and price > 0 else None,
+        max_count=integer(obj(doc.get("maxCount")).get("secure")),
+        availability=_availability(doc.get("availability")), data_centers=tuple(dcs),
+    )
+
+
+@dataclass(frozen=True)
+class DataCenter:
+    id: str
+    name: str | None
+    region: str | None
+    gpu_types_in_stock: tuple[str, ...]
+
+
+def parse_datacenter(doc: Any) -> DataCenter | None:
+    doc = obj(doc)
+    dc = text(doc.get("id"))
+    if not dc:
+        return None
+    stock = []
+    for entry in doc.get("gpuAvailability") or []:
+        entry = obj(entry)
+        gpu = text(entry.get("id"))
+        if gpu and _availability(entry.get("availability")) in ("LOW", "MEDIUM", "HIGH"):
+            stock.append(gpu)
+    return DataCenter(dc, text(doc.get("name")), text(doc.get("region")), tuple(stock))
+
+
+@dataclass(frozen=True)
+class Volume:
+    id: str
+    name: str | None
+    size_gb: int | None
+    data_center: str | None
+
+
+def parse_volume(doc: Any) -> Volume | None:
+    doc = obj(doc)
+    vid = text(doc.get("id"))
+    if not vid:
+        return None
+    return Volume(vid, text(doc.get("name")), integer(doc.get("size")), text(doc.get("dataCenter")))
+
+
+@dataclass(frozen=True)
+class Secret:
+    """An account secret's metadata (Runpod never returns values)."""
+
+    id: str
+    name: str
+    description: str | None
+
+
+def parse_secret(doc: Any) -> Secret | None:
+    doc = obj(doc)
+    sid, name = doc.get("id"), doc.get("name")
+    if not isinstance(sid, str) or not sid or not isinstance(name, str) or not name:
+        return None
+    return Secret(sid, name, text(doc.get("description")))

@@ -1,0 +1,190 @@
+"""HTTP to the Runpod API: one `requests.Session` with the bearer key and overbrainer's own
+User-Agent (Cloudflare in front of Runpod refuses library agents), no redirects, bodies capped at
+8 MiB, and the retry policies (tenacity):
+
+- reads, deletes, actions, catalog and secrets: up to 6 attempts on 408, 429, 5xx and transport
+  failures; the wait is `Retry-After` (integer seconds, capped at 600) when given, else
+  `min(2^n, 60) s × (0.5 … 1.0)`, each scaled by OVERBRAINER_TIME_SCALE;
+- `POST /pods`: only 429 is retried (Runpod refuses before doing anything); a timeout, transport
+  failure, 408, 5xx or unreadable answer raises `Ambiguous` at once: the pod may exist.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import requests
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+from overbrainer import __version__
+from overbrainer.errors import ConfigError
+from overbrainer.runpod.errors import (URL_ENV, Ambiguous, InvalidAnswer, RunpodError, Unavailable, error_for)
+from overbrainer.support import redact as redaction
+from overbrainer.support.timescale import scaled
+
+log = logging.getLogger(__name__)
+
+BODY_CAP = 8 * 1024 * 1024
+RETRY_AFTER_CAP = 600.0
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 60.0
+ATTEMPTS = 6
+USER_AGENT = f"overbrainer/{__version__}"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: connecting, waiting for any answer, and waiting for the answer to `POST /pods`."""
+
+    connect: float = 10.0
+    read: float = 30.0
+    create: float = 60.0
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: Any
+    body: bytes
+
+    def json(self, what: str) -> Any:
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError as e:
+            raise InvalidAnswer(f"Runpod's answer to {what} could not be read (line {e.lineno}, column {e.colno})",
+                                self.status) from None
+
+
+class _Transient(Exception):
+    """A retryable outcome: an answer (408/429/5xx) or a transport failure."""
+
+    def __init__(self, answer: Answer | None = None, failure: BaseException | None = None):
+        super().__init__("transient")
+        self.answer = answer
+        self.failure = failure
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def check_base_url(url: str) -> str:
+    """The base URL without a trailing slash; https, or http on a loopback host (test servers)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    loopback = host == "localhost"
+    try:
+        loopback = loopback or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    if not host or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise ConfigError(f"{URL_ENV} must be an https URL (http only on loopback)")
+    return url.rstrip("/")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    try:
+        seconds = float((value or "").strip())
+    except ValueError:
+        return None
+    return min(seconds, RETRY_AFTER_CAP) if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def backoff(attempt: int, retry_after: float | None) -> float:
+    """Seconds to wait after failed attempt number `attempt` (1-based), scaled."""
+    if retry_after is not None:
+        return scaled(retry_after)
+    return scaled(min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_CAP) * random.uniform(0.5, 1.0))
+
+
+class Transport:
+    def __init__(self, base_url: str, api_key: str, timeouts: Timeouts | None = None, attempts: int = ATTEMPTS,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.base = check_base_url(base_url)
+        redaction.register(api_key)
+        self.timeouts = timeouts or Timeouts()
+        self.attempts = attempts
+        self.sleep = sleep
+        self.session = requests.Session()
+        self.session.trust_env = False  # no proxy or netrc credentials from the environment
+        self.session.headers.update({"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT,
+                                     "Accept": "application/json"})
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _send(self, method: str, path: str, params, body, read_timeout: float) -> Answer:
+        response = self.session.request(method, self.base + path, params=params, json=body, stream=True,
+                                        allow_redirects=False, timeout=(self.timeouts.connect, read_timeout))
+        try:
+            chunks, size = [], 0
+            for chunk in response.iter_content(64 * 1024):
+                size += len(chunk)
+                if size > BODY_CAP:
+                    raise _TooLarge()
+                chunks.append(chunk)
+            return Answer(response.status_code, response.headers, b"".join(chunks))
+        finally:
+            response.close()
+
+    def call(self, method: str, path: str, *, params=None, body=None, create: bool = False,
+             secrets: bool = False) -> Answer:
+        """One request with its retry policy; a 2xx Answer, else the RunpodError for the answer."""
+        what = f"{method} {path}"
+        read_timeout = self.timeouts.create if create else self.timeouts.read
+
+        def once() -> Answer:
+            try:
+                answer = self._send(method, path, params, body, read_timeout)
+            except _TooLarge:
+                cls = Ambiguous if create else InvalidAnswer
+                raise cls(f"Runpod's answer to {what} was larger than {BODY_CAP // 2**20} MiB") from None
+            except requests.RequestException as e:
+                if create:
+                    raise Ambiguous(f"Runpod did not answer the create request ({_describe(e)}): the pod may "
+                                    "exist") from None
+                raise _Transient(failure=e) from None
+            if answer.status == 429 or (not create and (answer.status == 408 or answer.status >= 500)):
+                raise _Transient(answer=answer)
+            return answer
+
+        def wait(state) -> float:
+            exc = state.outcome.exception()
+            after = exc.answer.headers.get("Retry-After") if isinstance(exc, _Transient) and exc.answer else None
+            return backoff(state.attempt_number, parse_retry_after(after))
+
+        def warn(state) -> None:
+            exc = state.outcome.exception()
+            why = f"answered {exc.answer.status}" if exc.answer is not None else _describe(exc.failure)
+            log.warning("Runpod %s (%s); retrying in %.1f s", why, what, state.next_action.sleep)
+
+        retrying = Retrying(stop=stop_after_attempt(self.attempts), wait=wait, sleep=self.sleep, reraise=True,
+                            retry=retry_if_exception(lambda e: isinstance(e, _Transient)), before_sleep=warn)
+        try:
+            answer = retrying(once)
+        except _Transient as t:
+            if t.answer is None:
+                raise Unavailable(f"Runpod could not be reached ({what}): {_describe(t.failure)}") from None
+            answer = t.answer
+        if 200 <= answer.status < 300:
+            return answer
+        raise error_for(answer.status, answer.body, what, create=create, secrets=secrets)
+
+
+def _describe(e: BaseException | None) -> str:
+    if isinstance(e, requests.Timeout):
+        return "timed out"
+    if isinstance(e, requests.ConnectionError):
+        return "connection failed"
+    return type(e).__name__ if e is not None else "no answer"
+
+
+__all__ = ["Answer", "RunpodError", "Timeouts", "Transport", "backoff", "check_base_url", "parse_retry_after"]
