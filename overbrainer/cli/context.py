@@ -53,6 +53,12 @@ class AppContext:
             self._front = Cli(json=self.json_mode)
         return self._front
 
+    def session(self):
+        """The Session every flow takes: this project directory and this command's front end."""
+        from overbrainer.front.session import Session
+
+        return Session(self.project_dir, self.front)
+
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json."""
         self.front.report(text, data if data is not None else {"message": text})
