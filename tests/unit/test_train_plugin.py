@@ -123,6 +123,24 @@ def test_eval_lines_are_throttled_and_reset_by_on_evaluate(plugin, tmp_path):
     assert all(r["event"] == "eval" for r in lines(path))
 
 
+def test_eval_lines_reach_the_total(plugin, tmp_path):
+    """The last batch of an evaluation is always written, so its progress ends at total/total;
+    without a length, on_evaluate writes the last batch the throttle held back."""
+    path = tmp_path / "m.jsonl"
+    clock = Clock()
+    cb = plugin.MetricsCallback(str(path), clock=clock)
+    for _ in range(4):  # all within 2 s
+        cb.on_prediction_step(None, state(), control(), eval_dataloader=[0] * 4)
+        clock.t += 0.1
+    cb.on_evaluate(None, state(), control())
+    for _ in range(3):
+        cb.on_prediction_step(None, state(), control(), eval_dataloader=iter([]))
+        clock.t += 0.1
+    cb.on_evaluate(None, state(), control())
+    cb.on_evaluate(None, state(), control())  # nothing held back: nothing written
+    assert [(r["step"], r["total"]) for r in lines(path)] == [(1, 4), (4, 4), (1, None), (3, None)]
+
+
 def snapshot_cb(plugin, tmp_path):
     request = tmp_path / "snapshot.request"
     cb = plugin.SnapshotCallback(str(request), clock=Clock(5.0))
