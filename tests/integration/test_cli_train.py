@@ -60,6 +60,19 @@ def test_train_step_lines_show_the_last_step_once_and_no_zero_lr(tmp_path, fake_
     assert "lr 0.00e0" not in r.stderr
 
 
+def test_one_evaluation_per_epoch_over_one_epoch_is_corrected_and_warned(tmp_path, fake_axolotl):
+    import yaml
+
+    p = make_project(tmp_path, fake_axolotl)
+    p.env.update(OVERBRAINER_TRAINING__EPOCHS="1", OVERBRAINER_TRAINING__EVALS_PER_EPOCH="1")
+    r = p.run("train")
+    assert r.returncode == 0, r.stderr
+    assert ("WARN training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in Axolotl"
+            in r.stderr)
+    config = yaml.safe_load((p.runs / only_run(p) / "axolotl.yaml").read_text())
+    assert config["eval_strategy"] == "epoch" and "evals_per_epoch" not in config and config["num_epochs"] == 1
+
+
 def test_train_json_reports_one_object(tmp_path, fake_axolotl):
     p = make_project(tmp_path, fake_axolotl)
     r = p.run("--json", "train")
