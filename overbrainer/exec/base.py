@@ -17,8 +17,10 @@ from overbrainer.errors import OverbrainerError
 
 # Files on the target that only the job-control scripts use; never downloaded.
 CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
-# Top-level entries of a local run dir that are never uploaded.
-DEFAULT_SKIP = ("ssh", "pod.json")
+# Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
+# the run: nothing on the target reads it, and a copy there would keep the state of the upload
+# (`preparing`) forever, so the record lives here only (a local target shares the run directory).
+DEFAULT_SKIP = ("ssh", "pod.json", "run.json")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ENGINES = ("docker", "podman")

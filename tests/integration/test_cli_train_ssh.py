@@ -33,6 +33,8 @@ def test_train_over_ssh_downloads_and_verifies(tmp_path, fake_axolotl, sshd):
     assert not (local / "output" / "checkpoint-2").exists()
     assert not (local / "exit_code").exists() and not (local / ".claim").exists()
     assert (remote_dir / ".claim").is_file()
+    # The record lives here only: a copy on the target would say `preparing` forever.
+    assert not (remote_dir / "run.json").exists()
     assert "token present" in (local / "job.log").read_text()
     assert r.stdout.splitlines()[1:] == [f"train: adapter in runs/{rid}/output",
                                          f"train: merged model in runs/{rid}/output/merged"]

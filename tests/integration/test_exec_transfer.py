@@ -24,6 +24,7 @@ def make_run(root: Path) -> Path:
     (root / "ssh").mkdir()
     (root / "ssh" / "id_ed25519").write_text("never uploaded")
     (root / "pod.json").write_text("{}")
+    (root / "run.json").write_text('{"state": "preparing"}\n')
     (root / "odd name\nwith newline.txt").write_text("odd")
     (root / "exec.sh").write_text("#!/bin/sh\n")
     os.chmod(root / "exec.sh", 0o755)
@@ -44,7 +45,7 @@ def make_outputs(d: Path) -> None:
     (d / "exit_code").write_text("0\n")
 
 
-def test_upload_skips_ssh_and_pod_json_and_keeps_modes_and_links(executor, tmp_path):
+def test_upload_skips_ssh_pod_json_and_run_json_and_keeps_modes_and_links(executor, tmp_path):
     local = make_run(tmp_path / "local" / "run1")
     remote = f"{executor.workdir}/run1"
     executor.upload(str(local), remote)
