@@ -167,8 +167,9 @@ class Executor(ABC):
         """Write `<dir>/.claim` exclusively with `owner`; True if ours (new or same owner)."""
 
     @abstractmethod
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP) -> None:
-        """Copy the top-level entries of `local` (minus `skip`) into `remote`."""
+    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
+        """Copy the top-level entries of `local` (minus `skip`) into `remote`. `progress(done,
+        total)` (exec.transfer.Progress) is given the bytes sent (none when nothing moves)."""
 
     @abstractmethod
     def spawn(self, job: JobSpec) -> JobId:
@@ -186,8 +187,10 @@ class Executor(ABC):
         """Stop the job (container first, then its process group). A no-op once it ended."""
 
     @abstractmethod
-    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> None:
-        """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip."""
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+                 progress=None) -> None:
+        """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip.
+        `progress(done, total)` is given the bytes received, as `upload`'s."""
 
     @abstractmethod
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:

@@ -257,7 +257,12 @@ class LineRenderer:
         self.transfer(r, ev, gate)
 
     def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
-        due = gate.due(ev.done) if isinstance(gate, Tenths) else gate.due()
+        """A line at each tenth of a known total; else at most one per interval, and the end (the
+        last event of a transfer has done == total). Nothing for the start (0 bytes)."""
+        if isinstance(gate, Tenths):
+            due = gate.due(ev.done)
+        else:
+            due = ev.done > 0 and gate.due(force=ev.total is not None and ev.done >= ev.total)
         if due:
             verb = "uploading" if ev.direction == "upload" else "downloading"
             amount = human_bytes(ev.done) + (f" of {human_bytes(ev.total)}" if ev.total else "")

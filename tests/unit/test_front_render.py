@@ -146,6 +146,33 @@ def test_a_log_without_metrics_and_a_zero_lr_show_nothing_new(lines):
     assert len(got) == 3
 
 
+def test_transfer_lines_skip_the_start_and_show_the_end_of_an_unknown_total(lines):
+    clock = Clock()
+    r = LineRenderer(clock=clock)
+    r.handle(Transfer("r1", "download", 0, None))
+    r.handle(Transfer("r1", "download", 5_000, None))
+    clock.now += 1
+    r.handle(Transfer("r1", "download", 9_000, None))  # within 10 s of the last line
+    r.handle(Transfer("r1", "download", 12_000, 12_000))  # the end
+    r.handle(Transfer("r1", "upload", 0, 2_000))
+    r.handle(Transfer("r1", "upload", 2_000, 2_000))
+    assert lines() == ["train: downloading 5.0 kB", "train: downloading 12.0 kB of 12.0 kB",
+                       "train: uploading 2.0 kB of 2.0 kB"]
+
+
+def test_each_transfer_gets_a_bar_that_closes_at_its_end():
+    tty = Tty()
+    r = BarRenderer(tty)
+    r.handle(Transfer("r1", "download", 0, 1000))
+    r.handle(Transfer("r1", "download", 600, 1000))
+    assert ("transfer", "train", "download") in r.bars
+    r.handle(Transfer("r1", "download", 0, 500))  # the next fetch: a new bar
+    assert r.bars[("transfer", "train", "download")].total == 500
+    r.handle(Transfer("r1", "download", 500, 500))
+    assert not r.bars and terminal._bars == 0
+    assert "train: download" in tty.getvalue()
+
+
 def test_number_formats():
     assert sci(2e-4) == "2.00e-4" and sci(1.5e-10) == "1.50e-10"
     assert describe_metric(Metric("r", 0.0, 7)) == "step 7"
