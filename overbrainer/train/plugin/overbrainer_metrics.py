@@ -144,6 +144,10 @@ class MetricsCallback(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         try:
+            if logs and any(str(k).startswith("eval_") for k in logs) and self.eval_step > self.eval_shown:
+                # an evaluation's results (logged before on_evaluate): first its last batch, when the
+                # throttle held it back (an eval loader without a length)
+                self._eval_line(state, self.clock())
             record = {
                 "event": "log",
                 "time": self._now(),
@@ -182,11 +186,6 @@ class MetricsCallback(TrainerCallback):
         self._emit(state, {"event": "eval", "time": round(now, 3), "step": self.eval_step, "total": self.eval_total})
 
     def on_evaluate(self, args, state, control, **kwargs):
-        try:
-            if self.eval_step > self.eval_shown:  # the evaluation's last batch, held back by the throttle
-                self._eval_line(state, self.clock())
-        except Exception as exc:  # noqa: BLE001
-            _warn("on_evaluate", exc)
         self.eval_step = self.eval_shown = 0
         self.eval_last = self.eval_total = None
 
