@@ -124,7 +124,8 @@ def train_flow(app, config, *, target: str | None = None, resume_from: str | Non
         log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
         with _events(front) as bus:
             interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
-                             _transfers(bus, record.id, "upload"), note=f"starting the job of run {record.id}")
+                             _transfers(bus, record.id, "upload"),
+                             note=f"starting the job of run {record.id}")
         if interrupt.caught():
             raise Interrupted(_keeps_running(record))
         if detach:
@@ -243,7 +244,8 @@ def attach_flow(app, config, run_id: str) -> TrainResult:
         _settle(interrupt, config, executor, record, runs_dir)
         if record.ended:
             with _events(front) as bus:
-                interrupt.shield(collect, executor, record, run_dir, runs_dir, _transfers(bus, run_id, "download"),
+                interrupt.shield(collect, executor, record, run_dir, runs_dir,
+                                 _transfers(bus, run_id, "download"),
                                  note=f"retrieving the results of run {run_id}")
             return report_outcome(front, record, run_dir)
         return _follow_and_finish(front, interrupt, executor, record, runs_dir)
@@ -325,7 +327,8 @@ def cancel_flow(app, config, run_id: str) -> str:
         executor = _connect(interrupt, config, record, runs_dir)
         _settle(interrupt, config, executor, record, runs_dir)
         with _events(front) as bus:
-            text, data = interrupt.shield(_cancel, executor, record, runs_dir, _transfers(bus, run_id, "download"),
+            text, data = interrupt.shield(_cancel, executor, record, runs_dir,
+                                          _transfers(bus, run_id, "download"),
                                           note=f"cancelling the job of run {run_id}")
         front.report(text, data)
         return text

@@ -70,7 +70,8 @@ def test_one_evaluation_per_epoch_over_one_epoch_is_corrected_and_warned(tmp_pat
     assert ("WARN training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in Axolotl"
             in r.stderr)
     config = yaml.safe_load((p.runs / only_run(p) / "axolotl.yaml").read_text())
-    assert config["eval_strategy"] == "epoch" and "evals_per_epoch" not in config and config["num_epochs"] == 1
+    assert config["eval_strategy"] == "epoch" and "evals_per_epoch" not in config
+    assert config["num_epochs"] == 1
 
 
 def test_train_json_reports_one_object(tmp_path, fake_axolotl):

@@ -115,6 +115,7 @@ def test_uploads_and_downloads_publish_their_progress(tmp_path, fake_axolotl, ss
         assert done == total > 0 and all(e["run_id"] == rid for e in transfers)
     # the download's total: the files brought home
     local = p.runs / rid
-    brought = sum(f.stat().st_size for f in [*(local / "output").rglob("*"), local / "metrics.jsonl", local / "job.log"]
-                  if f.is_file())
-    assert [(e["done"], e["total"]) for e in transfers if e["direction"] == "download"][-1] == (brought, brought)
+    files = [*(local / "output").rglob("*"), local / "metrics.jsonl", local / "job.log"]
+    brought = sum(f.stat().st_size for f in files if f.is_file())
+    last = [(e["done"], e["total"]) for e in transfers if e["direction"] == "download"][-1]
+    assert last == (brought, brought)

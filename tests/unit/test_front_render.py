@@ -141,7 +141,8 @@ def test_a_log_without_metrics_and_a_zero_lr_show_nothing_new(lines):
         r.handle(Metric("r1", 0.0, 2, 1.0, 2))  # the trainer's closing summary
         r.close()
     got = lines()
-    assert [g for g in got if g.startswith("train: step 1/2")] == ["train: step 1/2 (50%), epoch 0.50, loss 1.5000"]
+    first = [g for g in got if g.startswith("train: step 1/2")]
+    assert first == ["train: step 1/2 (50%), epoch 0.50, loss 1.5000"]
     assert got.count("train: step 2/2 (100%), epoch 1.00, loss 1.2500, lr 1.00e-4") == 2  # once per renderer
     assert len(got) == 3
 

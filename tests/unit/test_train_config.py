@@ -146,9 +146,9 @@ def test_settings_that_give_no_evaluation_are_corrected_and_warned(epochs, evals
     assert {k: config[k] for k in ("eval_strategy", "evals_per_epoch") if k in config} == expect
     warning = ac.eval_warning(training, has_eval=True)
     if "eval_strategy" in expect:
-        assert warning == ("training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in Axolotl "
-                           "(it skips an eval_steps of 1.0): the run evaluates at the end of each epoch instead "
-                           '(eval_strategy: "epoch" in axolotl.yaml)')
+        assert warning == ("training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in "
+                           "Axolotl (it skips an eval_steps of 1.0): the run evaluates at the end of each "
+                           'epoch instead (eval_strategy: "epoch" in axolotl.yaml)')
     else:
         assert warning is None
     # Without eval data, or with the user's own eval_steps, nothing is corrected.

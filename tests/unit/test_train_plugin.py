@@ -142,7 +142,8 @@ def test_eval_lines_reach_the_total(plugin, tmp_path):
     cb.on_log(None, state(6), control(), logs={"loss": 1.0})
     got = [(r["event"], r.get("step"), r.get("total"), r.get("eval_loss")) for r in lines(path)]
     assert got == [("eval", 1, 4, None), ("eval", 4, 4, None), ("log", 5, None, 0.5),
-                   ("eval", 1, None, None), ("eval", 3, None, None), ("log", 5, None, 0.4), ("log", 6, None, None)]
+                   ("eval", 1, None, None), ("eval", 3, None, None), ("log", 5, None, 0.4),
+                   ("log", 6, None, None)]
 
 
 def snapshot_cb(plugin, tmp_path):

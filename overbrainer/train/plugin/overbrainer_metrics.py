@@ -183,7 +183,8 @@ class MetricsCallback(TrainerCallback):
     def _eval_line(self, state, now):
         self.eval_last = now
         self.eval_shown = self.eval_step
-        self._emit(state, {"event": "eval", "time": round(now, 3), "step": self.eval_step, "total": self.eval_total})
+        self._emit(state, {"event": "eval", "time": round(now, 3), "step": self.eval_step,
+                           "total": self.eval_total})
 
     def on_evaluate(self, args, state, control, **kwargs):
         self.eval_step = self.eval_shown = 0
