@@ -17,8 +17,10 @@ from overbrainer.errors import OverbrainerError
 
 # Files on the target that only the job-control scripts use; never downloaded.
 CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
-# Top-level entries of a local run dir that are never uploaded.
-DEFAULT_SKIP = ("ssh", "pod.json")
+# Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
+# the run: nothing on the target reads it, and a copy there would keep the state of the upload
+# (`preparing`) forever, so the record lives here only (a local target shares the run directory).
+DEFAULT_SKIP = ("ssh", "pod.json", "run.json")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ENGINES = ("docker", "podman")
@@ -165,8 +167,9 @@ class Executor(ABC):
         """Write `<dir>/.claim` exclusively with `owner`; True if ours (new or same owner)."""
 
     @abstractmethod
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP) -> None:
-        """Copy the top-level entries of `local` (minus `skip`) into `remote`."""
+    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
+        """Copy the top-level entries of `local` (minus `skip`) into `remote`. `progress(done,
+        total)` (exec.transfer.Progress) is given the bytes sent (none when nothing moves)."""
 
     @abstractmethod
     def spawn(self, job: JobSpec) -> JobId:
@@ -184,8 +187,10 @@ class Executor(ABC):
         """Stop the job (container first, then its process group). A no-op once it ended."""
 
     @abstractmethod
-    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> None:
-        """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip."""
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+                 progress=None) -> None:
+        """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip.
+        `progress(done, total)` is given the bytes received, as `upload`'s."""
 
     @abstractmethod
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:

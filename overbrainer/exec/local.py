@@ -92,11 +92,11 @@ class LocalExecutor(Executor):
             f.write(owner + "\n")
         return True
 
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP) -> None:
+    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
         src, dst = Path(local).resolve(), self._path(remote)
         if dst.exists() and src == dst.resolve():
             return
-        transfer.copy_entries(src, dst, transfer.upload_names(src, skip))
+        transfer.copy_entries(src, dst, transfer.upload_names(src, skip), progress=progress)
 
     def spawn(self, job: JobSpec) -> JobId:
         check_secrets(job.secrets)
@@ -138,7 +138,8 @@ class LocalExecutor(Executor):
     def cancel(self, job: JobId) -> None:
         self._run_script(scripts.cancel(job.dir, job.pid, job.container), "cancel", timeout=90)
 
-    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> None:
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+                 progress=None) -> None:
         src, dst = self._path(remote), Path(local)
         if not src.is_dir():
             raise OverbrainerError(f"{src} does not exist")
@@ -146,7 +147,7 @@ class LocalExecutor(Executor):
             return
         names = [e for e in check_entries(entries) if os.path.lexists(src / e)]
         if names:
-            transfer.copy_entries(src, dst, names, exclude)
+            transfer.copy_entries(src, dst, names, exclude, progress=progress)
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         src = self._path(remote)

@@ -1,7 +1,7 @@
 """The POSIX sh text of the job-control scripts (training.md §2.2, §2.4), shared by both executors.
 
 Every function returns a script for `sh -c`; every value in it is quoted with shlex.quote.
-Only POSIX sh, tar, setsid, nohup, find, sha256sum, tail, head, kill, sleep are needed.
+Only POSIX sh, tar, setsid, nohup, find, sha256sum, ls, awk, tail, head, kill, sleep are needed.
 """
 
 from __future__ import annotations
@@ -151,6 +151,17 @@ def download(remote: str, entries: list[str], exclude: list[str]) -> str:
         + '[ $# -gt 0 ] || exit 0\n'
         + f'exec tar -cf - {excl} -- "$@"\n'
     )
+
+
+def tree_size(remote: str, entries: list[str], exclude: list[str]) -> str:
+    """Prints the bytes of the regular files under the existing `entries` (sizes from `ls -ln`,
+    no file is read): the total of a download's progress."""
+    entries = check_entries(entries)
+    prune = _prune(exclude)
+    body = "".join(
+        f"[ -e ./{q(e)} ] && find ./{q(e)} {prune}-type f -exec ls -ln {{}} +\n" for e in entries
+    )
+    return _missing(remote) + "{\n" + body + "true\n} | awk '{ s += $5 } END { printf \"%.0f\\n\", s }'\n"
 
 
 def manifest(remote: str, entries: list[str], exclude: list[str]) -> str:

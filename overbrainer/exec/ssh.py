@@ -163,13 +163,24 @@ class SshExecutor(Executor):
             raise OverbrainerError(f"claim on {self.endpoint.name} failed: unexpected answer")
         return out == "ours"
 
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP) -> None:
+    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
         names = transfer.upload_names(local, skip)
         remote = self._abs(remote)
         if not names:
             self._run("upload", f"mkdir -p -- {shlex.quote(remote)}")
             return
-        self._run("upload", scripts.upload(remote), feed=lambda send: transfer.write_tar(send, local, names))
+        total = transfer.tree_size(local, names) if progress is not None else None
+        meters: list[transfer.Meter] = []
+
+        def feed(send) -> None:  # each attempt counts from 0
+            if progress is not None:
+                meters.append(transfer.Meter(progress, total))
+                send = meters[-1].writer(send)
+            transfer.write_tar(send, local, names)
+
+        self._run("upload", scripts.upload(remote), feed=feed)
+        if meters:
+            meters[-1].finish()
 
     def spawn(self, job: JobSpec) -> JobId:
         check_secrets(job.secrets)
@@ -193,9 +204,32 @@ class SshExecutor(Executor):
     def cancel(self, job: JobId) -> None:
         self._run("cancel", scripts.cancel(job.dir, job.pid, job.container), timeout=max(self.op_timeout, 90))
 
-    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> None:
-        script = scripts.download(self._abs(remote), list(entries), list(exclude))
-        self._run("download", script, sink=lambda recv: _extract_if_any(recv, local))
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+                 progress=None) -> None:
+        entries, exclude = list(entries), list(exclude)
+        script = scripts.download(self._abs(remote), entries, exclude)
+        if progress is None:
+            self._run("download", script, sink=lambda recv: _extract_if_any(recv, local))
+            return
+        total = self._tree_size(remote, entries, exclude)
+        meters: list[transfer.Meter] = []
+
+        def sink(recv) -> None:  # each attempt counts from 0
+            meters.append(transfer.Meter(progress, total))
+            _extract_if_any(meters[-1].reader(recv), local)
+
+        self._run("download", script, sink=sink)
+        meters[-1].finish()
+
+    def _tree_size(self, remote: str, entries: list[str], exclude: list[str]) -> int | None:
+        """Bytes of the files a download of `entries` brings (None when the target cannot say)."""
+        try:
+            text = self._run("sizing a download", scripts.tree_size(self._abs(remote), entries, exclude))
+        except OverbrainerError as e:
+            log.debug("cannot size the download: %s", e)
+            return None
+        text = text.decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         script = scripts.manifest(self._abs(remote), list(entries), list(exclude))

@@ -3,22 +3,79 @@
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
 buffers; the other end is the target's `tar`. Extraction refuses absolute names, `..`, links
 leading outside the destination and special files, and never writes through a symlink.
+
+Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stream as they pass
+(through a `Meter`: at the start, at most once per PROGRESS_SECS, and once at the end), so a
+5 GB model never looks hung.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import os
 import shutil
+import stat
 import tarfile
+import time
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import VerifyError, check_entries
 
+log = logging.getLogger(__name__)
+
 BUF = 1 << 20
+PROGRESS_SECS = 0.5  # at most one progress report per this many seconds (besides start and end)
+
+Progress = Callable[[int, Optional[int]], object]  # (bytes done, bytes in all or None)
+
+
+class Meter:
+    """Counts the bytes of one transfer and reports them to `progress(done, total)`: `(0, total)`
+    at once, then at most once per PROGRESS_SECS, and `finish()` reports `(n, n)`. `total` counts
+    file data, a tar stream also carries headers and padding: `done` never shows more than `total`.
+    A failing callback never stops the transfer."""
+
+    def __init__(self, progress: Progress, total: int | None, clock: Callable[[], float] = time.monotonic):
+        self.progress = progress
+        self.total = total
+        self.done = 0
+        self.clock = clock
+        self.last = clock()
+        self._report(0, total)
+
+    def _report(self, done: int, total: int | None) -> None:
+        try:
+            self.progress(done, total)
+        except Exception:  # noqa: BLE001 - a display problem must not fail a transfer
+            log.debug("cannot report transfer progress", exc_info=True)
+
+    def add(self, n: int) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.last >= PROGRESS_SECS:
+            self.last = now
+            self._report(self.done if self.total is None else min(self.done, self.total), self.total)
+
+    def finish(self) -> None:
+        end = self.done if self.total is None else self.total
+        self._report(end, end)
+
+    def writer(self, write: Callable[[bytes], object]) -> Callable[[bytes], None]:
+        def counted(data: bytes) -> None:
+            write(data)
+            self.add(len(data))
+        return counted
+
+    def reader(self, read: Callable[[int], bytes]) -> Callable[[int], bytes]:
+        def counted(n: int) -> bytes:
+            data = read(n)
+            self.add(len(data))
+            return data
+        return counted
 
 
 class UnsafeArchive(OverbrainerError):
@@ -77,6 +134,21 @@ def write_tar(write: Callable[[bytes], object], root: str | os.PathLike, names: 
                     total += info.size
                 else:
                     tf.addfile(info)
+    return total
+
+
+def tree_size(root: str | os.PathLike, names: Iterable[str], exclude: Iterable[str] = ()) -> int:
+    """Bytes of the regular files a tar of `root/<name>` carries (symlinks not followed)."""
+    root, exclude = Path(root), list(exclude)
+    total = 0
+    for name in names:
+        for path, _ in _walk(root, name, exclude):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
     return total
 
 
@@ -226,22 +298,24 @@ def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entrie
 
 
 def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
-                 exclude: Iterable[str] = ()) -> None:
+                 exclude: Iterable[str] = (), progress: Progress | None = None) -> None:
     """Local tar pipe from `src/<name>` into `dst` (symlinks kept, basename globs excluded),
-    extracted with the same checks as a download."""
+    extracted with the same checks as a download; `progress` gets its bytes."""
     import threading
 
     src, dst = Path(src).resolve(), Path(dst)
+    names, exclude = list(names), list(exclude)
     dst.mkdir(parents=True, exist_ok=True)
     if _inside(str(dst.resolve()), str(src)):
         raise OverbrainerError(f"refusing to copy {src} into itself ({dst})")
+    meter = Meter(progress, tree_size(src, names, exclude)) if progress is not None else None
     r, w = os.pipe()
     failure: list[BaseException] = []
 
     def produce() -> None:
         try:
             with open(w, "wb", buffering=0) as out:
-                write_tar(out.write, src, list(names), exclude)
+                write_tar(out.write, src, names, exclude)
         except BaseException as e:  # reported after the reader ends
             failure.append(e)
 
@@ -249,10 +323,12 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
     t.start()
     try:
         with open(r, "rb", buffering=0) as inp:
-            extract_tar(inp.read, dst)
+            extract_tar(meter.reader(inp.read) if meter else inp.read, dst)
             while inp.read(BUF):
                 pass
     finally:
         t.join()
     if failure and not isinstance(failure[0], BrokenPipeError):
         raise OverbrainerError(f"copying {src} to {dst} failed: {failure[0]}") from failure[0]
+    if meter is not None:
+        meter.finish()

@@ -114,7 +114,8 @@ class JobStatus(Event):
 
 @dataclass(frozen=True)
 class Transfer(Event):
-    """Bytes moved to (upload) or from (download) a target."""
+    """Bytes moved to (upload) or from (download) a target. A transfer starts with done = 0 and
+    ends with done == total; total is None while unknown."""
     run_id: str
     direction: str
     done: int

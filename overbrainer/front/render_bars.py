@@ -82,7 +82,7 @@ class BarRenderer(LineRenderer):
     def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
         key = ("transfer", r.prefix, ev.direction)
         bar = self.bars.get(key)
-        if bar is None:
+        if bar is None or ev.done == 0:  # a new transfer (0 bytes) gets a bar of its own
             verb = "upload" if ev.direction == "upload" else "download"
             bar = self._open(key, total=ev.total, desc=f"{r.prefix}: {verb}", unit="B",
                              unit_scale=True, unit_divisor=1000)

@@ -3,7 +3,9 @@
 Stage events give the lines of the spec (pipeline.md §5.2): `answers: 40 to process`, progress at
 each tenth (every item below 10), retries as WARN, final failures as ERROR, `answers: finished`.
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
-line and the last step shown), phase lines and evaluation progress at each tenth.
+line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
+nothing; an lr of 0, the warmup's first step, is left out), phase lines and evaluation progress
+at each tenth.
 Lines go through the `overbrainer` logger, so they share its format, level, colour and redactor.
 """
 
@@ -93,7 +95,7 @@ def describe_metric(m: Metric) -> str:
         parts.append(f"loss {m.loss:.4f}")
     if _num(m.eval_loss):
         parts.append(f"eval_loss {m.eval_loss:.4f}")
-    if _num(m.learning_rate):
+    if _num(m.learning_rate) and m.learning_rate != 0:  # 0: the warmup's first step, not a setting
         parts.append(f"lr {sci(m.learning_rate)}")
     if _num(m.grad_norm):
         parts.append(f"grad_norm {m.grad_norm:.3f}")
@@ -203,6 +205,8 @@ class LineRenderer:
         self.log.debug("%s: following run %s", r.prefix, ev.run_id)
 
     def on_Metric(self, ev: Metric) -> None:
+        if not any(_num(x) for x in (ev.loss, ev.eval_loss, ev.learning_rate, ev.grad_norm)):
+            return  # the trainer's closing summary (runtime, mean loss) at a step already shown
         r = self.run(ev.run_id)
         self.metric(r, ev)
 
@@ -253,7 +257,12 @@ class LineRenderer:
         self.transfer(r, ev, gate)
 
     def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
-        due = gate.due(ev.done) if isinstance(gate, Tenths) else gate.due()
+        """A line at each tenth of a known total; else at most one per interval, and the end (the
+        last event of a transfer has done == total). Nothing for the start (0 bytes)."""
+        if isinstance(gate, Tenths):
+            due = gate.due(ev.done)
+        else:
+            due = ev.done > 0 and gate.due(force=ev.total is not None and ev.done >= ev.total)
         if due:
             verb = "uploading" if ev.direction == "upload" else "downloading"
             amount = human_bytes(ev.done) + (f" of {human_bytes(ev.total)}" if ev.total else "")

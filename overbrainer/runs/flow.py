@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,24 @@ def _front(app):
 def _keeps_running(record: RunRecord) -> str:
     return (f"interrupted: run {record.id} keeps running on target `{record.target}`; "
             f"{attach_hint(record.id)}")
+
+
+@contextmanager
+def _events(front):
+    """The flow's bus for a block; what was published is still shown (for at most 2 s) when the
+    block raises, so the last lines before an error are not lost."""
+    guard = front.open_bus()
+    try:
+        yield guard.bus
+    finally:
+        guard.close()
+
+
+def _transfers(bus, run_id: str, direction: str):
+    """The progress callback of a run's uploads or downloads: `Transfer` events on the bus."""
+    from overbrainer.front.events import Transfer
+
+    return lambda done, total: bus.publish(Transfer(run_id, direction, done, total))
 
 
 def _require_training(config) -> Any:
@@ -103,8 +122,10 @@ def train_flow(app, config, *, target: str | None = None, resume_from: str | Non
             raise
         front.run_created(record.id)
         log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
-        interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
-                         note=f"starting the job of run {record.id}")
+        with _events(front) as bus:
+            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+                             _transfers(bus, record.id, "upload"),
+                             note=f"starting the job of run {record.id}")
         if interrupt.caught():
             raise Interrupted(_keeps_running(record))
         if detach:
@@ -136,13 +157,15 @@ def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: 
                        stop_since: float | None = None) -> TrainResult:
     from overbrainer.runs.retrieve import finish
 
-    with front.open_bus() as guard:
-        followed = follow(executor, record, guard.bus, interrupt, stop_since=stop_since)
+    with _events(front) as bus:
+        followed = follow(executor, record, bus, interrupt, stop_since=stop_since)
     if followed is None:
         raise Interrupted(_keeps_running(record))
     run_dir = ids.run_dir(runs_dir, record.id)
-    interrupt.shield(finish, executor, record, run_dir, runs_dir, followed.status,
-                     followed.summary.lines, followed.notes, note=f"retrieving the results of run {record.id}")
+    with _events(front) as bus:  # a bus of its own: the follow's lines are all shown before retrieval's
+        interrupt.shield(finish, executor, record, run_dir, runs_dir, followed.status,
+                         followed.summary.lines, followed.notes, _transfers(bus, record.id, "download"),
+                         note=f"retrieving the results of run {record.id}")
     return report_outcome(front, record, run_dir)
 
 
@@ -220,8 +243,10 @@ def attach_flow(app, config, run_id: str) -> TrainResult:
         executor = _connect(interrupt, config, record, runs_dir)
         _settle(interrupt, config, executor, record, runs_dir)
         if record.ended:
-            interrupt.shield(collect, executor, record, run_dir, runs_dir,
-                             note=f"retrieving the results of run {run_id}")
+            with _events(front) as bus:
+                interrupt.shield(collect, executor, record, run_dir, runs_dir,
+                                 _transfers(bus, run_id, "download"),
+                                 note=f"retrieving the results of run {run_id}")
             return report_outcome(front, record, run_dir)
         return _follow_and_finish(front, interrupt, executor, record, runs_dir)
     finally:
@@ -301,8 +326,10 @@ def cancel_flow(app, config, run_id: str) -> str:
     try:
         executor = _connect(interrupt, config, record, runs_dir)
         _settle(interrupt, config, executor, record, runs_dir)
-        text, data = interrupt.shield(_cancel, executor, record, runs_dir,
-                                      note=f"cancelling the job of run {run_id}")
+        with _events(front) as bus:
+            text, data = interrupt.shield(_cancel, executor, record, runs_dir,
+                                          _transfers(bus, run_id, "download"),
+                                          note=f"cancelling the job of run {run_id}")
         front.report(text, data)
         return text
     finally:
@@ -311,7 +338,7 @@ def cancel_flow(app, config, run_id: str) -> str:
         interrupt.restore()
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path) -> tuple[str, dict]:
+def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None) -> tuple[str, dict]:
     from overbrainer.runs.retrieve import retrieve
 
     rid = record.id
@@ -328,6 +355,6 @@ def _cancel(executor, record: RunRecord, runs_dir: Path) -> tuple[str, dict]:
         text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
-    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED))
+    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress)
     text = f"train: run {rid} cancelled" + (f" ({record.message})" if record.message else "")
     return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message}

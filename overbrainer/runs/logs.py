@@ -149,6 +149,9 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
     failures = 0
     while True:
         before = reader.offset
+        # Asked before the read: a run that had ended then wrote its whole log before this read
+        # (asked after it, the job's last line could land between the read and the question).
+        was_over = ended()
         try:
             yield from reader.forward()
         except Stopped:
@@ -160,7 +163,7 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
             log.warning("cannot read the log (%d/%d): %s", failures, timing.FAILURE_BUDGET, e)
         else:
             failures = 0
-            if reader.offset == before and ended():
+            if reader.offset == before and was_over:
                 yield from reader.finish()
                 return
         if interrupt.wait(timing.poll_secs()):

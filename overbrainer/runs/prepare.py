@@ -69,7 +69,8 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
 
     `check()` is called between steps (it raises Interrupted after Ctrl-C). Returns the config.
     """
-    from overbrainer.train.axolotl_config import build_config, has_examples, require_examples, write_config
+    from overbrainer.train.axolotl_config import (build_config, eval_warning, has_examples, require_examples,
+                                                 write_config)
     from overbrainer.train.job import PLUGIN_NAME, install_plugin
 
     data_src = (resume.run_dir if resume else Path(project_dir)) / "data"
@@ -94,6 +95,9 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
         resume_checkpoint = f"{root.rstrip('/')}/resume/{resume.checkpoint_name}"
         check()
     config = build_config(training, root, has_eval, resume_checkpoint)
+    warning = eval_warning(training, has_eval)
+    if warning:
+        log.warning("%s", warning)
     try:
         write_config(run_dir / "axolotl.yaml", config)
     except OSError as e:

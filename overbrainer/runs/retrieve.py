@@ -32,8 +32,9 @@ def _same_dir(remote: str, local: Path) -> bool:
         return False
 
 
-def fetch(executor, remote: str, local: Path, entries, exclude=()) -> list[tuple[str, str]]:
-    """Download `entries` and verify them; returns the target's manifest."""
+def fetch(executor, remote: str, local: Path, entries, exclude=(), progress=None) -> list[tuple[str, str]]:
+    """Download `entries` (their bytes to `progress(done, total)`) and verify them; returns the
+    target's manifest."""
     entries, exclude = list(entries), list(exclude)
     try:
         manifest = executor.manifest(remote, entries, exclude)
@@ -42,7 +43,7 @@ def fetch(executor, remote: str, local: Path, entries, exclude=()) -> list[tuple
     if _same_dir(remote, local):
         return manifest  # a local target: the files are already here, and the manifest hashed them
     try:
-        executor.download(remote, str(local), entries, exclude)
+        executor.download(remote, str(local), entries, exclude, progress=progress)
     except OverbrainerError as e:
         raise OverbrainerError(f"download failed: {e}", cause=e) from e
     from overbrainer.exec.transfer import verify
@@ -60,7 +61,7 @@ def read_proof(executor, record: RunRecord) -> bytes | None:
 
 
 def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: Status, plugin_lines: int,
-           notes: list[str] | None = None) -> RunRecord:
+           notes: list[str] | None = None, progress=None) -> RunRecord:
     """Outcome → snapshot proof → retrieval → saved record. Raises (record left `running`) when a
     succeeded/stopped run's files could not be brought home."""
     result = outcome(status, plugin_lines, record.id)
@@ -69,17 +70,20 @@ def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: S
     if notes and result.state == CANCELLED and not result.message:
         result.message = notes[0]
     log.info("train: retrieving results")
-    retrieve(executor, record, run_dir, runs_dir, result)
+    retrieve(executor, record, run_dir, runs_dir, result, progress)
     return record
 
 
-def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result: Outcome) -> None:
-    """Fetch the files the outcome calls for and save the final state (see module docstring)."""
+def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result: Outcome,
+             progress=None) -> None:
+    """Fetch the files the outcome calls for (their bytes to `progress`, one transfer per fetch) and
+    save the final state (see module docstring)."""
     rid = record.id
     try:
-        manifest = fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE)
+        manifest = fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE, progress)
         if result.state == STOPPED:
-            fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"])
+            fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"],
+                  progress=progress)
     except OverbrainerError as e:
         if result.state in (SUCCEEDED, STOPPED):
             record.state = RUNNING
@@ -116,13 +120,14 @@ def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
     return True
 
 
-def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path) -> None:
+def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress=None) -> None:
     """Retrieve an ended run's files again; on success strip the note (the state is unchanged)."""
     entries_ok = True
     try:
-        fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE)
+        fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE, progress)
         if record.state == STOPPED and record.snapshot is not None:
-            fetch(executor, record.remote_dir, run_dir, [record.snapshot.checkpoint, "snapshot.json"])
+            fetch(executor, record.remote_dir, run_dir, [record.snapshot.checkpoint, "snapshot.json"],
+                  progress=progress)
     except OverbrainerError as e:
         entries_ok = False
         if record.state in (FAILED, CANCELLED):

@@ -80,12 +80,13 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
 
 # --- start ------------------------------------------------------------------------------------
 
-def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec) -> RunRecord:
-    """Upload the run directory, spawn the job, save the record `running` with its job."""
+def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec, progress=None) -> RunRecord:
+    """Upload the run directory (its bytes to `progress(done, total)`), spawn the job, save the
+    record `running` with its job."""
     from overbrainer.exec.base import DEFAULT_SKIP
 
     try:
-        executor.upload(str(run_dir), record.remote_dir, DEFAULT_SKIP)
+        executor.upload(str(run_dir), record.remote_dir, DEFAULT_SKIP, progress=progress)
         try:
             job = executor.spawn(spec)
         except TargetUnreachable as e:

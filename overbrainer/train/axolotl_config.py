@@ -116,6 +116,22 @@ def dataset_entry(path: str) -> dict[str, Any]:
     }
 
 
+def evaluates_never(training: Any) -> bool:
+    """True when Axolotl would never evaluate with these settings: it turns `evals_per_epoch` into
+    `eval_steps = 1 / (evals_per_epoch * num_epochs)` and uses it only below 1.0, so 1 evaluation per
+    epoch over 1 epoch gives none. `build_config` writes `eval_strategy: "epoch"` instead."""
+    return setting(training, "evals_per_epoch") * setting(training, "epochs") <= 1
+
+
+def eval_warning(training: Any, has_eval: bool) -> str | None:
+    """The warning logged when `build_config` corrects settings that would give no evaluation."""
+    if not has_eval or "eval_steps" in extra_of(training) or not evaluates_never(training):
+        return None
+    return (f"training.evals_per_epoch = {setting(training, 'evals_per_epoch')} with training.epochs = "
+            f"{setting(training, 'epochs')} gives no evaluation in Axolotl (it skips an eval_steps of 1.0): "
+            'the run evaluates at the end of each epoch instead (eval_strategy: "epoch" in axolotl.yaml)')
+
+
 def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: str | None = None) -> dict[str, Any]:
     """The Axolotl config as a dict. `root` is the run directory as the job sees it (host path or
     `/workspace/run`); `resume_checkpoint` is `<root>/resume/checkpoint-N` or None.
@@ -167,7 +183,10 @@ def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: st
     if has_eval:
         config["test_datasets"] = [dict(dataset_entry(f"{root}/data/eval.jsonl"), split="train")]
         if "eval_steps" not in extra:
-            config["evals_per_epoch"] = setting(training, "evals_per_epoch")
+            if evaluates_never(training):
+                config["eval_strategy"] = "epoch"
+            else:
+                config["evals_per_epoch"] = setting(training, "evals_per_epoch")
     if "save_steps" not in extra:
         config["saves_per_epoch"] = setting(training, "saves_per_epoch")
     if "save_total_limit" not in extra:

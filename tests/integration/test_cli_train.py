@@ -48,6 +48,32 @@ def test_train_ok_succeeds_with_a_verified_adapter(tmp_path, fake_axolotl):
     assert logs.returncode == 0 and logs.stdout == "fake axolotl: merge-lora axolotl.yaml (mode ok)\n"
 
 
+def test_train_step_lines_show_the_last_step_once_and_no_zero_lr(tmp_path, fake_axolotl):
+    # The fake writes what a real trainer does: lr 0.0 at the warmup's first step, then the closing
+    # summary (a log at the last step with no metric) before `end`.
+    p = make_project(tmp_path, fake_axolotl)
+    r = p.run("train")
+    assert r.returncode == 0, r.stderr
+    steps = [line.split(" INFO ", 1)[1] for line in r.stderr.splitlines() if "train: step" in line]
+    assert steps == ["train: step 1/2 (50%), epoch 0.50, loss 1.5000, grad_norm 0.900",
+                     "train: step 2/2 (100%), epoch 1.00, loss 1.2500, lr 1.00e-4, grad_norm 0.800"]
+    assert "lr 0.00e0" not in r.stderr
+
+
+def test_one_evaluation_per_epoch_over_one_epoch_is_corrected_and_warned(tmp_path, fake_axolotl):
+    import yaml
+
+    p = make_project(tmp_path, fake_axolotl)
+    p.env.update(OVERBRAINER_TRAINING__EPOCHS="1", OVERBRAINER_TRAINING__EVALS_PER_EPOCH="1")
+    r = p.run("train")
+    assert r.returncode == 0, r.stderr
+    assert ("WARN training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in Axolotl"
+            in r.stderr)
+    config = yaml.safe_load((p.runs / only_run(p) / "axolotl.yaml").read_text())
+    assert config["eval_strategy"] == "epoch" and "evals_per_epoch" not in config
+    assert config["num_epochs"] == 1
+
+
 def test_train_json_reports_one_object(tmp_path, fake_axolotl):
     p = make_project(tmp_path, fake_axolotl)
     r = p.run("--json", "train")

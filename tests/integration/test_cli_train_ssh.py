@@ -33,6 +33,8 @@ def test_train_over_ssh_downloads_and_verifies(tmp_path, fake_axolotl, sshd):
     assert not (local / "output" / "checkpoint-2").exists()
     assert not (local / "exit_code").exists() and not (local / ".claim").exists()
     assert (remote_dir / ".claim").is_file()
+    # The record lives here only: a copy on the target would say `preparing` forever.
+    assert not (remote_dir / "run.json").exists()
     assert "token present" in (local / "job.log").read_text()
     assert r.stdout.splitlines()[1:] == [f"train: adapter in runs/{rid}/output",
                                          f"train: merged model in runs/{rid}/output/merged"]
@@ -95,3 +97,25 @@ def test_unreachable_target_is_named_once_and_creates_no_run(tmp_path, fake_axol
     assert line.startswith("error: cannot reach target `remote`: ")
     assert line.count("cannot reach") == 1
     assert p.run_ids() == []
+
+
+def test_uploads_and_downloads_publish_their_progress(tmp_path, fake_axolotl, sshd):
+    import json
+
+    p = ssh_project(tmp_path, fake_axolotl, sshd, merge=True)
+    r = p.run("--json", "train")
+    assert r.returncode == 0, r.stderr
+    [rid] = p.run_ids()
+    events = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
+    transfers = [e for e in events if e.get("event") == "transfer"]
+    for direction in ("upload", "download"):
+        mine = [(e["done"], e["total"]) for e in transfers if e["direction"] == direction]
+        assert mine and mine[0][0] == 0, (direction, mine)
+        done, total = mine[-1]
+        assert done == total > 0 and all(e["run_id"] == rid for e in transfers)
+    # the download's total: the files brought home
+    local = p.runs / rid
+    files = [*(local / "output").rglob("*"), local / "metrics.jsonl", local / "job.log"]
+    brought = sum(f.stat().st_size for f in files if f.is_file())
+    last = [(e["done"], e["total"]) for e in transfers if e["direction"] == "download"][-1]
+    assert last == (brought, brought)

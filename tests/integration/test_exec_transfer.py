@@ -24,6 +24,7 @@ def make_run(root: Path) -> Path:
     (root / "ssh").mkdir()
     (root / "ssh" / "id_ed25519").write_text("never uploaded")
     (root / "pod.json").write_text("{}")
+    (root / "run.json").write_text('{"state": "preparing"}\n')
     (root / "odd name\nwith newline.txt").write_text("odd")
     (root / "exec.sh").write_text("#!/bin/sh\n")
     os.chmod(root / "exec.sh", 0o755)
@@ -44,7 +45,7 @@ def make_outputs(d: Path) -> None:
     (d / "exit_code").write_text("0\n")
 
 
-def test_upload_skips_ssh_and_pod_json_and_keeps_modes_and_links(executor, tmp_path):
+def test_upload_skips_ssh_pod_json_and_run_json_and_keeps_modes_and_links(executor, tmp_path):
     local = make_run(tmp_path / "local" / "run1")
     remote = f"{executor.workdir}/run1"
     executor.upload(str(local), remote)
@@ -198,3 +199,28 @@ def test_extraction_never_writes_through_an_existing_symlink(tmp_path):
     names = extract_tar(io.BytesIO(_tar((_info("job.log"), b"new log"))).read, dest)
     assert names == ["job.log"] and outside.read_text() == "keep"
     assert (dest / "job.log").read_text() == "new log" and not (dest / "job.log").is_symlink()
+
+
+def test_uploads_and_downloads_report_their_bytes(executor, tmp_path, monkeypatch):
+    """Every chunk reported (no throttle here): from (0, total) up, never past total, ending at
+    (total, total), total being the bytes of the files moved; a download counts the target's files."""
+    from overbrainer.exec import transfer
+
+    monkeypatch.setattr(transfer, "PROGRESS_SECS", 0.0)
+    local = make_run(tmp_path / "local" / "run1")
+    (local / "data" / "big.bin").write_bytes(os.urandom(3_000_000))
+    up: list[tuple[int, int | None]] = []
+    remote = Path(executor.workdir, "run1")
+    executor.upload(str(local), str(remote), progress=lambda done, total: up.append((done, total)))
+    sent = transfer.tree_size(local, transfer.upload_names(local, ("ssh", "pod.json", "run.json")))
+    assert sent > 3_000_000
+    make_outputs(remote)
+    down: list[tuple[int, int | None]] = []
+    executor.download(str(remote), str(tmp_path / "back"), ENTRIES, ["checkpoint-*"],
+                      progress=lambda done, total: down.append((done, total)))
+    got = 200_000 + 70_000 + 1 + len('{"event":"begin"}\n') + len("log\n")  # make_outputs minus checkpoints
+    for events, total in ((up, sent), (down, got)):
+        assert events[0] == (0, total) and events[-1] == (total, total)
+        assert len(events) > 3, "progress inside the transfer, not only its ends"
+        dones = [d for d, _ in events]
+        assert dones == sorted(dones) and all(t == total for _, t in events)

@@ -43,8 +43,8 @@ class Corrupting(LocalExecutor):
         super().__init__(workdir)
         self.bad = bad
 
-    def download(self, remote, local, entries, exclude=()):
-        super().download(remote, local, entries, exclude)
+    def download(self, remote, local, entries, exclude=(), progress=None):
+        super().download(remote, local, entries, exclude, progress)
         if self.bad:
             self.bad -= 1
             (Path(local) / "output" / "adapter_model.safetensors").write_bytes(b"torn")

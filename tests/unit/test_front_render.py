@@ -11,6 +11,7 @@ from overbrainer.front.events import (
     ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, RunWatched, StageFinished, StageModel,
     StageStarted, StageStats, Transfer,
 )
+from overbrainer.front.render_bars import BarRenderer
 from overbrainer.front.render_json import JsonRenderer, event_line
 from overbrainer.front.render_lines import Every, LineRenderer, Tenths, describe_metric, sci
 from overbrainer.support.usage import Usage
@@ -131,6 +132,46 @@ def test_phase_eval_transfer_and_job_lines(lines):
     uploads = [g for g in got if "uploading" in g]
     assert uploads[0] == "export: uploading 100.0 kB of 1.0 MB" and len(uploads) == 10
     assert got[-2:] == ["export: job lost (stopped without an exit code)", "train: job exited with code 3"]
+
+
+def test_a_log_without_metrics_and_a_zero_lr_show_nothing_new(lines):
+    for r in (LineRenderer(clock=Clock()), BarRenderer(Tty())):
+        r.handle(Metric("r1", 0.0, 1, 0.5, 2, loss=1.5, learning_rate=0.0))
+        r.handle(Metric("r1", 0.0, 2, 1.0, 2, loss=1.25, learning_rate=1e-4))
+        r.handle(Metric("r1", 0.0, 2, 1.0, 2))  # the trainer's closing summary
+        r.close()
+    got = lines()
+    first = [g for g in got if g.startswith("train: step 1/2")]
+    assert first == ["train: step 1/2 (50%), epoch 0.50, loss 1.5000"]
+    assert got.count("train: step 2/2 (100%), epoch 1.00, loss 1.2500, lr 1.00e-4") == 2  # once per renderer
+    assert len(got) == 3
+
+
+def test_transfer_lines_skip_the_start_and_show_the_end_of_an_unknown_total(lines):
+    clock = Clock()
+    r = LineRenderer(clock=clock)
+    r.handle(Transfer("r1", "download", 0, None))
+    r.handle(Transfer("r1", "download", 5_000, None))
+    clock.now += 1
+    r.handle(Transfer("r1", "download", 9_000, None))  # within 10 s of the last line
+    r.handle(Transfer("r1", "download", 12_000, 12_000))  # the end
+    r.handle(Transfer("r1", "upload", 0, 2_000))
+    r.handle(Transfer("r1", "upload", 2_000, 2_000))
+    assert lines() == ["train: downloading 5.0 kB", "train: downloading 12.0 kB of 12.0 kB",
+                       "train: uploading 2.0 kB of 2.0 kB"]
+
+
+def test_each_transfer_gets_a_bar_that_closes_at_its_end():
+    tty = Tty()
+    r = BarRenderer(tty)
+    r.handle(Transfer("r1", "download", 0, 1000))
+    r.handle(Transfer("r1", "download", 600, 1000))
+    assert ("transfer", "train", "download") in r.bars
+    r.handle(Transfer("r1", "download", 0, 500))  # the next fetch: a new bar
+    assert r.bars[("transfer", "train", "download")].total == 500
+    r.handle(Transfer("r1", "download", 500, 500))
+    assert not r.bars and terminal._bars == 0
+    assert "train: download" in tty.getvalue()
 
 
 def test_number_formats():

@@ -88,3 +88,28 @@ def test_a_log_without_a_tail_is_read_in_chunks_and_missing_reads_none():
         def size(self):
             return None
     assert LogReader(Missing(b"")).lines(3) is None
+
+
+def test_a_follow_reads_once_more_after_the_run_ended():
+    """The job's last line may land after a read found nothing new, and the run end before the
+    follow asks: what the log holds once the run ended is still printed."""
+    from overbrainer.runs.logs import LogReader, follow
+
+    class Job(_Source):
+        ended = False
+
+        def read(self, offset, limit):
+            out = super().read(offset, limit)
+            if not out and not self.ended:  # right after this empty read: the last line, then the end
+                self.data += b"token present\n"
+                self.ended = True
+            return out
+
+    class NoWait:
+        def wait(self, seconds):
+            return False
+
+    src = Job(b"first\n")
+    reader = LogReader(src)
+    assert list(reader.lines(None)) == [b"first"]
+    assert list(follow(reader, lambda: src.ended, NoWait(), "r1")) == [b"token present"]

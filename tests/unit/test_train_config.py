@@ -135,6 +135,30 @@ def test_extra_steps_replace_per_epoch_settings():
     assert (config["eval_steps"], config["save_steps"], config["save_total_limit"]) == (50, 100, 5)
 
 
+@pytest.mark.parametrize("epochs, evals, expect", [
+    (1, 1, {"eval_strategy": "epoch"}),  # Axolotl: eval_steps 1.0 = no evaluation at all
+    (1, 2, {"evals_per_epoch": 2}),
+    (2, 1, {"evals_per_epoch": 1}),
+])
+def test_settings_that_give_no_evaluation_are_corrected_and_warned(epochs, evals, expect):
+    training = training_ns(epochs=epochs, evals_per_epoch=evals)
+    config = ac.build_config(training, "/r", has_eval=True)
+    assert {k: config[k] for k in ("eval_strategy", "evals_per_epoch") if k in config} == expect
+    warning = ac.eval_warning(training, has_eval=True)
+    if "eval_strategy" in expect:
+        assert warning == ("training.evals_per_epoch = 1 with training.epochs = 1 gives no evaluation in "
+                           "Axolotl (it skips an eval_steps of 1.0): the run evaluates at the end of each "
+                           'epoch instead (eval_strategy: "epoch" in axolotl.yaml)')
+    else:
+        assert warning is None
+    # Without eval data, or with the user's own eval_steps, nothing is corrected.
+    assert ac.eval_warning(training, has_eval=False) is None
+    assert "eval_strategy" not in ac.build_config(training, "/r", has_eval=False)
+    own = training_ns(epochs=epochs, evals_per_epoch=evals, axolotl_extra={"eval_steps": 5})
+    assert ac.eval_warning(own, has_eval=True) is None
+    assert "eval_strategy" not in ac.build_config(own, "/r", has_eval=True)
+
+
 def test_resume_checkpoint_is_set():
     config = ac.build_config(training_ns(), "/r", has_eval=False, resume_checkpoint="/r/resume/checkpoint-40")
     assert config["resume_from_checkpoint"] == "/r/resume/checkpoint-40"

@@ -42,7 +42,7 @@ def test_container_output_dir_falls_back_to_output_here(fake_axolotl, run_dir):
     assert out.returncode == 0, out.stderr
     assert (run_dir / "output" / "adapter_model.safetensors").is_file()
     assert "token present" not in out.stdout
-    assert len((run_dir / "m.jsonl").read_text().splitlines()) == 3
+    assert len((run_dir / "m.jsonl").read_text().splitlines()) == 5
     assert call(fake_axolotl, run_dir, "merge-lora", "axolotl.yaml").returncode == 0
     assert (run_dir / "output" / "merged" / "model.safetensors").is_file()
 

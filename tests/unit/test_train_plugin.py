@@ -123,6 +123,29 @@ def test_eval_lines_are_throttled_and_reset_by_on_evaluate(plugin, tmp_path):
     assert all(r["event"] == "eval" for r in lines(path))
 
 
+def test_eval_lines_reach_the_total(plugin, tmp_path):
+    """The last batch of an evaluation is always written, so its progress ends at total/total;
+    without a length, the batch the throttle held back is written before the evaluation's results."""
+    path = tmp_path / "m.jsonl"
+    clock = Clock()
+    cb = plugin.MetricsCallback(str(path), clock=clock)
+    for _ in range(4):  # all within 2 s
+        cb.on_prediction_step(None, state(), control(), eval_dataloader=[0] * 4)
+        clock.t += 0.1
+    cb.on_log(None, state(5), control(), logs={"eval_loss": 0.5})
+    cb.on_evaluate(None, state(5), control())
+    for _ in range(3):
+        cb.on_prediction_step(None, state(), control(), eval_dataloader=iter([]))
+        clock.t += 0.1
+    cb.on_log(None, state(5), control(), logs={"eval_loss": 0.4, "eval_runtime": 1.0})
+    cb.on_evaluate(None, state(5), control())
+    cb.on_log(None, state(6), control(), logs={"loss": 1.0})
+    got = [(r["event"], r.get("step"), r.get("total"), r.get("eval_loss")) for r in lines(path)]
+    assert got == [("eval", 1, 4, None), ("eval", 4, 4, None), ("log", 5, None, 0.5),
+                   ("eval", 1, None, None), ("eval", 3, None, None), ("log", 5, None, 0.4),
+                   ("log", 6, None, None)]
+
+
 def snapshot_cb(plugin, tmp_path):
     request = tmp_path / "snapshot.request"
     cb = plugin.SnapshotCallback(str(request), clock=Clock(5.0))

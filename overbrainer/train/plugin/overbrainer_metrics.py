@@ -125,7 +125,9 @@ class MetricsCallback(TrainerCallback):
         self.path = path
         self.clock = clock
         self.eval_step = 0
+        self.eval_shown = 0
         self.eval_last = None
+        self.eval_total = None
 
     def _now(self):
         return round(self.clock(), 3)
@@ -142,6 +144,10 @@ class MetricsCallback(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         try:
+            if logs and any(str(k).startswith("eval_") for k in logs) and self.eval_step > self.eval_shown:
+                # an evaluation's results (logged before on_evaluate): first its last batch, when the
+                # throttle held it back (an eval loader without a length)
+                self._eval_line(state, self.clock())
             record = {
                 "event": "log",
                 "time": self._now(),
@@ -160,21 +166,31 @@ class MetricsCallback(TrainerCallback):
         try:
             self.eval_step += 1
             now = self.clock()
-            if self.eval_step > 1 and self.eval_last is not None and now - self.eval_last < EVAL_EVERY_SECS:
-                return
-            self.eval_last = now
             total = None
             try:
                 total = len(eval_dataloader) if eval_dataloader is not None else None
             except Exception:  # noqa: BLE001 - an iterable without a length
                 total = None
-            self._emit(state, {"event": "eval", "time": round(now, 3), "step": self.eval_step, "total": total})
+            self.eval_total = total
+            last = total is not None and self.eval_step >= total
+            if (self.eval_step > 1 and not last and self.eval_last is not None
+                    and now - self.eval_last < EVAL_EVERY_SECS):
+                return
+            self._eval_line(state, now)
         except Exception as exc:  # noqa: BLE001
             _warn("on_prediction_step", exc)
 
+    def _eval_line(self, state, now):
+        self.eval_last = now
+        self.eval_shown = self.eval_step
+        self._emit(state, {"event": "eval", "time": round(now, 3), "step": self.eval_step,
+                           "total": self.eval_total})
+
     def on_evaluate(self, args, state, control, **kwargs):
-        self.eval_step = 0
-        self.eval_last = None
+        self.eval_step = self.eval_shown = 0
+        self.eval_last = self.eval_total = None
+
+    on_predict = on_evaluate
 
     def on_train_end(self, args, state, control, **kwargs):
         try:
