@@ -70,6 +70,9 @@ class AppContext:
         return self._dotenv
 
     def require_project(self) -> None:
+        if not self.project_dir.is_dir():
+            what = "is not a directory" if self.project_dir.exists() else "does not exist"
+            raise ConfigError(f"project directory {self.project_dir} {what} (-C DIR)")
         toml = self.project_dir / "overbrainer.toml"
         if not toml.is_file():
             raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from overbrainer.errors import OverbrainerError
 from overbrainer.pipeline.common import execute
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
@@ -35,4 +36,25 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))
-    return StageResult(STAGE, stats, split=counts)
+    return StageResult(STAGE, stats, split=counts, error=_nothing_to_train(result))
+
+
+def _nothing_to_train(result) -> OverbrainerError | None:
+    """Exit 1 when data/train.jsonl was written empty, saying why."""
+    if result.train:
+        return None
+    if result.orphaned_usable and not result.usable:
+        why = (f"all {result.orphaned_usable} usable answer(s) are orphaned (their topic or question is gone "
+               f"from the configuration)")
+    elif result.excluded and not result.usable:
+        reasons = ", ".join(f"{reason} {n}" for reason, n in result.excluded.items())
+        why = f"every answer was excluded ({reasons})"
+        if "no_raw_reasoning" in result.excluded:
+            why += ": the parent does not return its reasoning; set roles.parent.reasoning = false"
+        else:
+            why += ": see `overbrainer dataset stats`"
+    elif not result.usable:
+        why = "there is no answer yet: run `overbrainer answers` first"
+    else:
+        why = f"{result.usable} usable answer(s) all went to eval: lower pipeline.eval_ratio or answer more questions"
+    return OverbrainerError(f"split wrote 0 train examples: {why}")

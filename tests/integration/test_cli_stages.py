@@ -80,18 +80,19 @@ def test_stage_by_stage_with_resume_after_each(project, fake_provider, cli):
 
 def test_split_needs_no_provider_and_refuses_force(project, fake_provider, cli):
     r = cli(["-C", project.dir, "split"], env={})  # no base URL at all
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # no train example written
     assert r.stdout == "split: 0 train, 0 eval, 0 excluded, 0 orphaned\n"
+    assert "OVERBRAINER_PROVIDERS" not in r.stderr
     r = cli(["-C", project.dir, "split", "--force"], env=project.env)
     assert r.returncode == 2
 
 
 def test_unknown_topic_and_missing_url(project, cli):
     r = cli(["-C", project.dir, "answers", "--topic", "nope"], env=project.env)
-    assert r.returncode == 1 and "unknown topic `nope`" in r.stderr
+    assert r.returncode == 2 and "unknown topic `nope`" in r.stderr
     assert project.history() == []
     r = cli(["-C", project.dir, "subtopics"], env={})
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "OVERBRAINER_PROVIDERS__FAKE__BASE_URL" in r.stderr
 
 
