@@ -142,7 +142,7 @@ class Appender:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)  # umask applies
         except OSError as e:
             raise OverbrainerError(f"cannot open {self.path}: {e.strerror}") from e
         try:
