@@ -116,10 +116,13 @@ def test_dataset_stats_and_reject(project, fake_provider, cli):
     sub = next(s for s in project.records("subtopics") if s["topic"] == "topic0")
     r = cli(["-C", project.dir, "dataset", "reject", sub["id"]], env=project.env)
     assert r.returncode == 0, r.stderr
-    assert "removed 1 subtopic(s), 3 question(s), 3 answer(s)" in r.stdout
+    assert "removed 1 subtopic, 3 questions, 3 answers" in r.stdout
     assert [x["id"] for x in project.records("rejected")] == [sub["id"]]
+    r = cli(["-C", project.dir, "dataset", "reject", sub["id"]], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.endswith("was already rejected: nothing to do\n")
     r = cli(["-C", project.dir, "dataset", "stats"], env=project.env)
-    assert r.stdout.splitlines()[0].startswith("topic0: 1 subtopics, 3 questions, 3 answered")
+    assert r.stdout.splitlines()[0].startswith("topic0: 1 subtopic, 3 questions, 3 answered")
     # The next run regenerates the missing subtopic, but never the rejected one.
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
