@@ -13,7 +13,6 @@ import click
 
 from overbrainer import __version__
 from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, OverbrainerError
-from overbrainer.front.interrupt import catch_sigterm, terminated
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -112,13 +111,37 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
     sys.stderr.flush()
 
 
+_sigterm = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    global _sigterm
+    _sigterm = True
+    raise KeyboardInterrupt
+
+
+def _catch_sigterm() -> None:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does (an Interrupt catches either first).
+    A SIGTERM ignored at start stays ignored."""
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (OSError, ValueError):
+        pass
+
+
 def _stopped_code() -> int:
     """The exit code of a command stopped by a signal: SIGTERM is handled like Ctrl-C."""
-    return EXIT_TERMINATED if terminated() else EXIT_INTERRUPTED
+    interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
+    if _sigterm or (interrupt is not None and interrupt.terminated()):
+        return EXIT_TERMINATED
+    return EXIT_INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> None:
-    catch_sigterm()
+    _catch_sigterm()
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0

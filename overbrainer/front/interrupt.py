@@ -12,7 +12,7 @@ A watcher thread reads the pipe, says what a shield is finishing, and only then 
 - `race(fn)` returns None at the first Ctrl-C (fn runs in a daemon thread and is abandoned);
   once Ctrl-C came, `fn` is not even started.
 
-Outside every Interrupt, `catch_sigterm()` makes SIGTERM raise KeyboardInterrupt, as Ctrl-C does.
+Outside every Interrupt, the command line makes SIGTERM raise KeyboardInterrupt, as Ctrl-C does.
 
 When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
 behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
@@ -47,23 +47,8 @@ _received: set[int] = set()
 
 
 def terminated() -> bool:
-    """True once a SIGTERM came (caught by an Interrupt or by `catch_sigterm`)."""
+    """True once an Interrupt caught a SIGTERM."""
     return signal.SIGTERM in _received
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    _received.add(signum)
-    raise KeyboardInterrupt
-
-
-def catch_sigterm() -> None:
-    """From now on (main thread only) SIGTERM raises KeyboardInterrupt, as Ctrl-C does; an
-    Interrupt created later catches it first. A SIGTERM ignored at start stays ignored."""
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _raise_terminated)
-    except (OSError, ValueError):
-        pass
 
 
 class _Handler:
