@@ -1,5 +1,5 @@
 """What every command shares: the project directory, the output mode, the front end, and
-opening the project (checks, .env, lock, configuration) in the order the spec gives."""
+opening the project in order: the project check, .env, the lock, then the configuration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Crash-safe JSON Lines I/O for the data files (spec pipeline.md §1.3).
+"""Crash-safe JSON Lines I/O for the data files.
 
 - `read_records`: a missing file is empty; blank lines are skipped; a last line without `\\n`
   is kept when it is valid JSON and ignored with a warning otherwise; any other bad line is an

@@ -1,5 +1,5 @@
 """`dataset reject ID`: delete a subtopic or a question with what depends on it, and record it in
-rejected.jsonl so no stage generates it again (spec pipeline.md §6 "Dataset editing").
+rejected.jsonl so no stage generates it again.
 
 - subtopic ⇒ the subtopic, its questions and their answers go; the subtopic is recorded;
 - question ⇒ the question and its answer go; the question is recorded;
