@@ -42,7 +42,8 @@ class UsageError(ConfigError):
 
 
 class Interrupted(OverbrainerError):
-    """Ctrl-C stopped the command. Exit code 130. The message says what resumes and how."""
+    """Ctrl-C (exit code 130) or SIGTERM (143) stopped the command. The message says what
+    resumes and how."""
 
     exit_code = 130
 
@@ -55,3 +56,4 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped like Ctrl-C, by a timeout, systemd, docker stop…

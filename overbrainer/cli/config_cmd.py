@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError
 
 
 @click.group("config")
@@ -16,36 +16,67 @@ def config() -> None:
 @config.command("check")
 @click.option("--resolve", is_flag=True,
               help="Also resolve every secret (literal or vault: reference) and say which failed.")
+@click.option("--probe", is_flag=True,
+              help="Also send one cheap request (model listing, or a 1-token chat) to each role's provider.")
 @pass_app
-def check(app: AppContext, resolve: bool) -> None:
-    """Print the resolved configuration, one `key = value` line per key (secrets as ***)."""
+def check(app: AppContext, resolve: bool, probe: bool) -> None:
+    """Print the resolved configuration, one `key = value` line per key (secrets as ***).
+
+    Exits 2 when a role's provider has no URL or the parent cannot return the reasoning asked
+    for; 1 when a secret cannot be resolved or a probed provider does not answer."""
     from overbrainer.config import check as show
+    from overbrainer.config import ready
 
     with app.open_project(write=False) as cfg:
         data = show.data(cfg)
         if not app.json_mode:
             app.report(show.text(cfg), data)
-        if not resolve:
-            if app.json_mode:
-                app.report(show.text(cfg), data)
-            return
-        resolved: list[str] = []
-        failure: OverbrainerError | None = None
-        secrets = cfg.secrets()
-        for key, secret in secrets:
-            try:
-                secret.resolve()
-            except OverbrainerError as e:
-                failure = OverbrainerError(f"cannot resolve {key}: {e}")
-                data["failed"] = {"key": key, "error": str(e)}
-                break
-            resolved.append(key)
-            if not app.json_mode:
-                app.report(f"{key}: resolved", {"resolved": key})
-        data["resolved"] = resolved
+        failure = _resolve(app, cfg, data) if resolve else None
+        if probe:
+            failure = _probe(app, cfg, data) or failure
+        problems = ready.problems(cfg)
+        data["problems"] = problems
         if app.json_mode:
             app.report(show.text(cfg), data)
-        elif not secrets:
-            app.report("no secret is set", {"resolved": []})
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        if problems:
+            raise ConfigError("the configuration cannot run yet", problems)
         if failure is not None:
             raise failure
+
+
+def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
+    """Resolve every secret (stopping at the first failure, which is returned)."""
+    resolved: list[str] = []
+    failure: OverbrainerError | None = None
+    secrets = cfg.secrets()
+    for key, secret in secrets:
+        try:
+            secret.resolve()
+        except OverbrainerError as e:
+            kind = ConfigError if isinstance(e, ConfigError) else OverbrainerError
+            failure = kind(f"cannot resolve {key}: {e}")
+            data["failed"] = {"key": key, "error": str(e)}
+            break
+        resolved.append(key)
+        if not app.json_mode:
+            app.report(f"{key}: resolved", {"resolved": key})
+    data["resolved"] = resolved
+    if not secrets and not app.json_mode:
+        app.report("no secret is set", {"resolved": []})
+    return failure
+
+
+def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
+    from overbrainer.config.probe import probe
+
+    results = probe(cfg)
+    data["probe"] = [r.to_dict() for r in results]
+    if not app.json_mode:
+        for r in results:
+            app.report(r.line(), r.to_dict())
+    failed = [r.role for r in results if not r.ok]
+    if failed:
+        return OverbrainerError(f"probe failed for {', '.join(failed)}: see the lines above")
+    return None

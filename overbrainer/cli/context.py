@@ -1,5 +1,5 @@
 """What every command shares: the project directory, the output mode, the front end, and
-opening the project (checks, .env, lock, configuration) in the order the spec gives."""
+opening the project in order: the project check, .env, the lock, then the configuration."""
 
 from __future__ import annotations
 
@@ -76,6 +76,9 @@ class AppContext:
         return self._dotenv
 
     def require_project(self) -> None:
+        if not self.project_dir.is_dir():
+            what = "is not a directory" if self.project_dir.exists() else "does not exist"
+            raise ConfigError(f"project directory {self.project_dir} {what} (-C DIR)")
         toml = self.project_dir / "overbrainer.toml"
         if not toml.is_file():
             raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")

@@ -12,7 +12,7 @@ import sys
 import click
 
 from overbrainer import __version__
-from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, OverbrainerError
+from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, OverbrainerError
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -92,7 +92,7 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     """Distil a large parent LLM into a small open-weights child model.
 
     Results go to stdout, progress and logs to stderr. Exit codes: 0 success, 1 failure,
-    2 usage or configuration error, 130 interrupted.
+    2 usage or configuration error, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
     """
     from overbrainer.cli.context import AppContext
 
@@ -111,7 +111,37 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
     sys.stderr.flush()
 
 
+_sigterm = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    global _sigterm
+    _sigterm = True
+    raise KeyboardInterrupt
+
+
+def _catch_sigterm() -> None:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does (an Interrupt catches either first).
+    A SIGTERM ignored at start stays ignored."""
+    import signal
+
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (OSError, ValueError):
+        pass
+
+
+def _stopped_code() -> int:
+    """The exit code of a command stopped by a signal: SIGTERM is handled like Ctrl-C."""
+    interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
+    if _sigterm or (interrupt is not None and interrupt.terminated()):
+        return EXIT_TERMINATED
+    return EXIT_INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> None:
+    _catch_sigterm()
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
@@ -125,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.exceptions.Abort:
-        _print_error("interrupted", EXIT_INTERRUPTED, json_mode)
-        code = EXIT_INTERRUPTED
+        code = _stopped_code()
+        _print_error("interrupted", code, json_mode)
     except click.ClickException as e:
         if json_mode:
             _print_error(e.format_message(), e.exit_code, True)
@@ -134,11 +164,11 @@ def main(argv: list[str] | None = None) -> None:
             e.show()
         code = e.exit_code
     except OverbrainerError as e:
-        _print_error(str(e), e.exit_code, json_mode)
-        code = e.exit_code
+        code = _stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
+        _print_error(str(e), code, json_mode)
     except KeyboardInterrupt:
-        _print_error("interrupted", EXIT_INTERRUPTED, json_mode)
-        code = EXIT_INTERRUPTED
+        code = _stopped_code()
+        _print_error("interrupted", code, json_mode)
     except BrokenPipeError:
         # A reader such as `head` closed stdout: exit quietly.
         try:

@@ -28,15 +28,17 @@ def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
     from overbrainer.runs.record import list_runs
 
+    from overbrainer.support.columns import table
+
     records = list_runs(_runs_dir(app))
-    width = max((len(r.id) for r in records), default=0)
-    rows, lines = [], []
+    rows, cells = [], []
     for r in records:
-        line = f"{r.id:<{width}}  {r.state:<9}  {r.target}  {r.created}"
+        row = [r.id, r.state, r.target, r.created]
         if r.state == "stopped" and r.snapshot is not None:
-            line += f"  step {r.snapshot.step} ({r.snapshot.reason}): partial model in output/"
-        lines.append(line)
+            row.append(f"step {r.snapshot.step} ({r.snapshot.reason}): partial model in output/")
+        cells.append(row)
         rows.append(_summary(r))
+    lines = table(cells)
     if app.json_mode:
         app.report("", {"runs": rows})
     elif lines:
@@ -118,7 +120,7 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     config = _config_with_literal_secrets(app)
     run_dir = ids.run_dir(runs_dir, run_id)
     if not run_dir.is_dir():
-        raise OverbrainerError(f"no run {run_id} in runs/")
+        raise OverbrainerError(f"no run `{run_id}` in runs/")  # worded as `runs show` words it
     if (run_dir / "job.log").is_symlink():
         raise OverbrainerError(f"refusing to read runs/{run_id}/job.log: it is a symbolic link")
     interrupt = app.front.interrupt() if follow else None

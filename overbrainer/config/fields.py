@@ -8,7 +8,7 @@ are coerced to the field's type, while file values must already have it. Problem
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 _MISSING = object()
 
@@ -70,7 +70,7 @@ class Table:
         """Report every key that was not read as an unknown field."""
         for k, v in self.data.items():
             if k not in self.used:
-                unknown(self.problems, self.key(k), v)
+                unknown(self.problems, self.key(k), v, known=self.used)
 
     # --- getters ---------------------------------------------------------------------------
 
@@ -196,9 +196,15 @@ class Table:
         return out
 
 
-def unknown(problems: list[str], dotted: str, value: Any) -> None:
+def unknown(problems: list[str], dotted: str, value: Any, known: Iterable[str] = ()) -> None:
+    """`unknown field `a.b``, with where it came from and the nearest known key of its table."""
+    import difflib
+
     src = origin(value)
-    problems.append(f"unknown field `{dotted}`" + (f" (from {src})" if src else ""))
+    text = f"unknown field `{dotted}`" + (f" (from {src})" if src else "")
+    name = dotted.rsplit(".", 1)[-1]
+    near = difflib.get_close_matches(name.lower(), sorted(known), n=1, cutoff=0.6)
+    problems.append(text + (f": did you mean `{near[0]}`?" if near else ""))
 
 
 def _to_int(v: Any) -> int | None:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from overbrainer.config.templates import NAMES, builtin_source
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
 
 PROJECT_FORMAT = 1
@@ -63,18 +63,18 @@ def _merged_gitignore(existing: str | None) -> str | None:
 
 
 def init_project(project_dir: str | os.PathLike) -> InitResult:
-    """Create the project in `project_dir` (made if needed). OverbrainerError if a file exists."""
+    """Create the project in `project_dir` (made if needed). ConfigError (exit 2) if a file exists."""
     project_dir = Path(project_dir)
     if project_dir.exists() and not project_dir.is_dir():
-        raise OverbrainerError(f"{project_dir} already exists and is not a directory")
+        raise ConfigError(f"{project_dir} already exists and is not a directory")
     files = planned_files(project_dir)
     for rel in files:
         path = project_dir / rel
         if path.exists() or path.is_symlink():
-            raise OverbrainerError(f"{path} already exists")
+            raise ConfigError(f"{path} already exists: `init` never overwrites a project")
         parent = path.parent
         if parent != project_dir and (parent.is_symlink() or (parent.exists() and not parent.is_dir())):
-            raise OverbrainerError(f"{parent} already exists and is not a directory")
+            raise ConfigError(f"{parent} already exists and is not a directory")
     gitignore = project_dir / ".gitignore"
     try:
         existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else None

@@ -1,8 +1,9 @@
 """Load `overbrainer.toml` + `OVERBRAINER_*` variables into a validated Config.
 
 Precedence: environment > file > defaults. Every problem is listed at once in
-`ConfigError("invalid configuration", problems)`; TOML syntax errors give only line and column,
-type errors the key and the expected type: a value is never echoed.
+`ConfigError("invalid configuration", problems)`; TOML syntax errors give line, column and
+tomllib's reason (without the character or key it may quote), type errors the key and the
+expected type: a value is never echoed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,22 @@ log = logging.getLogger(__name__)
 
 CONFIG_FILE = "overbrainer.toml"
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+# What tomllib may quote from the file: a character ('x') or a key (('a', 'b')).
+_QUOTED = re.compile(r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_REWORDED = {
+    "Cannot declare twice": "Cannot declare the same table or key twice",
+    "Cannot mutate immutable namespace": "Cannot add to an inline table or array declared earlier",
+    "Cannot redefine namespace": "Cannot redefine a table",
+}
+
+
+def syntax_reason(message: str) -> str:
+    """tomllib's reason without its position and without anything it quotes from the file."""
+    reason = message.split(" (at ", 1)[0].strip()
+    if not reason.startswith("Expected "):  # `Expected ']'` quotes TOML, not the file
+        reason = " ".join(_QUOTED.sub("", reason).split())
+    reason = _REWORDED.get(reason, reason)
+    return reason[:1].lower() + reason[1:]
 
 
 def require_project(project_dir: str | os.PathLike) -> Path:
@@ -50,7 +67,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             where = f"at line {m.group(1)}, column {m.group(2)}"
         else:
             where = "at the end of the file" if "end of document" in str(e) else "(no position given)"
-        raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: TOML syntax error {where}"]) from None
+        problem = f"{CONFIG_FILE}: TOML syntax error {where}: {syntax_reason(str(e))}"
+        raise ConfigError("invalid configuration", [problem]) from None
 
 
 def parse_config(data: dict[str, Any], environ: Mapping[str, str]) -> Config:

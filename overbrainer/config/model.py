@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
@@ -232,34 +232,35 @@ class Config:
     warnings: list[str] = field(default_factory=list)  # deprecations, already logged once
 
     def topic(self, name: str) -> Topic:
-        """The topic called `name`; OverbrainerError `unknown topic \\`name\\`` otherwise."""
+        """The topic called `name`; ConfigError (exit 2) naming the valid ones otherwise."""
         for t in self.topics:
             if t.name == name:
                 return t
-        raise OverbrainerError(f"unknown topic `{name}`")
+        valid = ", ".join(t.name for t in self.topics) or "none: add a [[topics]] table to overbrainer.toml"
+        raise ConfigError(f"unknown topic `{name}` (topics: {valid})")
 
     def role(self, role_name: str) -> Role | None:
         if role_name not in ROLE_NAMES:
-            raise OverbrainerError(f"unknown role `{role_name}`")
+            raise ConfigError(f"unknown role `{role_name}`")
         return getattr(self.roles, role_name)
 
     def provider_for(self, role_name: str) -> tuple[Provider, Role]:
         """(Provider, Role) of a configured role. The judge falls back to the parent.
 
-        Raises OverbrainerError when the role is not configured (embedder is optional).
+        Raises ConfigError when the role is not configured (embedder is optional).
         """
         role = self.role(role_name)
         if role is None and role_name == "judge":
             role = self.roles.parent
         if role is None:
-            raise OverbrainerError(f"roles.{role_name} is not set in overbrainer.toml")
+            raise ConfigError(f"roles.{role_name} is not set in overbrainer.toml")
         return self.providers[role.provider], role
 
     def target(self, name: str) -> Target:
         try:
             return self.targets[name]
         except KeyError:
-            raise OverbrainerError(f"unknown target `{name}`") from None
+            raise ConfigError(f"unknown target `{name}`") from None
 
     def secrets(self) -> list[tuple[str, "Secret"]]:
         """Every secret that is set, with its key: provider keys, runpod.api_key, hf_token."""

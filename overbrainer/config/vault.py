@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import quote
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support import redact
 
 log = logging.getLogger(__name__)
@@ -33,11 +33,12 @@ class _Transient(Exception):
 
 
 def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(VAULT_ADDR, token) or OverbrainerError saying what is missing."""
+    """(VAULT_ADDR, token) or ConfigError (exit 2) saying what is missing."""
     env = os.environ if environ is None else environ
     addr = (env.get("VAULT_ADDR") or "").strip()
     if not addr:
-        raise OverbrainerError("a vault: reference was found but VAULT_ADDR is not set")
+        raise ConfigError("a vault: reference was found but VAULT_ADDR is not set: export VAULT_ADDR "
+                          "(and VAULT_TOKEN) or use a literal key")
     token = (env.get("VAULT_TOKEN") or "").strip()
     if not token:
         home = env.get("HOME") or str(Path.home())
@@ -46,7 +47,7 @@ def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
         except (OSError, UnicodeDecodeError):
             token = ""
     if not token:
-        raise OverbrainerError("VAULT_ADDR is set but no token was found in VAULT_TOKEN or ~/.vault-token")
+        raise ConfigError("VAULT_ADDR is set but no token was found in VAULT_TOKEN or ~/.vault-token")
     redact.register(token)
     return addr.rstrip("/"), token
 

@@ -290,7 +290,9 @@ def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list
     if not entries:
         return ["no stage has run yet"]
     if all:
-        return [entry_line(e) for e in entries]
+        from overbrainer.support.columns import realign
+
+        return realign([entry_line(e) for e in entries], cells=5)  # time, stage, status, model, counts
     per, total = totals(entries)
     return [_total_line(s, t) for s, t in per.items()] + [_total_line("total", total)]
 

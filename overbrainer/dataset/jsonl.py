@@ -1,4 +1,4 @@
-"""Crash-safe JSON Lines I/O for the data files (spec pipeline.md §1.3).
+"""Crash-safe JSON Lines I/O for the data files.
 
 - `read_records`: a missing file is empty; blank lines are skipped; a last line without `\\n`
   is kept when it is valid JSON and ignored with a warning otherwise; any other bad line is an
@@ -142,7 +142,7 @@ class Appender:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)  # umask applies
         except OSError as e:
             raise OverbrainerError(f"cannot open {self.path}: {e.strerror}") from e
         try:

@@ -1,5 +1,5 @@
 """`dataset reject ID`: delete a subtopic or a question with what depends on it, and record it in
-rejected.jsonl so no stage generates it again (spec pipeline.md §6 "Dataset editing").
+rejected.jsonl so no stage generates it again.
 
 - subtopic ⇒ the subtopic, its questions and their answers go; the subtopic is recorded;
 - question ⇒ the question and its answer go; the question is recorded;
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.support.words import plural
 
 from .jsonl import Appender, StagedRewrite, read_records
 from .paths import ProjectPaths
@@ -32,19 +33,24 @@ class Rejection:
     answers: int = 0
     recorded: bool = False  # a line was appended to rejected.jsonl
     dry_run: bool = False
+    already: bool = False  # rejected before: nothing was left to remove or record
 
     def line(self) -> str:
+        if self.already:
+            return f"{self.kind} {self.id} of topic {self.topic} was already rejected: nothing to do"
         verb = "would reject" if self.dry_run else "rejected"
         if self.kind == "answer":
             verb = "would remove" if self.dry_run else "removed"
-            return f"{verb} answer {self.id} of topic {self.topic}: {self.answers} answer(s)"
-        return (f"{verb} {self.kind} {self.id} of topic {self.topic}: removed {self.subtopics} subtopic(s), "
-                f"{self.questions} question(s), {self.answers} answer(s); run split to update train and eval")
+            return f"{verb} answer {self.id} of topic {self.topic}"
+        removed = ", ".join((plural(self.subtopics, "subtopic"), plural(self.questions, "question"),
+                             plural(self.answers, "answer")))
+        return (f"{verb} {self.kind} {self.id} of topic {self.topic}: removed {removed}; "
+                "run split to update train and eval")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "id": self.id, "topic": self.topic, "label": self.label,
                 "subtopics": self.subtopics, "questions": self.questions, "answers": self.answers,
-                "recorded": self.recorded, "dry_run": self.dry_run}
+                "recorded": self.recorded, "dry_run": self.dry_run, "already_rejected": self.already}
 
 
 def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
@@ -71,6 +77,10 @@ def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
         keep_subtopics = subtopics
     else:
         answer = next((a for a in answers if a.id == item_id), None)
+        earlier = next((r for r in rejected if r.id == item_id), None)
+        if answer is None and earlier is not None:
+            return Rejection(earlier.kind, item_id, earlier.topic, earlier.name or earlier.text or "",
+                             dry_run=dry_run, already=True)
         if answer is None:
             raise OverbrainerError(f"no subtopic, question or answer has the ID {item_id} in {paths.data}")
         gone_questions = set()

@@ -10,6 +10,7 @@ from .history import Cost, read_history, totals
 from .jsonl import read_records
 from .paths import ProjectPaths
 from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic
+from overbrainer.support.words import plural
 
 
 @dataclass
@@ -29,13 +30,15 @@ class TopicStats:
         return sum(self.excluded.values())
 
     def line(self) -> str:
-        text = (f"{self.topic}: {self.subtopics} subtopics, {self.questions} questions, {self.answered} answered "
+        text = (f"{self.topic}: {plural(self.subtopics, 'subtopic')}, {plural(self.questions, 'question')}, "
+                f"{self.answered} answered "
                 f"({self.usable} usable, {self.excluded_total} excluded")
         if self.excluded:
             text += ": " + ", ".join(f"{k} {v}" for k, v in self.excluded.items())
         text += ")"
         if self.rejected_subtopics or self.rejected_questions:
-            text += f"; rejected {self.rejected_subtopics} subtopics, {self.rejected_questions} questions"
+            text += (f"; rejected {plural(self.rejected_subtopics, 'subtopic')}, "
+                     f"{plural(self.rejected_questions, 'question')}")
         if not self.configured:
             text += " (not configured)"
         return text

@@ -1,12 +1,18 @@
-"""Ctrl-C, caught from the moment an `Interrupt` is created.
+"""Ctrl-C (SIGINT) and SIGTERM, caught from the moment an `Interrupt` is created.
 
-The SIGINT handler only notes the signal (a flag and one byte on a pipe): it takes no lock, so
-it cannot deadlock the main thread it interrupts. A watcher thread reads the pipe and sets the
+SIGTERM (a timeout, systemd, `docker stop`, a CI cancellation) is handled exactly like Ctrl-C;
+only the exit code differs, and `terminated()` tells the command line which one came.
+
+The signal handler only notes the signal (a flag, the note of the shield running at that moment
+and one byte on a pipe): it takes no lock, so it cannot deadlock the main thread it interrupts.
+A watcher thread reads the pipe, says what a shield is finishing, and only then sets the
 `threading.Event` that flows and `race` wait on. Two ways to run a flow:
 
 - `shield(fn)` runs `fn` to its end and only notes a Ctrl-C meanwhile;
 - `race(fn)` returns None at the first Ctrl-C (fn runs in a daemon thread and is abandoned);
   once Ctrl-C came, `fn` is not even started.
+
+Outside every Interrupt, the command line makes SIGTERM raise KeyboardInterrupt, as Ctrl-C does.
 
 When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
 behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
@@ -32,10 +38,21 @@ _OFF, _SIGNAL, _EVENT = "off", "signal", "event"
 _TRIP, _QUIT = b"i", b"q"
 # How often a race on a caller's Event (which nobody can hook) looks at it.
 _EVENT_POLL = 0.02
+# The most a shield that saw a signal waits, as it ends, for the watcher to say what it finished.
+_WATCH_GRACE = 2.0
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+# The signals this process was stopped by (read by the command line to pick its exit code).
+_received: set[int] = set()
+
+
+def terminated() -> bool:
+    """True once an Interrupt caught a SIGTERM."""
+    return signal.SIGTERM in _received
 
 
 class _Handler:
-    """The installed SIGINT handler. Handlers of nested Interrupts chain: every live owner in
+    """The installed handler of one signal. Handlers of nested Interrupts chain: every live owner in
     the chain is told; when none is live any more, the original handler runs (Ctrl-C as usual)."""
 
     def __init__(self, owner: "Interrupt", previous: Any):
@@ -48,7 +65,7 @@ class _Handler:
         while isinstance(h, _Handler):
             owner = h.owner
             if owner is not None:
-                owner._noted()
+                owner._noted(signum)
                 told = True
             h = h.previous
         if not told:
@@ -80,22 +97,26 @@ class Interrupt:
             log.debug("cannot catch Ctrl-C outside the main thread: it stops the process as usual")
             return
         try:
-            previous = signal.getsignal(signal.SIGINT)
+            previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
             rfd, wfd = os.pipe()
         except (OSError, ValueError) as e:
             log.warning("cannot catch Ctrl-C: %s", e)
             return
         os.set_blocking(wfd, False)
         self._rfd, self._wfd = rfd, wfd
-        handler = _Handler(self, previous)
+        handlers = {signum: _Handler(self, previous[signum]) for signum in SIGNALS}
         try:
-            signal.signal(signal.SIGINT, handler)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
         except (OSError, ValueError) as e:
+            for signum, handler in handlers.items():
+                if signal.getsignal(signum) is handler:
+                    signal.signal(signum, previous[signum])
             os.close(rfd)
             os.close(wfd)
             log.warning("cannot catch Ctrl-C: %s", e)
             return
-        self._handler = handler
+        self._handlers = handlers
         self._mode = _SIGNAL
         self._watcher = threading.Thread(target=self._watch, name="overbrainer-ctrl-c", daemon=True)
         self._watcher.start()
@@ -104,7 +125,9 @@ class Interrupt:
         self.event = event
         self._mode = mode
         self._noted_flag = False
-        self._handler: _Handler | None = None
+        self._first_note: str | None = None
+        self.signum: int | None = None
+        self._handlers: dict[int, _Handler] = {}
         self._watcher: threading.Thread | None = None
         self._rfd = self._wfd = -1
         self._lock = threading.Lock()
@@ -127,9 +150,14 @@ class Interrupt:
 
     # --- the signal side ----------------------------------------------------------------------
 
-    def _noted(self) -> None:
-        # Runs in the main thread between two bytecodes: no locks, no logging here.
-        self._noted_flag = True
+    def _noted(self, signum: int) -> None:
+        # Runs in the main thread between two bytecodes: no locks, no logging here. The note of
+        # the shield running now is read here, before that shield can end and drop it.
+        if not self._noted_flag:
+            self._first_note = self._notes[-1] if self._notes else None
+            self.signum = signum
+            self._noted_flag = True
+        _received.add(signum)
         try:
             os.write(self._wfd, _TRIP)
         except OSError:
@@ -145,10 +173,10 @@ class Interrupt:
                     continue
                 if not data or _QUIT in data:
                     return
-                first = not self.event.is_set()
+                if not self.event.is_set() and self._first_note:
+                    # Said before the event is set: whoever waits on it sees the warning logged.
+                    log.warning("interrupted: finishing %s first", self._first_note)
                 self._trip()
-                if first and self._notes:
-                    log.warning("interrupted: finishing %s first", self._notes[-1])
         finally:
             os.close(rfd)
             os.close(wfd)
@@ -197,6 +225,9 @@ class Interrupt:
         finally:
             if note:
                 self._notes.pop()
+            if self._noted_flag and self._mode == _SIGNAL:
+                # Let the watcher say what this shield finished before the flow goes on to stop.
+                self.event.wait(_WATCH_GRACE)
 
     def race(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         """fn's result, or None as soon as Ctrl-C comes (or at once if it already came)."""
@@ -237,19 +268,20 @@ class Interrupt:
         return box["value"]
 
     def restore(self) -> None:
-        """Stop catching: put the previous SIGINT handler back (Ctrl-C noted so far stays noted)."""
-        handler, self._handler = self._handler, None
-        if handler is None:
+        """Stop catching: put the previous handlers back (a signal noted so far stays noted)."""
+        handlers, self._handlers = self._handlers, {}
+        if not handlers:
             return
-        handler.owner = None
-        if threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(signal.SIGINT) is handler:
-                    signal.signal(signal.SIGINT, _unwrap(handler.previous))
-            except (OSError, ValueError):
-                pass
-        # Otherwise the handler stays installed but inert: with no live owner left in its chain
-        # it passes Ctrl-C to the original handler.
+        for signum, handler in handlers.items():
+            handler.owner = None
+            if threading.current_thread() is threading.main_thread():
+                try:
+                    if signal.getsignal(signum) is handler:
+                        signal.signal(signum, _unwrap(handler.previous))
+                except (OSError, ValueError):
+                    pass
+        # Otherwise a handler stays installed but inert: with no live owner left in its chain
+        # it passes the signal to the original handler.
         try:
             os.write(self._wfd, _QUIT)
         except OSError:

@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, openai_protocol
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, LlmError, unsupported
 from overbrainer.llm.http import Channel, channel_for, send
@@ -140,10 +140,10 @@ def connect(
     name = provider.name
     protocol = _protocol_name(provider.protocol)
     if protocol not in PROTOCOLS:
-        raise OverbrainerError(f"providers.{name}.protocol must be openai or anthropic")
+        raise ConfigError(f"providers.{name}.protocol must be openai or anthropic")
     base_url = provider.base_url
     if not base_url:
-        raise OverbrainerError(
+        raise ConfigError(
             f"providers.{name}.base_url is not set (set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
         )
     api_key = None

@@ -1,4 +1,4 @@
-"""Which parents hide their raw reasoning (spec pipeline.md §3.6)."""
+"""Which parents hide their raw reasoning."""
 
 from __future__ import annotations
 

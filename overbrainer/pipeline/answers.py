@@ -21,6 +21,9 @@ STAGE = "answers"
 
 
 def run_answers(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
+    from overbrainer.config.ready import refuse_hidden_reasoning
+
+    refuse_hidden_reasoning(ctx.config)  # before anything is removed or spent
     return execute(ctx, STAGE, "parent", lambda run: _body(ctx, run, topics, force))
 
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.errors import Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,7 @@ class StageContext:
         topics = list(self.config.topics)
         if name is None:
             return topics
-        for t in topics:
-            if t.name == name:
-                return [t]
-        raise OverbrainerError(f"unknown topic `{name}`")
+        return [self.config.topic(name)]
 
     # --- clients ---------------------------------------------------------------------------
 

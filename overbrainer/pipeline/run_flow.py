@@ -105,7 +105,10 @@ class ConfigWatch:
 def run_all(ctx: StageContext, report: Report, *, watch: ConfigWatch | None = None) -> list[StageResult]:
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
     stage that fails, then training when [training] is set."""
+    from overbrainer.config.ready import refuse_hidden_reasoning
     from overbrainer.pipeline.answers import run_answers
+
+    refuse_hidden_reasoning(ctx.config)  # before the first stage spends anything
     from overbrainer.pipeline.questions import run_questions
     from overbrainer.pipeline.split_stage import run_split_stage
     from overbrainer.pipeline.subtopics import run_subtopics

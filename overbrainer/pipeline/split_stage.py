@@ -1,13 +1,16 @@
-"""Stage `split` (spec §4.5): rewrite data/train.jsonl and data/eval.jsonl with every topic's
+"""Stage `split`: rewrite data/train.jsonl and data/eval.jsonl with every topic's
 usable answers. No provider, no Vault, no templates."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+from overbrainer.errors import OverbrainerError
 from overbrainer.pipeline.common import execute
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
+from overbrainer.support.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -35,4 +38,46 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))
-    return StageResult(STAGE, stats, split=counts)
+    error = _nothing_to_train(result)
+    if topic is None:
+        return StageResult(STAGE, stats, split=counts, error=error)
+    return TopicSplit(STAGE, stats, split=counts, error=error, topic=topic,
+                      written_train=len(result.train), written_eval=len(result.eval))
+
+
+@dataclass
+class TopicSplit(StageResult):
+    """`split --topic`: the counts of one topic, and what the files now hold (every topic)."""
+
+    topic: str = ""
+    written_train: int = 0
+    written_eval: int = 0
+
+    def text(self) -> str:
+        counts = super().text().removeprefix(f"{STAGE}: ")
+        return (f"{STAGE}: topic {self.topic}: {counts}; wrote {plural(self.written_train, 'train example')} and "
+                f"{plural(self.written_eval, 'eval example')} of all topics to data/train.jsonl and data/eval.jsonl")
+
+    def data(self) -> dict:
+        return dict(super().data(), topic=self.topic, written={"train": self.written_train, "eval": self.written_eval})
+
+
+def _nothing_to_train(result) -> OverbrainerError | None:
+    """Exit 1 when data/train.jsonl was written empty, saying why."""
+    if result.train:
+        return None
+    if result.orphaned_usable and not result.usable:
+        why = (f"all {result.orphaned_usable} usable answer(s) are orphaned (their topic or question is gone "
+               f"from the configuration)")
+    elif result.excluded and not result.usable:
+        reasons = ", ".join(f"{reason} {n}" for reason, n in result.excluded.items())
+        why = f"every answer was excluded ({reasons})"
+        if "no_raw_reasoning" in result.excluded:
+            why += ": the parent does not return its reasoning; set roles.parent.reasoning = false"
+        else:
+            why += ": see `overbrainer dataset stats`"
+    elif not result.usable:
+        why = "there is no answer yet: run `overbrainer answers` first"
+    else:
+        why = f"{result.usable} usable answer(s) all went to eval: lower pipeline.eval_ratio or answer more questions"
+    return OverbrainerError(f"split wrote 0 train examples: {why}")

@@ -44,8 +44,9 @@ def test_init_uses_the_project_dir_option_and_refuses_to_overwrite(cli, tmp_path
     before = listing(tmp_path / "p")
     (tmp_path / "p" / ".env.example").write_text("mine\n")
     r = cli(["init", tmp_path / "p"])
-    assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr.strip() == f"error: {tmp_path / 'p' / 'overbrainer.toml'} already exists"
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (f"error: {tmp_path / 'p' / 'overbrainer.toml'} already exists: "
+                                "`init` never overwrites a project")
     assert listing(tmp_path / "p") == before
     assert (tmp_path / "p" / ".env.example").read_text() == "mine\n"
 
@@ -61,7 +62,7 @@ def test_config_check_is_read_only(cli, project):
     (project / ".overbrainer" / "version").unlink()
     (project / ".overbrainer").rmdir()
     before = listing(project)
-    r = cli(["-C", project, "config", "check"])
+    r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
     assert listing(project) == before  # no lock, nothing written
 
@@ -97,7 +98,7 @@ def test_missing_project_exit_2(cli, tmp_path):
 
 def test_dotenv_is_loaded_shell_wins_and_syntax_errors_name_the_line(cli, project):
     (project / ".env").write_text("OVERBRAINER_PIPELINE__CONCURRENCY=3\nOVERBRAINER_PIPELINE__SEED=7\n")
-    r = cli(["-C", project, "config", "check"], env={"OVERBRAINER_PIPELINE__SEED": "9"})
+    r = cli(["-C", project, "config", "check"], env={**LOCAL_URL, "OVERBRAINER_PIPELINE__SEED": "9"})
     assert r.returncode == 0, r.stderr
     assert "concurrency: 3," in r.stdout and "seed: 9," in r.stdout
     (project / ".env").write_text(f"A=1\n{DOTENV_MARK} not an assignment\n")
@@ -119,16 +120,16 @@ def test_resolve(cli, project, vault):
     vault.put("secret", "overbrainer/local", {"api_key": VAULT_MARK})
     env = {**vault.env(), "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "vault:secret/overbrainer/local#api_key",
            "OVERBRAINER_HF_TOKEN": ENV_MARK}
-    r = cli(["-C", project, "config", "check", "--resolve"], env=env)
+    r = cli(["-C", project, "config", "check", "--resolve"], env={**LOCAL_URL, **env})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-2:] == ["providers.local.api_key: resolved", "hf_token: resolved"]
-    r = cli(["--json", "-C", project, "config", "check", "--resolve"], env=env)
+    r = cli(["--json", "-C", project, "config", "check", "--resolve"], env={**LOCAL_URL, **env})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["resolved"] == ["providers.local.api_key", "hf_token"]
 
 
 def test_resolve_failure_names_the_key(cli, project, vault):
-    env = {**vault.env(), "OVERBRAINER_RUNPOD__API_KEY": "vault:secret/missing#key"}
+    env = {**vault.env(), **LOCAL_URL, "OVERBRAINER_RUNPOD__API_KEY": "vault:secret/missing#key"}
     r = cli(["-C", project, "config", "check", "--resolve"], env=env)
     assert r.returncode == 1
     assert "runpod.api_key = ***" in r.stdout
@@ -140,7 +141,7 @@ def test_resolve_failure_names_the_key(cli, project, vault):
 
 
 def test_resolve_without_secrets(cli, project):
-    r = cli(["-C", project, "config", "check", "--resolve"])
+    r = cli(["-C", project, "config", "check", "--resolve"], env=LOCAL_URL)
     assert r.returncode == 0 and r.stdout.splitlines()[-1] == "no secret is set"
 
 

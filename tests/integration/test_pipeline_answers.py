@@ -7,6 +7,7 @@ import logging
 import threading
 from collections import Counter
 
+from overbrainer.errors import ConfigError
 from overbrainer.front.events import ItemFailed
 from tests.fixtures.provider import Answer, Fault
 
@@ -59,13 +60,16 @@ def test_every_exclusion_reason_and_resume(project, fake_provider):
 def test_hidden_reasoning_parent_and_system_prompt(project, fake_provider, caplog):
     _prepare(project, topics=1, subtopics=1, questions=2, reasoning=True, parent_model="openai/gpt-6",
              pipeline={"include_system_prompt": True})
-    with caplog.at_level(logging.WARNING):
-        texts, _, err = project.stage("answers")
+    sent = fake_provider.count
+    texts, _, err = project.stage("answers")
+    assert isinstance(err, ConfigError) and "roles.parent.reasoning = false" in str(err)
+    assert fake_provider.count == sent and project.records("answers") == []  # refused before sending
+    project.write(topics=1, subtopics=1, questions=2, reasoning=False, parent_model="openai/gpt-6",
+                  pipeline={"include_system_prompt": True})
+    texts, _, err = project.stage("answers")
     assert err is None
-    assert "every answer will be excluded from training" in caplog.text
     for a in project.records("answers"):
-        assert a["meta"]["reasoning_kind"] == "summary"  # claimed raw, never trusted
-        assert a["meta"]["excluded"] == "no_raw_reasoning"
+        assert a["meta"]["excluded"] is None
         assert a["messages"][0]["role"] == "system" and "topic0" in a["messages"][0]["content"]
     assert all(r.body["messages"][0]["role"] == "system" for r in fake_provider.chat_requests()[-2:])
 

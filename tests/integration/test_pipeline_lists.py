@@ -83,7 +83,7 @@ def test_subtopics_rejected_are_never_regenerated_even_with_force(project, fake_
 
 def test_unknown_topic_fails_before_anything(project, fake_provider):
     _, _, err = project.stage("answers", topic="nope")
-    assert str(err) == "unknown topic `nope`"
+    assert str(err) == "unknown topic `nope` (topics: topic0, topic1)"
     assert fake_provider.count == 0 and project.history() == []
 
 

@@ -10,7 +10,7 @@ from overbrainer.config import check
 from overbrainer.config.init import init_project, project_name
 from overbrainer.config.load import load_config
 from overbrainer.config.templates import load_templates
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError
 
 LOCAL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
 
@@ -85,7 +85,7 @@ def test_refuses_and_writes_nothing(tmp_path, existing):
     (tmp_path / existing).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / existing).write_text("mine\n")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    with pytest.raises(OverbrainerError, match=f"^{tmp_path / existing} already exists$"):
+    with pytest.raises(ConfigError, match=f"^{tmp_path / existing} already exists: `init` never overwrites"):
         init_project(tmp_path)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
     assert (tmp_path / existing).read_text() == "mine\n"

@@ -123,7 +123,7 @@ def test_missing_required_sections_and_fields():
     ("[pipeline]\nconcurrency = 2.5", "pipeline.concurrency: expected an integer"),
     ("[pipeline]\ninclude_system_prompt = 1", "pipeline.include_system_prompt: expected a boolean (true or false)"),
     ("[pipeline]\neval_ratio = \"0.1\"", "pipeline.eval_ratio: expected a number"),
-    ("[pipeline]\nconcurency = 4", "unknown field `pipeline.concurency`"),
+    ("[pipeline]\nconcurency = 4", "unknown field `pipeline.concurency`: did you mean `concurrency`?"),
     ("pipeline = 3", "pipeline: expected a table"),
     ("colour = 3", "unknown field `colour`"),
     ("[[topics]]\nname = \"ownership\"\nsubtopics = 1\nquestions_per_subtopic = 1", "topics: duplicate name `ownership`"),
@@ -194,7 +194,7 @@ def test_embedder_must_speak_openai():
     ('saves_per_epoch = 0', "training.saves_per_epoch: must be at least 1"),
     ('sample_packing = "yes"', "training.sample_packing: expected a boolean (true or false)"),
     ('optimizer = ""', "training.optimizer: must not be empty"),
-    ('num_epochs = 2', "unknown field `training.num_epochs`"),
+    ('num_epochs = 2', "unknown field `training.num_epochs`: did you mean `epochs`?"),
 ])
 def test_training_rule(snippet, expected):
     text = BASE + TRAINING.replace('adapter = "qlora"', f'adapter = "qlora"\n{snippet}')
@@ -395,3 +395,31 @@ def test_load_config_reads_the_file_and_the_environment(tmp_path):
     (tmp_path / "overbrainer.toml").write_text(BASE)
     c = load_config(tmp_path, {"OVERBRAINER_PIPELINE__CONCURRENCY": "3"})
     assert c.pipeline.concurrency == 3
+
+
+def test_toml_syntax_errors_keep_the_reason_and_never_quote_the_file(tmp_path):
+    cases = {
+        '[project]\nname = "a"\nname = "b"\n': "at line 3, column 11: cannot overwrite a value",
+        '[project]\nname = sk-SECRET-1\n': "at line 2, column 8: invalid value",
+        '[project]\nname = "a"\nsk-SECRET-2 = {x = 1, x = 2}\n': "at line 3, column 28: duplicate inline table key",
+        '[project]\n[project]\n': "at line 2, column 9: cannot declare the same table or key twice",
+        '[project\n': "at line 1, column 9: expected ']' at the end of a table declaration",
+        'sk-SECRET-3 = "a\x01"\n': "at line 1, column 17: illegal character",
+    }
+    for text, problem in cases.items():
+        (tmp_path / "overbrainer.toml").write_text(text)
+        with pytest.raises(ConfigError) as e:
+            read_toml(tmp_path / "overbrainer.toml")
+        assert e.value.problems == [f"overbrainer.toml: TOML syntax error {problem}"]
+        assert "SECRET" not in str(e.value)
+
+
+def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
+    (tmp_path / "overbrainer.toml").write_text(BASE.replace("[pipeline]", "[pipeline]\nconcurency = 3\nzzz = 1", 1)
+                                               if "[pipeline]" in BASE else BASE + "\n[pipeline]\nconcurency = 3\nzzz = 1\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(tmp_path, {"OVERBRAINER_PIPELINE__MAX_RETRYS": "2"})
+    assert "unknown field `pipeline.concurency`: did you mean `concurrency`?" in e.value.problems
+    assert "unknown field `pipeline.zzz`" in e.value.problems
+    assert "unknown field `pipeline.max_retrys` (from OVERBRAINER_PIPELINE__MAX_RETRYS): did you mean `max_retries`?" \
+        in e.value.problems

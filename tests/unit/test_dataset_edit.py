@@ -31,8 +31,8 @@ def test_reject_a_subtopic_removes_its_questions_and_answers(tmp_path):
     result = reject(tmp_path, subs[0].id.upper())
     assert (result.kind, result.subtopics, result.questions, result.answers, result.recorded) == (
         "subtopic", 1, 2, 2, True)
-    assert result.line().startswith(f"rejected subtopic {subs[0].id} of topic own: removed 1 subtopic(s), "
-                                    "2 question(s), 2 answer(s)")
+    assert result.line().startswith(f"rejected subtopic {subs[0].id} of topic own: removed 1 subtopic, "
+                                    "2 questions, 2 answers; run split")
     assert [s.name for s in read_records(paths.subtopics, Subtopic)] == ["B", "Z"]
     assert [q.text for q in read_records(paths.questions, Question)] == ["q3?"]
     assert [a.id for a in read_records(paths.answers, Example)] == [qs[2].id]
@@ -81,9 +81,9 @@ def test_stats_per_topic_and_spend(tmp_path):
     append_entries(tmp_path, [HistoryEntry("answers", "t0", "t1", "ok", "p", "m", 3, 0, 0, 1, 100, 50, 0.01)])
     stats = dataset_stats(tmp_path, ["own", "empty"])
     assert stats.lines() == [
-        "own: 2 subtopics, 2 questions, 2 answered (1 usable, 1 excluded: truncated 1); rejected 0 subtopics, 1 questions",
+        "own: 2 subtopics, 2 questions, 2 answered (1 usable, 1 excluded: truncated 1); rejected 0 subtopics, 1 question",
         "empty: 0 subtopics, 0 questions, 0 answered (0 usable, 0 excluded)",
-        "old: 1 subtopics, 0 questions, 0 answered (0 usable, 0 excluded) (not configured)",
+        "old: 1 subtopic, 0 questions, 0 answered (0 usable, 0 excluded) (not configured)",
         "spent: tokens 100 in, 50 out; $0.0100",
     ]
     d = stats.to_dict()
@@ -93,3 +93,16 @@ def test_stats_per_topic_and_spend(tmp_path):
 def test_stats_of_an_empty_project(tmp_path):
     stats = dataset_stats(tmp_path)
     assert stats.lines() == ["spent: tokens 0 in, 0 out; cost unknown"]
+
+
+def test_rejecting_an_id_again_says_it_was_already_rejected(tmp_path):
+    paths, subs, qs = build(tmp_path)
+    reject(tmp_path, subs[0].id)
+    before = {p.name: p.read_bytes() for p in paths.data.iterdir()}
+    again = reject(tmp_path, subs[0].id)
+    assert again.already and not again.recorded
+    assert again.line() == f"subtopic {subs[0].id} of topic own was already rejected: nothing to do"
+    assert again.to_dict()["already_rejected"] is True
+    assert {p.name: p.read_bytes() for p in paths.data.iterdir()} == before
+    one = reject(tmp_path, qs[2].id)
+    assert one.line().endswith("removed 0 subtopics, 1 question, 1 answer; run split to update train and eval")

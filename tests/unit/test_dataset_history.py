@@ -125,11 +125,11 @@ def test_all_output():
                                done=10, skipped=2, split={"train": 9, "eval": 1, "orphaned": 2})
     entries = [entry("answers", 0.5, status="interrupted"), entry("answers", None, backfilled=True), split_entry]
     assert format_history_lines(entries, all=True) == [
-        "2026-09-27T10:00:00Z  answers    interrupted  m  2 done, 0 skipped, 1 failed, 0 excluded; "
+        "2026-09-27T10:00:00Z  answers  interrupted  m  2 done, 0 skipped, 1 failed, 0 excluded; "
         "tokens 10 in, 5 out; $0.5000",
-        "2026-09-27T10:00:00Z  answers    ok           m  2 done, 0 skipped, 1 failed, 0 excluded; "
+        "2026-09-27T10:00:00Z  answers  ok           m  2 done, 0 skipped, 1 failed, 0 excluded; "
         "tokens 10 in, 5 out; cost unknown (backfilled)",
-        "2026-09-27T11:00:00Z  split      ok           train 9, eval 1, excluded 3, orphaned 2",
+        "2026-09-27T11:00:00Z  split    ok           -  train 9, eval 1, excluded 3, orphaned 2",
     ]
     assert len(history_report(entries, all=True)["entries"]) == 3
 

@@ -1,4 +1,5 @@
-"""Interrupt and Flag with real SIGINTs sent to this process (as Ctrl-C does)."""
+"""Interrupt and Flag with real SIGINTs and SIGTERMs sent to this process (as Ctrl-C, a timeout or
+`docker stop` do)."""
 
 import gc
 import os
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from overbrainer.errors import Interrupted
+from overbrainer.front import interrupt as interrupt_module
 from overbrainer.front.interrupt import Flag, Interrupt
 
 LIMIT = 10
@@ -20,9 +22,19 @@ def ctrl_c():
 
 @pytest.fixture(autouse=True)
 def original_handler():
-    before = signal.getsignal(signal.SIGINT)
-    yield before
-    assert signal.getsignal(signal.SIGINT) is before, "a test left its SIGINT handler installed"
+    """Python's own Ctrl-C handler for the test, even when the suite was started with SIGINT
+    ignored (`trap '' INT`, a background job of a script, nohup): then Python installs none."""
+    started = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        yield signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, \
+            "a test left its SIGINT handler installed"
+        assert signal.getsignal(signal.SIGTERM) is term, "a test left its SIGTERM handler installed"
+    finally:
+        signal.signal(signal.SIGINT, started)
+        signal.signal(signal.SIGTERM, term)
 
 
 def test_ctrl_c_never_stops_a_shielded_flow_and_stops_a_raced_one():
@@ -71,6 +83,10 @@ def test_race_returns_the_result_or_the_error_of_a_flow_that_ends():
         assert not interrupt.caught()
 
 
+def _finishing(caplog, note):
+    return [r for r in caplog.records if r.getMessage() == f"interrupted: finishing {note} first"]
+
+
 def test_shield_says_what_it_finishes(caplog):
     caplog.set_level("WARNING", logger="overbrainer")
     with Interrupt() as interrupt:
@@ -80,7 +96,50 @@ def test_shield_says_what_it_finishes(caplog):
             return 1
 
         assert interrupt.shield(flow, note="starting the run") == 1
-    assert any("finishing starting the run first" in r.getMessage() for r in caplog.records)
+    assert len(_finishing(caplog, "starting the run")) == 1
+
+
+def test_a_shield_that_ends_right_after_the_signal_still_says_what_it_finished(caplog):
+    """The note is taken when the signal comes, not when the watcher thread gets to it, and the
+    warning is out before the shield returns."""
+    caplog.set_level("WARNING", logger="overbrainer")
+    with Interrupt() as interrupt:
+        assert interrupt.shield(ctrl_c, note="deleting the pod") is None
+        assert len(_finishing(caplog, "deleting the pod")) == 1
+        assert interrupt.shield(ctrl_c, note="a second thing") is None
+        assert interrupt.caught()
+    assert _finishing(caplog, "a second thing") == [], "only the first signal says what finishes"
+
+
+def test_sigterm_is_caught_like_ctrl_c_and_remembered(original_handler, caplog):
+    caplog.set_level("WARNING", logger="overbrainer")
+    before = signal.getsignal(signal.SIGTERM)
+    with Interrupt() as interrupt:
+        assert signal.getsignal(signal.SIGTERM) is not before
+
+        def flow():
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert interrupt.event.wait(LIMIT)
+            return "saved"
+
+        assert interrupt.shield(flow, note="saving") == "saved"
+        assert interrupt.race(lambda: 1) is None
+        assert interrupt.signum == signal.SIGTERM and interrupt_module.terminated()
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert len(_finishing(caplog, "saving")) == 1
+
+
+def test_ctrl_c_ignored_before_an_interrupt_is_ignored_again_after_it():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        interrupt = Interrupt()
+        ctrl_c()
+        assert interrupt.event.wait(LIMIT), "while it lives, the Interrupt hears Ctrl-C"
+        interrupt.restore()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        ctrl_c()  # ignored: no KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def test_wait_returns_early_on_ctrl_c():

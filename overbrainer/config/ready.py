@@ -1,0 +1,51 @@
+"""Whether a valid configuration can do its work, checked before anything is sent or removed:
+every provider a role uses has a URL, and a parent asked for its reasoning can return it.
+
+`config check` lists these problems; `answers` and `run` refuse with the first one (exit 2).
+"""
+
+from __future__ import annotations
+
+from overbrainer.config.model import Config
+from overbrainer.errors import ConfigError
+from overbrainer.llm.hidden import hides
+
+# Parents that return their raw reasoning (named in the fix of a parent that hides it).
+SHOWS_REASONING = "DeepSeek-R1, Qwen3 or QwQ, gpt-oss, Kimi K2 Thinking, GLM-4.5"
+
+
+def url_variable(provider: str) -> str:
+    return f"OVERBRAINER_PROVIDERS__{provider.upper()}__BASE_URL"
+
+
+def unset_urls(config: Config) -> list[str]:
+    """One problem per provider used by a role whose base_url is not set."""
+    used = dict.fromkeys(role.provider for _, role in config.roles.all())
+    return [f"providers.{name}.base_url is not set: set {url_variable(name)} (in .env or the shell)"
+            for name in used if not config.providers[name].base_url]
+
+
+def hidden_reasoning(config: Config) -> str | None:
+    """The problem of `roles.parent.reasoning = true` with a parent that never returns its raw
+    reasoning (every answer would be excluded from training), or None."""
+    role = config.roles.parent
+    if role is None or not role.reasoning:
+        return None
+    if not hides(config.providers[role.provider].protocol, role.model):
+        return None
+    return (f"roles.parent.reasoning = true, but the parent {role.provider}/{role.model} does not return its raw "
+            f"reasoning, so every answer would be excluded from training: set roles.parent.reasoning = false "
+            f"to distil answers without reasoning, or pick a parent that returns it ({SHOWS_REASONING})")
+
+
+def problems(config: Config) -> list[str]:
+    found = unset_urls(config)
+    reasoning = hidden_reasoning(config)
+    return found + ([reasoning] if reasoning else [])
+
+
+def refuse_hidden_reasoning(config: Config) -> None:
+    """ConfigError (exit 2) before `answers` or `run` spends anything on answers it would exclude."""
+    problem = hidden_reasoning(config)
+    if problem is not None:
+        raise ConfigError(problem)
