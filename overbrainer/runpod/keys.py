@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.record import PodEndpoint
-from overbrainer.support.atomic import atomic_write_bytes, atomic_write_text, umask_mode
+from overbrainer.support.atomic import atomic_write_bytes, atomic_write_text
 
 SSH_DIR = "ssh"
 CLIENT_KEY = "id_ed25519"
@@ -109,7 +109,7 @@ class RunKeys:
             pairs = {CLIENT_KEY: KeyPair.generate(), HOST_KEY: KeyPair.generate()}
             for name, pair in pairs.items():
                 atomic_write_bytes(ssh_dir / name, pair.private_openssh, mode=0o600)
-                atomic_write_text(ssh_dir / f"{name}.pub", f"{pair.public} {comment}\n", mode=umask_mode())
+                atomic_write_text(ssh_dir / f"{name}.pub", f"{pair.public} {comment}\n")
         except OSError as e:
             raise OverbrainerError(f"cannot write the SSH keys of run {run_id} in {ssh_dir}: "
                                    f"{e.strerror or e}") from e
@@ -147,7 +147,7 @@ class RunKeys:
         lines = [f"{self.alias} {self.host_public}"]
         if endpoint is not None:
             lines.append(f"[{endpoint.host}]:{endpoint.port} {self.host_public}")
-        atomic_write_text(self.known_hosts, "\n".join(lines) + "\n", mode=umask_mode())
+        atomic_write_text(self.known_hosts, "\n".join(lines) + "\n")
         return self.known_hosts
 
     def write_config(self, endpoint: PodEndpoint) -> Path:
@@ -174,7 +174,7 @@ class RunKeys:
             "  KbdInteractiveAuthentication no\n"
         )
         try:
-            atomic_write_text(self.config, text, mode=umask_mode())
+            atomic_write_text(self.config, text)
         except OSError as e:
             raise OverbrainerError(f"cannot write {self.config}: {e.strerror or e}") from e
         return self.config

@@ -29,7 +29,7 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
-from overbrainer.support.atomic import atomic_write_text, umask_mode
+from overbrainer.support.atomic import atomic_write_text
 
 VERSION = 1
 FILE = "pod.json"
@@ -222,7 +222,7 @@ class PodRecord:
             raise ValueError("PodRecord.save needs a path the first time")
         text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
         try:
-            atomic_write_text(path, text, mode=umask_mode())
+            atomic_write_text(path, text)
         except OSError as e:
             raise OverbrainerError(f"cannot write {path}: {e.strerror or e}") from e
         self.path = path

@@ -27,25 +27,6 @@ def fsync_dir(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def umask_mode(base: int = 0o666) -> int:
-    """`base` less the process umask: the mode a plain `open()` would give a new file.
-
-    (`atomic_write_*` create their temp file private; pass this as `mode` for a file that should
-    be as readable as any other the user creates.) Read from /proc so no thread ever runs with a
-    changed umask; 0o022 is assumed where /proc does not tell.
-    """
-    umask = 0o022
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    umask = int(line.split()[1], 8)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    return base & ~umask & 0o777
-
-
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     path = Path(path)
