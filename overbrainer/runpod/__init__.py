@@ -1,0 +1,1 @@
+"""The Runpod target: a GPU pod per run, provisioned, watched and deleted once the results are back."""
