@@ -271,6 +271,22 @@ def test_boot_grace_without_a_job_deletes_even_a_kept_pod(pod):
     assert boot_id == POD_ID and int(boot_at) <= int(time.time()) - 1
 
 
+def test_a_restarted_watchdog_counts_the_boot_grace_from_its_pod_first_start(pod):
+    pod.env["OVERBRAINER_BOOT_GRACE"] = "600"
+    pod.dot.mkdir(parents=True)
+    (pod.dot / "boot_at").write_text(f"otherpod {int(time.time()) - 700}\n")  # a volume's earlier pod
+    proc = pod.watchdog()
+    assert pod.verdict() == "ready"
+    boot_id, boot_at = (pod.dot / "boot_at").read_text().split()
+    assert boot_id == POD_ID and int(boot_at) >= int(time.time()) - 5
+    proc.send_signal(signal.SIGTERM)
+    assert pod.finish(proc) == 0 and pod.api.names() == ["GET"]
+
+    (pod.dot / "boot_at").write_text(f"{POD_ID} {int(time.time()) - 700}\n")  # the container restarts
+    assert pod.finish(pod.watchdog()) == 0
+    assert "delete reason=never_started" in pod.log()
+
+
 def test_a_kept_pod_with_a_job_is_never_deleted(pod):
     pod.env.update(OVERBRAINER_KEEP_POD="1", OVERBRAINER_BOOT_GRACE="0", OVERBRAINER_RETRIEVE_GRACE="0")
     pod.env["OVERBRAINER_DEADLINE"] = "1"
@@ -297,6 +313,20 @@ def test_delete_falls_back_to_terminate_then_stop(pod):
     pod.api.faults.clear()  # the container would be gone; here the next look deletes it
     assert pod.finish(proc) == 0
     pod.assert_key_kept_secret()
+
+
+def test_runpodctl_is_the_last_resort(pod):
+    pod.api.faults.update(DELETE=500, terminate=500, stop=500)
+    (pod.bin / "runpodctl").write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$*" "${RUNPOD_API_KEY:-none}" > "$OB_SHIM_DIR/runpodctl.rec"\n')
+    os.chmod(pod.bin / "runpodctl", 0o755)
+    pod.dot.mkdir(parents=True)
+    (pod.dot / "retrieved").write_text("")
+    pod.watchdog()
+    wait_for(lambda: "runpodctl pod delete exit 0" in pod.log())
+    args, key = (pod.bin / "runpodctl.rec").read_text().splitlines()
+    assert args == f"pod delete {POD_ID}" and key == KEY  # its key in its env, never in argv
+    assert KEY not in pod.log()
 
 
 def test_the_loop_survives_a_failing_curl_and_a_failing_api(pod):
