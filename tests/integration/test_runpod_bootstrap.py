@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from overbrainer.runpod import pod_scripts
 from tests.integration.test_runpod_scripts import KEY, SHELLS, Pod, Runpodish
 
-NVIDIA_SMI = "#!/bin/sh\n[ \"$1\" = -L ] || exit 1\nprintf 'GPU 0: NVIDIA H100 (UUID: GPU-a)\\nGPU 1: NVIDIA H100 (UUID: GPU-b)\\n'\n"
+NVIDIA_SMI = ("#!/bin/sh\n[ \"$1\" = -L ] || exit 1\n"
+              "printf 'GPU 0: NVIDIA H100 (UUID: GPU-a)\\nGPU 1: NVIDIA H100 (UUID: GPU-b)\\n'\n")
 
 
 def _keypair() -> tuple[str, str]:
@@ -83,7 +84,8 @@ def test_the_bootstrap_installs_the_keys_and_starts_sshd(booted):
     assert pod.verdict() == "ready"
     ssh_dir = pod.root / "root" / ".ssh"
     host_key = pod.root / "etc" / "ssh" / "ssh_host_ed25519_key"
-    assert _mode(ssh_dir) == 0o700 and _mode(ssh_dir / "authorized_keys") == 0o600 and _mode(host_key) == 0o600
+    assert _mode(ssh_dir) == 0o700 and _mode(ssh_dir / "authorized_keys") == 0o600
+    assert _mode(host_key) == 0o600
     assert (ssh_dir / "authorized_keys").read_text() == pod.env["OVERBRAINER_AUTHORIZED_KEY"] + "\n"
     assert _mode(pod.root / "run" / "overbrainer" / "watchdog.sh") == 0o700
 

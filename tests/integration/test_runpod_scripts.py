@@ -54,7 +54,7 @@ class Runpodish:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v2"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def fault(self, name: str) -> int | None:
         f = self.faults.get(name)
@@ -66,7 +66,8 @@ class Runpodish:
         length = int(h.headers.get("Content-Length") or 0)
         body = json.loads(h.rfile.read(length)) if length else None
         with self.lock:
-            self.calls.append((method, h.path, h.headers.get("Authorization"), h.headers.get("User-Agent"), body))
+            auth, agent = h.headers.get("Authorization"), h.headers.get("User-Agent")
+            self.calls.append((method, h.path, auth, agent, body))
             status, answer = self.answer(method, h.path, h.headers.get("Authorization"), body)
         data = b"" if answer is None else json.dumps(answer).encode()
         h.send_response(status)

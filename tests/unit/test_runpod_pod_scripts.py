@@ -62,7 +62,8 @@ def test_the_time_scale_shortens_the_paces_but_not_the_user_limits_or_the_caps()
 
 
 @pytest.mark.parametrize("bad", [dict(run_id="../x"), dict(authorized_key="ssh-ed25519 AAAA\nssh-rsa BBBB"),
-                                 dict(authorized_key="not a key"), dict(api_url="ftp://x"), dict(gpu_count=0)])
+                                 dict(authorized_key="not a key"), dict(api_url="ftp://x"),
+                                 dict(gpu_count=0)])
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
         pod_env(settings(**bad))

@@ -101,7 +101,8 @@ mkdir -p "$ETC_SSH" 2>/dev/null || fail host_key_write
 rm -f "$ETC_SSH"/ssh_host_* 2>/dev/null
 case $HOST_VALUE in
   -----BEGIN*) printf '%s\n' "$HOST_VALUE" | put "$HOST_KEY" 2>/dev/null || fail host_key_write ;;
-  *) printf '%s' "$HOST_VALUE" | base64 -d 2>/dev/null | put "$HOST_KEY" 2>/dev/null || fail host_key_invalid ;;
+  *) printf '%s' "$HOST_VALUE" | base64 -d 2>/dev/null | put "$HOST_KEY" 2>/dev/null \
+       || fail host_key_invalid ;;
 esac
 unset HOST_VALUE OVERBRAINER_HOST_KEY
 grep -q 'PRIVATE KEY-----' "$HOST_KEY" 2>/dev/null || fail host_key_invalid
@@ -118,7 +119,8 @@ case $CLIENT_KEY in
   ssh-*|ecdsa-*|sk-*) ;;
   *) fail authorized_key_invalid ;;
 esac
-{ mkdir -p "$SSH_DIR" && chmod 700 "$SSH_DIR" && printf '%s\n' "$CLIENT_KEY" | put "$AUTH_KEYS"; } 2>/dev/null \
+{ mkdir -p "$SSH_DIR" && chmod 700 "$SSH_DIR" \
+  && printf '%s\n' "$CLIENT_KEY" | put "$AUTH_KEYS"; } 2>/dev/null \
   || fail authorized_key_write
 log "keys installed"
 

@@ -51,6 +51,7 @@
 
 umask 077
 set +e
+set -f
 trap '' HUP PIPE
 
 ROOT=${OVERBRAINER_POD_ROOT:-}
@@ -150,7 +151,8 @@ api() {
 }
 
 note_rate() { # from BODY: the pod's `cost` ($/h) when positive
-  r=$(printf '%s\n' "$BODY" | sed -n 's/.*"cost"[[:space:]]*:[[:space:]]*\([0-9][0-9.eE+-]*\).*/\1/p' 2>/dev/null | head -n 1)
+  r=$(printf '%s\n' "$BODY" \
+    | sed -n 's/.*"cost"[[:space:]]*:[[:space:]]*\([0-9][0-9.eE+-]*\).*/\1/p' 2>/dev/null | head -n 1)
   [ -n "$r" ] || return 1
   awk -v r="$r" 'BEGIN { exit !(r + 0 > 0) }' 2>/dev/null || return 1
   [ -f "$POD/rate" ] || log "rate \$$r/h"
@@ -192,7 +194,9 @@ delete_pod() { # reason → 0 when Runpod accepted a delete (or stop)
   api POST "/pods/$ID/action" '{"action":"stop"}'
   log "action stop $CODE"
   case $CODE in
-    200|202|204) log "pod stopped, not deleted: its volume keeps billing until \`overbrainer pod rm\`"; return 0 ;;
+    200|202|204)
+      log "pod stopped, not deleted: its volume keeps billing until \`overbrainer pod rm\`"
+      return 0 ;;
   esac
   if command -v runpodctl >/dev/null 2>&1; then
     RUNPOD_API_KEY=$KEY runpodctl pod delete "$ID" >/dev/null 2>&1
@@ -276,7 +280,8 @@ tick() {
 }
 
 mkdir -p "$POD" 2>/dev/null
-log "start pod=${ID:-?} deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
+log "start pod=${ID:-?} deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s" \
+  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
 
 now
 BOOT_AT=
