@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -379,6 +380,19 @@ def test_the_proof_of_the_key(pod, case):
     gets = {"401": 1, "missing_key": 0, "503_then_200": 3, "503": 3, "unreachable": 0}[case]
     assert pod.api.names() == ["GET"] * gets
     assert KEY not in pod.log()
+
+
+def test_a_pod_without_curl_says_so(pod):
+    bare = pod.tmp / "bare"
+    bare.mkdir()
+    for tool in ("bash", "dash", "busybox", "date", "sed", "head", "awk", "mv", "rm", "mkdir", "cat", "sleep"):
+        os.symlink(shutil.which(tool), bare / tool)
+    pod.env["PATH"] = str(bare)
+    proc = pod.watchdog()
+    assert pod.verdict() == "failed no_curl"
+    proc.send_signal(signal.SIGTERM)
+    assert pod.finish(proc) == 0
+    assert pod.api.calls == []
 
 
 def test_sigterm_stops_the_watchdog(pod):
