@@ -1,5 +1,6 @@
-"""Stage `subtopics` (spec §4.1): per topic, strictly one at a time, ask the generator for the
-subtopics still missing and append the new ones to data/subtopics.jsonl."""
+"""Stage `subtopics`: per topic, up to `concurrency` topics at a time, ask the generator for the
+subtopics still missing; this (the only writing) thread appends the new ones to
+data/subtopics.jsonl as each topic's answer arrives."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     appender = Appender(path)
     try:
-        work = WorkQueue(ask, pending, 1, interrupt=ctx.stop_event, name=STAGE)
+        work = WorkQueue(ask, pending, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
         for outcome in work.results():
             topic, missing = outcome.item
             if outcome.error is not None:

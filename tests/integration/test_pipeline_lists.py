@@ -16,7 +16,8 @@ def _names(project, topic):
 
 
 def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider):
-    project.write(topics=2, subtopics=2, generator={"max_tokens": 100})
+    # One topic at a time, so the scripted answers go to the topics in order.
+    project.write(topics=2, subtopics=2, generator={"max_tokens": 100}, pipeline={"concurrency": 1})
     fake_provider.script(
         Answer(content="Sure! Here are [2] subtopics:\n1. Alpha\n2) Beta"),   # topic0: bullets
         Answer(content="I cannot help with that."),                           # topic1: not a list
@@ -37,8 +38,29 @@ def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider)
     assert project.records("subtopics")[0]["id"] == subtopic_id("topic0", "alpha")
 
 
+def test_subtopics_run_topics_concurrently(project, fake_provider):
+    # Every answer waits until `concurrency` (3) requests are in the server at once: topics asked
+    # one at a time would break the barrier (and fail) instead.
+    import threading
+
+    project.write(topics=4, subtopics=2, pipeline={"concurrency": 3})
+    barrier = threading.Barrier(3, timeout=10)
+
+    def responder(req):
+        if len(fake_provider.chat_requests()) <= 3:
+            barrier.wait()
+        return None
+
+    fake_provider.responder = responder
+    texts, _, err = project.stage("subtopics")
+    assert err is None
+    assert fake_provider.max_in_flight == 3
+    assert sorted({s["topic"] for s in project.records("subtopics")}) == project.topic_names
+    assert len(project.records("subtopics")) == 8
+
+
 def test_subtopics_no_list_after_all_retries_fails_the_item(project, fake_provider):
-    project.write(topics=2, subtopics=1, pipeline={"max_retries": 1})
+    project.write(topics=2, subtopics=1, pipeline={"max_retries": 1, "concurrency": 1})
     fake_provider.script(Answer(content="nope"), Answer(content="[1, 2]"))
     texts, _, err = project.stage("subtopics")
     assert type(err).__name__ == "ItemsFailed"
