@@ -6,19 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 
 import pytest
 
-from tests.fixtures.provider import Fault
-
-
-def _closed_port_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()  # nothing listens there any more
-    return url
+from tests.fixtures.provider import Fault, closed_url
 
 
 def _snapshot(root) -> dict[str, str]:
@@ -47,7 +38,7 @@ def test_force_removes_nothing_until_the_provider_answered(answered, fake_provid
         fake_provider.api_key = "sk-the-right-one"
         env["OVERBRAINER_PROVIDERS__FAKE__API_KEY"] = "sk-wrong-4242"
     elif case == "nothing listening":
-        env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = _closed_port_url()
+        env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = closed_url()
     else:
         env["OVERBRAINER_PROVIDERS__FAKE__API_KEY"] = "vault:secret/overbrainer#fake"
     for command in (["answers", "--force"], ["questions", "--force"], ["subtopics", "--force"]):
@@ -75,7 +66,7 @@ def test_force_removes_the_topics_output_once_the_provider_answered(answered, fa
 def test_dead_provider_stops_the_stage_and_says_so(project, cli):
     # No retries, 2 at a time: the 6th refused attempt (3 × concurrency) stops the stage.
     project.write(topics=8, pipeline={"max_retries": 0, "concurrency": 2})
-    url = _closed_port_url()
+    url = closed_url()
     project.env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = url
     r = cli(["-C", project.dir, "subtopics"], env=project.env)
     assert r.returncode == 1
