@@ -50,9 +50,9 @@ def stage_context(app: AppContext, *, watch: bool = False) -> Iterator[tuple]:
 
 @contextlib.contextmanager
 def _resumable(app: AppContext) -> Iterator[None]:
-    """A stage stopped by the user's interrupt: its summary was printed; say (on stderr, as a
+    """A stage stopped by an interrupting signal: its summary was printed; say (on stderr, as a
     note rather than an error) which stage stopped and what resumes it, then exit with the
-    interrupt's code (130)."""
+    signal's code (130 for Ctrl-C, 143 for SIGTERM)."""
     from overbrainer.pipeline.context import StageInterrupted
 
     try:
@@ -63,7 +63,7 @@ def _resumable(app: AppContext) -> Iterator[None]:
 
         from overbrainer.support.redact import strip_controls
 
-        code = e.exit_code
+        code = _stopped_code(e.exit_code)
         message = strip_controls(str(e))
         if app.json_mode:
             sys.stderr.write(json.dumps({"event": "interrupted", "message": message, "exit_code": code}) + "\n")
@@ -71,6 +71,15 @@ def _resumable(app: AppContext) -> Iterator[None]:
             click.echo(message, err=True)
         sys.stderr.flush()
         raise click.exceptions.Exit(code) from e
+
+
+def _stopped_code(default: int) -> int:
+    try:  # SIGTERM is handled like Ctrl-C; the front end knows which of them came
+        from overbrainer.errors import EXIT_TERMINATED
+        from overbrainer.front.interrupt import terminated
+    except ImportError:  # a front end that catches Ctrl-C only
+        return default
+    return EXIT_TERMINATED if terminated() else default
 
 
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool) -> None:
