@@ -1,4 +1,4 @@
-"""`.overbrainer/history.jsonl`: one line per stage execution (spec pipeline.md §1.1, §5.3, §5.4).
+"""`.overbrainer/history.jsonl`: one line per stage execution.
 
 `HistoryRecorder` notes `begin(stage, provider, model)` and writes one line at the end with the
 stage's counts; a write failure only logs a warning. `read_history` skips malformed lines.

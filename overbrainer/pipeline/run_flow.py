@@ -73,7 +73,7 @@ def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | Non
 
 
 class ConfigWatch:
-    """`run`'s reload rule (spec §2.6): before each stage after the first, re-read
+    """`run`'s reload rule: before each stage after the first, re-read
     overbrainer.toml and .env when their mtime or size changed."""
 
     def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
