@@ -33,7 +33,11 @@ def answered(project, cli):
     return project
 
 
-@pytest.mark.parametrize("case", ["unset base_url", "401", "nothing listening", "VAULT_ADDR unset"])
+CAUSES = {"unset base_url": "OVERBRAINER_PROVIDERS__FAKE__BASE_URL", "401": "authentication failed",
+          "nothing listening": "connection refused", "VAULT_ADDR unset": "VAULT_ADDR"}
+
+
+@pytest.mark.parametrize("case", list(CAUSES))
 def test_force_removes_nothing_until_the_provider_answered(answered, fake_provider, cli, case):
     project = answered
     env = dict(project.env)
@@ -51,6 +55,7 @@ def test_force_removes_nothing_until_the_provider_answered(answered, fake_provid
         history = len(project.history())
         r = cli(["-C", project.dir, *command], env=env)
         assert r.returncode in (1, 2), r.stderr
+        assert CAUSES[case] in r.stderr, r.stderr
         assert _snapshot(project.dir) == before, (command, r.stderr)
         assert "--force: removed" not in r.stderr
         assert [h["status"] for h in project.history()[history:]] in ([], ["failed"])
