@@ -48,10 +48,44 @@ def stage_context(app: AppContext, *, watch: bool = False) -> Iterator[tuple]:
             guard.close()
 
 
+@contextlib.contextmanager
+def _resumable(app: AppContext) -> Iterator[None]:
+    """A stage stopped by an interrupting signal: its summary was printed; say (on stderr, as a
+    note rather than an error) which stage stopped and what resumes it, then exit with the
+    signal's code (130 for Ctrl-C, 143 for SIGTERM)."""
+    from overbrainer.pipeline.context import StageInterrupted
+
+    try:
+        yield
+    except StageInterrupted as e:
+        import json
+        import sys
+
+        from overbrainer.support.redact import strip_controls
+
+        code = _stopped_code(e.exit_code)
+        message = strip_controls(str(e))
+        if app.json_mode:
+            sys.stderr.write(json.dumps({"event": "interrupted", "message": message, "exit_code": code}) + "\n")
+        else:
+            click.echo(message, err=True)
+        sys.stderr.flush()
+        raise click.exceptions.Exit(code) from e
+
+
+def _stopped_code(default: int) -> int:
+    try:  # SIGTERM is handled like Ctrl-C; the front end knows which of them came
+        from overbrainer.errors import EXIT_TERMINATED
+        from overbrainer.front.interrupt import terminated
+    except ImportError:  # a front end that catches Ctrl-C only
+        return default
+    return EXIT_TERMINATED if terminated() else default
+
+
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool) -> None:
     from overbrainer.pipeline.run_flow import run_stage
 
-    with stage_context(app) as (ctx, _):
+    with _resumable(app), stage_context(app) as (ctx, _):
         run_stage(ctx, stage, app.report, topic=topic, force=force)
 
 
@@ -100,7 +134,8 @@ def run(app: AppContext) -> None:
     from overbrainer.pipeline.run_flow import run_all
 
     with stage_context(app, watch=True) as (ctx, watcher):
-        run_all(ctx, app.report, watch=watcher)
+        with _resumable(app):
+            run_all(ctx, app.report, watch=watcher)
         config = ctx.config  # reloaded before training when it changed
         if config.training is None:
             log.info("no [training] section: run stops after split")

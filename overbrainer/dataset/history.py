@@ -1,4 +1,4 @@
-"""`.overbrainer/history.jsonl`: one line per stage execution (spec pipeline.md §1.1, §5.3, §5.4).
+"""`.overbrainer/history.jsonl`: one line per stage execution.
 
 `HistoryRecorder` notes `begin(stage, provider, model)` and writes one line at the end with the
 stage's counts; a write failure only logs a warning. `read_history` skips malformed lines.
@@ -218,6 +218,8 @@ class Cost:
     def __str__(self) -> str:
         if self.kind == "unknown":
             return "cost unknown"
+        if self.kind in ("none", "known") and self.value == 0:
+            return "$0"  # spent nothing
         return f"${self.value:.4f}" + ("+" if self.kind == "partial" else "")
 
     def to_json(self) -> float | None:
@@ -245,14 +247,22 @@ class Total:
         self.input_tokens += e.input_tokens
         self.output_tokens += e.output_tokens
 
-    def to_dict(self) -> dict:
-        return {"runs": self.runs, "done": self.done, "failed": self.failed, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "cost": self.cost.to_json(),
-                "cost_complete": self.cost.complete}
+    def to_dict(self, *, counts: bool = True) -> dict:
+        out = {"runs": self.runs}
+        if counts:
+            out.update(done=self.done, failed=self.failed)
+        out.update(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+                   cost=self.cost.to_json(), cost_complete=self.cost.complete)
+        return out
+
+
+# What a stage's `done` counts: its items are not alike, so the grand total never adds them up.
+UNITS = {"subtopics": "topics", "questions": "subtopics", "answers": "questions", "split": "examples"}
 
 
 def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:
-    """Totals per stage (in stage order) and over everything (cost unknown when nothing ran)."""
+    """Totals per stage (in stage order) and over everything (cost unknown when nothing ran).
+    The grand total's done/failed stay 0: topics, subtopics and questions do not add up."""
     if not entries:
         return {}, Total(cost=Cost())
     per: dict[str, Total] = {}
@@ -263,16 +273,16 @@ def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:
     for t in per.values():
         all_.cost = all_.cost.merge(t.cost)
         all_.runs += t.runs
-        all_.done += t.done
-        all_.failed += t.failed
         all_.input_tokens += t.input_tokens
         all_.output_tokens += t.output_tokens
     return per, all_
 
 
 def _total_line(name: str, t: Total) -> str:
-    return (f"{name:<9}  {t.runs} run(s), {t.done} done, {t.failed} failed; "
-            f"tokens {t.input_tokens} in, {t.output_tokens} out; {t.cost}")
+    """`answers    2 run(s), 12 questions done, 0 failed; tokens …; $0.0120`; the grand total
+    (`name` total) counts runs, tokens and cost only."""
+    counts = "" if name == "total" else f", {t.done} {UNITS.get(name, 'items')} done, {t.failed} failed"
+    return f"{name:<9}  {t.runs} run(s){counts}; tokens {t.input_tokens} in, {t.output_tokens} out; {t.cost}"
 
 
 def entry_line(e: HistoryEntry) -> str:
@@ -280,9 +290,10 @@ def entry_line(e: HistoryEntry) -> str:
         return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  train {e.split['train']}, eval {e.split['eval']}, "
                 f"excluded {e.excluded}, orphaned {e.split['orphaned']}")
     note = " (backfilled)" if e.backfilled else ""
+    cost = Cost("none") if e.cost is None and e.input_tokens == 0 and e.output_tokens == 0 else Cost.first(e.cost)
     return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  {e.model or '-'}  {e.done} done, {e.skipped} skipped, "
             f"{e.failed} failed, {e.excluded} excluded; tokens {e.input_tokens} in, {e.output_tokens} out; "
-            f"{Cost.first(e.cost)}{note}")
+            f"{cost}{note}")
 
 
 def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list[str]:  # noqa: A002
@@ -302,4 +313,4 @@ def history_report(entries: list[HistoryEntry], all: bool = False) -> dict:  # n
     if all:
         return {"entries": [e.to_dict() for e in entries]}
     per, total = totals(entries)
-    return {"stages": {s: t.to_dict() for s, t in per.items()}, "total": total.to_dict()}
+    return {"stages": {s: t.to_dict() for s, t in per.items()}, "total": total.to_dict(counts=False)}

@@ -1,3 +1,3 @@
-"""LLM clients: the `openai` and `anthropic` protocols, retries, prices (spec pipeline.md §3).
+"""LLM clients: the `openai` and `anthropic` protocols, retries, prices, the circuit breaker.
 
 Import `overbrainer.llm.client` (it pulls in requests) only in commands that talk to providers."""

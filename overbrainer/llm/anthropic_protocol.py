@@ -1,4 +1,4 @@
-"""The `anthropic` protocol: the Messages API (spec §3.3). No embeddings, no response_format."""
+"""The `anthropic` protocol: the Messages API. No embeddings, no response_format."""
 
 from __future__ import annotations
 

@@ -1,9 +1,13 @@
 """`connect()` builds the client of one role; `LlmClient` sends chats and embeddings through the
-provider's shared channel with the retry policy (spec pipeline.md §3)."""
+provider's shared channel with the retry policy and the provider's circuit breaker.
+
+The model's price is looked up beside the work (PriceBook.lookup): the first request never waits
+for the provider's model listing; a cost is computed once the listing has been read."""
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Any, Callable
 
@@ -11,7 +15,7 @@ from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, openai_protocol
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, LlmError, unsupported
 from overbrainer.llm.http import Channel, channel_for, send
-from overbrainer.llm.prices import Price, PriceBook
+from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.support import redact
 
@@ -20,6 +24,12 @@ log = logging.getLogger(__name__)
 PROTOCOLS = {"openai": openai_protocol, "anthropic": anthropic_protocol}
 EMBED_CHUNK = 256
 DEFAULT_MAX_TOKENS = 16384
+# A 400/422 whose message names one of these refuses structured output (not a transport error).
+_NAMES_STRUCTURED = re.compile(r"response_format|json_schema|structured output|json mode", re.I)
+
+
+def refuses_structured(e: LlmError) -> bool:
+    return e.status in (400, 422) and bool(_NAMES_STRUCTURED.search(str(e)))
 
 
 def _protocol_name(value: Any) -> str:
@@ -42,14 +52,14 @@ class LlmClient:
         role: Any,
         pipeline: Any,
         api_key: str | None,
-        price: Price | None,
+        price: Price | PendingPrice | None,
         stop: threading.Event | None = None,
     ):
         self.provider_name = provider_name
         self.protocol = protocol
         self.model = role.model
         self.role = role
-        self.price = price
+        self._price = price
         self.channel = channel
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
@@ -62,8 +72,23 @@ class LlmClient:
     def __repr__(self) -> str:
         return f"LlmClient({self.provider_name}/{self.model}, {self.protocol})"
 
+    @property
+    def price(self) -> Price | None:
+        """The model's price (waits for the listing being read beside the work, if it is)."""
+        if isinstance(self._price, PendingPrice):
+            self._price = self._price.get()
+        return self._price
+
     def cost(self, usage) -> float | None:
-        return None if self.price is None else self.price.cost(usage)
+        price = self.price
+        return None if price is None else price.cost(usage)
+
+    def drop_structured(self, why: str) -> None:
+        """The provider refused structured output: ask for plain text from now on."""
+        if self._structured_ok:
+            log.info("%s/%s: structured output refused (%s); asking without it", self.provider_name,
+                     self.model, why)
+        self._structured_ok = False
 
     def _send(self, path: str, body: dict, on_retry, stop) -> Any:
         return send(
@@ -84,9 +109,9 @@ class LlmClient:
         on_retry: Callable[[str], None] | None = None,
         stop: threading.Event | None = None,
     ) -> ChatResponse:
-        """Send one chat (with HTTP retries). A structured request that fails is sent once more
-        without `response_format` (on_retry says so); after a 4xx refusal of it, this client stops
-        asking for structured output."""
+        """Send one chat (with HTTP retries). A structured request the provider refuses (a 400/422
+        naming response_format) is sent once more without it (on_retry says so), and this client
+        stops asking for structured output. Any other error (transport ones too) is raised."""
         max_tokens = req.max_tokens or self._max_tokens
         structured = req.structured and self._structured_ok
         wire = self._wire
@@ -95,13 +120,9 @@ class LlmClient:
             doc = self._send(wire.CHAT_PATH, body, on_retry, stop)
             return wire.parse_chat(doc)
         except LlmError as e:
-            if not structured or e.fatal:
+            if not structured or not refuses_structured(e):
                 raise
-            if e.status is not None and 400 <= e.status < 500:
-                if self._structured_ok:
-                    log.info("%s/%s: structured output refused (%s); asking without it",
-                             self.provider_name, self.model, e)
-                self._structured_ok = False
+            self.drop_structured(str(e))
             if on_retry is not None:
                 on_retry(f"{e}; retrying without structured output")
         doc = self._send(wire.CHAT_PATH, wire.chat_body(self.role, req, max_tokens, False), on_retry, stop)
@@ -158,9 +179,10 @@ def connect(
             )
     concurrency = int(getattr(pipeline, "concurrency", 8) or 8)
     channel = channel_for(name, base_url, concurrency)
+    channel.breaker.configure(concurrency, float(getattr(pipeline, "request_timeout_secs", 600) or 600))
     wire = PROTOCOLS[protocol]
     book = prices if prices is not None else PriceBook()
-    price = book.price(channel, wire.headers(api_key), role.model)
+    price = book.lookup(channel, wire.headers(api_key), role.model)
     return LlmClient(
         provider_name=name,
         protocol=protocol,

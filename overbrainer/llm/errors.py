@@ -1,5 +1,7 @@
 """Errors of the LLM clients: one class, classified as fatal (stop the stage), retryable
-(408/429/5xx/transport) or neither (fails only the item)."""
+(408/429/5xx/transport) or neither (fails only the item). `transport` names the kind of a
+failure to reach the provider (refused, DNS, TLS, timeout, 5xx), which the circuit breaker counts;
+`reason` is the short form a stage's summary gives when the error stopped it."""
 
 from __future__ import annotations
 
@@ -18,8 +20,12 @@ class LlmError(OverbrainerError):
         status: int | None = None,
         retry_after: float | None = None,
         cause: BaseException | None = None,
+        reason: str | None = None,
+        transport: str | None = None,
     ):
         super().__init__(message, cause=cause)
+        self.reason = reason
+        self.transport = transport
         self.fatal = fatal
         self.retryable = retryable
         self.status = status
@@ -33,8 +39,28 @@ class LlmCancelled(Interrupted):
         super().__init__(message)
 
 
-AUTH_FAILED = "authentication failed, check the provider API key"
-PERMISSION_DENIED = "permission denied by the provider"
+AUTH_FAILED = "authentication failed"
+PERMISSION_DENIED = "permission denied"
+
+
+def key_variable(provider: str) -> str:
+    """The environment variable that holds a provider's API key."""
+    return f"OVERBRAINER_PROVIDERS__{provider.upper()}__API_KEY"
+
+
+def auth_error(provider: str, status: int) -> LlmError:
+    """401/403: names the provider and the variable holding its key, never the key."""
+    what = AUTH_FAILED if status == 401 else PERMISSION_DENIED
+    return LlmError(f"provider {provider}: {what}; check its API key ({key_variable(provider)})",
+                    fatal=True, status=status, reason=what)
+
+
+class ProviderUnreachable(LlmError):
+    """The circuit breaker tripped: the provider kept failing to answer; nothing more is sent."""
+
+    def __init__(self, provider: str, base_url: str, reason: str):
+        super().__init__(f"provider {provider} ({base_url}) is unreachable: {reason}; nothing more was sent",
+                         fatal=True, reason=f"provider unreachable ({reason})")
 UNSUPPORTED_EMBEDDINGS = "embeddings are not supported by this protocol"
 
 

@@ -1,10 +1,13 @@
 """HTTP for the LLM clients: one `requests.Session` per provider (pool ≥ concurrency), one
 request with a total deadline, the retry policy (tenacity) and the provider-wide 429 cool-down.
 
-Retry policy (spec pipeline.md §3.4): 408/429/5xx and transport failures are retried up to
+Retry policy: 408/429/5xx and transport failures are retried up to
 `max_retries` times; the wait is `Retry-After` (seconds, capped at 600) when given, else
 `min(2^n, 60) s × (0.5 + 0.5·rand)`. After a 429 every thread sending to the same provider waits out
 the cool-down before its next send. Waits use `stop.wait()` so a caller's Event cancels them.
+
+Every attempt reports to the provider's circuit breaker (llm/breaker.py); once it trips, no
+attempt is sent any more and waiting retries end with ProviderUnreachable.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import json
 import logging
 import math
 import random
+import socket
+import ssl
 import threading
 import time
 from typing import Any, Callable
@@ -22,7 +27,8 @@ from requests.adapters import HTTPAdapter
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from overbrainer import __version__
-from overbrainer.llm.errors import AUTH_FAILED, PERMISSION_DENIED, LlmCancelled, LlmError, invalid
+from overbrainer.llm.breaker import Breaker
+from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, auth_error, invalid
 from overbrainer.support.redact import redact
 
 log = logging.getLogger(__name__)
@@ -34,6 +40,12 @@ BACKOFF_CAP = 60.0
 MESSAGE_CAP = 300
 _CHUNK = 64 * 1024
 _FATAL_STATUS = (401, 402, 403, 404)
+_TRIP_POLL = 0.05  # how often a retry's wait looks at the breaker while it also waits on `stop`
+
+# Transport failure kinds (the breaker counts a streak of one kind) and their words.
+REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT, SERVER = (
+    "connection refused", "DNS lookup failed", "TLS handshake failed", "timed out",
+    "the answer was cut off", "cannot connect", "server error")
 
 
 class Channel:
@@ -47,6 +59,7 @@ class Channel:
         self.session.headers["User-Agent"] = f"overbrainer/{__version__}"
         self.pool_size = 0
         self.not_before = 0.0
+        self.breaker = Breaker()
         self._lock = threading.Lock()
         self.ensure_pool(pool_size)
 
@@ -75,7 +88,7 @@ class Channel:
             remaining = self.not_before - time.monotonic()  # a float read needs no lock
             if remaining <= 0:
                 return
-            pause(remaining, stop)
+            pause(remaining, stop, self.breaker.tripped)
 
     def close(self) -> None:
         self.session.close()
@@ -105,12 +118,24 @@ def close_channels() -> None:
         channel.close()
 
 
-def pause(seconds: float, stop: threading.Event | None) -> None:
-    """Sleep, or raise LlmCancelled as soon as `stop` is set."""
+def pause(seconds: float, stop: threading.Event | None, tripped: threading.Event | None = None) -> None:
+    """Sleep, or raise LlmCancelled as soon as `stop` is set; return early once `tripped` is."""
+    if tripped is None:
+        if stop is None:
+            time.sleep(seconds)
+        elif stop.wait(seconds):
+            raise LlmCancelled()
+        return
     if stop is None:
-        time.sleep(seconds)
-    elif stop.wait(seconds):
-        raise LlmCancelled()
+        tripped.wait(seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while not tripped.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        if stop.wait(min(remaining, _TRIP_POLL)):
+            raise LlmCancelled()
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -144,17 +169,40 @@ def _error_text(body: bytes) -> str:
     return redact(text[:MESSAGE_CAP]) or "(empty body)"
 
 
-def status_error(status: int, body: bytes, retry_after: float | None) -> LlmError:
-    if status == 401:
-        message = AUTH_FAILED
-    elif status == 403:
-        message = PERMISSION_DENIED
-    else:
-        message = f"HTTP {status}: {_error_text(body)}"
+def status_error(status: int, body: bytes, retry_after: float | None, provider: str = "?") -> LlmError:
+    if status in (401, 403):
+        return auth_error(provider, status)
+    message = f"HTTP {status}: {_error_text(body)}"
     retryable = status in (408, 429) or status >= 500
     return LlmError(
-        message, fatal=status in _FATAL_STATUS, retryable=retryable, status=status, retry_after=retry_after
+        message, fatal=status in _FATAL_STATUS, retryable=retryable, status=status, retry_after=retry_after,
+        transport=SERVER if status >= 500 else None,
     )
+
+
+def _connection_kind(exc: BaseException) -> str:
+    """What kept a connection from being made: refused, DNS, TLS, or (unknown) cannot connect."""
+    import urllib3.exceptions as u3
+
+    seen: set[int] = set()
+    stack: list = [exc]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, BaseException) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, (socket.gaierror, getattr(u3, "NameResolutionError", socket.gaierror))):
+            return DNS
+        if isinstance(x, ConnectionRefusedError):
+            return REFUSED
+        if isinstance(x, (ssl.SSLError, requests.exceptions.SSLError, u3.SSLError)):
+            return TLS
+        stack.extend([x.__cause__, x.__context__, getattr(x, "reason", None), *x.args])
+    return CONNECT
+
+
+def _transport(kind: str, cause: BaseException | None = None) -> LlmError:
+    return LlmError(f"request failed ({kind})", retryable=True, cause=cause, transport=kind)
 
 
 def request_once(
@@ -184,9 +232,9 @@ def request_once(
             stream=True,
         )
     except requests.Timeout as e:
-        raise LlmError("request failed (timed out)", retryable=True, cause=e) from None
+        raise _transport(TIMEOUT, e) from None
     except requests.ConnectionError as e:
-        raise LlmError("request failed (cannot connect)", retryable=True, cause=e) from None
+        raise _transport(_connection_kind(e), e) from None
     except requests.RequestException as e:
         raise LlmError("request failed", retryable=True, cause=e) from None
     try:
@@ -195,7 +243,7 @@ def request_once(
         resp.close()
     status = resp.status_code
     if status < 200 or status >= 300:
-        raise status_error(status, raw, parse_retry_after(resp.headers.get("Retry-After")))
+        raise status_error(status, raw, parse_retry_after(resp.headers.get("Retry-After")), channel.name)
     try:
         return json.loads(raw)
     except ValueError:
@@ -203,7 +251,7 @@ def request_once(
 
 
 def _timed_out() -> LlmError:
-    return LlmError("request failed (timed out)", retryable=True)
+    return _transport(TIMEOUT)
 
 
 def _read_body(resp: requests.Response, deadline: float) -> bytes:
@@ -222,7 +270,7 @@ def _read_body(resp: requests.Response, deadline: float) -> bytes:
                 if time.monotonic() > deadline:
                     raise _timed_out()
         except requests.RequestException as e:
-            raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+            raise _transport(CUT_OFF, e) from None
         return b"".join(chunks)
     sock = getattr(getattr(raw, "connection", None), "sock", None)
     before = sock.gettimeout() if sock is not None else None
@@ -242,15 +290,25 @@ def _read_body(resp: requests.Response, deadline: float) -> bytes:
                 return b"".join(chunks)
             chunks.append(chunk)
     except (u3.ReadTimeoutError, TimeoutError) as e:
-        raise LlmError("request failed (timed out)", retryable=True, cause=e) from None
+        raise _transport(TIMEOUT, e) from None
     except (u3.HTTPError, OSError) as e:
-        raise LlmError("request failed (the answer was cut off)", retryable=True, cause=e) from None
+        raise _transport(CUT_OFF, e) from None
     finally:
         if sock is not None:  # the pool may reuse the connection: give it its timeout back
             try:
                 sock.settimeout(before)
             except OSError:
                 pass
+
+
+def display_url(url: str) -> str:
+    """A base URL fit for a message: without any user:password part."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -278,19 +336,32 @@ def send(
     on_retry: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
 ) -> Any:
-    """request_once with the retry policy and the shared cool-down."""
+    """request_once with the retry policy, the shared cool-down and the circuit breaker."""
+    breaker = channel.breaker
+
+    def unreachable() -> ProviderUnreachable:
+        return ProviderUnreachable(channel.name, display_url(channel.base), breaker.reason or "no answer")
 
     def attempt() -> Any:
         if stop is not None and stop.is_set():
             raise LlmCancelled("interrupted before a provider request was sent")
         channel.wait_cool_down(stop)
+        if breaker.tripped.is_set():
+            raise unreachable()
         try:
-            return request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
+            doc = request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
         except LlmError as e:
             # The provider said how long to wait: everybody waits, even when this request gives up.
             if e.status == 429 and e.retry_after is not None:
                 channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
+            if e.transport is None:
+                breaker.answered()
+            elif breaker.failure(e.transport, str(e) if e.transport == SERVER else e.transport):
+                log.debug("%s %s: %s; the circuit breaker trips", channel.name, path, e)
+                raise unreachable() from e
             raise
+        breaker.success()
+        return doc
 
     def wait(state) -> float:
         exc = state.outcome.exception()
@@ -313,7 +384,7 @@ def send(
         wait=wait,
         retry=retry_if_exception(_is_retryable),
         before_sleep=before_sleep,
-        sleep=lambda seconds: pause(seconds, stop),
+        sleep=lambda seconds: pause(seconds, stop, breaker.tripped),
         reraise=True,
     )
     return retrying(attempt)

@@ -1,4 +1,4 @@
-"""Lenient parsing of a model's list answer (spec pipeline.md §4.0, `string_array`).
+"""Lenient parsing of a model's list answer (`string_array`).
 
 Every `[` is tried in order; from it JSON strings separated by whitespace or commas are read until
 `]`, a non-string or a truncated string; the first `[` that yields a complete string wins. Failing

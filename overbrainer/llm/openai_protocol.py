@@ -1,4 +1,4 @@
-"""The `openai` protocol: OpenAI-compatible chat completions and embeddings (spec §3.2)."""
+"""The `openai` protocol: OpenAI-compatible chat completions and embeddings."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Model prices from a provider's model listing (spec pipeline.md §3.5).
+"""Model prices from a provider's model listing.
 
 One `PriceBook` per command, shared by every role: each provider's listing is fetched at most once,
-when the first role on it connects, within 10 s. Unknown prices never fail anything.
+when the first role on it connects, within 10 s, on a thread of its own (`lookup`) so that no
+request waits for it. Unknown prices never fail anything.
 """
 
 from __future__ import annotations
@@ -76,6 +77,28 @@ def price_in(listing: list, model: str) -> Price | None:
     return None
 
 
+class PendingPrice:
+    """A price being looked up on a daemon thread; `get()` waits for it (None when unknown)."""
+
+    def __init__(self, find):
+        self._done = threading.Event()
+        self._value: Price | None = None
+        self._find = find
+        threading.Thread(target=self._run, name="price-lookup", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._find()
+        except Exception as e:  # noqa: BLE001 - an unknown price never fails anything
+            log.warning("cannot read model prices (%s); showing tokens only", e)
+        finally:
+            self._done.set()
+
+    def get(self) -> Price | None:
+        self._done.wait()
+        return self._value
+
+
 class PriceBook:
     def __init__(self, timeout: float = LISTING_TIMEOUT):
         self.timeout = timeout
@@ -114,6 +137,10 @@ class PriceBook:
         if found is None:
             log.warning("cannot read model prices (invalid response: no model list); showing tokens only")
         return found
+
+    def lookup(self, channel, headers: dict[str, str], model: str) -> PendingPrice:
+        """`price(...)` fetched beside the caller's work."""
+        return PendingPrice(lambda: self.price(channel, headers, model))
 
     def price(self, channel, headers: dict[str, str], model: str) -> Price | None:
         listing = self.listing(channel, headers)

@@ -1,4 +1,4 @@
-"""Reasoning extraction (spec pipeline.md §3.2/§3.3): `reasoning` / `reasoning_content` fields,
+"""Reasoning extraction: `reasoning` / `reasoning_content` fields,
 typed `reasoning_details[]`, inline `<think>` blocks, and Anthropic thinking blocks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage `answers` (spec §4.4): the parent answers every pending question, `concurrency`
+"""Stage `answers`: the parent answers every pending question, `concurrency`
 requests in flight, each answer appended by this (the only writing) thread as it completes.
 
 A question counts as done once any answer with its ID exists, excluded ones included. A fatal
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from overbrainer.errors import Interrupted
-from overbrainer.pipeline.common import FATAL, execute, finish, force_rewrite, item_error, read
+from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, read
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.pipeline.workqueue import WorkQueue
@@ -69,15 +69,12 @@ def _with_kind(response, kind: str):
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.jsonl import Appender
     from overbrainer.dataset.records import Example, Question
 
-    path = ctx.paths.answers
     names = {t.name for t in topics}
-    if force:
-        force_rewrite(path, Example, names)
+    output = Output(ctx.paths.answers, Example, names if force else None)
     questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
-    answered = {e.id for e in read(path, Example)}
+    answered = {e.id for e in output.current()}
     pending, seen = [], set()
     for q in questions:
         if q.id not in answered and q.id not in seen:
@@ -107,7 +104,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                            on_retry=lambda m: run.retrying(q.id, m))
 
     fatal: BaseException | None = None
-    with Appender(path) as appender:
+    with output:
         work = WorkQueue(ask, pending, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
 
         def save(outcome) -> None:
@@ -124,7 +121,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
             example = build_example(q, response, model=client.model,
                                     system=systems[q.topic] if include_system else None,
                                     reasoning=bool(role.reasoning), hides=hides)
-            appender.append(example)
+            output.append(example)
+            run.wrote()
             cost = client.cost(response.usage)
             run.spend(response.usage, cost)
             run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)

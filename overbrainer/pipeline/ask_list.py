@@ -1,7 +1,8 @@
-"""List requests (spec §4.0): ask the generator for a JSON list of strings.
+"""List requests: ask the generator for a JSON list of strings.
 
-Structured output first (dropped when the provider rejects it), a token limit doubled up to 4×
-when the list was cut short, lenient parsing, and re-asks up to `max_retries` times.
+Structured output first, dropped when the provider refuses it (a 400/422 naming response_format,
+or an answer that is not JSON at all), a token limit doubled up to 4× when the list was cut short,
+lenient parsing, and re-asks up to `max_retries` times.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def ask_list(
         items = string_array(response.content or "")
         if items:
             return items, usage, cost
+        if response.finish_reason != LENGTH and not _is_json(response.content or ""):
+            client.drop_structured("the answer is not the asked-for JSON")
         if attempt >= attempts:
             break
         if response.finish_reason == LENGTH and limit < cap:
@@ -68,3 +71,13 @@ def ask_list(
             retrying(NOT_A_LIST)
     raise LlmError(f"invalid response: {NO_LIST}")
 
+
+
+def _is_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

@@ -1,11 +1,13 @@
 """Shared stage plumbing: run a stage body under the history recorder, read the data files,
-and the `--force` rewrite."""
+and a stage's output file (with the `--force` rewrite held back until the provider answered)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable
 
+from overbrainer.errors import Interrupted
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.recorder import StageRecorder
 from overbrainer.pipeline.stage import StageResult, StageRun
@@ -22,14 +24,24 @@ def execute(ctx: StageContext, name: str, role: str | None,
         if r is not None:
             run.uses(r.provider, r.model)
     box: list[StageResult] = []
-    with StageRecorder(ctx.project_dir).recording(run, box):
-        result = body(run)
-        box.append(result)
+    try:
+        with StageRecorder(ctx.project_dir).recording(run, box):
+            result = body(run)
+            box.append(result)
+    except Interrupted as e:
+        # Recorded as interrupted; the caller still prints how far the stage got.
+        return result_of(run, run.stats(), e, interrupted=True)
     return result
 
 
+def result_of(run: StageRun, stats, error: BaseException | None = None, *,
+              interrupted: bool = False) -> StageResult:
+    return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
+                       handled=run.handled, interrupted=interrupted)
+
+
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
-    return StageResult(run.name, run.finished(), error=error)
+    return result_of(run, run.finished(), error)
 
 
 def read(path, cls) -> list:
@@ -44,10 +56,61 @@ def force_rewrite(path, cls, topics: set[str]) -> None:
 
     records = read(path, cls)
     kept = [r for r in records if r.topic not in topics]
-    if len(kept) != len(records) or path.exists():
+    if len(kept) != len(records):
         rewrite(path, kept)
         log.info("--force: removed %d record(s) of %s from %s", len(records) - len(kept),
                  ", ".join(sorted(topics)), path.name)
+
+
+class Output:
+    """A stage's output file (JSONL), opened on first use.
+
+    With `--force` (`forced` = the selected topics), the stage works as if those topics' records
+    were gone, but the file loses them only once the provider has answered a request (`confirm()`,
+    also done by the first `append`). A stage that fails before that (configuration, secrets, a
+    provider that refuses the key or cannot be reached) leaves the file byte for byte as it was.
+    Thread-safe.
+    """
+
+    def __init__(self, path, cls, forced: set[str] | None = None):
+        self.path = path
+        self._cls = cls
+        self._forced = set(forced) if forced else None
+        self._appender = None
+        self._lock = threading.Lock()
+
+    def current(self) -> list:
+        """The records the stage starts from (the forced topics' left out)."""
+        records = read(self.path, self._cls)
+        if self._forced is None:
+            return records
+        return [r for r in records if r.topic not in self._forced]
+
+    def confirm(self) -> None:
+        """The provider answered: apply `--force` now (once), and open the file for appending."""
+        from overbrainer.dataset.jsonl import Appender
+
+        with self._lock:
+            if self._appender is not None:
+                return
+            if self._forced is not None:
+                force_rewrite(self.path, self._cls, self._forced)
+            self._appender = Appender(self.path)
+
+    def append(self, record) -> None:
+        self.confirm()
+        self._appender.append(record)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._appender is not None:
+                self._appender.close()
+
+    def __enter__(self) -> "Output":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def rejected_of(ctx: StageContext, kind: str) -> list:

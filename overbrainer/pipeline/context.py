@@ -15,6 +15,16 @@ log = logging.getLogger(__name__)
 INTERRUPTED = "interrupted: the stage resumes on its next run"
 
 
+class StageInterrupted(Interrupted):
+    """The user's interrupt stopped a stage command. Its message names the stage and how to
+    resume; it is worded for any interrupting signal, and printed as is (not as an error)."""
+
+    def __init__(self, stage: str, command: str | None = None):
+        super().__init__(f"interrupted: {stage} stopped; rerun `overbrainer {command or stage}` "
+                         "(or `run`) to resume")
+        self.stage = stage
+
+
 class StageContext:
     """`interrupt` is an overbrainer.front.interrupt.Interrupt, a bare threading.Event, or None."""
 

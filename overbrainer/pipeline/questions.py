@@ -1,4 +1,4 @@
-"""Stage `questions` (spec §4.2): fill every subtopic up to `questions_per_subtopic`, up to
+"""Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
 its topic's deduplicator (serialized per topic) before it is appended."""
 
@@ -11,9 +11,9 @@ from overbrainer.errors import Interrupted
 from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import (
     FATAL,
+    Output,
     execute,
     finish,
-    force_rewrite,
     item_error,
     read,
     rejected_of,
@@ -48,14 +48,11 @@ class _Job:
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.jsonl import Appender
     from overbrainer.dataset.records import Question, Subtopic
 
-    path = ctx.paths.questions
-    if force:
-        force_rewrite(path, Question, {t.name for t in topics})
+    output = Output(ctx.paths.questions, Question, {t.name for t in topics} if force else None)
     subtopics = read(ctx.paths.subtopics, Subtopic)
-    stored = read(path, Question)
+    stored = output.current()
     rejected = rejected_of(ctx, "question")
     by_topic = {t.name: t for t in topics}
     selected = [s for s in subtopics if s.topic in by_topic]
@@ -105,8 +102,6 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     for j in jobs:
         j.dedup = dedups[j.topic.name]
 
-    appender = Appender(path)
-
     def fill(job: _Job):
         topic, sub = job.topic, job.subtopic
         target = topic.questions_per_subtopic
@@ -122,6 +117,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
             items, u, c = ask_list(client, prompt, max_tokens=role.max_tokens,
                                    max_retries=pipeline.max_retries, spend=run.spend,
                                    retrying=lambda m: run.retrying(sub.id, m), stop=ctx.stop_event)
+            output.confirm()
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c
@@ -135,7 +131,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                     if q.id in known_ids[topic.name]:
                         continue
                     known_ids[topic.name].add(q.id)
-                    appender.append(q)
+                    output.append(q)
+                    run.wrote()
                     job.accepted.append(text)
                     added += 1
             stalls = 0 if added else stalls + 1
@@ -159,7 +156,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
             work.stop()
             raise Interrupted(INTERRUPTED)
     finally:
-        appender.close()
+        output.close()
     return finish(run)
 
 

@@ -1,4 +1,4 @@
-"""History recording around a stage (spec §5.3), on dataset.history.HistoryRecorder: `begin`
+"""History recording around a stage, on dataset.history.HistoryRecorder: `begin`
 when the stage starts, one line when it ends, whatever happens.
 
 `ok` with the stage's stats when nothing failed; `failed` when items failed or a fatal error

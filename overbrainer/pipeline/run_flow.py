@@ -12,7 +12,7 @@ import logging
 from typing import Callable
 
 from overbrainer.errors import ConfigError, ItemsFailed
-from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.stage import StageResult
 
 log = logging.getLogger(__name__)
@@ -21,9 +21,12 @@ Report = Callable[[str, dict], None]
 STAGES = ("subtopics", "questions", "answers", "split")
 
 
-def conclude(result: StageResult, report: Report) -> StageResult:
-    """Print the stage's summary, then raise what stopped it or what failed in it."""
+def conclude(result: StageResult, report: Report, command: str | None = None) -> StageResult:
+    """Print the stage's summary, then raise what stopped it or what failed in it (an interrupt
+    as StageInterrupted, naming the stage and the `command` that resumes it)."""
     report(result.text(), result.data())
+    if result.interrupted:
+        raise StageInterrupted(result.stage, command) from result.error
     if result.error is not None:
         raise result.error
     if result.stats.failed:
@@ -38,13 +41,13 @@ def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | Non
     if stage == "split":
         from overbrainer.pipeline.split_stage import run_split_stage
 
-        return [conclude(run_split_stage(ctx, topic), report)]
+        return [conclude(run_split_stage(ctx, topic), report, stage)]
     topics = ctx.select_topics(topic)
     results: list[StageResult] = []
     if stage == "subtopics":
         from overbrainer.pipeline.subtopics import run_subtopics
 
-        results.append(conclude(run_subtopics(ctx, topics, force=force), report))
+        results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage))
     elif stage == "questions":
         from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
         from overbrainer.pipeline.subtopics import run_subtopics
@@ -54,23 +57,23 @@ def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | Non
         if empty:
             # Topics with no subtopic at all get theirs first (never with --force).
             try:
-                results.append(conclude(run_subtopics(ctx, empty, force=False), report))
+                results.append(conclude(run_subtopics(ctx, empty, force=False), report, stage))
             except ItemsFailed as e:
                 pending_error = e  # fill what can be filled, then fail
-        results.append(conclude(run_questions(ctx, topics, force=force), report))
+        results.append(conclude(run_questions(ctx, topics, force=force), report, stage))
         if pending_error is not None:
             raise pending_error
     elif stage == "answers":
         from overbrainer.pipeline.answers import run_answers
 
-        results.append(conclude(run_answers(ctx, topics, force=force), report))
+        results.append(conclude(run_answers(ctx, topics, force=force), report, stage))
     else:  # pragma: no cover - the CLI only passes known names
         raise ValueError(stage)
     return results
 
 
 class ConfigWatch:
-    """`run`'s reload rule (spec §2.6): before each stage after the first, re-read
+    """`run`'s reload rule: before each stage after the first, re-read
     overbrainer.toml and .env when their mtime or size changed."""
 
     def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
@@ -123,7 +126,8 @@ def run_all(ctx: StageContext, report: Report, *, watch: ConfigWatch | None = No
     for i, stage in enumerate(STAGES):
         if i > 0:
             _maybe_reload(ctx, watch)
-        ctx.check()
+        if ctx.interrupted():
+            raise StageInterrupted(stage)
         results.append(conclude(flows[stage](), report))
     # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)

@@ -32,6 +32,9 @@ class StageRun:
         self.name = name
         self._bus = bus
         self._lock = threading.Lock()
+        self.total = 0  # the items the stage set out to handle (StageStarted)
+        self.handled = 0  # of those, the ones done, excluded, skipped or failed so far
+        self.written = 0  # records appended to the stage's output file
         self.done = 0
         self.skipped = 0
         self.failed = 0
@@ -48,6 +51,7 @@ class StageRun:
             self._bus.publish(ev)
 
     def started(self, total: int) -> None:
+        self.total = total
         self.publish(StageStarted(self.name, total))
 
     def uses(self, provider: str | None, model: str | None) -> None:
@@ -62,8 +66,14 @@ class StageRun:
             if cost is not None:
                 self.cost = (self.cost or 0.0) + cost
 
+    def wrote(self, n: int = 1) -> None:
+        """`n` records appended to the stage's output."""
+        with self._lock:
+            self.written += n
+
     def item_done(self, item_id: str, usage: Usage, cost: float | None, excluded: bool = False) -> None:
         with self._lock:
+            self.handled += 1
             if excluded:
                 self.excluded += 1
             else:
@@ -72,6 +82,7 @@ class StageRun:
 
     def item_skipped(self, item_id: str) -> None:
         with self._lock:
+            self.handled += 1
             self.skipped += 1
         self.publish(ItemDone(self.name, item_id, None, None, False))
 
@@ -85,6 +96,7 @@ class StageRun:
 
     def item_failed(self, item_id: str, message: str) -> None:
         with self._lock:
+            self.handled += 1
             self.failed += 1
         self.publish(ItemFailed(self.name, item_id, message, False))
 
@@ -110,19 +122,45 @@ class SplitCounts:
         return sum(self.excluded_by_reason.values())
 
 
+# What each stage's items are, and what it writes: (item, items, record, records).
+UNITS = {
+    "subtopics": ("topic", "topics", "subtopic", "subtopics"),
+    "questions": ("subtopic", "subtopics", "question", "questions"),
+    "answers": ("question", "questions", "answer", "answers"),
+}
+
+
+def counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def reason_of(error: BaseException) -> str:
+    """The short reason a stage stopped (an LlmError's `reason`, else its message)."""
+    return getattr(error, "reason", None) or str(error) or type(error).__name__
+
+
 @dataclass
 class StageResult:
-    """What a stage returns: its stats, and the fatal error that stopped it, if any."""
+    """What a stage returns: its stats, and the error that stopped it, if any (`interrupted`
+    when that error is the user's interrupt)."""
 
     stage: str
     stats: StageStats
     error: BaseException | None = None
     split: SplitCounts | None = None
+    total: int = 0
+    written: int = 0
+    handled: int = 0
+    interrupted: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        return self.error is not None
 
     def text(self) -> str:
         if self.split is not None:
             return split_line(self.split)
-        return summary_line(self.stage, self.stats)
+        return summary_line(self)
 
     def data(self) -> dict:
         if self.split is not None:
@@ -131,20 +169,52 @@ class StageResult:
                     "excluded": s.excluded,
                     "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS}}
         st = self.stats
-        return {"stage": self.stage, "done": st.done, "skipped": st.skipped, "failed": st.failed,
-                "excluded": st.excluded, "input_tokens": st.usage.input_tokens,
-                "output_tokens": st.usage.output_tokens,
-                # USD; rounded to a millionth of a cent so sums print without float noise
-                "cost": None if st.cost is None else round(st.cost, 8)}
+        _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
+        out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,
+               "done": st.done, "skipped": st.skipped, "failed": st.failed, "excluded": st.excluded,
+               "written": self.written, "stopped": self.stopped, "interrupted": self.interrupted,
+               "input_tokens": st.usage.input_tokens, "output_tokens": st.usage.output_tokens,
+               "cost": cost_value(st.cost, st.usage)}
+        if self.stopped:
+            out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
+        return out
 
 
-def cost_text(cost: float | None) -> str:
-    return "cost unknown" if cost is None else f"cost ${cost:.4f}"
+def spent_nothing(usage: Usage) -> bool:
+    return usage.input_tokens == 0 and usage.output_tokens == 0
 
 
-def summary_line(stage: str, st: StageStats) -> str:
-    return (f"{stage}: {st.done} done, {st.skipped} skipped, {st.failed} failed, {st.excluded} excluded; "
-            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; {cost_text(st.cost)}")
+def cost_value(cost: float | None, usage: Usage) -> float | None:
+    """USD, rounded to a millionth of a cent so sums print without float noise; 0 when no token
+    was spent (whether or not a price is known), None when tokens were spent at an unknown price."""
+    if cost is None:
+        return 0 if spent_nothing(usage) else None
+    return round(cost, 8)
+
+
+def cost_text(cost: float | None, usage: Usage | None = None) -> str:
+    if cost is None:
+        return "cost $0" if usage is not None and spent_nothing(usage) else "cost unknown"
+    if cost == 0:
+        return "cost $0"
+    return f"cost ${cost:.4f}"
+
+
+def summary_line(r: StageResult) -> str:
+    """`subtopics: 2 topics, 6 subtopics written; 0 skipped, 0 failed; tokens 40 in, 80 out; cost $0`,
+    or `subtopics: stopped after 0 of 2 topics: authentication failed; …` for a stage that stopped."""
+    st = r.stats
+    one, items, one_record, records = UNITS.get(r.stage, ("item", "items", "record", "records"))
+    written = counted(r.written, one_record, records) + " written"
+    if st.excluded:
+        written += f" ({st.excluded} excluded from training)"
+    if r.stopped:
+        why = "interrupted" if r.interrupted else reason_of(r.error)
+        head = f"stopped after {r.handled} of {r.total} {items}: {why}; {written}"
+    else:
+        head = f"{counted(st.done + st.excluded, one, items)}, {written}"
+    return (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
+            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; {cost_text(st.cost, st.usage)}")
 
 
 def split_line(s: SplitCounts) -> str:

@@ -1,5 +1,6 @@
-"""Stage `subtopics` (spec §4.1): per topic, strictly one at a time, ask the generator for the
-subtopics still missing and append the new ones to data/subtopics.jsonl."""
+"""Stage `subtopics`: per topic, up to `concurrency` topics at a time, ask the generator for the
+subtopics still missing; this (the only writing) thread appends the new ones to
+data/subtopics.jsonl as each topic's answer arrives."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 
 from overbrainer.errors import Interrupted
 from overbrainer.pipeline.ask_list import ask_list
-from overbrainer.pipeline.common import FATAL, execute, finish, force_rewrite, item_error, read, rejected_of
+from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, rejected_of
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.pipeline.workqueue import WorkQueue
@@ -23,13 +24,10 @@ def run_subtopics(ctx: StageContext, topics: list, *, force: bool = False) -> St
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
     from overbrainer.dataset.ids import subtopic_id
-    from overbrainer.dataset.jsonl import Appender
     from overbrainer.dataset.records import Subtopic
 
-    path = ctx.paths.subtopics
-    if force:
-        force_rewrite(path, Subtopic, {t.name for t in topics})
-    stored = read(path, Subtopic)
+    output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
+    stored = output.current()
     rejected = rejected_of(ctx, "subtopic")
 
     run.started(len(topics))
@@ -56,9 +54,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                         spend=run.spend, retrying=lambda m: run.retrying(topic.name, m),
                         stop=ctx.stop_event)
 
-    appender = Appender(path)
     try:
-        work = WorkQueue(ask, pending, 1, interrupt=ctx.stop_event, name=STAGE)
+        work = WorkQueue(ask, pending, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
         for outcome in work.results():
             topic, missing = outcome.item
             if outcome.error is not None:
@@ -67,6 +64,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                     return finish(run, outcome.error)
                 continue
             names, usage, cost = outcome.value
+            output.confirm()
             known = {s.id for s in stored if s.topic == topic.name}
             known |= {r.id for r in rejected if r.topic == topic.name}
             added = 0
@@ -78,9 +76,10 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                     continue
                 known.add(sid)
                 record = Subtopic(id=sid, topic=topic.name, name=name)
-                appender.append(record)
+                output.append(record)
                 stored.append(record)
                 added += 1
+            run.wrote(added)
             if added < missing:
                 log.info("%s: %s: %d of %d new subtopics; a rerun asks for the rest", STAGE,
                          topic.name, added, missing)
@@ -88,5 +87,5 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         if work.interrupted:
             raise Interrupted(INTERRUPTED)
     finally:
-        appender.close()
+        output.close()
     return finish(run)

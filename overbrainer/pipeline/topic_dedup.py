@@ -1,4 +1,4 @@
-"""The per-topic deduplicator of `questions` (spec §4.3): lexical first, then the optional
+"""The per-topic deduplicator of `questions`: lexical first, then the optional
 embedding filter on what survived. One lock per topic, held by the caller across the whole
 decision (embedding request included) and the append, so parallel subtopics never accept the
 same question twice. A dropped candidate is logged at debug level with the text it duplicated."""

@@ -19,9 +19,10 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split"]
-    assert lines[0].startswith("subtopics: 2 done, 0 skipped, 0 failed, 0 excluded; tokens ")
-    assert lines[1].startswith("questions: 4 done, 0 skipped, 0 failed, 0 excluded; tokens ")
-    assert lines[2].startswith("answers: 12 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+    # Each summary counts like things: the stage's items, then what it wrote.
+    assert lines[0].startswith("subtopics: 2 topics, 4 subtopics written; 0 skipped, 0 failed; tokens ")
+    assert lines[1].startswith("questions: 4 subtopics, 12 questions written; 0 skipped, 0 failed; tokens ")
+    assert lines[2].startswith("answers: 12 questions, 12 answers written; 0 skipped, 0 failed; tokens ")
     assert re.search(r"; cost \$\d+\.\d{4}$", lines[2])  # the parent is priced
     assert lines[3] == "split: 11 train, 1 eval, 0 excluded, 0 orphaned"
     assert "no [training] section: run stops after split" in r.stderr
@@ -40,18 +41,18 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[:3] == [
-        "subtopics: 0 done, 2 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
-        "questions: 0 done, 4 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
-        "answers: 0 done, 12 skipped, 0 failed, 0 excluded; tokens 0 in, 0 out; cost unknown",
+        "subtopics: 0 topics, 0 subtopics written; 2 skipped, 0 failed; tokens 0 in, 0 out; cost $0",
+        "questions: 0 subtopics, 0 questions written; 4 skipped, 0 failed; tokens 0 in, 0 out; cost $0",
+        "answers: 0 questions, 0 answers written; 12 skipped, 0 failed; tokens 0 in, 0 out; cost $0",
     ]
     assert fake_provider.chat_requests() == []
 
     r = cli(["-C", project.dir, "history"], env=project.env)
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
-    assert out[0].startswith("subtopics  2 run(s), 2 done, 0 failed; tokens ")
-    assert out[2].startswith("answers    2 run(s), 12 done, 0 failed; tokens ")
-    assert out[-1].startswith("total      8 run(s), ")
+    assert out[0].startswith("subtopics  2 run(s), 2 topics done, 0 failed; tokens ")
+    assert out[2].startswith("answers    2 run(s), 12 questions done, 0 failed; tokens ")
+    assert out[-1].startswith("total      8 run(s); tokens ")
     r = cli(["-C", project.dir, "history", "--all"], env=project.env)
     assert len(r.stdout.splitlines()) == 8
     assert any(line.split()[1:4] == ["split", "ok", "-"] and line.endswith("train 11, eval 1, excluded 0, orphaned 0")
@@ -63,20 +64,24 @@ def test_json_output_one_object_per_stage(project, fake_provider, cli):
     assert r.returncode == 0, r.stderr
     objs = [json.loads(line) for line in r.stdout.splitlines()]
     assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "split"]
-    assert set(objs[2]) == {"stage", "done", "skipped", "failed", "excluded", "input_tokens",
-                            "output_tokens", "cost"}
+    assert set(objs[2]) == {"stage", "unit", "records", "total", "done", "skipped", "failed", "excluded",
+                            "written", "stopped", "interrupted", "input_tokens", "output_tokens", "cost"}
+    assert (objs[0]["unit"], objs[0]["done"], objs[0]["records"], objs[0]["written"]) == (
+        "topics", 2, "subtopics", 4)
+    assert objs[2]["stopped"] is False
     assert objs[3]["excluded_by_reason"] == {"truncated": 0, "empty": 0, "refused": 0, "no_raw_reasoning": 0}
     assert all(json.loads(line)["event"] for line in r.stderr.splitlines())
 
 
 def test_stage_by_stage_with_resume_after_each(project, fake_provider, cli):
-    for stage, line in [("subtopics", "subtopics: 2 done"), ("questions", "questions: 4 done"),
-                        ("answers", "answers: 12 done"), ("split", "split: 11 train")]:
+    for stage, line in [("subtopics", "subtopics: 2 topics, 4 subtopics written;"),
+                        ("questions", "questions: 4 subtopics, 12 questions written;"),
+                        ("answers", "answers: 12 questions, 12 answers written;"), ("split", "split: 11 train")]:
         r = cli(["-C", project.dir, stage], env=project.env)
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(line)
     r = cli(["-C", project.dir, "questions", "--topic", "topic1"], env=project.env)
-    assert r.stdout.startswith("questions: 0 done, 2 skipped")
+    assert r.stdout.startswith("questions: 0 subtopics, 0 questions written; 2 skipped")
 
 
 def test_split_needs_no_provider_and_refuses_force(project, fake_provider, cli):
@@ -102,7 +107,7 @@ def test_failed_items_exit_1_after_the_summary(project, fake_provider, cli):
     fake_provider.script(Answer(content="no list here"))
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 1
-    assert r.stdout.startswith("subtopics: 0 done, 0 skipped, 1 failed")
+    assert r.stdout.startswith("subtopics: 0 topics, 0 subtopics written; 0 skipped, 1 failed")
     assert len(r.stdout.splitlines()) == 1  # the run stops at the first stage that fails
     assert "error: 1 subtopics item(s) failed; run the command again to retry them" in r.stderr
 

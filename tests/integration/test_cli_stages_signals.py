@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.fixtures.cli import clean_env
 
 DEADLINE = 30.0
@@ -75,11 +77,12 @@ def test_kill_9_mid_answers_then_rerun(project, fake_provider, cli, tmp_path):
     assert after[:len(written)] == written  # nothing that had been written is lost or changed
 
 
-def test_ctrl_c_mid_answers_exits_130_and_resumes(project, fake_provider, cli, tmp_path):
+@pytest.mark.parametrize("command", ["answers", "run"])
+def test_ctrl_c_mid_answers_exits_130_and_resumes(project, fake_provider, cli, tmp_path, command):
     ids = _prepare(project, cli)
     fake_provider.latency = 0.1
     path = project.data / "answers.jsonl"
-    proc = _start(project, ["answers"], tmp_path)
+    proc = _start(project, [command], tmp_path)
     try:
         _wait_for_answers(path, 2, proc)
         proc.send_signal(signal.SIGINT)
@@ -88,8 +91,12 @@ def test_ctrl_c_mid_answers_exits_130_and_resumes(project, fake_provider, cli, t
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err
-    assert "interrupted: the stage resumes on its next run" in err
-    assert out == ""
+    # A note naming the stage and what resumes it, not an error; under `run` too.
+    assert "\ninterrupted: answers stopped; rerun `overbrainer answers` (or `run`) to resume\n" in err
+    assert "error:" not in err
+    # The stage's summary is still printed (under `run`, after the earlier stages' ones).
+    summary = out.splitlines()[-1]
+    assert summary.startswith("answers: stopped after ") and " of 16 questions: interrupted; " in summary
     hist = project.history()
     assert hist[-1]["stage"] == "answers" and hist[-1]["status"] == "interrupted"
     assert hist[-1]["done"] >= 2

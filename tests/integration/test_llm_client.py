@@ -152,14 +152,25 @@ def test_structured_refused_falls_back_and_sticks(fake_provider):
     assert "response_format" not in fake_provider.chat_requests()[-1].body
 
 
-def test_structured_server_errors_fall_back_once_only(fake_provider):
+def test_structured_output_falls_back_only_on_a_refusal_of_response_format(fake_provider):
     client = make(fake_provider, max_retries=1)
+    # Transport errors (here 5xx after the retries) are no refusal: raised, structure kept.
     fake_provider.script(Fault.server_error(), Fault.server_error())
     notes = []
+    with pytest.raises(LlmError, match="HTTP 500"):
+        client.chat(ChatRequest("Reply with a JSON array of 2 strings", structured=True), on_retry=notes.append)
+    assert not any("without structured output" in n for n in notes)
+    # A 400 about something else is no refusal either.
+    fake_provider.script(Fault.bad_request("max_tokens is too large"))
+    with pytest.raises(LlmError, match="max_tokens is too large"):
+        client.chat(ChatRequest("again", structured=True))
+    assert all("response_format" in r.body for r in fake_provider.chat_requests())
+    # A 422 naming response_format is: sent again without it, and never asked for again.
+    fake_provider.script(Fault(422, {"error": {"message": "response_format json_schema unsupported"}}))
     client.chat(ChatRequest("Reply with a JSON array of 2 strings", structured=True), on_retry=notes.append)
-    assert notes[-1] == "HTTP 500: upstream exploded; retrying without structured output"
+    assert notes[-1] == "HTTP 422: response_format json_schema unsupported; retrying without structured output"
     client.chat(ChatRequest("again", structured=True))
-    assert "response_format" in fake_provider.chat_requests()[-1].body
+    assert ["response_format" in r.body for r in fake_provider.chat_requests()[-3:]] == [True, False, False]
 
 
 def test_fatal_error_is_not_retried_without_structure(fake_provider):
@@ -167,7 +178,7 @@ def test_fatal_error_is_not_retried_without_structure(fake_provider):
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q", structured=True))
     assert e.value.fatal and str(e.value) == "HTTP 404: model not found"
-    assert fake_provider.count == 2  # the listing and one chat
+    assert len(fake_provider.chat_requests()) == 1
 
 
 # --- embeddings ---------------------------------------------------------------------------------
@@ -223,7 +234,7 @@ def test_connection_refused_is_retried_then_fails(monkeypatch):
     notes = []
     with pytest.raises(LlmError) as e:
         client.chat(ChatRequest("q"), on_retry=notes.append)
-    assert str(e.value) == "request failed (cannot connect)" and e.value.retryable
+    assert str(e.value) == "request failed (connection refused)" and e.value.retryable
     assert len(notes) == 2 and url not in str(e.value)
 
 
@@ -251,7 +262,9 @@ def test_401_is_fatal_and_never_echoes_the_key(fake_provider, caplog):
     client = make(fake_provider, key="sk-wrong-SECRET-42")
     with pytest.raises(LlmError) as e:
         client.chat(ChatRequest("q"))
-    assert str(e.value) == AUTH_FAILED and e.value.fatal and e.value.status == 401
+    assert e.value.fatal and e.value.status == 401 and e.value.reason == AUTH_FAILED
+    assert str(e.value) == ("provider fake: authentication failed; check its API key "
+                            "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)")
     assert len(fake_provider.chat_requests()) == 1
     assert "sk-wrong-SECRET-42" not in caplog.text
 
@@ -260,7 +273,9 @@ def test_other_statuses(fake_provider):
     fake_provider.script(Fault(403, {"error": {"message": "key sk-zzz-9999 lacks access"}}))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))
-    assert str(e.value) == PERMISSION_DENIED and e.value.fatal
+    assert e.value.reason == PERMISSION_DENIED and e.value.fatal
+    assert str(e.value) == ("provider fake: permission denied; check its API key "
+                            "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)")
     fake_provider.script(Fault(402, b"pay up " + b"x" * 400))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))

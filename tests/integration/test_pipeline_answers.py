@@ -48,13 +48,15 @@ def test_every_exclusion_reason_and_resume(project, fake_provider):
     assert by_reason["empty"]["messages"][-1]["reasoning_content"] == "thought about it"  # kept for inspection
     assert by_reason["no_raw_reasoning"]["meta"]["reasoning_kind"] == "summary"
     assert [m["role"] for m in by_reason[None]["messages"]] == ["user", "assistant"]
-    assert texts == ["answers: 1 done, 0 skipped, 0 failed, 4 excluded; tokens 50 in, 100 out; cost unknown"]
+    assert texts == ["answers: 5 questions, 5 answers written (4 excluded from training); 0 skipped, 0 failed; "
+                     "tokens 50 in, 100 out; cost unknown"]
     assert datas[0]["excluded"] == 4
     # Resume: an excluded answer counts as answered; nothing is asked again.
     fake_provider.clear()
     texts, _, err = project.stage("answers")
     assert err is None and fake_provider.count == 0
-    assert texts[0].startswith("answers: 0 done, 5 skipped, 0 failed, 0 excluded")
+    # Nothing was asked, so nothing was spent: $0, not "cost unknown".
+    assert texts[0] == "answers: 0 questions, 0 answers written; 5 skipped, 0 failed; tokens 0 in, 0 out; cost $0"
 
 
 def test_hidden_reasoning_parent_and_system_prompt(project, fake_provider, caplog):
@@ -81,7 +83,7 @@ def test_force_and_topic(project, fake_provider):
     fake_provider.clear()
     texts, _, err = project.stage("answers", topic="topic0", force=True)
     assert err is None
-    assert texts[0].startswith("answers: 2 done, 0 skipped")
+    assert texts[0].startswith("answers: 2 questions, 2 answers written; 0 skipped")
     prompts = {r.prompt for r in fake_provider.chat_requests()}
     topic0 = {q["text"] for q in project.records("questions") if q["topic"] == "topic0"}
     assert prompts == topic0
@@ -113,7 +115,7 @@ def test_retry_storms_then_success_and_a_final_item_failure(project, fake_provid
     events = Events()
     texts, _, err = project.stage("answers", bus=events)
     assert str(err) == "1 answers item(s) failed; run the command again to retry them"
-    assert texts[0].startswith("answers: 5 done, 0 skipped, 1 failed, 0 excluded")
+    assert texts[0].startswith("answers: 5 questions, 5 answers written; 0 skipped, 1 failed;")
     finals = [e for e in events.items if isinstance(e, ItemFailed) and not e.retryable]
     retries = [e for e in events.items if isinstance(e, ItemFailed) and e.retryable]
     assert len(finals) == 1 and "HTTP 500" in finals[0].error
@@ -123,7 +125,7 @@ def test_retry_storms_then_success_and_a_final_item_failure(project, fake_provid
     fake_provider.responder = None
     fake_provider.clear()
     texts, _, err = project.stage("answers")
-    assert err is None and texts[0].startswith("answers: 1 done, 5 skipped")
+    assert err is None and texts[0].startswith("answers: 1 question, 1 answer written; 5 skipped")
     assert len(project.records("answers")) == 6
 
 
@@ -143,9 +145,14 @@ def test_fatal_401_saves_answers_received_before(project, fake_provider):
     fake_provider.responder = responder
     texts, datas, err = project.stage("answers")
     assert type(err).__name__ == "LlmError" and err.fatal
-    assert "sk-secret" not in str(err) and "authentication failed" in str(err)
+    assert "sk-secret" not in str(err)
+    # The provider and the variable that holds its key are named.
+    assert str(err) == ("provider fake: authentication failed; check its API key "
+                        "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)")
     assert len(project.records("answers")) == served["ok"] == 3
-    assert texts[0].startswith("answers: 3 done, 0 skipped, 0 failed, 0 excluded; tokens ")
+    assert texts[0].startswith("answers: stopped after 3 of 8 questions: authentication failed; "
+                               "3 answers written; 0 skipped, 0 failed; tokens ")
+    assert datas[0]["stopped"] is True and datas[0]["reason"] == "authentication failed"
     assert project.history()[-1]["status"] == "failed" and project.history()[-1]["done"] == 3
     assert served["n"] < 8  # the stage stopped: the other questions were never asked
 
@@ -155,7 +162,7 @@ def test_keeps_concurrency_requests_in_flight(project, fake_provider):
     fake_provider.clear()
     fake_provider.latency = 0.05
     texts, _, err = project.stage("answers")
-    assert err is None and texts[0].startswith("answers: 16 done")
+    assert err is None and texts[0].startswith("answers: 16 questions, 16 answers written;")
     assert fake_provider.max_in_flight == 4
 
 
@@ -172,12 +179,16 @@ def test_interrupt_event_abandons_the_stage_and_records_it(project, fake_provide
 
     fake_provider.responder = responder
     fake_provider.latency = 0.05
-    texts, _, err = project.stage("answers", interrupt=stop)
-    assert type(err).__name__ == "Interrupted"
-    assert str(err) == "interrupted: the stage resumes on its next run"
-    assert texts == []
-    assert project.history()[-1]["status"] == "interrupted"
+    texts, datas, err = project.stage("answers", interrupt=stop)
+    assert type(err).__name__ == "StageInterrupted" and err.exit_code == 130
+    assert str(err) == "interrupted: answers stopped; rerun `overbrainer answers` (or `run`) to resume"
     saved = len(project.records("answers"))
+    # The summary still says how far the stage got.
+    assert len(texts) == 1
+    assert texts[0].startswith(f"answers: stopped after {saved} of 8 questions: interrupted; "
+                               f"{saved} answer{'' if saved == 1 else 's'} written;")
+    assert datas[0]["stopped"] is True and datas[0]["interrupted"] is True
+    assert project.history()[-1]["status"] == "interrupted"
     assert saved < 8
     texts, _, err = project.stage("answers")
     assert err is None and len(project.records("answers")) == 8

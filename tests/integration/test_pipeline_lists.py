@@ -16,7 +16,8 @@ def _names(project, topic):
 
 
 def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider):
-    project.write(topics=2, subtopics=2, generator={"max_tokens": 100})
+    # One topic at a time, so the scripted answers go to the topics in order.
+    project.write(topics=2, subtopics=2, generator={"max_tokens": 100}, pipeline={"concurrency": 1})
     fake_provider.script(
         Answer(content="Sure! Here are [2] subtopics:\n1. Alpha\n2) Beta"),   # topic0: bullets
         Answer(content="I cannot help with that."),                           # topic1: not a list
@@ -29,26 +30,51 @@ def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider)
     assert _names(project, "topic1") == ["Gamma", "Delta"]  # at most `missing` kept
     limits = [r.body["max_tokens"] for r in fake_provider.chat_requests()]
     assert limits == [100, 100, 100, 200]
-    assert all("response_format" in r.body for r in fake_provider.chat_requests())
+    # An answer that is not JSON at all refuses structured output: plain lists from then on.
+    assert ["response_format" in r.body for r in fake_provider.chat_requests()] == [True, True, False, False]
     # Tokens of every attempt count: 4 answers of (10, 20).
-    assert texts == ["subtopics: 2 done, 0 skipped, 0 failed, 0 excluded; tokens 40 in, 80 out; cost unknown"]
-    assert datas[0] == {"stage": "subtopics", "done": 2, "skipped": 0, "failed": 0, "excluded": 0,
+    assert texts == ["subtopics: 2 topics, 4 subtopics written; 0 skipped, 0 failed; tokens 40 in, 80 out; "
+                     "cost unknown"]
+    assert datas[0] == {"stage": "subtopics", "unit": "topics", "records": "subtopics", "total": 2,
+                        "done": 2, "skipped": 0, "failed": 0, "excluded": 0, "written": 4,
+                        "stopped": False, "interrupted": False,
                         "input_tokens": 40, "output_tokens": 80, "cost": None}
     assert project.records("subtopics")[0]["id"] == subtopic_id("topic0", "alpha")
 
 
+def test_subtopics_run_topics_concurrently(project, fake_provider):
+    # Every answer waits until `concurrency` (3) requests are in the server at once: topics asked
+    # one at a time would break the barrier (and fail) instead.
+    import threading
+
+    project.write(topics=4, subtopics=2, pipeline={"concurrency": 3})
+    barrier = threading.Barrier(3, timeout=10)
+
+    def responder(req):
+        if len(fake_provider.chat_requests()) <= 3:
+            barrier.wait()
+        return None
+
+    fake_provider.responder = responder
+    texts, _, err = project.stage("subtopics")
+    assert err is None
+    assert fake_provider.max_in_flight == 3
+    assert sorted({s["topic"] for s in project.records("subtopics")}) == project.topic_names
+    assert len(project.records("subtopics")) == 8
+
+
 def test_subtopics_no_list_after_all_retries_fails_the_item(project, fake_provider):
-    project.write(topics=2, subtopics=1, pipeline={"max_retries": 1})
+    project.write(topics=2, subtopics=1, pipeline={"max_retries": 1, "concurrency": 1})
     fake_provider.script(Answer(content="nope"), Answer(content="[1, 2]"))
     texts, _, err = project.stage("subtopics")
     assert type(err).__name__ == "ItemsFailed"
     assert str(err) == "1 subtopics item(s) failed; run the command again to retry them"
-    assert texts[0].startswith("subtopics: 1 done, 0 skipped, 1 failed, 0 excluded")
+    assert texts[0].startswith("subtopics: 1 topic, 1 subtopic written; 0 skipped, 1 failed;")
     assert [h["status"] for h in project.history()] == ["failed"]
     # A rerun asks only for what is missing.
     fake_provider.clear()
     texts, _, err = project.stage("subtopics")
-    assert err is None and texts[0].startswith("subtopics: 1 done, 1 skipped, 0 failed")
+    assert err is None and texts[0].startswith("subtopics: 1 topic, 1 subtopic written; 1 skipped, 0 failed")
     # The worker may have taken the next subtopic before the error was seen; no more than that.
     assert len(project.records("questions")) <= 3
 
@@ -73,7 +99,7 @@ def test_subtopics_rejected_are_never_regenerated_even_with_force(project, fake_
     reject(project.dir, subtopic_id("topic0", "Alpha"))
     texts, _, err = project.stage("subtopics")
     assert err is None and _names(project, "topic0") == ["Beta", "Gamma"]
-    assert texts[0].startswith("subtopics: 1 done, 1 skipped")
+    assert texts[0].startswith("subtopics: 1 topic, 1 subtopic written; 1 skipped")
     texts, _, err = project.stage("subtopics", topic="topic0", force=True)
     assert err is None
     assert _names(project, "topic0") == ["Beta", "Gamma"]
@@ -103,7 +129,7 @@ def test_questions_prestep_and_dedup_serialized_across_parallel_subtopics(projec
     assert [t.split(":")[0] for t in texts] == ["subtopics", "questions"]
     stored = [q["text"] for q in project.records("questions")]
     assert sorted(stored) == sorted(same)  # each accepted once in the topic, whatever subtopic asked
-    assert texts[1].startswith("questions: 3 done, 0 skipped, 0 failed")
+    assert texts[1].startswith("questions: 3 subtopics, 3 questions written; 0 skipped, 0 failed")
     assert "the generator kept repeating itself" in caplog.text
     assert [h["stage"] for h in project.history()] == ["subtopics", "questions"]
 
@@ -140,7 +166,8 @@ def test_questions_fatal_error_stops_the_stage(project, fake_provider):
     fake_provider.script(Fault.not_found())
     texts, _, err = project.stage("questions")
     assert type(err).__name__ == "LlmError" and err.fatal
-    assert texts[0].startswith("questions: 0 done, 0 skipped, 0 failed")
+    assert texts[0].startswith("questions: stopped after 0 of 2 subtopics: HTTP 404: model not found; "
+                               "0 questions written; 0 skipped, 0 failed; tokens 0 in, 0 out; cost $0")
     assert project.history()[-1]["status"] == "failed"
     # The worker may have taken the next subtopic before the error was seen; no more than that.
     assert len(project.records("questions")) <= 3

@@ -109,15 +109,17 @@ def test_round_trip_with_backfilled(tmp_path):
 def test_totals_output():
     entries = [entry("answers", 1.0), entry("answers", None), entry("questions", 0.25), entry("subtopics", None)]
     assert format_history_lines(entries) == [
-        "subtopics  1 run(s), 2 done, 1 failed; tokens 10 in, 5 out; cost unknown",
-        "questions  1 run(s), 2 done, 1 failed; tokens 10 in, 5 out; $0.2500",
-        "answers    2 run(s), 4 done, 2 failed; tokens 20 in, 10 out; $1.0000+",
-        "total      4 run(s), 8 done, 4 failed; tokens 40 in, 20 out; $1.2500+",
+        "subtopics  1 run(s), 2 topics done, 1 failed; tokens 10 in, 5 out; cost unknown",
+        "questions  1 run(s), 2 subtopics done, 1 failed; tokens 10 in, 5 out; $0.2500",
+        "answers    2 run(s), 4 questions done, 2 failed; tokens 20 in, 10 out; $1.0000+",
+        # topics, subtopics and questions are not alike: the total never adds them up
+        "total      4 run(s); tokens 40 in, 20 out; $1.2500+",
     ]
     assert format_history_lines([entry("answers", 0.002), entry("answers", 0.0022)])[-1].endswith("; $0.0042")
     assert format_history_lines([]) == ["no stage has run yet"]
     report = history_report(entries)
     assert report["total"]["cost"] == 1.25 and report["total"]["cost_complete"] is False
+    assert "done" not in report["total"] and report["stages"]["answers"]["done"] == 4
 
 
 def test_all_output():

@@ -16,11 +16,11 @@ def test_a_rerun_that_used_no_token_keeps_the_total_cost_complete():
     # (no priced request was made) but nothing was spent, so the totals stay exact.
     entries = [_entry("answers", 0.5, 100), _entry("answers", None, 0), _entry("answers", None, 0)]
     lines = format_history_lines(entries)
-    assert lines[0] == "answers    3 run(s), 0 done, 0 failed; tokens 100 in, 100 out; $0.5000"
+    assert lines[0] == "answers    3 run(s), 0 questions done, 0 failed; tokens 100 in, 100 out; $0.5000"
     assert lines[-1].endswith("; $0.5000")
     assert history_report(entries)["total"]["cost_complete"] is True
-    # Its own line still says what its summary said.
-    assert format_history_lines(entries, all=True)[1].endswith("tokens 0 in, 0 out; cost unknown")
+    # Its own line says what its summary said: it spent nothing.
+    assert format_history_lines(entries, all=True)[1].endswith("tokens 0 in, 0 out; $0")
 
 
 def test_unpriced_tokens_still_make_the_total_partial_or_unknown():
@@ -28,4 +28,8 @@ def test_unpriced_tokens_still_make_the_total_partial_or_unknown():
     for entries in ([_entry("answers", None, 7), _entry("answers", None, 0)],
                     [_entry("answers", None, 0), _entry("answers", None, 7)]):
         assert format_history_lines(entries)[-1].endswith("; cost unknown")
-    assert format_history_lines([_entry("questions", None, 0)])[-1].endswith("; $0.0000")
+    # A stage that spent nothing shows $0.
+    assert format_history_lines([_entry("questions", None, 0)]) == [
+        "questions  1 run(s), 0 subtopics done, 0 failed; tokens 0 in, 0 out; $0",
+        "total      1 run(s); tokens 0 in, 0 out; $0"]
+    assert format_history_lines([_entry("answers", 0.0, 0)])[-1].endswith("; $0")
