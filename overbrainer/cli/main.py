@@ -132,7 +132,7 @@ def _catch_sigterm() -> None:
         pass
 
 
-def _stopped_code() -> int:
+def stopped_code() -> int:
     """The exit code of a command stopped by a signal: SIGTERM is handled like Ctrl-C."""
     interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
     if _sigterm or (interrupt is not None and interrupt.terminated()):
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.exceptions.Abort:
-        code = _stopped_code()
+        code = stopped_code()
         _print_error("interrupted", code, json_mode)
     except click.ClickException as e:
         if json_mode:
@@ -164,10 +164,10 @@ def main(argv: list[str] | None = None) -> None:
             e.show()
         code = e.exit_code
     except OverbrainerError as e:
-        code = _stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
+        code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
         _print_error(str(e), code, json_mode)
     except KeyboardInterrupt:
-        code = _stopped_code()
+        code = stopped_code()
         _print_error("interrupted", code, json_mode)
     except BrokenPipeError:
         # A reader such as `head` closed stdout: exit quietly.

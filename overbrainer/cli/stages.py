@@ -63,7 +63,9 @@ def _resumable(app: AppContext) -> Iterator[None]:
 
         from overbrainer.support.redact import strip_controls
 
-        code = _stopped_code(e.exit_code)
+        from overbrainer.cli.main import stopped_code
+
+        code = stopped_code()
         message = strip_controls(str(e))
         if app.json_mode:
             sys.stderr.write(json.dumps({"event": "interrupted", "message": message, "exit_code": code}) + "\n")
@@ -71,15 +73,6 @@ def _resumable(app: AppContext) -> Iterator[None]:
             click.echo(message, err=True)
         sys.stderr.flush()
         raise click.exceptions.Exit(code) from e
-
-
-def _stopped_code(default: int) -> int:
-    try:  # SIGTERM is handled like Ctrl-C; the front end knows which of them came
-        from overbrainer.errors import EXIT_TERMINATED
-        from overbrainer.front.interrupt import terminated
-    except ImportError:  # a front end that catches Ctrl-C only
-        return default
-    return EXIT_TERMINATED if terminated() else default
 
 
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool) -> None:

@@ -77,20 +77,23 @@ def test_kill_9_mid_answers_then_rerun(project, fake_provider, cli, tmp_path):
     assert after[:len(written)] == written  # nothing that had been written is lost or changed
 
 
-@pytest.mark.parametrize("command", ["answers", "run"])
-def test_ctrl_c_mid_answers_exits_130_and_resumes(project, fake_provider, cli, tmp_path, command):
+@pytest.mark.parametrize("command,signum,code", [("answers", signal.SIGINT, 130), ("run", signal.SIGINT, 130),
+                                                 ("answers", signal.SIGTERM, 143)])
+def test_a_signal_mid_answers_stops_the_stage_says_what_resumes_and_exits(project, fake_provider, cli, tmp_path,
+                                                                         command, signum, code):
+    """Ctrl-C (130) and SIGTERM (143: a timeout, systemd, `docker stop`, a CI cancellation) alike."""
     ids = _prepare(project, cli)
     fake_provider.latency = 0.1
     path = project.data / "answers.jsonl"
     proc = _start(project, [command], tmp_path)
     try:
         _wait_for_answers(path, 2, proc)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=DEADLINE)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     # A note naming the stage and what resumes it, not an error; under `run` too.
     assert "\ninterrupted: answers stopped; rerun `overbrainer answers` (or `run`) to resume\n" in err
     assert "error:" not in err
