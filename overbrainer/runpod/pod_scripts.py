@@ -1,0 +1,148 @@
+"""The pod side of a Runpod run: the container command (bootstrap with the watchdog inside) and
+the pod's environment.
+
+The scripts ship as package data (`runpod/scripts/*.sh`, POSIX sh); their headers document the
+files they write on the pod. No secret goes into the command or the environment: the run's host
+key travels as a Runpod account secret, referenced as `{{ RUNPOD_SECRET_<name> }}` and filled in
+by Runpod at container start; the watchdog uses the pod-scoped key Runpod itself puts in the pod.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+from dataclasses import dataclass
+from importlib import resources
+
+from overbrainer import __version__
+
+WORKDIR = "/workspace/overbrainer"
+DEFAULT_API_URL = "https://api.runpod.io/v2"
+CMD_LIMIT = 100 * 1024  # bytes of the whole command; Runpod's limit is larger, ours is firm
+WATCHDOG_MARKER = "WATCHDOG_SH=@OVERBRAINER_WATCHDOG@\n"
+
+# Paces of the pod, in seconds, multiplied by the time scale (OVERBRAINER_TIME_SCALE, a testing aid).
+WATCHDOG_INTERVAL = 60.0
+PROBE_WAIT = 10.0
+PROBE_TRIES = 5
+# Caps on a wait for something that answers (a request, sshd listening): never scaled.
+CURL_TIMEOUT_MS = 10_000
+SSHD_WAIT_MS = 10_000
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_KEY_LINE = re.compile(r"^(ssh-|ecdsa-|sk-)[A-Za-z0-9@.-]+ [A-Za-z0-9+/=]+( [ -~]*)?$")
+
+
+def script(name: str) -> str:
+    """The text of a script shipped in overbrainer/runpod/scripts/."""
+    return resources.files("overbrainer.runpod").joinpath("scripts", name).read_text(encoding="utf-8")
+
+
+def bootstrap_text() -> str:
+    """The bootstrap with the watchdog's text in place of its marker line."""
+    boot = script("bootstrap.sh")
+    if boot.count(WATCHDOG_MARKER) != 1:
+        raise RuntimeError("bootstrap.sh must hold the watchdog marker line exactly once")
+    return boot.replace(WATCHDOG_MARKER, f"WATCHDOG_SH={shlex.quote(script('watchdog.sh'))}\n")
+
+
+def pod_cmd() -> list[str]:
+    """The create request's `cmd`: the bootstrap run by bash (the script itself is POSIX sh)."""
+    cmd = ["bash", "-c", bootstrap_text()]
+    size = sum(len(part.encode()) for part in cmd)
+    if size >= CMD_LIMIT:
+        raise RuntimeError(f"the pod command is {size} bytes, over the {CMD_LIMIT} byte limit")
+    return cmd
+
+
+def pod_args() -> str:
+    """The same command as one shell-quoted string (the create request's `args` form)."""
+    return shlex.join(pod_cmd())
+
+
+def host_key_secret_name(run_id: str) -> str:
+    return f"overbrainer_host_key_{_check_run_id(run_id)}"
+
+
+def secret_reference(name: str) -> str:
+    """How a pod's env names an account secret; Runpod puts the value in at container start."""
+    return "{{ RUNPOD_SECRET_" + name + " }}"
+
+
+def host_key_secret_value(private_key: str | bytes) -> str:
+    """The account secret's value for a host key: base64 (one line) of the OpenSSH private key
+    file; the bootstrap decodes it."""
+    data = private_key.encode() if isinstance(private_key, str) else private_key
+    return base64.b64encode(data).decode("ascii")
+
+
+def scaled_ms(seconds: float, time_scale: float) -> int:
+    """A timing constant in whole milliseconds (at least 1), multiplied by the time scale."""
+    return max(1, round(seconds * 1000 * time_scale))
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    """What the pod needs to know about its run. Times are Unix seconds; graces are seconds and
+    never scaled (they are the user's); `deadline_unix` and `max_cost_usd` are dropped when kept."""
+
+    run_id: str
+    authorized_key: str          # the run's client public key, one authorized_keys line
+    started_unix: int            # when the pod was asked for (start of billing)
+    deadline_unix: int | None    # started + max_hours; None when kept
+    boot_grace_secs: int
+    retrieve_grace_secs: int
+    keep: bool = False
+    gpu_count: int = 1
+    max_cost_usd: float | None = None
+    api_url: str = DEFAULT_API_URL
+    workdir: str = WORKDIR
+    time_scale: float = 1.0
+
+    @property
+    def run_dir(self) -> str:
+        return f"{self.workdir.rstrip('/')}/{self.run_id}"
+
+
+def pod_env(s: PodSettings) -> dict[str, str]:
+    """The create request's `env` (every value a string)."""
+    _check_run_id(s.run_id)
+    if not _KEY_LINE.match(s.authorized_key.strip()):
+        raise ValueError("the client key must be one OpenSSH public key line")
+    if not s.api_url.startswith(("https://", "http://")):
+        raise ValueError("the API URL must be http(s)")
+    if s.gpu_count < 1 or s.boot_grace_secs < 0 or s.retrieve_grace_secs < 0:
+        raise ValueError("gpu_count must be ≥ 1 and the graces ≥ 0")
+    env = {
+        "OVERBRAINER_RUN_ID": s.run_id,
+        "OVERBRAINER_WORKDIR": s.workdir,
+        "OVERBRAINER_RUN_DIR": s.run_dir,
+        "OVERBRAINER_STARTED": str(int(s.started_unix)),
+        "OVERBRAINER_BOOT_GRACE": str(int(s.boot_grace_secs)),
+        "OVERBRAINER_RETRIEVE_GRACE": str(int(s.retrieve_grace_secs)),
+        "OVERBRAINER_KEEP_POD": "1" if s.keep else "0",
+        "OVERBRAINER_GPU_COUNT": str(int(s.gpu_count)),
+        "OVERBRAINER_API_URL": s.api_url.rstrip("/"),
+        "OVERBRAINER_AUTHORIZED_KEY": s.authorized_key.strip(),
+        "OVERBRAINER_HOST_KEY": secret_reference(host_key_secret_name(s.run_id)),
+        "OVERBRAINER_VERSION": __version__,
+        "OVERBRAINER_WATCHDOG_INTERVAL_MS": str(scaled_ms(WATCHDOG_INTERVAL, s.time_scale)),
+        "OVERBRAINER_WATCHDOG_PROBE_TRIES": str(PROBE_TRIES),
+        "OVERBRAINER_WATCHDOG_PROBE_WAIT_MS": str(scaled_ms(PROBE_WAIT, s.time_scale)),
+        "OVERBRAINER_WATCHDOG_CURL_MS": str(CURL_TIMEOUT_MS),
+        "OVERBRAINER_SSHD_WAIT_MS": str(SSHD_WAIT_MS),
+        "JUPYTER_DISABLE": "1",
+    }
+    if not s.keep:
+        if s.deadline_unix is not None:
+            env["OVERBRAINER_DEADLINE"] = str(int(s.deadline_unix))
+        if s.max_cost_usd is not None:
+            env["OVERBRAINER_MAX_COST_USD"] = f"{float(s.max_cost_usd):.4f}"
+    return env
+
+
+def _check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise ValueError(f"invalid run id for a pod: {run_id!r}")
+    return run_id

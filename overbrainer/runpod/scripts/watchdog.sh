@@ -1,0 +1,310 @@
+# overbrainer pod watchdog (POSIX sh: runs under bash, dash and busybox sh).
+#
+# Exec'd by the bootstrap as the container's main process, so it lives exactly as long as the
+# container. It proves that its key can read its own pod, writes its verdict, then checks the run
+# once per interval and deletes the pod when a limit says so. It never exits on an error: each tick
+# runs in a subshell, every command is guarded, and only a confirmed deletion (a 404 for its own
+# pod after a delete was accepted) or SIGTERM/SIGINT ends it.
+#
+# Environment (set by overbrainer in the pod's env; Runpod sets the RUNPOD_* ones):
+#   RUNPOD_POD_ID, RUNPOD_API_KEY    this pod and Runpod's pod-scoped key. The key reaches curl on
+#                                    stdin only (a `header = ...` line for `curl -K -`): never in
+#                                    argv, a file, the environment of a child or the log.
+#   OVERBRAINER_API_URL              API base URL (default https://api.runpod.io/v2)
+#   OVERBRAINER_RUN_DIR              the run directory on the pod (job files, .pod/)
+#   OVERBRAINER_POD_ROOT             prefix of the system paths (default: none, i.e. /; tests)
+#   OVERBRAINER_DEADLINE             Unix seconds: delete at or after it (absent when kept)
+#   OVERBRAINER_STARTED              Unix seconds the pod was asked for (start of billing)
+#   OVERBRAINER_MAX_COST_USD         spend cap; with the pod's own `cost` ($/h, read from the API)
+#                                    the pod is deleted at STARTED + cap / rate hours
+#   OVERBRAINER_BOOT_GRACE           seconds without a job before deleting (default 1800)
+#   OVERBRAINER_RETRIEVE_GRACE       seconds after the job ended before deleting (default 3600)
+#   OVERBRAINER_KEEP_POD             1: once a job started, never delete (bootstrap failure aside)
+#   OVERBRAINER_BOOT_FAILED          non-empty: the bootstrap failed for this fixed reason
+#   OVERBRAINER_VERSION              for the User-Agent overbrainer-watchdog/<version>
+#   OVERBRAINER_WATCHDOG_INTERVAL_MS, _PROBE_TRIES, _PROBE_WAIT_MS, _CURL_MS
+#                                    tick 60000 ms, 5 proof tries 10000 ms apart, curl 10000 ms.
+#                                    The client passes the tick and the proof wait already
+#                                    multiplied by OVERBRAINER_TIME_SCALE (sh has no floats); the
+#                                    curl cap, deadline and graces are never scaled.
+#
+# Files in $OVERBRAINER_RUN_DIR (the job's, written by overbrainer's job wrapper):
+#   job.pid (process group of the job), exit_code, cancelled
+# Files in $OVERBRAINER_RUN_DIR/.pod/:
+#   watchdog         the verdict, one line: `ready`, `failed <reason>` (http_<code>, unreachable,
+#                    missing_key, missing_pod_id, bad_key, no_curl) or `failed bootstrap: <reason>`
+#   watchdog.log     timestamped log (also on stdout, Runpod's container log)
+#   retrieved        written by the client after verified retrieval: delete (unless kept)
+#   cost_cap_at      optional, Unix seconds, written by the client: delete at or after it
+#   rate             the pod's $/h as Runpod reported it
+#   delete_reason    why the watchdog deleted the pod
+#   boot_at          `<pod id> <Unix seconds>` of the first watchdog start on this pod
+#   job_started_at, job_ended_at   Unix seconds the watchdog first saw them
+#
+# Delete rule, first match: bootstrap failed (even kept) → `bootstrap_failed`; kept and a job
+# started → never; cost cap passed → `cost_cap`; deadline passed → `deadline`; retrieved marker →
+# `retrieved`; job ended RETRIEVE_GRACE ago → `abandoned`; no job BOOT_GRACE after the first
+# start → `never_started`. Deleting: DELETE /pods/<id> (2xx or 404 = accepted), else action
+# `terminate`, else action `stop` (the pod's volume keeps billing until `overbrainer pod rm`), else
+# `runpodctl pod delete`; all failed → again next tick. Accepted → a GET each tick until Runpod
+# answers 404, then exit 0.
+
+umask 077
+set +e
+set -f
+trap '' HUP PIPE
+
+ROOT=${OVERBRAINER_POD_ROOT:-}
+ROOT=${ROOT%/}
+RUN_DIR=${OVERBRAINER_RUN_DIR:-}
+if [ -n "$RUN_DIR" ]; then POD=$RUN_DIR/.pod; else POD=$ROOT/run/overbrainer/pod; fi
+LOG=$POD/watchdog.log
+API=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
+API=${API%/}
+ID=${RUNPOD_POD_ID:-}
+KEY=${RUNPOD_API_KEY:-}
+unset RUNPOD_API_KEY
+AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-0}"
+BOOT_FAILED=${OVERBRAINER_BOOT_FAILED:-}
+KEEP=${OVERBRAINER_KEEP_POD:-0}
+MAX_COST=${OVERBRAINER_MAX_COST_USD:-}
+NL='
+'
+
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; return 0; }
+uint_or() { if is_uint "$1"; then printf '%s' "$1"; else printf '%s' "$2"; fi; }
+
+INTERVAL_MS=$(uint_or "${OVERBRAINER_WATCHDOG_INTERVAL_MS:-}" 60000)
+PROBE_TRIES=$(uint_or "${OVERBRAINER_WATCHDOG_PROBE_TRIES:-}" 5)
+PROBE_WAIT_MS=$(uint_or "${OVERBRAINER_WATCHDOG_PROBE_WAIT_MS:-}" 10000)
+CURL_MS=$(uint_or "${OVERBRAINER_WATCHDOG_CURL_MS:-}" 10000)
+BOOT_GRACE=$(uint_or "${OVERBRAINER_BOOT_GRACE:-}" 1800)
+RETRIEVE_GRACE=$(uint_or "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600)
+STARTED=$(uint_or "${OVERBRAINER_STARTED:-}" '')
+DEADLINE=${OVERBRAINER_DEADLINE:-}
+# A deadline that is set but unreadable counts as passed: no pod without a limit.
+if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE=0; fi
+if [ "$CURL_MS" -lt 1 ]; then CURL_MS=1; fi
+
+T=0
+now() { # sets T (the last good reading if `date` fails)
+  t=$(date +%s 2>/dev/null)
+  if is_uint "$t"; then T=$t; fi
+}
+
+secs() { # milliseconds → a sleep/curl argument in seconds
+  printf '%d.%03d' "$(($1 / 1000))" "$(($1 % 1000))"
+}
+
+log() {
+  line="$(date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null) watchdog: $*"
+  printf '%s\n' "$line" 2>/dev/null
+  printf '%s\n' "$line" >> "$LOG" 2>/dev/null
+}
+
+put() { # file text: atomic write
+  printf '%s\n' "$2" > "$1.tmp.$$" 2>/dev/null && mv -f "$1.tmp.$$" "$1" 2>/dev/null
+  r=$?
+  rm -f "$1.tmp.$$" 2>/dev/null
+  return $r
+}
+
+first_line() { # file → its first line when it is an unsigned integer
+  [ -f "$1" ] || return 1
+  v=$(head -n 1 "$1" 2>/dev/null)
+  is_uint "$v" || return 1
+  printf '%s' "$v"
+}
+
+nap() { # milliseconds; SIGTERM ends the wait at once
+  sleep "$(secs "$1")" 2>/dev/null &
+  NAP=$!
+  wait "$NAP" 2>/dev/null
+  NAP=
+}
+
+stop_now() {
+  log "stopping"
+  [ -n "${NAP:-}" ] && kill "$NAP" 2>/dev/null
+  exit 0
+}
+trap stop_now TERM INT
+
+# api METHOD PATH [JSON]: sets CODE (000 when no answer) and BODY.
+api() {
+  CODE=000
+  BODY=
+  command -v curl >/dev/null 2>&1 || return 1
+  if [ -n "${3:-}" ]; then
+    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$KEY" | curl -K - -s -X "$1" \
+      -A "$AGENT" -H 'Content-Type: application/json' --data "$3" --max-time "$(secs "$CURL_MS")" \
+      --max-redirs 0 -w "${NL}%{http_code}" "$API$2" 2>/dev/null)
+  else
+    resp=$(printf 'header = "Authorization: Bearer %s"\n' "$KEY" | curl -K - -s -X "$1" \
+      -A "$AGENT" --max-time "$(secs "$CURL_MS")" --max-redirs 0 -w "${NL}%{http_code}" \
+      "$API$2" 2>/dev/null)
+  fi
+  c=${resp##*"$NL"}
+  case $c in [0-9][0-9][0-9]) CODE=$c ;; esac
+  case $resp in *"$NL"*) BODY=${resp%"$NL"*} ;; esac
+  return 0
+}
+
+note_rate() { # from BODY: the pod's `cost` ($/h) when positive
+  r=$(printf '%s\n' "$BODY" \
+    | sed -n 's/.*"cost"[[:space:]]*:[[:space:]]*\([0-9][0-9.eE+-]*\).*/\1/p' 2>/dev/null | head -n 1)
+  [ -n "$r" ] || return 1
+  awk -v r="$r" 'BEGIN { exit !(r + 0 > 0) }' 2>/dev/null || return 1
+  [ -f "$POD/rate" ] || log "rate \$$r/h"
+  put "$POD/rate" "$r"
+}
+
+probe() { # sets VERDICT
+  if [ -z "$KEY" ]; then VERDICT="failed missing_key"; return; fi
+  case $KEY in *[!A-Za-z0-9_.:+/=-]*) VERDICT="failed bad_key"; return ;; esac
+  if [ -z "$ID" ]; then VERDICT="failed missing_pod_id"; return; fi
+  case $ID in *[!A-Za-z0-9]*) VERDICT="failed bad_pod_id"; return ;; esac
+  if ! command -v curl >/dev/null 2>&1; then VERDICT="failed no_curl"; return; fi
+  i=1
+  while :; do
+    api GET "/pods/$ID"
+    log "probe GET $CODE"
+    case $CODE in
+      200) note_rate; VERDICT=ready; return ;;
+      000|408|429|5[0-9][0-9]) ;;
+      *) VERDICT="failed http_$CODE"; return ;;
+    esac
+    if [ "$i" -ge "$PROBE_TRIES" ]; then
+      if [ "$CODE" = 000 ]; then VERDICT="failed unreachable"; else VERDICT="failed http_$CODE"; fi
+      return
+    fi
+    i=$((i + 1))
+    nap "$PROBE_WAIT_MS"
+  done
+}
+
+delete_pod() { # reason → 0 when Runpod accepted a delete (or stop)
+  log "delete reason=$1"
+  api DELETE "/pods/$ID"
+  log "DELETE $CODE"
+  case $CODE in 200|202|204|404) return 0 ;; esac
+  api POST "/pods/$ID/action" '{"action":"terminate"}'
+  log "action terminate $CODE"
+  case $CODE in 200|202|204|404) return 0 ;; esac
+  api POST "/pods/$ID/action" '{"action":"stop"}'
+  log "action stop $CODE"
+  case $CODE in
+    200|202|204)
+      log "pod stopped, not deleted: its volume keeps billing until \`overbrainer pod rm\`"
+      return 0 ;;
+  esac
+  if command -v runpodctl >/dev/null 2>&1; then
+    RUNPOD_API_KEY=$KEY runpodctl pod delete "$ID" >/dev/null 2>&1
+    r=$?
+    log "runpodctl pod delete exit $r"
+    [ "$r" = 0 ] && return 0
+  fi
+  log "delete failed: trying again next tick"
+  return 1
+}
+
+cost_cap_at() { # sets CAP: the earliest cap time, from the client's file or the pod's rate
+  best=$(first_line "$POD/cost_cap_at")
+  if [ -n "$MAX_COST" ] && [ -n "$STARTED" ]; then
+    if [ ! -f "$POD/rate" ]; then api GET "/pods/$ID"; [ "$CODE" = 200 ] && note_rate; fi
+    rate=$(head -n 1 "$POD/rate" 2>/dev/null)
+    at=$(awk -v c="$MAX_COST" -v r="$rate" -v s="$STARTED" \
+      'BEGIN { if (r + 0 <= 0 || c + 0 <= 0) exit 1; printf "%d\n", s + (c / r) * 3600 }' 2>/dev/null)
+    if is_uint "$at" && { [ -z "$best" ] || [ "$at" -lt "$best" ]; }; then best=$at; fi
+  fi
+  CAP=$best
+}
+
+job_state() { # sets STARTED_JOB, ENDED_AT (empty when running or none)
+  STARTED_JOB=0
+  ENDED_AT=
+  [ -n "$RUN_DIR" ] || return 0
+  if [ -s "$RUN_DIR/job.pid" ] || [ -f "$POD/job_started_at" ]; then
+    STARTED_JOB=1
+    [ -f "$POD/job_started_at" ] || { put "$POD/job_started_at" "$T"; log "job started"; }
+  fi
+  [ "$STARTED_JOB" = 1 ] || return 0
+  ended=0
+  if [ -e "$RUN_DIR/exit_code" ] || [ -e "$RUN_DIR/cancelled" ]; then
+    ended=1
+  else
+    pid=$(head -n 1 "$RUN_DIR/job.pid" 2>/dev/null)
+    if is_uint "$pid" && [ "$pid" -gt 1 ]; then
+      kill -0 "-$pid" 2>/dev/null || ended=1
+    elif [ ! -e "$RUN_DIR/job.pid" ]; then
+      ended=1
+    fi
+  fi
+  [ "$ended" = 1 ] || return 0
+  ENDED_AT=$(first_line "$POD/job_ended_at")
+  if [ -z "$ENDED_AT" ]; then
+    ENDED_AT=$T
+    put "$POD/job_ended_at" "$T"
+    log "job ended"
+  fi
+}
+
+reason() { # sets R: the delete reason, or nothing
+  R=
+  if [ -n "$BOOT_FAILED" ]; then R=bootstrap_failed; return; fi
+  job_state
+  if [ "$KEEP" = 1 ] && [ "$STARTED_JOB" = 1 ]; then return; fi
+  cost_cap_at
+  if [ -n "$CAP" ] && [ "$T" -ge "$CAP" ]; then R=cost_cap; return; fi
+  if [ -n "$DEADLINE" ] && [ "$T" -ge "$DEADLINE" ]; then R=deadline; return; fi
+  if [ -e "$POD/retrieved" ]; then R=retrieved; return; fi
+  if [ -n "$ENDED_AT" ] && [ $((T - ENDED_AT)) -ge "$RETRIEVE_GRACE" ]; then R=abandoned; return; fi
+  if [ "$STARTED_JOB" = 0 ] && [ $((T - BOOT_AT)) -ge "$BOOT_GRACE" ]; then R=never_started; fi
+}
+
+# One check; exit status 0 nothing to do, 10 delete accepted, 20 the pod is gone.
+tick() {
+  now
+  if [ "$DELETING" = 1 ]; then
+    api GET "/pods/$ID"
+    if [ "$CODE" = 404 ]; then log "pod gone"; return 20; fi
+    log "pod still there after the delete (GET $CODE)"
+    delete_pod "${WHY:-again}" && return 10
+    return 0
+  fi
+  reason
+  [ -n "$R" ] || return 0
+  put "$POD/delete_reason" "$R"
+  delete_pod "$R" && return 10
+  return 0
+}
+
+mkdir -p "$POD" 2>/dev/null
+log "start pod=${ID:-?} deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s" \
+  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
+
+now
+BOOT_AT=
+set -- $(head -n 1 "$POD/boot_at" 2>/dev/null)
+if [ "${1:-}" = "$ID" ] && is_uint "${2:-}"; then BOOT_AT=$2; fi
+if [ -z "$BOOT_AT" ]; then BOOT_AT=$T; put "$POD/boot_at" "$ID $T"; fi
+
+if [ -n "$BOOT_FAILED" ]; then
+  VERDICT="failed bootstrap: $BOOT_FAILED"
+else
+  probe
+fi
+put "$POD/watchdog" "$VERDICT" || log "cannot write the verdict in $POD"
+log "verdict $VERDICT"
+
+DELETING=0
+WHY=
+while :; do
+  ( tick )
+  rc=$?
+  case $rc in
+    10) DELETING=1; WHY=$(head -n 1 "$POD/delete_reason" 2>/dev/null) ;;
+    20) log "exiting"; exit 0 ;;
+  esac
+  nap "$INTERVAL_MS"
+done
