@@ -284,3 +284,12 @@ def test_ctrl_c_in_a_reconcile_wait_still_lists_once_and_deletes_the_pod(fake, t
     assert len(fake.calls_to("GET", "/pods")) == 1  # the wait was cut short, the list read once
     assert len(fake.calls_to("DELETE", "/pods/.*")) == 1
     assert run.results() == ["adopted"] and run.record().state == PodState.DELETED
+
+
+def test_ctrl_c_during_the_create_deletes_the_pod_it_made(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
+    fake.on_request = lambda m, p, b: run.flag.event.set() if (m, p) == ("POST", "/pods") else None
+    with pytest.raises(Interrupted, match="it has no pod left"):
+        run.start()
+    assert run.posts() == 1 and run.results() == ["created"] and run.record().state == PodState.DELETED
+    assert len(fake.calls_to("DELETE", "/pods/.*")) == 1 and not run.client_key().exists()
