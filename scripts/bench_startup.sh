@@ -36,7 +36,7 @@ if [ "$help_only" = 0 ]; then
         cat "$tmp/init.log" >&2
         exit 1
     fi
-    export OVERBRAINER_PROVIDERS__LOCAL__BASE_URL=http://127.0.0.1:9/v1
+    export OVERBRAINER_PROVIDERS__LLM__BASE_URL=http://127.0.0.1:9/v1
     if ! $OVERBRAINER -C "$project" config check >"$tmp/check.log" 2>&1; then
         echo "bench_startup.sh: \`overbrainer -C $project config check\` failed:" >&2
         cat "$tmp/check.log" >&2
