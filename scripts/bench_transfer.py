@@ -1,7 +1,7 @@
 """Transfer benchmark: the SSH executor against OpenSSH, both ways.
 
 Creates ~1 GiB of run files (a few big, many small, random data), starts the test sshd on
-127.0.0.1 (tests/fixtures/sshd.py), and times, alternately over BENCH_REPEAT rounds (default 3):
+127.0.0.1 (tests/fixtures/sshd_server.py), and times, alternately over BENCH_REPEAT rounds (default 3):
 
 - ours: upload = `SshExecutor.upload`; download = what retrieving a run does: the target's
   SHA-256 manifest, the download, and the local verification against it;
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from overbrainer.exec.ssh import SshExecutor  # noqa: E402
 from overbrainer.exec.transfer import verify  # noqa: E402
-from tests.fixtures.sshd import SshServer  # noqa: E402
+from tests.fixtures.sshd_server import SshServer  # noqa: E402
 
 MIB = 1 << 20
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
