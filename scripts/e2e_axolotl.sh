@@ -17,19 +17,12 @@ set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${AXO_VENV:-$HOME/.venvs/axolotl}
-say() { printf 'e2e: %s\n' "$*" >&2; }
-fail() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
-# Whatever fails without its own message still ends with one.
-trap 'rc=$?; fail "\`${BASH_COMMAND}\` exited $rc (line $LINENO)"' ERR
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/overbrainer-e2e.XXXXXX")
+. "$HERE/scripts/e2e_lib.sh"
 SSHD_PID=""
-
-cleanup() {
+e2e_stop() {
   if [ -n "${SSHD_PID:-}" ]; then kill "$SSHD_PID" 2>/dev/null || true; fi
-  [ -n "${WORK:-}" ] || return 0
-  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK" >&2; fi
 }
-trap cleanup EXIT
+e2e_start overbrainer-e2e
 
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AXOLOTL_DO_NOT_TRACK=1 DO_NOT_TRACK=1

@@ -18,18 +18,12 @@ set -Eeuo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 LLAMA_VENV=${LLAMA_VENV:-/opt/llama-venv}
 MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
-say() { printf 'e2e: %s\n' "$*" >&2; }
-fail() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
-trap 'rc=$?; fail "\`${BASH_COMMAND}\` exited $rc (line $LINENO)"' ERR
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/overbrainer-e2e-llm.XXXXXX")
+. "$HERE/scripts/e2e_lib.sh"
 SERVER_PID=""
-
-cleanup() {
+e2e_stop() {
   if [ -n "${SERVER_PID:-}" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  [ -n "${WORK:-}" ] || return 0
-  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK" >&2; fi
 }
-trap cleanup EXIT
+e2e_start overbrainer-e2e-llm
 
 
 PY=${PYTHON:-python3}
