@@ -96,10 +96,18 @@ def main() -> int:
             path.mkdir(parents=True)
             return path
 
+        parts: dict[str, list[float]] = {"manifest": [], "download": [], "verify": []}
+
         def ours_down() -> None:
+            t0 = time.perf_counter()
             manifest = ex.manifest(f"{remote}/ours", entries)
+            t1 = time.perf_counter()
             ex.download(f"{remote}/ours", str(fresh(base / "back-ours")), entries)
+            t2 = time.perf_counter()
             verify(base / "back-ours", manifest, entries)
+            t3 = time.perf_counter()
+            for name, sec in (("manifest", t1 - t0), ("download", t2 - t1), ("verify", t3 - t2)):
+                parts[name].append(sec)
 
         cases = {
             "up ours": lambda: ex.upload(str(src), f"{remote}/ours"),
@@ -134,6 +142,7 @@ def main() -> int:
             print(f"{way + 'load':8s} ours {rate(ours):7.1f} MB/s ({ours:5.1f} s)   tar|ssh {rate(tar):7.1f} MB/s "
                   f"({tar:5.1f} s)   scp {rate(scp_t):7.1f} MB/s ({scp_t:5.1f} s)   "
                   f"ours/tar|ssh {ratio_tar:.2f}   ours/scp {ratio_scp:.2f}")
+        print("ours on download: " + ", ".join(f"{name} {statistics.median(t):.1f} s" for name, t in parts.items()))
         print("target (ours >= 0.9x tar|ssh both ways):", "met" if ok else "MISSED")
         return 0 if ok else 1
     finally:
