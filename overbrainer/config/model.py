@@ -216,6 +216,8 @@ class Metrics:
 
 @dataclass
 class Config:
+    """The whole configuration of a project (one per command)."""
+
     project: Project
     roles: Roles
     topics: list[Topic] = field(default_factory=list)

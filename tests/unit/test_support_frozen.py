@@ -65,3 +65,4 @@ def test_config_model_classes_are_frozen_without_compiled_methods():
     for cls in (model.Project, model.Topic, model.Provider, model.Role, model.Pipeline, model.LocalTarget,
                 model.SshTarget, model.RunpodTarget, model.Runpod, model.Export, model.Hub):
         assert cls.__init__ is frozen_module._init, cls
+
