@@ -16,4 +16,6 @@ _e2e_cleanup() {
 e2e_start() {
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
   trap _e2e_cleanup EXIT
+  trap 'fail "interrupted"' INT
+  trap 'fail "terminated"' TERM
 }

