@@ -372,7 +372,7 @@ def test_bad_key_header_is_fatal_without_the_value(fake_provider):
 
 def test_pool_holds_the_concurrency(fake_provider, caplog):
     caplog.set_level(logging.DEBUG, logger="urllib3")
-    fake_provider.latency = 0.15
+    fake_provider.hold_until = 24  # every request waits until all 24 are in flight at once
     client = make(fake_provider, concurrency=24)
     assert client.channel.pool_size >= 24
     for _round in range(2):
