@@ -1,4 +1,4 @@
-"""The records of the data files (spec pipeline.md §1.1), with strict reading.
+"""The records of the data files (field by field: docs/data-files.md#json-lines-format), strict reading.
 
 `from_dict` rejects unknown and missing fields, wrong types and unknown enum strings with a
 `RecordError` (jsonl.py turns it into `data/x.jsonl:N: invalid record: <reason>`). `to_dict`

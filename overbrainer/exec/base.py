@@ -1,9 +1,10 @@
-"""The executor contract (training.md §2.2): where a job runs and how its files travel.
+"""The executor contract: where a job runs and how its files travel.
 
 Two implementations: `exec.local.LocalExecutor` (this machine) and `exec.ssh.SshExecutor`
 (any machine reached over SSH, Runpod pods included). Job control is file based (job.pid,
 exit_code, cancelling, cancelled in the run directory on the target), so a later process can
 find, inspect and cancel a job from run.json's `job` object alone.
+See docs/runs.md#job-control-on-the-target.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""How a job's command is built for a runtime (training.md §2.5): native (venv or PATH),
-docker or podman. Only command text is built here; the executor runs it.
+"""How a job's command is built for a runtime: native (venv or PATH), docker or podman.
+Only command text is built here; the executor runs it. Rules: docs/runs.md#job-control-on-the-target.
 
     rt = Runtime.from_target(target)
     script, container = rt.job(run_id, run_dir, cache_dir,

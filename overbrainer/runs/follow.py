@@ -1,5 +1,6 @@
-"""Following a started job (spec §4): poll every 2 s, tail metrics.jsonl from its last offset,
-publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls, then drain.
+"""Following a started job (docs/runs.md#following-a-job): poll every 2 s, tail metrics.jsonl
+from its last offset, publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls,
+then drain.
 
 `follow` returns None when Ctrl-C came (the job keeps running). It runs the loop under
 `Interrupt.race`, so a blocking call to the target never holds the user up; a cancel called for

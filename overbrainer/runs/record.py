@@ -1,4 +1,4 @@
-"""`runs/<id>/run.json`: the run record, with the original's fields, written atomically.
+"""`runs/<id>/run.json`: the run record (docs/runs.md#runjson), written atomically.
 
 Read errors name the file and a position (`line L, column C`) or a field, never the content.
 """

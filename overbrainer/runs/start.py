@@ -1,4 +1,4 @@
-"""Creating a run (claimed locally and on the target) and starting its job (spec §1.1, §1.4, §6.1).
+"""Creating a run (claimed locally and on the target) and starting its job (docs/runs.md#run-ids-and-claims).
 
 Record-safety: a start that fails saves the run `failed` with the error; a job that spawned but
 whose record could not be saved is cancelled (nothing could find it again). A spawn cut off after

@@ -1,4 +1,4 @@
-"""Reading a run's `metrics.jsonl` (training.md §3.3, §4): lines, the summary, phase, pace.
+"""Reading a run's `metrics.jsonl` (docs/runs.md#metrics-plugin): lines, the summary, phase, pace.
 
 * `LineReader` splits a byte stream (read in chunks from an offset) into complete lines.
 * `parse_record(line)` checks one line against the plugin's format (`begin log eval end stage`).

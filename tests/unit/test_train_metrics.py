@@ -1,4 +1,4 @@
-"""Client-side metrics (training.md §3.3, §4): line splitting, the summary fold, phases, pace."""
+"""Client-side metrics (docs/runs.md#metrics-plugin): line splitting, the summary fold, phases, pace."""
 
 from __future__ import annotations
 
