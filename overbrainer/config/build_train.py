@@ -32,6 +32,7 @@ from overbrainer.config.model import (
     Target,
     Training,
 )
+from overbrainer.config.values import secret, url
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -207,7 +208,6 @@ def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None
 
 
 def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
-    from overbrainer.config.build import secret, url
 
     t = root.table("runpod")
     if t is None:
@@ -232,7 +232,6 @@ def export(root: Table) -> Export:
 
 
 def hub(root: Table) -> Hub:
-    from overbrainer.config.build import url
 
     t = root.table("hub")
     if t is None:
