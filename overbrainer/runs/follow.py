@@ -86,7 +86,8 @@ class Follower:
 
     def read_metrics(self) -> int:
         """Read every new complete line; publish its events. Returns the bytes read."""
-        from overbrainer.train.metrics import READ_LIMIT, to_event
+        from overbrainer.front.events import metrics_event
+        from overbrainer.train.metrics import READ_LIMIT
 
         total = 0
         while True:
@@ -94,7 +95,7 @@ class Follower:
             total += len(chunk)
             for line in self.reader.feed(chunk):
                 rec = self.summary.feed(line)
-                ev = to_event(self.record.id, rec) if rec is not None else None
+                ev = metrics_event(self.record.id, rec) if rec is not None else None
                 if ev is not None:
                     self.bus.publish(ev)
             if len(chunk) < READ_LIMIT:
@@ -151,9 +152,9 @@ class Follower:
         for line in self.reader.finish():
             rec = self.summary.feed(line)
             if rec is not None:
-                from overbrainer.train.metrics import to_event
+                from overbrainer.front.events import metrics_event
 
-                ev = to_event(self.record.id, rec)
+                ev = metrics_event(self.record.id, rec)
                 if ev is not None:
                     self.bus.publish(ev)
         notes = [self.cancelled_for] if self.cancelled_for else []

@@ -3,7 +3,6 @@
 * `LineReader` splits a byte stream (read in chunks from an offset) into complete lines.
 * `parse_record(line)` checks one line against the plugin's format (`begin log eval end stage`).
 * `MetricsSummary` folds the records: step, loss, eval loss, phase, pace and time left.
-* `to_event(run_id, record)` turns a record into the bus event (`Metric` or `Mark`).
 """
 
 from __future__ import annotations
@@ -280,7 +279,7 @@ def summarize_file(path: str | os.PathLike) -> MetricsSummary:
     return MetricsSummary().feed_all(read_lines(path))
 
 
-# --- display and events ----------------------------------------------------------------------
+# --- display ----------------------------------------------------------------------
 
 def format_duration(seconds: float) -> str:
     """`45s`, `12m05s`, `3h07m`."""
@@ -290,22 +289,3 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def to_event(run_id: str, rec: dict[str, Any]):
-    """The bus event of a record: `Metric` for a log, `Mark` for stage/eval/end, None for begin."""
-    from overbrainer.front.events import Mark, Metric
-
-    kind = rec["event"]
-    if kind == "log":
-        return Metric(run_id=run_id, time=float(rec.get("time") or 0.0), step=rec["step"],
-                      epoch=rec.get("epoch"), max_steps=rec.get("max_steps"), loss=rec.get("loss"),
-                      eval_loss=rec.get("eval_loss"), learning_rate=rec.get("learning_rate"),
-                      grad_norm=rec.get("grad_norm"))
-    if kind == "stage":
-        return Mark(run_id=run_id, kind="stage", name=rec["name"])
-    if kind == "eval":
-        return Mark(run_id=run_id, kind="eval", step=rec["step"], total=rec.get("total"))
-    if kind == "end":
-        return Mark(run_id=run_id, kind="end", step=rec["step"])
-    return None

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
+from overbrainer.dataset.stages import StageStats
 from overbrainer.front.bus import EventBus
-from overbrainer.front.events import ItemDone, StageFinished, StageStarted, StageStats
+from overbrainer.front.events import ItemDone, StageFinished, StageStarted
 from overbrainer.front.frontend import RENDER_GRACE, Cli, Embedded, Json, Report
 from overbrainer.front.render_lines import LineRenderer
 from overbrainer.support import redact
