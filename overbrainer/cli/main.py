@@ -140,6 +140,17 @@ def stopped_code() -> int:
     return EXIT_INTERRUPTED
 
 
+def quiet_stdout() -> None:
+    """The one broken-pipe handler: a reader such as `head` closed stdout, so stdout now goes to
+    /dev/null (nothing written later, not even the flush at exit, fails or prints a traceback).
+    The caller picks the exit code: 1 here, 0 for `runs logs`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     _catch_sigterm()
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
@@ -170,11 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         code = stopped_code()
         _print_error("interrupted", code, json_mode)
     except BrokenPipeError:
-        # A reader such as `head` closed stdout: exit quietly.
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        quiet_stdout()
         code = EXIT_FAILURE
     except Exception as e:  # noqa: BLE001 - the last line of defence
         logging.getLogger("overbrainer").debug("internal error", exc_info=True)

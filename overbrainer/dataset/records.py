@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from overbrainer.llm.types import FINISH_REASONS, REASONING_KINDS
+
 ROLES = ("system", "user", "assistant")
-FINISH_REASONS = ("stop", "length", "content_filter", "refusal", "other")
-REASONING_KINDS = ("raw", "summary", "redacted", "none")
 # Fixed order: the split summary and `dataset stats` list reasons in this order.
 EXCLUSIONS = ("truncated", "empty", "refused", "no_raw_reasoning")
 REJECTED_KINDS = ("subtopic", "question")

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
 
 # Files on the target that only the job-control scripts use; never downloaded.
@@ -24,7 +25,6 @@ CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
 DEFAULT_SKIP = ("ssh", "pod.json", "run.json")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_ENGINES = ("docker", "podman")
 
 
 class TargetUnreachable(OverbrainerError):
@@ -50,7 +50,7 @@ class Container:
     name: str
 
     def __post_init__(self) -> None:
-        if self.engine not in _ENGINES:
+        if self.engine not in ENGINES:
             raise ValueError(f"unknown container engine {self.engine!r}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
             raise ValueError("invalid container name")

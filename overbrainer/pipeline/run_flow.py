@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
 from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.stage import StageResult
@@ -18,7 +19,6 @@ from overbrainer.pipeline.stage import StageResult
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, dict], None]
-STAGES = ("subtopics", "questions", "answers", "split")
 
 
 def conclude(result: StageResult, report: Report, command: str | None = None) -> StageResult:

@@ -65,14 +65,14 @@ class Follower:
     """One follow of one run. `stop_since` (monotonic) applies the stop limits of `train stop`."""
 
     def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None):
-        from overbrainer.train.metrics import LineReader, MetricsSummary
+        from overbrainer.train.metrics import MetricsSummary, line_reader
 
         self.executor = executor
         self.record = record
         self.bus = bus
         self.interrupt = interrupt
         self.job = job_id(record)
-        self.reader = LineReader(0)
+        self.reader = line_reader()
         self.summary = MetricsSummary()
         self.metrics_path = f"{record.remote_dir.rstrip('/')}/metrics.jsonl"
         self.stop_since = stop_since

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.support.atomic import atomic_write_text
@@ -22,7 +23,6 @@ PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED = (
     "preparing", "running", "succeeded", "failed", "cancelled", "stopped")
 STATES = (PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED)
 ENDED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
-ENGINES = ("docker", "podman")
 REASONS = ("requested", "deadline", "cost", "disk")
 NOT_RETRIEVED = " (artifacts not retrieved: "
 _KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "snapshot",

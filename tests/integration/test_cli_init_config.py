@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+
+from tests.fixtures.cli import clean_env
 
 LOCAL_URL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
 
@@ -170,3 +175,18 @@ def test_no_secret_value_in_any_output(cli, project, vault):
         for mark in (ENV_MARK, DOTENV_MARK, VAULT_MARK, vault.token):
             assert mark not in out, (args, mark, out)
     assert len(vault.requests) >= 3  # the vault secret really was resolved
+
+
+def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
+    """The one broken-pipe handler (cli.main.quiet_stdout): a reader gone before the result is
+    written (`overbrainer config check | true`) gives exit 1 and nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "overbrainer", "-C", project, "config", "check"],
+                           stdout=write_end, stderr=subprocess.PIPE, timeout=60,
+                           env=clean_env(LOCAL_URL, tmp_path / "home"))
+    finally:
+        os.close(write_end)
+    assert r.returncode == 1
+    assert r.stderr == b""

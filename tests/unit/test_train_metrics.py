@@ -30,16 +30,16 @@ def log_line(step, t, loss=None, max_steps=4, **kw):
 # --- LineReader ------------------------------------------------------------------------------
 
 def test_lines_split_across_chunks_and_tail_waits():
-    r = m.LineReader()
+    r = m.line_reader()
     assert r.feed(b'{"a":1}\n{"b"') == ['{"a":1}']
-    assert r.pending == 4 and r.offset == 12
+    assert len(r.pending) == 4 and r.offset == 12
     assert r.feed(b':2}\r\n\n{"c":3}\r') == ['{"b":2}', '{"c":3}']
-    assert r.pending == 0 and r.offset == 26
+    assert len(r.pending) == 0 and r.offset == 26
     assert r.feed(b"tail") == [] and r.finish() == ["tail"]
 
 
 def test_a_long_line_without_terminator_is_cut_at_a_utf8_boundary():
-    r = m.LineReader(limit=8)
+    r = m.line_reader(limit=8)
     out = r.feed("abcdeé€x".encode())  # é is 2 bytes, € 3: byte 8 falls inside €
     assert out == ["abcdeé"]
     assert r.feed(b"\n") == ["€x"]
@@ -47,7 +47,7 @@ def test_a_long_line_without_terminator_is_cut_at_a_utf8_boundary():
 
 def test_multibyte_split_between_chunks_is_decoded_whole():
     data = "ü€\n".encode()
-    r = m.LineReader()
+    r = m.line_reader()
     assert r.feed(data[:2]) == [] and r.feed(data[2:]) == ["ü€"]
 
 
