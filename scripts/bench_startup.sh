@@ -26,7 +26,7 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export OVERBRAINER_NO_UPDATE_CHECK=1 NO_COLOR=1
+export NO_COLOR=1
 
 cases=("baseline|$py -c pass" "--help|$OVERBRAINER --help")
 if [ "$help_only" = 0 ]; then

@@ -29,7 +29,6 @@ fail() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AXOLOTL_DO_NOT_TRACK=1 DO_NOT_TRACK=1
 export HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
-export OVERBRAINER_NO_UPDATE_CHECK=1
 
 # --- 1. the Axolotl venv -----------------------------------------------------------------------
 if [ ! -x "$VENV/bin/axolotl" ]; then

@@ -18,7 +18,6 @@ from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
 
 # Files on the target that only the job-control scripts use; never downloaded.
-CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
 # Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
 # the run: nothing on the target reads it, and a copy there would keep the state of the upload
 # (`preparing`) forever, so the record lives here only (a local target shares the run directory).

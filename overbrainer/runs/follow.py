@@ -169,7 +169,7 @@ class Follower:
         """True when a limit calls for cancelling the job (`cancel_job`, shielded, does it)."""
         now = time.monotonic()
         try:
-            if self.stop_since is None and self.record.snapshots and now >= self.next_request_check:
+            if self.stop_since is None and now >= self.next_request_check:
                 self.next_request_check = now + REQUEST_CHECK_SECS
                 if self._read_small("snapshot.request").strip():
                     self.stop_since = now

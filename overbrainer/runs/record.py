@@ -70,12 +70,17 @@ class RunRecord:
     message: str | None = None
     snapshot: Snapshot | None = None
     resumed_from: str | None = None
-    snapshots: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # unknown fields, kept on rewrite
 
     @property
     def ended(self) -> bool:
         return self.state in ENDED
+
+    @property
+    def snapshots(self) -> bool:
+        """Every run's job honours snapshot requests: run.json's `snapshots` is written true (the
+        original tool reads it) and never read. (Only runs/flow.py's stop check still asks.)"""
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         job = None
@@ -93,7 +98,7 @@ class RunRecord:
                                 "reason": self.snapshot.reason}
         if self.resumed_from is not None:
             data["resumed_from"] = self.resumed_from
-        data["snapshots"] = bool(self.snapshots)
+        data["snapshots"] = True
         for k, v in self.extra.items():
             data.setdefault(k, v)
         return data
@@ -148,14 +153,11 @@ class RunRecord:
         resumed = text("resumed_from", optional=True)
         if resumed is not None and not ids.is_valid(resumed):
             raise bad("resumed_from")
-        snaps = data.get("snapshots", False)
-        if not isinstance(snaps, bool):
-            raise bad("snapshots")
         return cls(
             id=run_id, target=text("target"), created=text("created"),
             remote_dir=text("remote_dir"), state=state, job=job,
             message=text("message", optional=True), snapshot=snapshot, resumed_from=resumed,
-            snapshots=snaps, extra={k: v for k, v in data.items() if k not in _KNOWN},
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
 

@@ -41,7 +41,7 @@ def create_run(executor, runs_dir: Path, project_name: str, target_name: str,
         lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
     record = RunRecord(id=run_id, target=target_name, created=ids.rfc3339(now),
                        remote_dir=remote_dir_of(executor, run_id), state=PREPARING,
-                       resumed_from=resumed_from, snapshots=True)
+                       resumed_from=resumed_from)
     save(runs_dir, record)
     return record, run_dir
 

@@ -21,7 +21,6 @@ log = logging.getLogger(__name__)
 
 READ_LIMIT = 1 << 20  # bytes per read of metrics.jsonl
 PLUGIN_EVENTS = ("begin", "log", "eval", "end")
-STAGE_NAMES = ("train", "merge", "export", "compare")
 _MAX_WARNINGS = 5
 
 
