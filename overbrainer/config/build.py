@@ -49,12 +49,13 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     hf_token = secret(root, "hf_token", environ)
     log = root.str("log")
     root.finish()
-    warnings: list[str] = []
+    warnings = build_train.not_yet_warnings(data)
     if training is not None:
         if training.target not in _declared(data, "targets"):
             problems.append(f"training.target: unknown target `{training.target}`")
         if training.hub_model_id is not None:
-            warnings.append("training.hub_model_id is deprecated: `overbrainer migrate` moves it to [hub] repo")
+            warnings.append("training.hub_model_id is deprecated (Axolotl pushes to that repo itself "
+                            "at the end of training)")
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
