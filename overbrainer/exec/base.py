@@ -73,9 +73,20 @@ class JobSpec:
     container: Container | None = None
 
 
+class InvalidJob(ValueError):
+    """A malformed `job` object. `field` names the part at fault (`job`, `job.dir`, `job.pid`,
+    `job.container`); neither it nor the message quotes a value."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class JobId:
-    """run.json's `job` object: {"dir": str, "pid": int, "container": null | {...}}."""
+    """The one reference to a started job: its run dir on the target, the PID of its process
+    group's leader, its container if any. It is run.json's `job` object ({"dir": str, "pid": int,
+    "container": null | {"engine", "name"}}): runs/record.py reads it with `from_json`."""
 
     dir: str
     pid: int
@@ -90,19 +101,22 @@ class JobId:
 
     @classmethod
     def from_json(cls, data: Any) -> "JobId":
-        """Strict: raises ValueError (no content quoted) on a malformed object; pid 0/1 refused."""
+        """Strict: raises InvalidJob (no content quoted) on a malformed object; pid 0/1 refused."""
         if not isinstance(data, dict):
-            raise ValueError("job is not an object")
+            raise InvalidJob("job", "job is not an object")
         d, pid, c = data.get("dir"), data.get("pid"), data.get("container")
         if not isinstance(d, str) or not d:
-            raise ValueError("job.dir is not a non-empty string")
+            raise InvalidJob("job.dir", "job.dir is not a non-empty string")
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
-            raise ValueError("job.pid is not a process id above 1")
+            raise InvalidJob("job.pid", "job.pid is not a process id above 1")
         container = None
         if c is not None:
             if not isinstance(c, dict) or not isinstance(c.get("engine"), str) or not isinstance(c.get("name"), str):
-                raise ValueError("job.container is not {engine, name}")
-            container = Container(c["engine"], c["name"])
+                raise InvalidJob("job.container", "job.container is not {engine, name}")
+            try:
+                container = Container(c["engine"], c["name"])
+            except ValueError as e:
+                raise InvalidJob("job.container", "job.container has an unknown engine or an invalid name") from e
         return cls(d, pid, container)
 
 

@@ -39,11 +39,8 @@ def duration(seconds: float) -> str:
 
 
 def job_id(record: RunRecord):
-    from overbrainer.exec.base import Container, JobId
-
-    job = record.job
-    container = Container(job.container.engine, job.container.name) if job.container else None
-    return JobId(job.dir, job.pid, container)
+    """The run's job (an exec.base.JobId, as run.json holds it)."""
+    return record.job
 
 
 def to_status(state: Any) -> Status:

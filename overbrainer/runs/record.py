@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overbrainer.config.model import ENGINES
+from overbrainer.exec.base import InvalidJob, JobId
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.support.atomic import atomic_write_text
@@ -34,20 +34,6 @@ class InvalidRecord(OverbrainerError):
 
 
 @dataclass
-class Container:
-    engine: str
-    name: str
-
-
-@dataclass
-class JobRef:
-    """Where the job lives on the target: its run dir, group-leader PID, container if any."""
-    dir: str
-    pid: int
-    container: Container | None = None
-
-
-@dataclass
 class Snapshot:
     checkpoint: str
     step: int
@@ -66,7 +52,7 @@ class RunRecord:
     created: str
     remote_dir: str
     state: str = PREPARING
-    job: JobRef | None = None
+    job: JobId | None = None
     message: str | None = None
     snapshot: Snapshot | None = None
     resumed_from: str | None = None
@@ -83,15 +69,10 @@ class RunRecord:
         return True
 
     def to_dict(self) -> dict[str, Any]:
-        job = None
-        if self.job is not None:
-            container = None
-            if self.job.container is not None:
-                container = {"engine": self.job.container.engine, "name": self.job.container.name}
-            job = {"dir": self.job.dir, "pid": self.job.pid, "container": container}
         data: dict[str, Any] = {
             "id": self.id, "target": self.target, "created": self.created,
-            "remote_dir": self.remote_dir, "job": job, "state": self.state, "message": self.message,
+            "remote_dir": self.remote_dir, "job": self.job.to_json() if self.job else None,
+            "state": self.state, "message": self.message,
         }
         if self.snapshot is not None:
             data["snapshot"] = {"checkpoint": self.snapshot.checkpoint, "step": self.snapshot.step,
@@ -126,21 +107,11 @@ class RunRecord:
         if state not in STATES:
             raise bad("state")
         job = None
-        raw = data.get("job")
-        if raw is not None:
-            if not isinstance(raw, dict) or not isinstance(raw.get("dir"), str):
-                raise bad("job")
-            pid = raw.get("pid")
-            if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
-                raise bad("job.pid")
-            container = None
-            c = raw.get("container")
-            if c is not None:
-                if (not isinstance(c, dict) or c.get("engine") not in ENGINES
-                        or not isinstance(c.get("name"), str)):
-                    raise bad("job.container")
-                container = Container(c["engine"], c["name"])
-            job = JobRef(raw["dir"], pid, container)
+        if data.get("job") is not None:
+            try:
+                job = JobId.from_json(data["job"])
+            except InvalidJob as e:
+                raise bad(e.field) from None
         snapshot = None
         raw = data.get("snapshot")
         if raw is not None:

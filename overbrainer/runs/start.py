@@ -20,7 +20,7 @@ from typing import Any
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import TargetUnreachable
 from overbrainer.runs import ids
-from overbrainer.runs.record import FAILED, PREPARING, RUNNING, Container, JobRef, RunRecord, save
+from overbrainer.runs.record import FAILED, PREPARING, RUNNING, RunRecord, save
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +167,7 @@ def unconfirmed(record: RunRecord) -> bool:
 
 def _record_job(executor, record: RunRecord, runs_dir: Path, job) -> None:
     """Save the record `running` with its job; cancel the job when the record cannot be saved."""
-    container = Container(job.container.engine, job.container.name) if job.container else None
-    record.job = JobRef(job.dir, job.pid, container)
+    record.job = job
     record.state = RUNNING
     try:
         save(runs_dir, record)

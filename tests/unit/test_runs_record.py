@@ -4,7 +4,8 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import record as rec
-from overbrainer.runs.record import Container, JobRef, RunRecord, Snapshot
+from overbrainer.exec.base import Container, JobId
+from overbrainer.runs.record import RunRecord, Snapshot
 
 MARKER = "SECRET-MARKER-7f3a"
 
@@ -18,7 +19,7 @@ def make(runs, run_id="p_20260922-143005", **kw):
 
 
 def test_round_trip_with_every_field(tmp_path):
-    r = make(tmp_path, state="stopped", job=JobRef("/w/x", 4242, Container("podman", "overbrainer-x")),
+    r = make(tmp_path, state="stopped", job=JobId("/w/x", 4242, Container("podman", "overbrainer-x")),
              message=None, snapshot=Snapshot("output/checkpoint-7", 7, "deadline"),
              resumed_from="p_20260101-000000")
     loaded = rec.load(tmp_path, r.id)
