@@ -116,7 +116,8 @@ class JobId:
             try:
                 container = Container(c["engine"], c["name"])
             except ValueError as e:
-                raise InvalidJob("job.container", "job.container has an unknown engine or an invalid name") from e
+                raise InvalidJob("job.container",
+                                 "job.container has an unknown engine or an invalid name") from e
         return cls(d, pid, container)
 
 

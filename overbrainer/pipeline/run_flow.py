@@ -61,7 +61,8 @@ def run_stage(session: "Session", config, stage: str, *, topic: str | None = Non
         return _stage(ctx, stage, session.report, topic, force)
 
 
-def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None, force: bool) -> list[StageResult]:
+def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
+           force: bool) -> list[StageResult]:
     if stage == "split":
         from overbrainer.pipeline.split_stage import run_split_stage
 

@@ -177,7 +177,8 @@ def test_format_helpers():
     # How the front end words a log record, once it is an event.
     from overbrainer.front.render_lines import describe_metric
 
-    assert describe_metric(metrics_event("r", rec)) == "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
+    assert describe_metric(metrics_event("r", rec)) == \
+        "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
     assert describe_metric(metrics_event("r", {"event": "log", "time": 1.0, "step": 3})) == "step 3"
     assert [m.format_duration(s) for s in (45, 725, 11220)] == ["45s", "12m05s", "3h07m"]
 
@@ -186,6 +187,8 @@ def test_records_become_events():
     assert metrics_event("r", m.parse_record(begin())) is None
     metric = metrics_event("r", m.parse_record(log_line(2, 5.5, loss=1.0, grad_norm=0.1)))
     assert metric == Metric(run_id="r", time=5.5, step=2, epoch=1.0, max_steps=4, loss=1.0, grad_norm=0.1)
-    assert metrics_event("r", m.parse_record(j(event="stage", name="merge", time=1))) == Mark("r", "stage", name="merge")
-    assert metrics_event("r", m.parse_record(j(event="eval", time=1, step=3, total=9))) == Mark("r", "eval", step=3, total=9)
+    event = metrics_event("r", m.parse_record(j(event="stage", name="merge", time=1)))
+    assert event == Mark("r", "stage", name="merge")
+    event = metrics_event("r", m.parse_record(j(event="eval", time=1, step=3, total=9)))
+    assert event == Mark("r", "eval", step=3, total=9)
     assert metrics_event("r", m.parse_record(j(event="end", time=1, step=4))) == Mark("r", "end", step=4)
