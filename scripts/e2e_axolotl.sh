@@ -1,43 +1,52 @@
 #!/usr/bin/env bash
 # End to end with the real Axolotl on the CPU (not in the default suite; takes minutes).
 #
-#   scripts/e2e_axolotl.sh            # venv in /tmp/axo-venv (created when missing)
+#   scripts/e2e_axolotl.sh            # Axolotl venv in ~/.venvs/axolotl (created when missing)
 #   AXO_VENV=/path/to/venv scripts/e2e_axolotl.sh
 #   KEEP=1 scripts/e2e_axolotl.sh     # keep the work folder
 #
-# A venv with torch==2.13.0 (CPU wheel) and axolotl==0.19.0; a tiny random Llama model and a
+# Two venvs: overbrainer's own (the one this runs from when it already has overbrainer's
+# dependencies, else one built in the work folder) and Axolotl's (torch==2.13.0 CPU wheel and
+# axolotl==0.19.0, at the path the README installs it to). A tiny random Llama model and a
 # tokenizer built on the spot (no hub download); a project whose train.jsonl comes from
 # `overbrainer split`; then `overbrainer train` on the local target and on an SSH target at
 # 127.0.0.1 (a private sshd, as in the tests). Checks: the run succeeded, the adapter arrived and
-# was verified, and the plugin's metrics lines were read.
-set -euo pipefail
+# was verified, and the plugin's metrics lines were read. Any failure ends with
+# `e2e: FAILED: <why>` and exit 1; success with `e2e: all good`.
+set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-PY=${PYTHON:-python3}
-VENV=${AXO_VENV:-/tmp/axo-venv}
-WORK=$(mktemp -d /tmp/overbrainer-e2e.XXXXXX)
+VENV=${AXO_VENV:-$HOME/.venvs/axolotl}
+. "$HERE/scripts/e2e_lib.sh"
 SSHD_PID=""
-
-cleanup() {
-  if [ -n "$SSHD_PID" ]; then kill "$SSHD_PID" 2>/dev/null || true; fi
-  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "e2e: kept $WORK"; fi
+e2e_stop() {
+  if [ -n "${SSHD_PID:-}" ]; then kill "$SSHD_PID" 2>/dev/null || true; fi
 }
-trap cleanup EXIT
+e2e_start overbrainer-e2e
 
-say() { printf 'e2e: %s\n' "$*" >&2; }
-fail() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 AXOLOTL_DO_NOT_TRACK=1 DO_NOT_TRACK=1
 export HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false
 
+# --- 0. overbrainer's venv -----------------------------------------------------------------------
+PY=${PYTHON:-python3}
+if ! (cd "$HERE" && "$PY" -c 'import overbrainer.cli.main, paramiko, requests, tenacity, jinja2, xxhash, yaml, tqdm') 2>/dev/null; then
+  say "building a venv for overbrainer in $WORK/ob-venv"
+  "$PY" -m venv "$WORK/ob-venv" || fail "cannot create a venv with $PY (apt-get install python3-venv?)"
+  "$WORK/ob-venv/bin/pip" install -q --disable-pip-version-check -e "$HERE" || fail "pip install -e $HERE"
+  PY="$WORK/ob-venv/bin/python"
+fi
+
 # --- 1. the Axolotl venv -----------------------------------------------------------------------
 if [ ! -x "$VENV/bin/axolotl" ]; then
   say "creating $VENV (torch 2.13.0 CPU, axolotl 0.19.0): this takes a while"
-  "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install -q torch==2.13.0
-  "$VENV/bin/pip" install -q axolotl==0.19.0
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV" || fail "cannot create $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check torch==2.13.0 || fail "pip install torch==2.13.0"
+  "$VENV/bin/pip" install -q --disable-pip-version-check axolotl==0.19.0 || fail "pip install axolotl==0.19.0"
 fi
-"$VENV/bin/python" -c 'import torch, axolotl; print("e2e: torch", torch.__version__, "axolotl", axolotl.__version__)' >&2
+"$VENV/bin/python" -c 'import torch, axolotl; print("e2e: torch", torch.__version__, "axolotl", axolotl.__version__)' >&2 \
+  || fail "$VENV has no working torch and axolotl (remove it to rebuild)"
 
 # --- 2. a tiny random Llama and its tokenizer --------------------------------------------------
 MODEL="$WORK/tiny-llama"
@@ -191,14 +200,13 @@ out=$(ob train) || { cat "$PROJ"/runs/*/job.log >&2 || true; fail "local train";
 check_run local "$out"
 
 # --- 5. train on an SSH target at 127.0.0.1 ---------------------------------------------------
-if [ ! -x /usr/sbin/sshd ]; then
-  say "no /usr/sbin/sshd: skipping the SSH target"; exit 0
-fi
+(cd "$HERE" && "$PY" -c 'from tests.fixtures.sshd_server import find_tool; find_tool("sshd"); find_tool("ssh-keygen")') \
+  || fail "the SSH target needs OpenSSH (apt-get install -y openssh-server openssh-client)"
 SSHROOT="$WORK/sshd"
 mkdir -p "$SSHROOT"
-"$PY" - "$SSHROOT" > "$WORK/sshd.env" <<'PY' &
+(cd "$HERE" && exec "$PY" - "$SSHROOT") > "$WORK/sshd.env" <<'PY' &
 import sys, signal, time
-from tests.fixtures.sshd import SshServer
+from tests.fixtures.sshd_server import SshServer
 
 server = SshServer.start_in(sys.argv[1])
 print(f"SSH_HOME={server.home}\nSSH_ALIAS={server.alias}", flush=True)
@@ -207,7 +215,8 @@ while True:
     time.sleep(3600)
 PY
 SSHD_PID=$!
-for _ in $(seq 1 100); do grep -q SSH_ALIAS "$WORK/sshd.env" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 200); do grep -q SSH_ALIAS "$WORK/sshd.env" 2>/dev/null && break; sleep 0.1; done
+grep -q SSH_ALIAS "$WORK/sshd.env" || fail "the private sshd did not start"
 . "$WORK/sshd.env"
 say "training on the SSH target (sshd at 127.0.0.1, alias $SSH_ALIAS)"
 out=$(cd "$HERE" && HOME="$SSH_HOME" OVERBRAINER_TARGETS__REMOTE__HOST="$SSH_ALIAS" \

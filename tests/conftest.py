@@ -9,3 +9,10 @@ pytest_plugins = [
     "tests.fixtures.axolotl",
     "tests.fixtures.runpod",
 ]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that needs sshd carries the `ssh` marker, so `-m "not ssh"` leaves them out."""
+    from tests.fixtures.sshd import mark_ssh_tests
+
+    mark_ssh_tests(items)

@@ -20,6 +20,8 @@ log = logging.getLogger("overbrainer")
 
 @dataclass
 class AppContext:
+    """What every command gets: the project folder, the output mode, the front end, the config."""
+
     project_dir: Path
     json_mode: bool = False
     command: str | None = None

@@ -4,8 +4,6 @@ exceptions into `error: …` lines and exit codes."""
 from __future__ import annotations
 
 import importlib
-import json
-import logging
 import os
 import sys
 
@@ -68,7 +66,8 @@ def _not_yet(name: str) -> click.Command:
 
 
 def _hoist_globals(args: list[str]) -> list[str]:
-    """Move -C/--project-dir/--json found after the sub-command to the front."""
+    """Move -C/--project-dir/--json found after the sub-command to the front (-C spelled
+    --project-dir)."""
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -77,12 +76,16 @@ def _hoist_globals(args: list[str]) -> list[str]:
         if a == "--":
             rest.extend(args[i:])
             break
+        # -C is passed on as --project-dir: click tries a short option as a long one first, and
+        # the miss costs an exception and an `import difflib` at every start.
         if a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
-            front += [a, args[i + 1]]
+            front += ["--project-dir", args[i + 1]]
             i += 2
             continue
-        if a.startswith("--project-dir=") or (a.startswith("-C") and len(a) > 2 and not a.startswith("-C-")):
+        if a.startswith("--project-dir="):
             front.append(a)
+        elif a.startswith("-C") and len(a) > 2 and not a.startswith("-C-"):
+            front.append("--project-dir=" + a[2:])
         elif a in _GLOBAL_FLAGS:
             front.append(a)
         else:
@@ -97,7 +100,16 @@ def _color() -> bool | None:
     return None  # click decides: colour only on a terminal
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _help_width() -> int:
+    """The width click would pick for help text, without its `import shutil` (start-up time)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        columns = 80
+    return max(min(columns, 80) - 2, 50)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
 @click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
               type=click.Path(file_okay=False), help="The project directory (where .env is read).")
 @click.option("--json", "json_mode", is_flag=True, help="Machine output: JSON objects on stdout, JSON events on stderr.")
@@ -120,6 +132,8 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
 
     message = strip_controls(redact(message))
     if json_mode:
+        import json
+
         sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
     else:
         click.echo(f"error: {message}", err=True, color=_color())
@@ -172,6 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
     if json_mode and "--version" in args and not any(a in COMMANDS for a in args):
+        import json
+
         sys.stdout.write(json.dumps({"name": "overbrainer", "version": __version__}) + "\n")
         sys.exit(0)
     try:
@@ -199,6 +215,8 @@ def main(argv: list[str] | None = None) -> None:
         quiet_stdout()
         code = EXIT_FAILURE
     except Exception as e:  # noqa: BLE001 - the last line of defence
+        import logging
+
         logging.getLogger("overbrainer").debug("internal error", exc_info=True)
         _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
         code = EXIT_FAILURE

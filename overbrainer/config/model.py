@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from overbrainer.errors import ConfigError
+from overbrainer.support.frozen import frozen
 
 if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
@@ -35,12 +36,12 @@ DEFAULT_QUANTIZE = "Q4_K_M"
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 
 
-@dataclass(frozen=True)
+@frozen
 class Project:
     name: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Topic:
     name: str
     description: str | None
@@ -48,7 +49,7 @@ class Topic:
     questions_per_subtopic: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Provider:
     name: str
     protocol: str  # openai | anthropic
@@ -56,7 +57,7 @@ class Provider:
     api_key: "Secret | None" = None  # env only; None = no auth header
 
 
-@dataclass(frozen=True)
+@frozen
 class Role:
     provider: str
     model: str
@@ -70,7 +71,7 @@ class Role:
 ROLE_NAMES = ("generator", "parent", "embedder", "judge")
 
 
-@dataclass(frozen=True)
+@frozen
 class Roles:
     generator: Role
     parent: Role
@@ -82,7 +83,7 @@ class Roles:
         return [(n, getattr(self, n)) for n in ROLE_NAMES if getattr(self, n) is not None]
 
 
-@dataclass(frozen=True)
+@frozen
 class Pipeline:
     concurrency: int = 8
     max_retries: int = 5
@@ -95,7 +96,7 @@ class Pipeline:
     include_system_prompt: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Training:
     target: str
     base_model: str
@@ -118,7 +119,7 @@ class Training:
     axolotl_extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     """Common part of every target; see LocalTarget, SshTarget, RunpodTarget."""
 
@@ -126,7 +127,7 @@ class Target:
     kind: str
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalTarget(Target):
     runtime: str = "native"
     venv: str | None = None  # native only: directory holding bin/axolotl
@@ -134,7 +135,7 @@ class LocalTarget(Target):
     image: str = DEFAULT_IMAGE  # docker runtime only
 
 
-@dataclass(frozen=True)
+@frozen
 class SshTarget(Target):
     runtime: str = "native"
     host: str | None = None  # env only: OVERBRAINER_TARGETS__<NAME>__HOST
@@ -146,7 +147,7 @@ class SshTarget(Target):
     ssh_client_from_env: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class RunpodTarget(Target):
     gpu_types: list[str] | str = field(default_factory=list)  # a list, or "auto"
     max_hours: float = 0.0
@@ -166,7 +167,7 @@ class RunpodTarget(Target):
     ssh_client_from_env: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Runpod:
     api_key: "Secret | None" = None  # env only
     base_url: str | None = None  # env only; DEFAULT_RUNPOD_BASE_URL when unset
@@ -176,14 +177,14 @@ class Runpod:
         return self.base_url or DEFAULT_RUNPOD_BASE_URL
 
 
-@dataclass(frozen=True)
+@frozen
 class Export:
     after_training: bool = False
     quantize: str = DEFAULT_QUANTIZE
     ollama_name: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Hub:
     repo: str | None = None
     private: bool = True
@@ -195,7 +196,7 @@ class Hub:
         return self.base_url or DEFAULT_HUB_BASE_URL
 
 
-@dataclass(frozen=True)
+@frozen
 class Compare:
     parent_price_in: float | None = None
     parent_price_out: float | None = None
@@ -206,7 +207,7 @@ class Compare:
     image: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Metrics:
     listen: str | None = None  # "IP:PORT" as written
     host: str | None = None  # the IP, without brackets
@@ -215,6 +216,8 @@ class Metrics:
 
 @dataclass
 class Config:
+    """The whole configuration of a project (one per command)."""
+
     project: Project
     roles: Roles
     topics: list[Topic] = field(default_factory=list)

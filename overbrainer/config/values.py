@@ -46,10 +46,14 @@ def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
 
 
 def _is_loopback(host: str) -> bool:
-    import ipaddress
-
     if host == "localhost":
         return True
+    octets = host.split(".")
+    if len(octets) == 4 and all(o.isdigit() and len(o) <= 3 and int(o) <= 255 and (o == "0" or o[0] != "0")
+                                for o in octets):
+        return octets[0] == "127"  # the common case, without importing ipaddress (start-up time)
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json as _json
 import logging
 import sys
 import threading
@@ -196,6 +195,8 @@ class Cli(Frontend):
 
     def report(self, text: str, data: dict | None = None) -> None:
         if self.json:
+            import json as _json  # here: plain output never pays for it at start-up
+
             line = _json.dumps(data if data is not None else {"message": text}, ensure_ascii=False)
         else:
             line = text

@@ -108,7 +108,7 @@ def test_config_check_probe_reports_a_provider_that_fails(project, fake_provider
     env = {**project.env, "OVERBRAINER_PROVIDERS__DEAD__BASE_URL": dead}
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=env)
     assert r.returncode == 1
-    assert f"probe parent: dead ({dead}) FAILED: request failed (cannot connect)" in r.stdout.splitlines()
+    assert f"probe parent: dead ({dead}) FAILED: request failed (connection refused)" in r.stdout.splitlines()
     assert any(line.startswith("probe generator: fake") and " ok: " in line for line in r.stdout.splitlines())
     assert r.stderr.strip().endswith("error: probe failed for parent: see the lines above")
     r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=env)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fixtures.cli import clean_env
 
-LOCAL_URL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
+LOCAL_URL = {"OVERBRAINER_PROVIDERS__LLM__BASE_URL": "http://127.0.0.1:11434/v1"}
 
 ENV_MARK = "sk-ENV-MARKER-4411"
 DOTENV_MARK = "sk-DOTENV-MARKER-8822"
@@ -38,8 +38,8 @@ def test_init_then_config_check(cli, tmp_path):
     assert "created demo/.gitignore" in out
     r = cli(["-C", "demo", "config", "check"], cwd=tmp_path, env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
-    assert "providers.local.base_url = http://127.0.0.1:11434/v1" in r.stdout.splitlines()
-    assert "providers.local.api_key = (unset)" in r.stdout.splitlines()
+    assert "providers.llm.base_url = http://127.0.0.1:11434/v1" in r.stdout.splitlines()
+    assert "providers.llm.api_key = (unset)" in r.stdout.splitlines()
     assert r.stdout.startswith("project.name = demo\n")
 
 
@@ -76,7 +76,7 @@ def test_config_check_json(cli, project):
     r = cli(["--json", "-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["providers"]["local"] == {"protocol": "openai", "base_url": "http://127.0.0.1:11434/v1", "api_key": None}
+    assert data["providers"]["llm"] == {"protocol": "openai", "base_url": "http://127.0.0.1:11434/v1", "api_key": None}
     assert data["project"]["name"] == "demo" and data["pipeline"]["concurrency"] == 8
 
 
@@ -117,20 +117,20 @@ def test_env_only_key_in_the_file(cli, project):
     toml.write_text(toml.read_text().replace('protocol = "openai"', f'protocol = "openai"\napi_key = "{ENV_MARK}"', 1))
     r = cli(["-C", project, "config", "check"])
     assert r.returncode == 2
-    assert "providers.local.api_key: must be set through env, not in overbrainer.toml" in r.stderr
+    assert "providers.llm.api_key: must be set through env, not in overbrainer.toml" in r.stderr
     assert ENV_MARK not in r.stderr + r.stdout
 
 
 def test_resolve(cli, project, vault):
     vault.put("secret", "overbrainer/local", {"api_key": VAULT_MARK})
-    env = {**vault.env(), "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "vault:secret/overbrainer/local#api_key",
+    env = {**vault.env(), "OVERBRAINER_PROVIDERS__LLM__API_KEY": "vault:secret/overbrainer/local#api_key",
            "OVERBRAINER_HF_TOKEN": ENV_MARK}
     r = cli(["-C", project, "config", "check", "--resolve"], env={**LOCAL_URL, **env})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-2:] == ["providers.local.api_key: resolved", "hf_token: resolved"]
+    assert r.stdout.splitlines()[-2:] == ["providers.llm.api_key: resolved", "hf_token: resolved"]
     r = cli(["--json", "-C", project, "config", "check", "--resolve"], env={**LOCAL_URL, **env})
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["resolved"] == ["providers.local.api_key", "hf_token"]
+    assert json.loads(r.stdout)["resolved"] == ["providers.llm.api_key", "hf_token"]
 
 
 def test_resolve_failure_names_the_key(cli, project, vault):
@@ -154,9 +154,9 @@ def test_no_secret_value_in_any_output(cli, project, vault):
     """Markers planted in the shell env, in .env and in a vault answer never reach stdout/stderr."""
     vault.put("secret", "ob", {"key": VAULT_MARK})
     (project / ".env").write_text(f"OVERBRAINER_RUNPOD__API_KEY={DOTENV_MARK}\n"
-                                  f"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL=https://user:{DOTENV_MARK}@h/v1?k={DOTENV_MARK}\n")
+                                  f"OVERBRAINER_PROVIDERS__LLM__BASE_URL=https://user:{DOTENV_MARK}@h/v1?k={DOTENV_MARK}\n")
     env = {**vault.env(), "OVERBRAINER_LOG": "debug", "OVERBRAINER_HF_TOKEN": ENV_MARK,
-           "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": "vault:secret/ob#key"}
+           "OVERBRAINER_PROVIDERS__LLM__API_KEY": "vault:secret/ob#key"}
     runs = [
         (["config", "check"], env),
         (["config", "check", "--resolve"], env),

@@ -3,7 +3,8 @@ from overbrainer.cli.main import _hoist_globals
 
 def test_global_options_may_stand_after_the_subcommand():
     assert _hoist_globals(["answers", "-C", "p", "--topic", "x", "--json"]) == [
-        "-C", "p", "--json", "answers", "--topic", "x"]
+        "--project-dir", "p", "--json", "answers", "--topic", "x"]
+    assert _hoist_globals(["-Cp", "config", "check"]) == ["--project-dir=p", "config", "check"]
     assert _hoist_globals(["split", "--project-dir=p"]) == ["--project-dir=p", "split"]
     assert _hoist_globals(["runs", "logs", "--", "-C", "x"]) == ["runs", "logs", "--", "-C", "x"]
 

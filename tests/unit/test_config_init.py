@@ -12,7 +12,7 @@ from overbrainer.config.load import load_config
 from overbrainer.config.templates import load_templates
 from overbrainer.errors import ConfigError, OverbrainerError
 
-LOCAL = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
+LOCAL = {"OVERBRAINER_PROVIDERS__LLM__BASE_URL": "http://127.0.0.1:11434/v1"}
 
 
 def test_init_writes_a_project_that_loads(tmp_path):
@@ -25,10 +25,10 @@ def test_init_writes_a_project_that_loads(tmp_path):
     assert (d / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
     c = load_config(d, LOCAL)
     assert c.project.name == "my_demo_project"
-    assert c.providers["local"].protocol == "openai" and c.providers["local"].base_url.startswith("http://127.0.0.1")
-    assert c.roles.generator.provider == "local" and c.training is None and "local" in c.targets
-    assert load_config(d, {}).providers["local"].base_url is None  # loads without any env too
-    assert "providers.local.base_url = http://127.0.0.1:11434/v1" in check.text(c)
+    assert c.providers["llm"].protocol == "openai" and c.providers["llm"].base_url.startswith("http://127.0.0.1")
+    assert c.roles.generator.provider == "llm" and c.training is None and "local" in c.targets
+    assert load_config(d, {}).providers["llm"].base_url is None  # loads without any env too
+    assert "providers.llm.base_url = http://127.0.0.1:11434/v1" in check.text(c)
     load_templates(d)  # the written prompts compile
 
 

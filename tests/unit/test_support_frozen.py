@@ -1,0 +1,68 @@
+"""`@frozen` behaves like `@dataclass(frozen=True)` for everything the configuration model uses."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+
+from overbrainer.support.frozen import frozen
+
+
+def _pair(decorator):
+    @decorator
+    class Base:
+        name: str
+        count: int = 3
+        tags: list = field(default_factory=list)
+
+    @decorator
+    class Child(Base):
+        extra: str | None = None
+
+        @property
+        def label(self) -> str:
+            return f"{self.name}:{self.count}"
+
+    return Base, Child
+
+
+REAL, OURS = _pair(dataclass(frozen=True)), _pair(frozen)
+
+
+@pytest.mark.parametrize("classes", [REAL, OURS], ids=["dataclass", "frozen"])
+def test_same_behaviour_as_a_frozen_dataclass(classes):
+    Base, Child = classes
+    a = Child("x", 4, extra="e")
+    assert (a.name, a.count, a.tags, a.extra, a.label) == ("x", 4, [], "e", "x:4")
+    assert repr(a) == f"{Child.__qualname__}(name='x', count=4, tags=[], extra='e')"
+    assert a == Child("x", 4, [], "e") and a != Child("x", 5, extra="e") and a != Base("x", 4)
+    assert hash(Base("x", 1, ())) == hash(Base("x", 1, ())) != hash(Base("x", 2, ())) and Base("x").tags is not Base("x").tags
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.name = "y"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del a.name
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        Base()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        Base("x", nope=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'name'"):
+        Base("x", name="y")
+    with pytest.raises(TypeError, match="positional arguments"):
+        Base("x", 1, [], "too many")
+    assert [f.name for f in dataclasses.fields(a)] == ["name", "count", "tags", "extra"]
+    assert dataclasses.asdict(a) == {"name": "x", "count": 4, "tags": [], "extra": "e"}
+    assert dataclasses.replace(a, count=9) == Child("x", 9, extra="e")
+    assert dataclasses.is_dataclass(a)
+
+
+def test_config_model_classes_are_frozen_without_compiled_methods():
+    """The configuration model's value classes use `@frozen` (start-up: nothing is compiled)."""
+    from overbrainer.config import model
+    from overbrainer.support import frozen as frozen_module
+
+    for cls in (model.Project, model.Topic, model.Provider, model.Role, model.Pipeline, model.LocalTarget,
+                model.SshTarget, model.RunpodTarget, model.Runpod, model.Export, model.Hub):
+        assert cls.__init__ is frozen_module._init, cls
+
