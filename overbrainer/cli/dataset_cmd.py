@@ -17,11 +17,10 @@ def dataset() -> None:
 def stats(app: AppContext) -> None:
     """Per topic: subtopics, questions, answered, excluded by reason; tokens and cost so far.
     Reads only: it never takes the project lock."""
-    from overbrainer.pipeline.dataset_ops import stats_view
+    from overbrainer.pipeline.dataset_ops import stats_flow
 
     with app.open_project(write=False) as config:
-        text, data = stats_view(app.project_dir, config)
-    app.report(text, data)
+        stats_flow(app.session(), config)
 
 
 @dataset.command("reject")
@@ -30,8 +29,7 @@ def stats(app: AppContext) -> None:
 def reject(app: AppContext, item_id: str) -> None:
     """Remove a subtopic (with its questions and answers) or a question (with its answer), and
     record it in data/rejected.jsonl so that no stage generates it again."""
-    from overbrainer.pipeline.dataset_ops import reject_item
+    from overbrainer.pipeline.dataset_ops import reject_flow
 
-    with app.open_project(write=True):
-        text, data = reject_item(app.project_dir, item_id)
-    app.report(text, data)
+    with app.open_project(write=True) as config:
+        reject_flow(app.session(), config, item_id=item_id)

@@ -12,8 +12,7 @@ from overbrainer.cli.context import AppContext, pass_app
 @pass_app
 def history(app: AppContext, all_runs: bool) -> None:
     """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
-    from overbrainer.pipeline.dataset_ops import history_view
+    from overbrainer.pipeline.dataset_ops import history_flow
 
     app.require_project()
-    text, data = history_view(app.project_dir, all_runs=all_runs)
-    app.report(text, data)
+    history_flow(app.session(), None, all_runs=all_runs)

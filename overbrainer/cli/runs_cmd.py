@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -143,7 +142,10 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     except Stopped:
         return
     except BrokenPipeError:
-        _quiet_stdout()
+        from overbrainer.cli.main import quiet_stdout
+
+        quiet_stdout()
+        raise click.exceptions.Exit(0)
     finally:
         if opened is not None and opened.executor is not None and not (interrupt and interrupt.caught()):
             opened.executor.close()
@@ -183,12 +185,3 @@ def _emit(app, run_id: str, line: str) -> None:
     else:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-
-
-def _quiet_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
-    raise click.exceptions.Exit(0)

@@ -1,7 +1,8 @@
 """The stage commands: `subtopics`, `questions`, `answers`, `split` and `run`.
 
-Each opens the project for writing (lock), starts the front end's bus and Ctrl-C catcher, and
-calls one flow of overbrainer.pipeline.run_flow. Heavy modules are imported inside the commands.
+Each opens the project for writing (lock) and calls one flow of overbrainer.pipeline.run_flow
+with the command's Session (the flow starts the front end's bus and Ctrl-C catcher). Heavy
+modules are imported inside the commands.
 """
 
 from __future__ import annotations
@@ -22,30 +23,6 @@ _FORCE = click.option("--force", is_flag=True,
 
 
 log = logging.getLogger(__name__)
-
-
-@contextlib.contextmanager
-def stage_context(app: AppContext, *, watch: bool = False) -> Iterator[tuple]:
-    """(StageContext, ConfigWatch | None) with the lock held, the bus rendering and Ctrl-C caught."""
-    from overbrainer.pipeline.context import StageContext
-    from overbrainer.pipeline.run_flow import ConfigWatch
-
-    with app.open_project(write=True) as config:
-        front = app.front
-        guard = front.open_bus()
-        interrupt = front.interrupt()
-        try:
-            ctx = StageContext(app.project_dir, config, bus=guard.bus, interrupt=interrupt)
-            watcher = None
-            if watch:
-                from overbrainer.config.load import load_config
-
-                watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir),
-                                      dotenv=app.load_env())
-            yield ctx, watcher
-        finally:
-            interrupt.restore()
-            guard.close()
 
 
 @contextlib.contextmanager
@@ -78,8 +55,8 @@ def _resumable(app: AppContext) -> Iterator[None]:
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool) -> None:
     from overbrainer.pipeline.run_flow import run_stage
 
-    with _resumable(app), stage_context(app) as (ctx, _):
-        run_stage(ctx, stage, app.report, topic=topic, force=force)
+    with _resumable(app), app.open_project(write=True) as config:
+        run_stage(app.session(), config, stage, topic=topic, force=force)
 
 
 @click.command(short_help="Generate the subtopics of each topic.")
@@ -124,12 +101,14 @@ def split(app: AppContext, topic: str | None) -> None:
 def run(app: AppContext) -> None:
     """subtopics → questions → answers → split on every topic, stopping at the first stage that
     fails; the configuration is re-read between stages when it changed."""
-    from overbrainer.pipeline.run_flow import run_all
+    from overbrainer.config.load import load_config
+    from overbrainer.pipeline.run_flow import ConfigWatch, run_all
 
-    with stage_context(app, watch=True) as (ctx, watcher):
+    with app.open_project(write=True) as config:
+        watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
-            run_all(ctx, app.report, watch=watcher)
-        config = ctx.config  # reloaded before training when it changed
+            run_all(app.session(), config, watch=watcher)
+        config = watcher.config or config  # reloaded before training when it changed
         if config.training is None:
             log.info("no [training] section: run stops after split")
             return

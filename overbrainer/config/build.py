@@ -23,7 +23,7 @@ from overbrainer.config.model import (
     Roles,
     Topic,
 )
-from overbrainer.config.secrets import BAD_REFERENCE, Secret, parse_reference
+from overbrainer.config.values import secret, url
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 U32 = 2**32 - 1
@@ -49,65 +49,18 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     hf_token = secret(root, "hf_token", environ)
     log = root.str("log")
     root.finish()
-    warnings: list[str] = []
+    warnings = build_train.not_yet_warnings(data)
     if training is not None:
         if training.target not in _declared(data, "targets"):
             problems.append(f"training.target: unknown target `{training.target}`")
         if training.hub_model_id is not None:
-            warnings.append("training.hub_model_id is deprecated: `overbrainer migrate` moves it to [hub] repo")
+            warnings.append("training.hub_model_id is deprecated (Axolotl pushes to that repo itself "
+                            "at the end of training)")
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
                   training=training, targets=targets, runpod=runpod, export=export, hub=hub,
                   compare=compare, metrics=metrics, hf_token=hf_token, log=log, warnings=warnings)
-
-
-def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
-    """A secret key: a literal (exact text) or a well-formed vault: reference."""
-    text = t.str(k)
-    if text is None:
-        return None
-    if text.startswith("vault:") and parse_reference(text) is None:
-        t.problem(k, BAD_REFERENCE, t.data.get(k))
-        return None
-    return Secret(text, environ)
-
-
-def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
-    """An http(s) URL (env only); with `loopback_http`, plain http only on a loopback host."""
-    from urllib.parse import urlsplit
-
-    v = t.str(k)
-    if v is None:
-        return None
-    v = v.strip()
-    try:
-        parts = urlsplit(v)
-        host = parts.hostname
-    except ValueError:
-        parts, host = None, None
-    if parts is None or parts.scheme not in ("http", "https") or not host:
-        t.problem(k, "expected an http:// or https:// URL", t.data.get(k))
-        return None
-    if loopback_http and parts.scheme == "http" and not _is_loopback(host):
-        t.problem(k, "must be https (plain http only on a loopback host)", t.data.get(k))
-        return None
-    return v
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    octets = host.split(".")
-    if len(octets) == 4 and all(o.isdigit() and len(o) <= 3 and int(o) <= 255 and (o == "0" or o[0] != "0")
-                                for o in octets):
-        return octets[0] == "127"  # the common case, without importing ipaddress (start-up time)
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _project(root: Table) -> Project | None:

@@ -1,4 +1,4 @@
-"""Lexical deduplication: word-pair Jaccard against everything accepted (spec pipeline.md §4.3).
+"""Lexical deduplication: word-pair Jaccard against everything accepted (docs/stages.md#deduplication).
 
 A candidate is a duplicate when Jaccard(shingles) >= threshold against any remembered text
 (seeded accepted and rejected texts, texts kept earlier) or any earlier kept candidate of the

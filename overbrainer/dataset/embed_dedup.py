@@ -1,4 +1,4 @@
-"""Embedding deduplication: cosine against accepted vectors (spec pipeline.md §4.3).
+"""Embedding deduplication: cosine against accepted vectors (docs/stages.md#deduplication).
 
 Runs after the lexical filter, on its survivors only. The vectors come from an `embed`
 callable (`texts -> list of vectors`), which the pipeline builds on its LLM client (with the

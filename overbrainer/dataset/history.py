@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from overbrainer.front.events import STAGES, StageStats
+from overbrainer.dataset.stages import STAGES, StageStats
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Stable, content-addressed IDs (spec pipeline.md §1.2).
+"""Stable, content-addressed IDs (docs/data-files.md#ids).
 
 ID = xxh3-128 of the parts joined by U+001F, as 32 lowercase hex characters. Subtopic and
 question IDs hash normalized text, so case and spacing variants are the same item.

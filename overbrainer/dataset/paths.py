@@ -1,4 +1,4 @@
-"""Where a project keeps its data files and its state (spec pipeline.md §1)."""
+"""Where a project keeps its data files and its state (docs/data-files.md#project-layout)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The records of the data files (spec pipeline.md §1.1), with strict reading.
+"""The records of the data files (field by field: docs/data-files.md#json-lines-format), strict reading.
 
 `from_dict` rejects unknown and missing fields, wrong types and unknown enum strings with a
 `RecordError` (jsonl.py turns it into `data/x.jsonl:N: invalid record: <reason>`). `to_dict`
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from overbrainer.llm.types import FINISH_REASONS, REASONING_KINDS
+
 ROLES = ("system", "user", "assistant")
-FINISH_REASONS = ("stop", "length", "content_filter", "refusal", "other")
-REASONING_KINDS = ("raw", "summary", "redacted", "none")
 # Fixed order: the split summary and `dataset stats` list reasons in this order.
 EXCLUSIONS = ("truncated", "empty", "refused", "no_raw_reasoning")
 REJECTED_KINDS = ("subtopic", "question")

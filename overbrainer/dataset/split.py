@@ -1,4 +1,4 @@
-"""The deterministic, stratified train/eval split (spec pipeline.md §4.5).
+"""The deterministic, stratified train/eval split (docs/stages.md#split).
 
 Orphaned answers (topic no longer configured, or question no longer in questions.jsonl) and
 excluded answers are counted and left out. The eval size for n usable answers is
@@ -6,7 +6,7 @@ clamp(round(n × ratio), 1, n − 1) (0 when n < 2, round half away from zero); 
 topics, then over each topic's subtopics, by largest remainder (ties: xxh3-64(seed, name), then
 name); within a subtopic, examples sorted by (xxh3-64(seed, id), id) go to eval first. The
 result depends only on topics, subtopics, IDs, the ratio and the seed, never on file order.
-Output order: topics by name, subtopics by name (the eval part then the train part of each).
+Order in both files: topics by name, subtopics by name, then the hash order above.
 """
 
 from __future__ import annotations

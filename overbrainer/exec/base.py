@@ -1,9 +1,10 @@
-"""The executor contract (training.md §2.2): where a job runs and how its files travel.
+"""The executor contract: where a job runs and how its files travel.
 
 Two implementations: `exec.local.LocalExecutor` (this machine) and `exec.ssh.SshExecutor`
 (any machine reached over SSH, Runpod pods included). Job control is file based (job.pid,
 exit_code, cancelling, cancelled in the run directory on the target), so a later process can
 find, inspect and cancel a job from run.json's `job` object alone.
+See docs/runs.md#job-control-on-the-target.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
 
 # Files on the target that only the job-control scripts use; never downloaded.
-CONTROL_FILES = ("job.pid", "exit_code", "cancelling", "cancelled")
 # Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
 # the run: nothing on the target reads it, and a copy there would keep the state of the upload
 # (`preparing`) forever, so the record lives here only (a local target shares the run directory).
 DEFAULT_SKIP = ("ssh", "pod.json", "run.json")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_ENGINES = ("docker", "podman")
 
 
 class TargetUnreachable(OverbrainerError):
@@ -49,7 +49,7 @@ class Container:
     name: str
 
     def __post_init__(self) -> None:
-        if self.engine not in _ENGINES:
+        if self.engine not in ENGINES:
             raise ValueError(f"unknown container engine {self.engine!r}")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name or ""):
             raise ValueError("invalid container name")
@@ -73,9 +73,20 @@ class JobSpec:
     container: Container | None = None
 
 
+class InvalidJob(ValueError):
+    """A malformed `job` object. `field` names the part at fault (`job`, `job.dir`, `job.pid`,
+    `job.container`); neither it nor the message quotes a value."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True)
 class JobId:
-    """run.json's `job` object: {"dir": str, "pid": int, "container": null | {...}}."""
+    """The one reference to a started job: its run dir on the target, the PID of its process
+    group's leader, its container if any. It is run.json's `job` object ({"dir": str, "pid": int,
+    "container": null | {"engine", "name"}}): runs/record.py reads it with `from_json`."""
 
     dir: str
     pid: int
@@ -90,19 +101,23 @@ class JobId:
 
     @classmethod
     def from_json(cls, data: Any) -> "JobId":
-        """Strict: raises ValueError (no content quoted) on a malformed object; pid 0/1 refused."""
+        """Strict: raises InvalidJob (no content quoted) on a malformed object; pid 0/1 refused."""
         if not isinstance(data, dict):
-            raise ValueError("job is not an object")
+            raise InvalidJob("job", "job is not an object")
         d, pid, c = data.get("dir"), data.get("pid"), data.get("container")
         if not isinstance(d, str) or not d:
-            raise ValueError("job.dir is not a non-empty string")
+            raise InvalidJob("job.dir", "job.dir is not a non-empty string")
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
-            raise ValueError("job.pid is not a process id above 1")
+            raise InvalidJob("job.pid", "job.pid is not a process id above 1")
         container = None
         if c is not None:
             if not isinstance(c, dict) or not isinstance(c.get("engine"), str) or not isinstance(c.get("name"), str):
-                raise ValueError("job.container is not {engine, name}")
-            container = Container(c["engine"], c["name"])
+                raise InvalidJob("job.container", "job.container is not {engine, name}")
+            try:
+                container = Container(c["engine"], c["name"])
+            except ValueError as e:
+                raise InvalidJob("job.container",
+                                 "job.container has an unknown engine or an invalid name") from e
         return cls(d, pid, container)
 
 

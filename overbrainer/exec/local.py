@@ -1,4 +1,4 @@
-"""Jobs on this machine (training.md §2.3): workdir = <project>/runs, run dir == target dir."""
+"""Jobs on this machine: workdir = <project>/runs, so a run's dir on the target is its local run dir."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""How a job's command is built for a runtime (training.md §2.5): native (venv or PATH),
-docker or podman. Only command text is built here; the executor runs it.
+"""How a job's command is built for a runtime: native (venv or PATH), docker or podman.
+Only command text is built here; the executor runs it. Rules: docs/runs.md#job-control-on-the-target.
 
     rt = Runtime.from_target(target)
     script, container = rt.job(run_id, run_dir, cache_dir,
@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from overbrainer.config.model import DEFAULT_IMAGE
+from overbrainer.config.model import DEFAULT_IMAGE, ENGINES, RUNTIMES
 from overbrainer.exec.base import Container
 from overbrainer.exec.scripts import dir_expr
 
@@ -26,8 +26,6 @@ CONTAINER_CACHE = "/workspace/hf-cache"
 TELEMETRY_OFF = {"AXOLOTL_DO_NOT_TRACK": "1", "DO_NOT_TRACK": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
 DOCKER_GPU = ("--gpus", "all", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864")
 PODMAN_GPU = ("--device", "nvidia.com/gpu=all", "--security-opt=label=disable", "--ulimit", "host")
-RUNTIMES = ("native", "docker")
-ENGINES = ("docker", "podman")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The POSIX sh text of the job-control scripts (training.md §2.2, §2.4), shared by both executors.
+"""The POSIX sh text of the job-control scripts, shared by both executors.
 
 Every function returns a script for `sh -c`; every value in it is quoted with shlex.quote.
 Only POSIX sh, tar, setsid, nohup, find, sha256sum, ls, awk, tail, head, kill, sleep are needed.
+The files they use and what each status means: docs/runs.md#job-control-on-the-target.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Jobs on a machine reached over SSH (training.md §2.4), with paramiko.
+"""Jobs on a machine reached over SSH, with paramiko; workdir relative to the remote $HOME.
 
 One Transport, one exec channel per operation (`sh -c '<script>'`). An operation whose
 connection dropped is retried once on a fresh connection (spawn only if the launcher was never

@@ -70,10 +70,6 @@ class Subscription:
             self._cond.wait_for(lambda: self._queue or self._dropped or self._closed, timeout)
             return self._pop()
 
-    def try_get(self) -> Event | None:
-        with self._cond:
-            return self._pop()
-
     @property
     def ended(self) -> bool:
         """Closed (by the bus or by `close`) and nothing left to read."""

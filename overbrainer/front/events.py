@@ -8,22 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.support.usage import Usage
 
-STAGES = ("subtopics", "questions", "answers", "split")
-
-
-@dataclass(frozen=True)
-class StageStats:
-    done: int = 0
-    skipped: int = 0
-    failed: int = 0
-    excluded: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
+if TYPE_CHECKING:  # data of dataset/, named here only as a field's type
+    from overbrainer.dataset.stages import StageStats
 
 
 @dataclass(frozen=True)
@@ -102,6 +93,24 @@ class Mark(Event):
     name: str | None = None
     step: int | None = None
     total: int | None = None
+
+
+def metrics_event(run_id: str, rec: dict[str, Any]) -> "Metric | Mark | None":
+    """The bus event of a parsed metrics.jsonl record (train.metrics.parse_record): `Metric` for a
+    log, `Mark` for stage/eval/end, None for begin."""
+    kind = rec["event"]
+    if kind == "log":
+        return Metric(run_id=run_id, time=float(rec.get("time") or 0.0), step=rec["step"],
+                      epoch=rec.get("epoch"), max_steps=rec.get("max_steps"), loss=rec.get("loss"),
+                      eval_loss=rec.get("eval_loss"), learning_rate=rec.get("learning_rate"),
+                      grad_norm=rec.get("grad_norm"))
+    if kind == "stage":
+        return Mark(run_id=run_id, kind="stage", name=rec["name"])
+    if kind == "eval":
+        return Mark(run_id=run_id, kind="eval", step=rec["step"], total=rec.get("total"))
+    if kind == "end":
+        return Mark(run_id=run_id, kind="end", step=rec["step"])
+    return None
 
 
 @dataclass(frozen=True)

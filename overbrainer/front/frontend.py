@@ -146,10 +146,6 @@ class Frontend(ABC):
     @abstractmethod
     def report(self, text: str, data: dict | None = None) -> None: ...
 
-    def line(self, text: str) -> None:
-        """A result line with no more facts than its text."""
-        self.report(text, {"message": text})
-
     def run_created(self, run_id: str) -> None:
         """A training run was created (the command line says nothing)."""
 

@@ -1,7 +1,8 @@
 """Events → log lines (the renderer for pipes, files, cron and CI, and the base of the bars one).
 
-Stage events give the lines of the spec (pipeline.md §5.2): `answers: 40 to process`, progress at
-each tenth (every item below 10), retries as WARN, final failures as ERROR, `answers: finished`.
+Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
+`answers: 40 to process`, progress at each tenth (every item below 10), retries as WARN, final
+failures as ERROR, `answers: finished`.
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
 nothing; an lr of 0, the warmup's first step, is left out), phase lines and evaluation progress

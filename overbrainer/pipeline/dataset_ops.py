@@ -1,32 +1,36 @@
-"""The flows of `history` and `dataset stats|reject`: read or prune the data files and give
-back (text, data) for the front end's report."""
+"""The flows of `history` and `dataset stats|reject`: read or prune the data files and report
+the result through the session, `flow(session, config, *, options)` like every flow."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from overbrainer.front.session import Session
 
 
-def history_view(project_dir: Path, *, all_runs: bool = False) -> tuple[str, dict]:
-    """`history [--all]`: totals per stage (or one line per execution). Reads only."""
+def history_flow(session: "Session", config=None, *, all_runs: bool = False) -> None:
+    """`history [--all]`: totals per stage (or one line per execution). Reads only, and reads no
+    configuration (`config` may be None: history works even when overbrainer.toml does not)."""
     from overbrainer.dataset.history import format_history_lines, history_report, read_history
 
-    entries = read_history(project_dir)
+    entries = read_history(session.project_dir)
     text = "\n".join(format_history_lines(entries, all=all_runs))
-    return text, history_report(entries, all=all_runs)
+    session.report(text, history_report(entries, all=all_runs))
 
 
-def stats_view(project_dir: Path, config) -> tuple[str, dict]:
+def stats_flow(session: "Session", config) -> None:
     """`dataset stats`: per topic subtopics, questions, answered, excluded by reason; tokens and
     cost so far. Reads only (no lock)."""
     from overbrainer.dataset.stats import dataset_stats
 
-    stats = dataset_stats(project_dir, list(config.topics) if config is not None else None)
-    return "\n".join(stats.lines()), stats.to_dict()
+    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None)
+    session.report("\n".join(stats.lines()), stats.to_dict())
 
 
-def reject_item(project_dir: Path, item_id: str) -> tuple[str, dict]:
+def reject_flow(session: "Session", config, *, item_id: str) -> None:
     """`dataset reject ID`: the caller holds the project lock."""
     from overbrainer.dataset.reject import reject
 
-    result = reject(project_dir, item_id)
-    return result.line(), result.to_dict()
+    result = reject(session.project_dir, item_id)
+    session.report(result.line(), result.to_dict())

@@ -1,24 +1,43 @@
 """The stage commands' flows: one stage (with `questions`' subtopics pre-step), and `run`
-(the four stages in order, the configuration reloaded between them when it changed, then
-training when `[training]` is set).
+(the four stages in order, the configuration reloaded between them when it changed; the
+command trains afterwards when `[training]` is set).
 
-Each stage's summary goes through `report(text, data)` as soon as the stage ends; a stage that
-failed stops here with its error (fatal provider error, or ItemsFailed after its summary).
+Like every flow they take `(session, config, *, options)` (front/session.py) and build their
+StageContext on the session's front end. Each stage's summary goes through `session.report` as
+soon as the stage ends; a stage that failed stops here with its error (fatal provider error, or
+ItemsFailed after its summary).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
+from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
 from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.stage import StageResult
 
+if TYPE_CHECKING:
+    from overbrainer.front.session import Session
+
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, dict], None]
-STAGES = ("subtopics", "questions", "answers", "split")
+
+
+@contextlib.contextmanager
+def stage_context(session: "Session", config) -> Iterator[StageContext]:
+    """A StageContext on the session's front end: its bus rendering and its Interrupt catching
+    Ctrl-C (and SIGTERM) while the flow runs."""
+    guard = session.front.open_bus()
+    interrupt = session.front.interrupt()
+    try:
+        yield StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt)
+    finally:
+        interrupt.restore()
+        guard.close()
 
 
 def conclude(result: StageResult, report: Report, command: str | None = None) -> StageResult:
@@ -35,9 +54,15 @@ def conclude(result: StageResult, report: Report, command: str | None = None) ->
     return result
 
 
-def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | None = None,
+def run_stage(session: "Session", config, stage: str, *, topic: str | None = None,
               force: bool = False) -> list[StageResult]:
     """One stage command (`subtopics`, `questions`, `answers`, `split`)."""
+    with stage_context(session, config) as ctx:
+        return _stage(ctx, stage, session.report, topic, force)
+
+
+def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
+           force: bool) -> list[StageResult]:
     if stage == "split":
         from overbrainer.pipeline.split_stage import run_split_stage
 
@@ -73,8 +98,10 @@ def run_stage(ctx: StageContext, stage: str, report: Report, *, topic: str | Non
 
 
 class ConfigWatch:
-    """`run`'s reload rule: before each stage after the first, re-read
-    overbrainer.toml and .env when their mtime or size changed."""
+    """`run`'s reload rule (docs/stages.md#run): before each stage after the first, and once more
+    after split (training reads the configuration too), re-read overbrainer.toml and .env when
+    their mtime or size changed. `config` is the last configuration reloaded (None while none
+    was)."""
 
     def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
         from overbrainer.config.dotenv import stamp
@@ -83,6 +110,7 @@ class ConfigWatch:
         self._load = load
         self._dotenv = dotenv
         self._stamp = stamp(project_dir)
+        self.config = None
 
     def changed(self) -> bool:
         from overbrainer.config.dotenv import stamp
@@ -102,16 +130,23 @@ class ConfigWatch:
             raise ConfigError("the configuration changed and cannot be used; the run stops",
                               e.problems or [e.message]) from e
         log.info("config reloaded")
+        self.config = config
         return config
 
 
-def run_all(ctx: StageContext, report: Report, *, watch: ConfigWatch | None = None) -> list[StageResult]:
+def run_all(session: "Session", config, *, watch: ConfigWatch | None = None) -> list[StageResult]:
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
-    stage that fails, then training when [training] is set."""
+    stage that fails. Training (the command's next flow) should use `watch.config` when the
+    configuration was reloaded, else `config`."""
     from overbrainer.config.ready import refuse_hidden_reasoning
-    from overbrainer.pipeline.answers import run_answers
 
-    refuse_hidden_reasoning(ctx.config)  # before the first stage spends anything
+    refuse_hidden_reasoning(config)  # before the first stage spends anything
+    with stage_context(session, config) as ctx:
+        return _all(ctx, session.report, watch)
+
+
+def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[StageResult]:
+    from overbrainer.pipeline.answers import run_answers
     from overbrainer.pipeline.questions import run_questions
     from overbrainer.pipeline.split_stage import run_split_stage
     from overbrainer.pipeline.subtopics import run_subtopics

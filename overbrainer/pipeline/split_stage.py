@@ -33,7 +33,8 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
     run.publish(StageStarted(STAGE, result.total))
     counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
-    from overbrainer.front.events import StageFinished, StageStats
+    from overbrainer.dataset.stages import StageStats
+    from overbrainer.front.events import StageFinished
 
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)

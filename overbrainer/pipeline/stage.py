@@ -16,8 +16,8 @@ from overbrainer.front.events import (
     StageFinished,
     StageModel,
     StageStarted,
-    StageStats,
 )
+from overbrainer.dataset.stages import StageStats
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)

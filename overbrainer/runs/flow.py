@@ -1,4 +1,5 @@
-"""The training flows: `train`, `train attach`, `train stop`, `train cancel` (spec §5, §6.1).
+"""The training flows: `train`, `train attach`, `train stop`, `train cancel`
+(what each does to a run: docs/runs.md#what-each-command-does).
 
 Ctrl-C: preparing (token, connection) is raced and leaves nothing behind; starting the job is
 shielded; following is raced and only detaches (the job keeps running); cancelling (the `train

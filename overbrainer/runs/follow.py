@@ -1,5 +1,6 @@
-"""Following a started job (spec §4): poll every 2 s, tail metrics.jsonl from its last offset,
-publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls, then drain.
+"""Following a started job (docs/runs.md#following-a-job): poll every 2 s, tail metrics.jsonl
+from its last offset, publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls,
+then drain.
 
 `follow` returns None when Ctrl-C came (the job keeps running). It runs the loop under
 `Interrupt.race`, so a blocking call to the target never holds the user up; a cancel called for
@@ -38,11 +39,8 @@ def duration(seconds: float) -> str:
 
 
 def job_id(record: RunRecord):
-    from overbrainer.exec.base import Container, JobId
-
-    job = record.job
-    container = Container(job.container.engine, job.container.name) if job.container else None
-    return JobId(job.dir, job.pid, container)
+    """The run's job (an exec.base.JobId, as run.json holds it)."""
+    return record.job
 
 
 def to_status(state: Any) -> Status:
@@ -64,14 +62,14 @@ class Follower:
     """One follow of one run. `stop_since` (monotonic) applies the stop limits of `train stop`."""
 
     def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None):
-        from overbrainer.train.metrics import LineReader, MetricsSummary
+        from overbrainer.train.metrics import MetricsSummary, line_reader
 
         self.executor = executor
         self.record = record
         self.bus = bus
         self.interrupt = interrupt
         self.job = job_id(record)
-        self.reader = LineReader(0)
+        self.reader = line_reader()
         self.summary = MetricsSummary()
         self.metrics_path = f"{record.remote_dir.rstrip('/')}/metrics.jsonl"
         self.stop_since = stop_since
@@ -85,7 +83,8 @@ class Follower:
 
     def read_metrics(self) -> int:
         """Read every new complete line; publish its events. Returns the bytes read."""
-        from overbrainer.train.metrics import READ_LIMIT, to_event
+        from overbrainer.front.events import metrics_event
+        from overbrainer.train.metrics import READ_LIMIT
 
         total = 0
         while True:
@@ -93,7 +92,7 @@ class Follower:
             total += len(chunk)
             for line in self.reader.feed(chunk):
                 rec = self.summary.feed(line)
-                ev = to_event(self.record.id, rec) if rec is not None else None
+                ev = metrics_event(self.record.id, rec) if rec is not None else None
                 if ev is not None:
                     self.bus.publish(ev)
             if len(chunk) < READ_LIMIT:
@@ -150,9 +149,9 @@ class Follower:
         for line in self.reader.finish():
             rec = self.summary.feed(line)
             if rec is not None:
-                from overbrainer.train.metrics import to_event
+                from overbrainer.front.events import metrics_event
 
-                ev = to_event(self.record.id, rec)
+                ev = metrics_event(self.record.id, rec)
                 if ev is not None:
                     self.bus.publish(ev)
         notes = [self.cancelled_for] if self.cancelled_for else []
@@ -167,7 +166,7 @@ class Follower:
         """True when a limit calls for cancelling the job (`cancel_job`, shielded, does it)."""
         now = time.monotonic()
         try:
-            if self.stop_since is None and self.record.snapshots and now >= self.next_request_check:
+            if self.stop_since is None and now >= self.next_request_check:
                 self.next_request_check = now + REQUEST_CHECK_SECS
                 if self._read_small("snapshot.request").strip():
                     self.stop_since = now

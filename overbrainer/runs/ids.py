@@ -18,7 +18,6 @@ MAX_SUFFIX = 99
 SLUG_MAX = 40
 _VALID = re.compile(r"[A-Za-z0-9_-]+")
 _LEGACY = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
-_CURRENT = re.compile(r"[a-z0-9_]+_\d{8}-\d{6}(?:_\d{1,2})?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterator
 
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.runs import timing
+from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
-MAX_LINE = 1 << 20  # an unterminated line this long is given out as it is
 
 
 class Stopped(Exception):
@@ -78,20 +78,21 @@ class RemoteLog:
 
 
 class LogReader:
-    """Complete lines of a log from `offset` (the bytes consumed so far). An unterminated last
-    line waits in `pending` for the next read, until `finish()` gives it out."""
+    """Complete lines of a log from `offset` (the bytes consumed so far), split by the one line
+    reader (support/lines.py, bytes mode). An unterminated last line waits in `pending` for the
+    next read, until `finish()` gives it out."""
 
     def __init__(self, source):
         self.source = source
-        self.offset = 0
-        self.pending = b""
+        self._lines = LineReader()
 
-    def _split(self, data: bytes) -> list[bytes]:
-        *lines, self.pending = (self.pending + data).split(b"\n")
-        if len(self.pending) >= MAX_LINE:
-            lines.append(self.pending)
-            self.pending = b""
-        return lines
+    @property
+    def offset(self) -> int:
+        return self._lines.offset
+
+    @property
+    def pending(self) -> bytes:
+        return self._lines.pending
 
     def lines(self, n: int | None, *, partial: bool = False) -> Iterator[bytes] | None:
         """The last `n` lines (all of them with None, read as they are given out); None when the
@@ -112,9 +113,8 @@ class LogReader:
                 newlines += 1  # the unterminated last line counts
             chunks.insert(0, chunk)
             newlines += chunk.count(b"\n")
-        data = b"".join(chunks)
-        self.offset = start + len(data)
-        lines = self._split(data)
+        self._lines = LineReader(start)
+        lines = self._lines.feed(b"".join(chunks))
         if start > 0:
             if not lines:
                 return iter([])  # all we read is the cut end of one long last line
@@ -132,14 +132,12 @@ class LogReader:
         """The new complete lines, read CHUNK bytes at a time up to the end of the log."""
         while True:
             data = self.source.read(self.offset, CHUNK)
-            self.offset += len(data)
-            yield from self._split(data)
+            yield from self._lines.feed(data)
             if len(data) < CHUNK:
                 return
 
     def finish(self) -> list[bytes]:
-        out, self.pending = ([self.pending] if self.pending else []), b""
-        return out
+        return self._lines.finish()
 
 
 def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str) -> Iterator[bytes]:

@@ -1,4 +1,4 @@
-"""Filling a new run directory (spec §1.2): axolotl.yaml, data copies, the metrics plugin and,
+"""Filling a new run dir (docs/runs.md#run-directory): axolotl.yaml, data copies, the metrics plugin and,
 for a resumed run, the stopped run's checkpoint. Also the `--resume-from` checks."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def job_root(target: Any, remote_dir: str) -> str:
 
 
 def resume_source(runs_dir: Path, run_id: str, training: Any) -> ResumeSource:
-    """Check that `run_id` can be resumed with these settings (spec §5, `--resume-from`)."""
+    """Check that `run_id` can be resumed with these settings: stopped, its checkpoint here, same config."""
     from overbrainer.train.axolotl_config import has_examples
     from overbrainer.train.resume import resume_differences
 

@@ -1,4 +1,4 @@
-"""`runs/<id>/run.json`: the run record, with the original's fields, written atomically.
+"""`runs/<id>/run.json`: the run record (docs/runs.md#runjson), written atomically.
 
 Read errors name the file and a position (`line L, column C`) or a field, never the content.
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overbrainer.exec.base import InvalidJob, JobId
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.support.atomic import atomic_write_text
@@ -22,7 +23,6 @@ PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED = (
     "preparing", "running", "succeeded", "failed", "cancelled", "stopped")
 STATES = (PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED)
 ENDED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
-ENGINES = ("docker", "podman")
 REASONS = ("requested", "deadline", "cost", "disk")
 NOT_RETRIEVED = " (artifacts not retrieved: "
 _KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "snapshot",
@@ -31,20 +31,6 @@ _KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "s
 
 class InvalidRecord(OverbrainerError):
     pass
-
-
-@dataclass
-class Container:
-    engine: str
-    name: str
-
-
-@dataclass
-class JobRef:
-    """Where the job lives on the target: its run dir, group-leader PID, container if any."""
-    dir: str
-    pid: int
-    container: Container | None = None
 
 
 @dataclass
@@ -66,34 +52,34 @@ class RunRecord:
     created: str
     remote_dir: str
     state: str = PREPARING
-    job: JobRef | None = None
+    job: JobId | None = None
     message: str | None = None
     snapshot: Snapshot | None = None
     resumed_from: str | None = None
-    snapshots: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # unknown fields, kept on rewrite
 
     @property
     def ended(self) -> bool:
         return self.state in ENDED
 
+    @property
+    def snapshots(self) -> bool:
+        """Every run's job honours snapshot requests: run.json's `snapshots` is written true (the
+        original tool reads it) and never read. (Only runs/flow.py's stop check still asks.)"""
+        return True
+
     def to_dict(self) -> dict[str, Any]:
-        job = None
-        if self.job is not None:
-            container = None
-            if self.job.container is not None:
-                container = {"engine": self.job.container.engine, "name": self.job.container.name}
-            job = {"dir": self.job.dir, "pid": self.job.pid, "container": container}
         data: dict[str, Any] = {
             "id": self.id, "target": self.target, "created": self.created,
-            "remote_dir": self.remote_dir, "job": job, "state": self.state, "message": self.message,
+            "remote_dir": self.remote_dir, "job": self.job.to_json() if self.job else None,
+            "state": self.state, "message": self.message,
         }
         if self.snapshot is not None:
             data["snapshot"] = {"checkpoint": self.snapshot.checkpoint, "step": self.snapshot.step,
                                 "reason": self.snapshot.reason}
         if self.resumed_from is not None:
             data["resumed_from"] = self.resumed_from
-        data["snapshots"] = bool(self.snapshots)
+        data["snapshots"] = True
         for k, v in self.extra.items():
             data.setdefault(k, v)
         return data
@@ -121,21 +107,11 @@ class RunRecord:
         if state not in STATES:
             raise bad("state")
         job = None
-        raw = data.get("job")
-        if raw is not None:
-            if not isinstance(raw, dict) or not isinstance(raw.get("dir"), str):
-                raise bad("job")
-            pid = raw.get("pid")
-            if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
-                raise bad("job.pid")
-            container = None
-            c = raw.get("container")
-            if c is not None:
-                if (not isinstance(c, dict) or c.get("engine") not in ENGINES
-                        or not isinstance(c.get("name"), str)):
-                    raise bad("job.container")
-                container = Container(c["engine"], c["name"])
-            job = JobRef(raw["dir"], pid, container)
+        if data.get("job") is not None:
+            try:
+                job = JobId.from_json(data["job"])
+            except InvalidJob as e:
+                raise bad(e.field) from None
         snapshot = None
         raw = data.get("snapshot")
         if raw is not None:
@@ -148,14 +124,11 @@ class RunRecord:
         resumed = text("resumed_from", optional=True)
         if resumed is not None and not ids.is_valid(resumed):
             raise bad("resumed_from")
-        snaps = data.get("snapshots", False)
-        if not isinstance(snaps, bool):
-            raise bad("snapshots")
         return cls(
             id=run_id, target=text("target"), created=text("created"),
             remote_dir=text("remote_dir"), state=state, job=job,
             message=text("message", optional=True), snapshot=snapshot, resumed_from=resumed,
-            snapshots=snaps, extra={k: v for k, v in data.items() if k not in _KNOWN},
+            extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
 

@@ -1,4 +1,4 @@
-"""Bringing an ended job's results home (spec §1.4, §4): download output/, metrics.jsonl and
+"""Bringing an ended job's results home (docs/runs.md#retrieval): download output/, metrics.jsonl and
 job.log, verify every file against the target's SHA-256 manifest, then set the final state.
 
 A succeeded or stopped run whose retrieval failed stays `running` (so `train attach` tries again);

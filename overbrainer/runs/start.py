@@ -1,4 +1,4 @@
-"""Creating a run (claimed locally and on the target) and starting its job (spec §1.1, §1.4, §6.1).
+"""Creating a run (claimed locally and on the target) and starting its job (docs/runs.md#run-ids-and-claims).
 
 Record-safety: a start that fails saves the run `failed` with the error; a job that spawned but
 whose record could not be saved is cancelled (nothing could find it again). A spawn cut off after
@@ -20,7 +20,7 @@ from typing import Any
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import TargetUnreachable
 from overbrainer.runs import ids
-from overbrainer.runs.record import FAILED, PREPARING, RUNNING, Container, JobRef, RunRecord, save
+from overbrainer.runs.record import FAILED, PREPARING, RUNNING, RunRecord, save
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def create_run(executor, runs_dir: Path, project_name: str, target_name: str,
         lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
     record = RunRecord(id=run_id, target=target_name, created=ids.rfc3339(now),
                        remote_dir=remote_dir_of(executor, run_id), state=PREPARING,
-                       resumed_from=resumed_from, snapshots=True)
+                       resumed_from=resumed_from)
     save(runs_dir, record)
     return record, run_dir
 
@@ -167,8 +167,7 @@ def unconfirmed(record: RunRecord) -> bool:
 
 def _record_job(executor, record: RunRecord, runs_dir: Path, job) -> None:
     """Save the record `running` with its job; cancel the job when the record cannot be saved."""
-    container = Container(job.container.engine, job.container.name) if job.container else None
-    record.job = JobRef(job.dir, job.pid, container)
+    record.job = job
     record.state = RUNNING
     try:
         save(runs_dir, record)

@@ -1,4 +1,4 @@
-"""The outcome rules of spec §1.4: job status + plugin lines → state and message, then the
+"""The outcome rules (docs/runs.md#states): job status + plugin lines → state and message, then the
 snapshot proof (succeeded/cancelled → stopped when valid)."""
 
 from __future__ import annotations

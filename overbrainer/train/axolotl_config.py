@@ -1,9 +1,9 @@
-"""The Axolotl config of a run (training.md §3): built from `[training]`, `axolotl_extra` merged last.
+"""The Axolotl config of a run (docs/runs.md#axolotl-config): `[training]`, `axolotl_extra` merged last.
 
 `build_config(training, root, has_eval, resume_checkpoint)` gives the dict, `dump_yaml` its text
 (keys sorted, strings double-quoted, PyYAML reads it back to the same dict). `training` is the
 `config.model.Training` dataclass (attribute names = the TOML keys); anything with those attributes
-works, missing optional ones take the spec's defaults.
+works, missing optional ones take DEFAULTS (below; also in docs/runs.md#axolotl-config).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "axolotl_extra": None,
 }
 
-# Chat templates of Axolotl 0.19 that render `reasoning_content` (pipeline.md §4.6).
+# Chat templates of Axolotl 0.19 that render the assistant's `reasoning_content`
+# (overbrainer inserts no <think> tags: the template must render it, or the child never sees it).
 REASONING_TEMPLATES = ("qwen3", "qwen3_5", "exaone4", "gemma4", "gemma4_unified")
 
 
@@ -292,8 +293,8 @@ def require_examples(path: str | os.PathLike, shown: str | None = None) -> None:
 
 
 def template_warning(training: Any) -> str | None:
-    """The warning printed at training start when the chat template may drop the reasoning
-    (pipeline.md §4.6), or None when it renders `reasoning_content`."""
+    """The warning printed at training start when the chat template may drop the reasoning, or
+    None when it renders `reasoning_content` (rules: docs/runs.md#axolotl-config)."""
     extra = extra_of(training)
     jinja = extra.get("chat_template_jinja")
     template = extra.get("chat_template")

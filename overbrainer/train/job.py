@@ -1,4 +1,4 @@
-"""What a training job needs from the train package (training.md §2.5): the config file name, the
+"""What a training job needs from the train package: the config file name, the
 metrics plugin shipped with the run, and whether the job merges the adapter.
 
 The job's command itself (stage lines, telemetry env, the snapshot-marker chain, native/docker/

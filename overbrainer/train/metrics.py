@@ -1,9 +1,9 @@
-"""Reading a run's `metrics.jsonl` (training.md §3.3, §4): lines, the summary, phase, pace.
+"""Reading a run's `metrics.jsonl` (docs/runs.md#metrics-plugin): lines, the summary, phase, pace.
 
-* `LineReader` splits a byte stream (read in chunks from an offset) into complete lines.
+* `line_reader()` splits a byte stream (read in chunks from an offset) into complete lines
+  (support/lines.py's reader in text mode).
 * `parse_record(line)` checks one line against the plugin's format (`begin log eval end stage`).
 * `MetricsSummary` folds the records: step, loss, eval loss, phase, pace and time left.
-* `to_event(run_id, record)` turns a record into the bus event (`Metric` or `Mark`).
 """
 
 from __future__ import annotations
@@ -15,74 +15,25 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from overbrainer.support.lines import LineReader
+
 log = logging.getLogger(__name__)
 
 READ_LIMIT = 1 << 20  # bytes per read of metrics.jsonl
 PLUGIN_EVENTS = ("begin", "log", "eval", "end")
-STAGE_NAMES = ("train", "merge", "export", "compare")
 _MAX_WARNINGS = 5
 
 
 # --- bytes → lines ---------------------------------------------------------------------------
 
-def _utf8_cut(data: bytes, limit: int) -> int:
-    """The largest cut ≤ limit (and > 0) that does not split a UTF-8 character."""
-    cut = min(limit, len(data))
-    back = cut
-    while 0 < back and cut - back < 3 and back < len(data) and (data[back] & 0xC0) == 0x80:
-        back -= 1
-    if back < len(data) and (data[back] & 0xC0) == 0x80 or back == 0:
-        return cut  # not UTF-8 anyway: cut where the limit says
-    return back
-
-
-class LineReader:
-    """Complete lines out of a byte stream fed in chunks.
-
-    `\\n` and `\\r` both end a line (`\\r\\n` gives no empty line: blank lines are dropped); an
-    unterminated tail waits for the next chunk, except that a tail of `limit` bytes without a
-    terminator is cut at a UTF-8 boundary and given out (no livelock on a huge line).
-    `offset` is the number of bytes fed so far: where the next read starts.
-    """
-
-    def __init__(self, offset: int = 0, limit: int = READ_LIMIT):
-        self.offset = offset
-        self.limit = limit
-        self._tail = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        self.offset += len(chunk)
-        data = self._tail + chunk
-        lines: list[str] = []
-        start = 0
-        for i, byte in enumerate(data):
-            if byte in (0x0A, 0x0D):
-                if i > start:
-                    lines.append(data[start:i].decode("utf-8", errors="replace"))
-                start = i + 1
-        tail = data[start:]
-        while len(tail) >= self.limit:
-            cut = _utf8_cut(tail, self.limit)
-            lines.append(tail[:cut].decode("utf-8", errors="replace"))
-            tail = tail[cut:]
-        self._tail = tail
-        return [line for line in lines if line.strip()]
-
-    @property
-    def pending(self) -> int:
-        """Bytes of an unterminated last line held back."""
-        return len(self._tail)
-
-    def finish(self) -> list[str]:
-        """The held-back tail as a last line (a file that will not grow any more)."""
-        tail, self._tail = self._tail, b""
-        text = tail.decode("utf-8", errors="replace")
-        return [text] if text.strip() else []
+def line_reader(offset: int = 0, limit: int = READ_LIMIT) -> LineReader:
+    """The reader of metrics.jsonl: text lines, `\r` or `\n` ends one, blank lines dropped."""
+    return LineReader(offset, limit, text=True)
 
 
 def read_lines(path: str | os.PathLike) -> Iterable[str]:
     """Every line of a local metrics file (missing file: none), the unterminated tail included."""
-    reader = LineReader()
+    reader = line_reader()
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -280,7 +231,7 @@ def summarize_file(path: str | os.PathLike) -> MetricsSummary:
     return MetricsSummary().feed_all(read_lines(path))
 
 
-# --- display and events ----------------------------------------------------------------------
+# --- display ----------------------------------------------------------------------
 
 def format_duration(seconds: float) -> str:
     """`45s`, `12m05s`, `3h07m`."""
@@ -290,22 +241,3 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def to_event(run_id: str, rec: dict[str, Any]):
-    """The bus event of a record: `Metric` for a log, `Mark` for stage/eval/end, None for begin."""
-    from overbrainer.front.events import Mark, Metric
-
-    kind = rec["event"]
-    if kind == "log":
-        return Metric(run_id=run_id, time=float(rec.get("time") or 0.0), step=rec["step"],
-                      epoch=rec.get("epoch"), max_steps=rec.get("max_steps"), loss=rec.get("loss"),
-                      eval_loss=rec.get("eval_loss"), learning_rate=rec.get("learning_rate"),
-                      grad_norm=rec.get("grad_norm"))
-    if kind == "stage":
-        return Mark(run_id=run_id, kind="stage", name=rec["name"])
-    if kind == "eval":
-        return Mark(run_id=run_id, kind="eval", step=rec["step"], total=rec.get("total"))
-    if kind == "end":
-        return Mark(run_id=run_id, kind="end", step=rec["step"])
-    return None

@@ -1,4 +1,4 @@
-"""The resume check (training.md §3): may a new run continue a stopped run's checkpoint?
+"""The resume check of `train --resume-from`: may a new run continue a stopped run's checkpoint?
 
 The stopped run's `axolotl.yaml` is compared, top-level key by key, with the config the current
 `[training]` would give *for the old run's root* (its `output_dir` minus `/output`). Keys that only

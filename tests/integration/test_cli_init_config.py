@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
+
+from tests.fixtures.cli import clean_env
 
 LOCAL_URL = {"OVERBRAINER_PROVIDERS__LLM__BASE_URL": "http://127.0.0.1:11434/v1"}
 
@@ -170,3 +175,35 @@ def test_no_secret_value_in_any_output(cli, project, vault):
         for mark in (ENV_MARK, DOTENV_MARK, VAULT_MARK, vault.token):
             assert mark not in out, (args, mark, out)
     assert len(vault.requests) >= 3  # the vault secret really was resolved
+
+
+def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
+    """The one broken-pipe handler (cli.main.quiet_stdout): a reader gone before the result is
+    written (`overbrainer config check | true`) gives exit 1 and nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "overbrainer", "-C", project, "config", "check"],
+                           stdout=write_end, stderr=subprocess.PIPE, timeout=60,
+                           env=clean_env(LOCAL_URL, tmp_path / "home"))
+    finally:
+        os.close(write_end)
+    assert r.returncode == 1
+    assert r.stderr == b""
+
+
+@pytest.mark.parametrize("command", ["export", "compare", "push"])
+def test_a_command_of_a_feature_not_in_this_version_exits_2_and_says_so(cli, project, command):
+    r = cli(["-C", project, command, "some_run", "--force"], env=LOCAL_URL)
+    assert r.returncode == 2
+    assert r.stderr == f"error: `overbrainer {command}` is not supported by this version yet\n"
+    assert r.stdout == ""
+
+
+def test_a_project_of_the_original_tool_with_export_set_opens_with_a_warning(cli, project):
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text() + '\n[export]\nafter_training = true\n')
+    r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
+    assert r.returncode == 0, r.stderr
+    assert "WARN [export] after_training is not supported by this version yet: ignored" in r.stderr
+    assert "overbrainer export" not in cli(["--help"]).stdout

@@ -163,17 +163,17 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
 
     project.write(topics=1, subtopics=1, questions=2)
     toml = project.dir / "overbrainer.toml"
-    ctx = project.context()
+    first = project.config()
     watch = ConfigWatch(project.dir, project.config)
     seen = []
 
     def report(text, data):
-        seen.append((data["stage"], ctx.config.pipeline.concurrency))
+        seen.append((data["stage"], (watch.config or first).pipeline.concurrency))
         if data["stage"] == "subtopics":
             toml.write_text(toml.read_text().replace("concurrency = 4", "concurrency = 16"))
 
     with caplog.at_level(logging.INFO):
-        run_all(ctx, report, watch=watch)
+        run_all(project.session(report), first, watch=watch)
     assert seen == [("subtopics", 4), ("questions", 16), ("answers", 16), ("split", 16)]
     assert caplog.text.count("config reloaded") == 1
 
@@ -181,6 +181,6 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
         toml.write_text(toml.read_text().replace("concurrency = 16", "concurrency = 0"))
 
     with pytest.raises(ConfigError) as e:
-        run_all(project.context(), breaking, watch=ConfigWatch(project.dir, project.config))
+        run_all(project.session(breaking), project.config(), watch=ConfigWatch(project.dir, project.config))
     assert str(e.value).startswith("the configuration changed and cannot be used; the run stops")
     assert [h["stage"] for h in project.history()][-1] == "subtopics"

@@ -44,7 +44,7 @@ def test_a_second_writer_fails_at_once_naming_the_holder(holder, cli):
 
 def test_readers_never_lock(holder, cli):
     project, _ = holder
-    url = {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:11434/v1"}
+    url = {"OVERBRAINER_PROVIDERS__LLM__BASE_URL": "http://127.0.0.1:11434/v1"}
     assert cli(["-C", project, "config", "check"], env=url).returncode == 0
     r = cli(["-C", project, "history"])
     assert r.returncode == 0 and r.stdout == "no stage has run yet\n"

@@ -79,8 +79,7 @@ def test_env_problem(var, value, expected):
 
 
 def test_exempt_variables_are_not_keys():
-    c = load(BASE, {"OVERBRAINER_LOG": "debug", "OVERBRAINER_NO_UPDATE_CHECK": "1",
-                    "OVERBRAINER_TUI_COLOR": "never", "OVERBRAINER_TUI_MOTION": "off",
+    c = load(BASE, {"OVERBRAINER_LOG": "debug",
                     "OVERBRAINER_TEST_ANYTHING": "x", "OVERBRAINER_SSH_CLIENT": "builtin",
                     "OTHER_VAR": "x", "overbrainer_lower": "x"})
     assert c.pipeline.concurrency == 8

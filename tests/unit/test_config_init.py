@@ -65,7 +65,7 @@ def test_every_commented_section_loads_when_uncommented(tmp_path):
     assert c.training is not None and c.training.target == "local"
     assert set(c.targets) == {"local", "homelab", "gpu_cloud"}
     assert c.roles.embedder is not None and c.roles.judge is not None
-    assert c.metrics.port == 9464 and c.hub.repo == "you/your-model"
+    assert c.warnings == [], "the template sets nothing this version only warns about"
 
 
 def test_gitignore_is_merged(tmp_path):

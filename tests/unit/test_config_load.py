@@ -423,3 +423,21 @@ def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
     assert "unknown field `pipeline.zzz`" in e.value.problems
     assert "unknown field `pipeline.max_retrys` (from OVERBRAINER_PIPELINE__MAX_RETRYS): did you mean `max_retries`?" \
         in e.value.problems
+
+
+def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_still_load():
+    c = load(BASE + '\n[export]\nafter_training = true\nquantize = "Q8_0"\n[hub]\nprivate = false\n'
+             '[compare]\nmax_tokens = 10\n[metrics]\nlisten = "127.0.0.1:9464"\n')
+    assert c.warnings == [
+        "[export] after_training is not supported by this version yet: ignored",
+        "[export] quantize is not supported by this version yet: ignored",
+        "[hub] private is not supported by this version yet: ignored",
+        "[compare] max_tokens is not supported by this version yet: ignored",
+        "[metrics] listen is not supported by this version yet: ignored",
+    ]
+    assert load(BASE).warnings == []
+
+
+def test_an_unsupported_key_set_from_the_environment_warns_too():
+    c = load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true"})
+    assert c.warnings == ["[export] after_training is not supported by this version yet: ignored"]

@@ -7,7 +7,7 @@ def test_loopback_check_agrees_with_ipaddress():
     """The start-up path tells loopback hosts apart without importing ipaddress, with the same answers."""
     import ipaddress
 
-    from overbrainer.config.build import _is_loopback
+    from overbrainer.config.values import _is_loopback
 
     def reference(host: str) -> bool:
         try:

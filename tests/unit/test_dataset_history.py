@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 from overbrainer.dataset.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
                                          history_path, history_report, read_history)
 from overbrainer.dataset.split import split
-from overbrainer.front.events import StageStats
+from overbrainer.dataset.stages import StageStats
 from overbrainer.support.usage import Usage
 
 

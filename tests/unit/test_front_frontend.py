@@ -6,8 +6,9 @@ import time
 
 import pytest
 
+from overbrainer.dataset.stages import StageStats
 from overbrainer.front.bus import EventBus
-from overbrainer.front.events import ItemDone, StageFinished, StageStarted, StageStats
+from overbrainer.front.events import ItemDone, StageFinished, StageStarted
 from overbrainer.front.frontend import RENDER_GRACE, Cli, Embedded, Json, Report
 from overbrainer.front.render_lines import LineRenderer
 from overbrainer.support import redact
@@ -139,7 +140,7 @@ def test_an_embedded_front_end_shares_its_bus_flag_and_reports():
     front.detach.set()
     assert interrupt.caught() and interrupt.race(lambda: 1) is None
     front.report("split: 1 train, 1 eval, 0 excluded, 0 orphaned", {"train": 1})
-    front.line("plain")
+    front.report("plain", {"message": "plain"})
     front.run_created("20260101-abc")
     front.run_stopped(120)
     assert reports == [
@@ -180,7 +181,7 @@ def test_json_front_end_prints_objects_on_stdout_and_events_on_stderr():
             guard.bus.publish(StageStarted("answers", 2))
             guard.bus.publish(StageFinished("answers", StageStats(done=2)))
         front.report("answers: 2 done", {"stage": "answers", "done": 2})
-        front.line("hello")
+        front.report("hello", {"message": "hello"})
     stdout = [json.loads(line) for line in out.getvalue().splitlines()]
     assert stdout == [{"stage": "answers", "done": 2}, {"message": "hello"}] * 2
     events = [json.loads(line) for line in err.getvalue().splitlines()]

@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
+from overbrainer.dataset.stages import StageStats
 from overbrainer.front import terminal
 from overbrainer.front.events import (
     ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, RunWatched, StageFinished, StageModel,
-    StageStarted, StageStats, Transfer,
+    StageStarted, Transfer,
 )
 from overbrainer.front.render_bars import BarRenderer
 from overbrainer.front.render_json import JsonRenderer, event_line

@@ -1,4 +1,4 @@
-"""`hides(protocol, model)`: spec pipeline.md §3.6 examples."""
+"""`hides(protocol, model)`: the examples of docs/llm-requests.md#hidden-reasoning."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""`string_array`: every example of spec pipeline.md §4.0 and the edges around them."""
+"""`string_array`: every example of docs/llm-requests.md#list-parsing and the edges around them."""
 
 import pytest
 

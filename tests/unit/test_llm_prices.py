@@ -1,4 +1,4 @@
-"""Price parsing of model listings (spec pipeline.md §3.5)."""
+"""Price parsing of model listings (docs/llm-requests.md#prices)."""
 
 import math
 

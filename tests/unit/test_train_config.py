@@ -1,4 +1,4 @@
-"""The generated Axolotl config (training.md §3): keys, defaults, eval rules, extra merge, YAML."""
+"""The generated Axolotl config (docs/runs.md#axolotl-config): keys, defaults, eval rules, merge, YAML."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from overbrainer.config.model import Training
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.train import axolotl_config as ac
 
-# The spec's exact example (qlora + merge + eval + hub_model_id + extra chat_template/pad_token),
+# A full example (qlora + merge + eval + hub_model_id + extra chat_template/pad_token),
 # with `test_datasets` spelled out.
 GOLDEN = '''adapter: "qlora"
 attn_implementation: "sdpa"
@@ -86,13 +86,13 @@ def training_ns(**kw):
     return SimpleNamespace(**base)
 
 
-def spec_example():
+def full_example():
     return training_ns(merge=True, hub_model_id="me/qwen3-rust",
                     axolotl_extra={"chat_template": "qwen3", "special_tokens": {"pad_token": "<|endoftext|>"}})
 
 
-def test_spec_example_is_emitted_exactly_and_reads_back():
-    config = ac.build_config(spec_example(), "/workspace/run", has_eval=True)
+def test_full_example_is_emitted_exactly_and_reads_back():
+    config = ac.build_config(full_example(), "/workspace/run", has_eval=True)
     text = ac.dump_yaml(config)
     assert text == GOLDEN
     assert yaml.safe_load(text) == config == yaml.safe_load(GOLDEN)
@@ -212,7 +212,7 @@ def test_cpu_knobs_merge_cleanly():
     assert loose["optimizer"] == "adamw_torch" and loose["sample_packing"] is False
 
 
-def test_config_dataclass_gives_the_spec_example():
+def test_config_dataclass_gives_the_full_example():
     t = Training(target="local", base_model="Qwen/Qwen3-4B", adapter="qlora", merge=True, hub_model_id="me/qwen3-rust",
                  axolotl_extra={"chat_template": "qwen3", "special_tokens": {"pad_token": "<|endoftext|>"}})
     assert ac.dump_yaml(ac.build_config(t, "/workspace/run", has_eval=True)) == GOLDEN
@@ -239,7 +239,7 @@ def test_yaml_quotes_tricky_strings_and_floats_read_back():
 
 def test_write_config_is_atomic_and_readable(tmp_path):
     path = tmp_path / "axolotl.yaml"
-    config = ac.build_config(spec_example(), "/workspace/run", has_eval=True)
+    config = ac.build_config(full_example(), "/workspace/run", has_eval=True)
     ac.write_config(path, config)
     assert path.read_text() == GOLDEN
     assert [p.name for p in tmp_path.iterdir()] == ["axolotl.yaml"]
@@ -287,16 +287,16 @@ def test_template_warning(base_model, extra, warns):
 def test_resume_allows_only_save_eval_log_hub_differences(tmp_path):
     from overbrainer.train.resume import resume_differences
 
-    old = ac.build_config(spec_example(), "/old/runs/r1", has_eval=True,
+    old = ac.build_config(full_example(), "/old/runs/r1", has_eval=True,
                           resume_checkpoint="/old/runs/r0/resume/checkpoint-3")
     path = tmp_path / "axolotl.yaml"
     ac.write_config(path, old)
-    assert resume_differences(path, spec_example(), has_eval=True) == []
+    assert resume_differences(path, full_example(), has_eval=True) == []
     changed = training_ns(merge=True, hub_model_id=None, epochs=5, learning_rate=1e-4,
                           axolotl_extra={"chat_template": "qwen3", "special_tokens": {"pad_token": "<|endoftext|>"},
                                          "save_steps": 10, "wandb_project": "p", "logging_steps": 5})
     assert resume_differences(path, changed, has_eval=True) == ["learning_rate", "num_epochs"]
-    assert resume_differences(path, spec_example(), has_eval=False) == ["test_datasets"]
+    assert resume_differences(path, full_example(), has_eval=False) == ["test_datasets"]
 
 
 def test_resume_refuses_an_unreadable_old_config(tmp_path):
@@ -305,10 +305,10 @@ def test_resume_refuses_an_unreadable_old_config(tmp_path):
     path = tmp_path / "axolotl.yaml"
     path.write_text("a: [unclosed\n  secret-marker\n")
     with pytest.raises(OverbrainerError) as err:
-        resume_differences(path, spec_example(), has_eval=False)
+        resume_differences(path, full_example(), has_eval=False)
     assert "is not a valid Axolotl config (line" in str(err.value) and "secret-marker" not in str(err.value)
     path.write_text("base_model: x\n")
     with pytest.raises(OverbrainerError, match="no output_dir"):
-        resume_differences(path, spec_example(), has_eval=False)
+        resume_differences(path, full_example(), has_eval=False)
     with pytest.raises(OverbrainerError, match="cannot read"):
-        resume_differences(tmp_path / "none.yaml", spec_example(), has_eval=False)
+        resume_differences(tmp_path / "none.yaml", full_example(), has_eval=False)

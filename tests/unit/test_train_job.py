@@ -1,5 +1,5 @@
-"""The training job as `Runtime.job` builds it (training.md §2.5), run for real with `sh` and the fake
-axolotl; the metrics plugin shipped with the run."""
+"""The training job as `Runtime.job` builds it (docs/runs.md#job-control-on-the-target),
+run for real with `sh` and the fake axolotl; the metrics plugin shipped with the run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Client-side metrics (training.md §3.3, §4): line splitting, the summary fold, phases, pace."""
+"""Client-side metrics (docs/runs.md#metrics-plugin): line splitting, the summary fold, phases, pace."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from overbrainer.front.events import Mark, Metric
+from overbrainer.front.events import Mark, Metric, metrics_event
 from overbrainer.train import metrics as m
 
 
@@ -30,16 +30,16 @@ def log_line(step, t, loss=None, max_steps=4, **kw):
 # --- LineReader ------------------------------------------------------------------------------
 
 def test_lines_split_across_chunks_and_tail_waits():
-    r = m.LineReader()
+    r = m.line_reader()
     assert r.feed(b'{"a":1}\n{"b"') == ['{"a":1}']
-    assert r.pending == 4 and r.offset == 12
+    assert len(r.pending) == 4 and r.offset == 12
     assert r.feed(b':2}\r\n\n{"c":3}\r') == ['{"b":2}', '{"c":3}']
-    assert r.pending == 0 and r.offset == 26
+    assert len(r.pending) == 0 and r.offset == 26
     assert r.feed(b"tail") == [] and r.finish() == ["tail"]
 
 
 def test_a_long_line_without_terminator_is_cut_at_a_utf8_boundary():
-    r = m.LineReader(limit=8)
+    r = m.line_reader(limit=8)
     out = r.feed("abcdeé€x".encode())  # é is 2 bytes, € 3: byte 8 falls inside €
     assert out == ["abcdeé"]
     assert r.feed(b"\n") == ["€x"]
@@ -47,7 +47,7 @@ def test_a_long_line_without_terminator_is_cut_at_a_utf8_boundary():
 
 def test_multibyte_split_between_chunks_is_decoded_whole():
     data = "ü€\n".encode()
-    r = m.LineReader()
+    r = m.line_reader()
     assert r.feed(data[:2]) == [] and r.feed(data[2:]) == ["ü€"]
 
 
@@ -177,15 +177,18 @@ def test_format_helpers():
     # How the front end words a log record, once it is an event.
     from overbrainer.front.render_lines import describe_metric
 
-    assert describe_metric(m.to_event("r", rec)) == "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
-    assert describe_metric(m.to_event("r", {"event": "log", "time": 1.0, "step": 3})) == "step 3"
+    assert describe_metric(metrics_event("r", rec)) == \
+        "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
+    assert describe_metric(metrics_event("r", {"event": "log", "time": 1.0, "step": 3})) == "step 3"
     assert [m.format_duration(s) for s in (45, 725, 11220)] == ["45s", "12m05s", "3h07m"]
 
 
 def test_records_become_events():
-    assert m.to_event("r", m.parse_record(begin())) is None
-    metric = m.to_event("r", m.parse_record(log_line(2, 5.5, loss=1.0, grad_norm=0.1)))
+    assert metrics_event("r", m.parse_record(begin())) is None
+    metric = metrics_event("r", m.parse_record(log_line(2, 5.5, loss=1.0, grad_norm=0.1)))
     assert metric == Metric(run_id="r", time=5.5, step=2, epoch=1.0, max_steps=4, loss=1.0, grad_norm=0.1)
-    assert m.to_event("r", m.parse_record(j(event="stage", name="merge", time=1))) == Mark("r", "stage", name="merge")
-    assert m.to_event("r", m.parse_record(j(event="eval", time=1, step=3, total=9))) == Mark("r", "eval", step=3, total=9)
-    assert m.to_event("r", m.parse_record(j(event="end", time=1, step=4))) == Mark("r", "end", step=4)
+    event = metrics_event("r", m.parse_record(j(event="stage", name="merge", time=1)))
+    assert event == Mark("r", "stage", name="merge")
+    event = metrics_event("r", m.parse_record(j(event="eval", time=1, step=3, total=9)))
+    assert event == Mark("r", "eval", step=3, total=9)
+    assert metrics_event("r", m.parse_record(j(event="end", time=1, step=4))) == Mark("r", "end", step=4)

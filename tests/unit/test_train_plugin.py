@@ -1,4 +1,4 @@
-"""The Axolotl metrics/snapshot plugin (training.md §3.2), driven with plain objects: no torch."""
+"""The Axolotl metrics/snapshot plugin (docs/runs.md#metrics-plugin), driven with plain objects: no torch."""
 
 from __future__ import annotations
 

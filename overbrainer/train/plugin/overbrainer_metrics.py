@@ -1,4 +1,4 @@
-"""overbrainer's Axolotl plugin: metrics lines and snapshots (training.md §3.2).
+"""overbrainer's Axolotl plugin: metrics lines and snapshots (docs/runs.md#metrics-plugin).
 
 Uploaded with every run as `<root>/plugin/overbrainer_metrics.py` and loaded by Axolotl through
 `plugins: [overbrainer_metrics.OverbrainerMetricsPlugin]` (the job puts `<root>/plugin` on

@@ -1,0 +1,20 @@
+"""The pipeline's stages and what one execution of a stage counted: plain data, shared by the
+stages that produce it, history.jsonl that records it and the events that report it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from overbrainer.support.usage import Usage
+
+STAGES = ("subtopics", "questions", "answers", "split")
+
+
+@dataclass(frozen=True)
+class StageStats:
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    excluded: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
