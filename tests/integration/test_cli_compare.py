@@ -169,4 +169,45 @@ def test_plan_errors(project, fake_provider, cli):
     assert r.returncode == 1 and f"run {RUN} has no GGUF; run `overbrainer export {RUN}` first" in r.stderr
     r = _compare(cli, project, "--rejudge", "compare_19990101-000000")
     assert r.returncode == 2 and "no compare `compare_19990101-000000`" in r.stderr
+    r = _compare(cli, project, "--rejudge", staged.compare_id, "--limit", "3")
+    assert r.returncode == 2 and "--limit only applies to a new compare" in r.stderr
     assert json.loads((staged.compare_dir / "setup.json").read_text())["seed"] == 42
+
+
+def test_plan_picks_the_newest_gguf_and_writes_setup(project, fake_provider):
+    from overbrainer.compare import plan
+    from tests.fixtures.compare import eval_record, write_run
+
+    old = write_run(project, "demo_20261101-000000", created="2026-11-01T00:00:00Z")
+    new = write_run(project, "demo_20261102-000000", created="2026-11-02T00:00:00Z")
+    # An export in exports/<id>/ counts too, and a newer export.json whose file is gone does not.
+    (old / "exports" / "export_1").mkdir(parents=True)
+    (old / "exports" / "export_1" / "export.json").write_text(json.dumps(
+        {"file": "output/gguf/other.gguf", "created": "2026-11-03T00:00:00Z", "quantize": "Q8_0"}))
+    (old / "output" / "gguf" / "other.gguf").write_bytes(b"GGUF")
+    (new / "exports" / "export_2").mkdir(parents=True)
+    (new / "exports" / "export_2" / "export.json").write_text(json.dumps(
+        {"file": "output/gguf/gone.gguf", "created": "2026-11-04T00:00:00Z"}))
+    gguf = plan.pick_run(project.dir, None)
+    assert (gguf.run, gguf.file, gguf.quantize) == (old.name, "output/gguf/other.gguf", "Q8_0")
+    assert plan.pick_run(project.dir, new.name).file == f"output/gguf/{new.name}-Q4_K_M.gguf"
+
+    project.data.mkdir(parents=True, exist_ok=True)
+    unusable = {"id": "nope", "topic": "t", "subtopic": "s", "messages": [{"role": "user", "content": "Q"}],
+                "meta": {}}
+    lines = [eval_record(0), unusable, eval_record(1), eval_record(2)]
+    (project.data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    compare_id, compare_dir = plan.new_compare_dir(project.dir, new.name)
+    assert compare_dir == new / "compares" / compare_id and compare_id.startswith("compare_")
+    plan.write_setup(compare_dir, plan.make_setup(project.dir, project.config(), plan.pick_run(project.dir, new.name),
+                                                  compare_id, 2))
+    setup = plan.load_setup(compare_dir)
+    assert [q["id"] for q in setup["questions"]] == ["q00", "q01"]  # the first 2 usable, in file order
+    assert setup["questions"][0] == {
+        "id": "q00", "topic": "topic0", "parent": "PARENT says 0", "parent_input_tokens": 100,
+        "parent_output_tokens": 400, "messages": [{"role": "system", "content": "Be helpful."},
+                                                  {"role": "user", "content": "How do I do thing number 00?"}]}
+    assert (setup["run"], setup["compare"], setup["seed"], setup["quantize"], setup["llama_cpp"]) == (
+        new.name, compare_id, 42, "Q4_K_M", "b11320")
+    assert (setup["base_model"], setup["context"]) == ("HuggingFaceTB/SmolLM2-135M-Instruct", 2048)
+    assert setup["gguf"] == f"output/gguf/{new.name}-Q4_K_M.gguf" and setup["created"].endswith("Z")
