@@ -28,7 +28,7 @@ from typing import Any, Callable
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
 from overbrainer.compare.strip import strip_reasoning
-from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.errors import Interrupted
 
 log = logging.getLogger(__name__)
 

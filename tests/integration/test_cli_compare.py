@@ -48,6 +48,7 @@ def test_judges_counts_and_reports(project, fake_provider, cli):
     assert "| Wins / ties / losses | 6 / 2 / 2 |" in md
     assert "## Losses (first 2 of 2)" in md and "> (no answer: HTTP 500 from llama-server)" in md
     assert "The judge is the parent" in md and "The child ran on a CPU (build ubuntu-x64)" in md
+    assert "127.0.0.1" not in md and "127.0.0.1" not in json.dumps(doc)  # the judge is named, never its URL
     prompt = fake_provider.chat_requests()[0].body["messages"]
     assert [m["role"] for m in prompt] == ["user"]  # one user prompt, no system prompt
     assert "let me see" not in prompt[0]["content"]
@@ -122,8 +123,10 @@ def test_min_win_or_tie_gates_on_the_lower_bound(project, fake_provider, cli):
     assert r.returncode == 1, r.stderr
     assert "lower bound is under --min-win-or-tie 0.6" in r.stderr and "49.0%" in r.stderr
     assert r.stdout.strip().endswith("compare.md")  # the report is written and named first
-    r = _compare(cli, project, "--rejudge", staged.compare_id, "--min-win-or-tie", "0.45")
+    r = _compare(cli, project, "--json", "--rejudge", staged.compare_id, "--min-win-or-tie", "0.45")
     assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["compare"] == staged.compare_id and out["summary"]["win_or_tie"] == 0.8
     r = _compare(cli, project, "--rejudge", staged.compare_id, "--min-win-or-tie", "60")
     assert r.returncode == 2 and "--min-win-or-tie" in r.stderr
 
