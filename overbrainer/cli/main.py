@@ -26,10 +26,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "dataset": ("overbrainer.cli.dataset_cmd", "dataset", "Inspect and prune the dataset."),
     "train": ("overbrainer.cli.train_cmd", "train", "Fine-tune the child model with Axolotl."),
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
+    "compare": ("overbrainer.cli.compare_cmd", "compare", "Judge the child against its parent on the eval set."),
 }
 
 # Commands of the original tool that this version does not have yet: not listed; they exit 2.
-NOT_YET = ("export", "compare", "push")
+NOT_YET = ("export", "push")
 
 # Global options that may stand anywhere on the line (as in the original).
 _GLOBAL_WITH_VALUE = ("-C", "--project-dir")

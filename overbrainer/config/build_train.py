@@ -217,19 +217,26 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
     return r
 
 
-# Sections of the original tool whose features this version does not have yet: still read and
-# checked (its projects open unchanged), but every key set in them is only warned about.
-NOT_YET = ("export", "hub", "compare", "metrics")
+# Keys of the original tool whose features this version does not have yet (None: the whole
+# section): still read and checked (its projects open unchanged), but only warned about when set.
+# `compare` judges and reports (its prices are used); serving the child on the target is not built.
+NOT_YET: dict[str, tuple[str, ...] | None] = {
+    "export": None,
+    "hub": None,
+    "compare": ("max_tokens", "temperature", "server_start_secs", "image"),
+    "metrics": None,
+}
 
 
 def not_yet_warnings(data: dict[str, Any]) -> list[str]:
     """`[export] after_training is not supported by this version yet: ignored`, one per key set
-    (in overbrainer.toml or the environment) in a NOT_YET section."""
+    (in overbrainer.toml or the environment) of a feature in NOT_YET."""
     out = []
-    for section in NOT_YET:
+    for section, missing in NOT_YET.items():
         keys = data.get(section)
         if isinstance(keys, dict):
-            out += [f"[{section}] {key} {NOT_SUPPORTED}: ignored" for key in keys]
+            out += [f"[{section}] {key} {NOT_SUPPORTED}: ignored" for key in keys
+                    if missing is None or key in missing]
     return out
 
 

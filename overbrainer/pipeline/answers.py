@@ -13,7 +13,7 @@ from overbrainer.errors import Interrupted
 from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, read
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.pipeline.workqueue import WorkQueue
+from overbrainer.support.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 

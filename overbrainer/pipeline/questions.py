@@ -20,7 +20,7 @@ from overbrainer.pipeline.common import (
 )
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.pipeline.workqueue import WorkQueue
+from overbrainer.support.workqueue import WorkQueue
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, rejected_of
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.pipeline.workqueue import WorkQueue
+from overbrainer.support.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 

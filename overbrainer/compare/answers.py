@@ -1,0 +1,55 @@
+"""`child_answers.jsonl`: the child's answers, one JSON line per question, written by the job that
+serves the child on the run's target (llama-server, questions asked serially, streamed) and read
+here by the judge and the statistics.
+
+A line is either an answer
+
+    {"id": "...", "answer": "<content deltas only>", "finish": "stop|length|…",
+     "input_tokens": 12, "output_tokens": 80, "seconds": 1.9,
+     "first_token_seconds": 0.21, "tokens_per_second": 47.3}
+
+(`first_token_seconds`: until the first delta with content or reasoning; `tokens_per_second` =
+output tokens / (seconds − first_token_seconds); numbers may be null when unknown), or a failed
+request `{"id": "...", "error": "<one line>"}`. A later line for the same ID wins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+
+ANSWERS = "child_answers.jsonl"
+NUMBERS = ("input_tokens", "output_tokens", "seconds", "first_token_seconds", "tokens_per_second")
+
+
+def _check(path: Path, lineno: int, doc) -> dict:
+    def bad(why: str) -> OverbrainerError:
+        return OverbrainerError(f"{path}:{lineno}: invalid answer: {why}")
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str) or not doc["id"]:
+        raise bad("`id` must be a non-empty string")
+    if doc.get("error") is not None:
+        if not isinstance(doc["error"], str):
+            raise bad("`error` must be a string")
+        return {"id": doc["id"], "error": doc["error"]}
+    if not isinstance(doc.get("answer"), str):
+        raise bad("`answer` must be a string (or the line needs an `error`)")
+    for key in NUMBERS:
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise bad(f"`{key}` must be a number or null")
+    finish = doc.get("finish")
+    if finish is not None and not isinstance(finish, str):
+        raise bad("`finish` must be a string or null")
+    return {"id": doc["id"], "answer": doc["answer"], "finish": finish, **{k: doc.get(k) for k in NUMBERS}}
+
+
+def read_answers(compare_dir: Path) -> dict[str, dict] | None:
+    """The answers by question ID, or None when the file does not exist."""
+    from overbrainer.dataset.jsonl import json_lines
+
+    path = Path(compare_dir) / ANSWERS
+    if not path.is_file():
+        return None
+    return {a["id"]: a for a in (_check(path, n, doc) for n, doc in json_lines(path))}

@@ -1,0 +1,224 @@
+"""The plan of a compare: which run (and GGUF), which eval questions, and `setup.json`.
+
+- Run: `--run`, else the newest run holding a GGUF: an `export.json` (in `runs/<id>/` or
+  `runs/<id>/exports/*/`) that names a file which still exists; the newest by `created` wins.
+- Questions: the first `--limit N` usable records of the project's `data/eval.jsonl`, in file
+  order. Usable: a user message and an assistant answer. `messages` is everything before the first
+  assistant message; `parent` the last assistant content, reasoning stripped; the parent's billed
+  tokens come from `meta`.
+- `runs/<run>/compares/compare_YYYYMMDD-HHMMSS/setup.json` is written before the child is asked
+  anything; `--rejudge` reads only that file, never `eval.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from overbrainer.compare.strip import strip_reasoning
+from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.runs import ids
+from overbrainer.support.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+SETUP = "setup.json"
+COMPARES = "compares"
+DEFAULT_SEED = 42
+
+
+@dataclass
+class Gguf:
+    """The GGUF a run's export delivered, from its `export.json`."""
+    run: str
+    file: str  # relative to the run directory
+    sha256: str | None
+    quantize: str | None
+    llama_cpp: str | None
+    created: str
+
+
+def runs_dir(project_dir: Path) -> Path:
+    return Path(project_dir) / "runs"
+
+
+def _export_files(run_dir: Path) -> list[Path]:
+    found = [run_dir / "export.json"]
+    exports = run_dir / "exports"
+    if exports.is_dir():
+        found += sorted(exports.glob("*/export.json"))
+    return [p for p in found if p.is_file()]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OverbrainerError(f"{path} is missing") from None
+    except OSError as e:
+        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise OverbrainerError(f"{path} is not valid JSON{where}") from None
+
+
+def run_gguf(run_dir: Path) -> Gguf | None:
+    """The newest GGUF of one run whose file still exists, or None."""
+    best: Gguf | None = None
+    for path in _export_files(run_dir):
+        try:
+            doc = _read_json(path)
+        except OverbrainerError as e:
+            log.warning("compare: ignoring %s", e)
+            continue
+        file = doc.get("file") if isinstance(doc, dict) else None
+        if not isinstance(file, str) or not file or Path(file).is_absolute() or ".." in Path(file).parts:
+            continue
+        if not (run_dir / file).is_file():
+            continue
+        found = Gguf(run_dir.name, file, doc.get("sha256"), doc.get("quantize"), doc.get("llama_cpp"),
+                     str(doc.get("created") or ""))
+        if best is None or found.created > best.created:
+            best = found
+    return best
+
+
+def pick_run(project_dir: Path, run_id: str | None) -> Gguf:
+    """The run to compare and its GGUF (errors as the command words them)."""
+    root = runs_dir(project_dir)
+    if run_id is not None:
+        run_dir = ids.run_dir(root, run_id)
+        if not (run_dir / "run.json").is_file():
+            raise OverbrainerError(f"no run `{run_id}` in runs/")
+        gguf = run_gguf(run_dir)
+        if gguf is None:
+            raise OverbrainerError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")
+        return gguf
+    found = [g for d in (sorted(root.iterdir()) if root.is_dir() else [])
+             if d.is_dir() and not d.name.startswith(".") and ids.is_valid(d.name)
+             for g in [run_gguf(d)] if g is not None]
+    if not found:
+        raise OverbrainerError("no run has a GGUF: export one with `overbrainer export <run-id>`, then compare")
+    return max(found, key=lambda g: g.created)
+
+
+def _content(message: dict) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def question_of(record: Any) -> dict | None:
+    """A setup question from one eval record, or None when the record is not usable."""
+    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+        return None
+    messages = [m for m in record["messages"] if isinstance(m, dict)]
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), None)
+    if first is None:
+        return None
+    prompt = [{"role": m.get("role"), "content": _content(m)} for m in messages[:first]
+              if m.get("role") in ("system", "user")]
+    if not any(m["role"] == "user" and m["content"].strip() for m in prompt):
+        return None
+    answers = [m for m in messages if m.get("role") == "assistant"]
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    return {"id": str(record.get("id") or ""), "topic": str(record.get("topic") or ""),
+            "messages": prompt, "parent": strip_reasoning(_content(answers[-1])),
+            "parent_input_tokens": meta.get("input_tokens"),
+            "parent_output_tokens": meta.get("output_tokens")}
+
+
+def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
+    from overbrainer.dataset.jsonl import json_lines
+
+    path = Path(project_dir) / "data" / "eval.jsonl"
+    out: list[dict] = []
+    for _, record in json_lines(path, lenient=True):
+        q = question_of(record)
+        if q is None or not q["id"]:
+            continue
+        out.append(q)
+        if limit is not None and len(out) >= limit:
+            break
+    if not out:
+        raise OverbrainerError("data/eval.jsonl has no usable question (a user message and an assistant "
+                               "answer): run `overbrainer split` first")
+    return out
+
+
+def training_shape(run_dir: Path) -> tuple[str | None, int]:
+    """(base_model, sequence_len) from the run's axolotl.yaml (0: the model's own context)."""
+    import yaml
+
+    path = run_dir / "axolotl.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, 0
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        raise OverbrainerError(f"cannot read {path}: not a YAML mapping") from None
+    doc = doc if isinstance(doc, dict) else {}
+    length = doc.get("sequence_len")
+    base = doc.get("base_model")
+    return (base if isinstance(base, str) else None), (length if isinstance(length, int) and length > 0 else 0)
+
+
+def make_setup(project_dir: Path, config, gguf: Gguf, compare_id: str, limit: int | None) -> dict:
+    """The content of `setup.json` for a new compare of `gguf`'s run."""
+    run_dir = runs_dir(project_dir) / gguf.run
+    base_model, context = training_shape(run_dir)
+    seed = getattr(config.pipeline, "seed", None)
+    return {
+        "run": gguf.run, "compare": compare_id, "gguf": gguf.file, "gguf_sha256": gguf.sha256,
+        "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp, "base_model": base_model,
+        "context": context, "seed": DEFAULT_SEED if seed is None else int(seed), "created": ids.rfc3339(),
+        "questions": eval_questions(project_dir, limit),
+    }
+
+
+def new_compare_dir(project_dir: Path, run_id: str) -> tuple[str, Path]:
+    """Claim `runs/<run>/compares/compare_<UTC stamp>` (suffixes on collision)."""
+    return ids.claim_new(runs_dir(project_dir) / ids.validate(run_id) / COMPARES, f"compare_{ids.timestamp()}")
+
+
+def write_setup(compare_dir: Path, setup: dict) -> Path:
+    path = Path(compare_dir) / SETUP
+    atomic_write_text(path, json.dumps(setup, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+def find_compare(project_dir: Path, compare_id: str, run_id: str | None) -> Path:
+    """The directory of compare `compare_id`, in `--run`'s run or in any run."""
+    ids.validate(compare_id)
+    root = runs_dir(project_dir)
+    runs = [ids.run_dir(root, run_id)] if run_id else sorted(p for p in root.glob("*") if p.is_dir())
+    for run_dir in runs:
+        candidate = run_dir / COMPARES / compare_id
+        if (candidate / SETUP).is_file():
+            return candidate
+    where = f"run {run_id}" if run_id else "any run"
+    raise ConfigError(f"no compare `{compare_id}` in {where} (runs/<run>/compares/{compare_id}/setup.json)")
+
+
+def load_setup(compare_dir: Path) -> dict:
+    path = Path(compare_dir) / SETUP
+    doc = _read_json(path)
+    if not isinstance(doc, dict):
+        raise OverbrainerError(f"{path} is not a JSON object")
+    for key, kind in (("run", str), ("compare", str), ("seed", int), ("questions", list)):
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            raise OverbrainerError(f"{path}: field `{key}` is missing or not a {kind.__name__}")
+    for i, q in enumerate(doc["questions"]):
+        if not isinstance(q, dict) or not isinstance(q.get("id"), str) or not isinstance(q.get("messages"), list):
+            raise OverbrainerError(f"{path}: questions[{i}] needs an `id` and `messages`")
+    return doc
+
+
+def question_text(question: dict) -> str:
+    """The last user message of a setup question (what the judge is shown)."""
+    for m in reversed(question.get("messages") or []):
+        if isinstance(m, dict) and m.get("role") == "user":
+            return str(m.get("content") or "")
+    return ""
