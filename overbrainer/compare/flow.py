@@ -99,7 +99,8 @@ def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
     """Ask for every missing verdict, `concurrency` in flight, appending each line as it comes.
     Returns every verdict line of the file. Ctrl-C and a failing request keep what was written."""
     from overbrainer.dataset.jsonl import Appender
-    from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted, StageStats
+    from overbrainer.dataset.stages import StageStats
+    from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
     from overbrainer.support.usage import Usage
     from overbrainer.support.workqueue import WorkQueue
 
