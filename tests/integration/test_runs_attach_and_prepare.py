@@ -19,7 +19,7 @@ from tests.integration.test_runs_support import make_project
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
 
 
 def test_attach_brings_back_the_output_of_a_succeeded_run_when_it_is_missing_here(tmp_path):

@@ -188,7 +188,7 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
 
 @pytest.fixture
 def stop_limits(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
     monkeypatch.setattr(timing, "STOP_GRACE_SECS", 0.5)
 
 

@@ -33,7 +33,7 @@ echo adapter > output/adapter_model.safetensors
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
 
 
 class Corrupting(LocalExecutor):
