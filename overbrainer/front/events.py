@@ -126,3 +126,19 @@ class Transfer(Event):
 class Lagged(Event):
     """Emitted to a subscriber that fell behind: how many oldest events it lost."""
     dropped: int
+
+
+# --- Runpod pods -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PodStatus(Event):
+    """A step in the life of a run's pod. phase: creating | created | adopted | unavailable |
+    reaching | ready | not_ready | deleting | deleted | not_deleted | stray. rate: USD/h billed
+    (None unknown); spend: USD estimated once deleted; message: the reason, in words."""
+    run_id: str
+    phase: str
+    pod_id: str | None = None
+    gpu: str | None = None
+    rate: float | None = None
+    spend: float | None = None
+    message: str | None = None

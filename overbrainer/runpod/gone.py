@@ -1,0 +1,96 @@
+"""Whether a pod is gone, decided by looks only: nothing here ever deletes anything.
+
+A pod is gone only after 3 Runpod-shaped 404s in a row, `gone_interval` apart, and its absence
+from one pod list. Any sighting (a GET or the list) means it exists; any other failure (a 5xx
+after retries, an HTML 404 of a wrong base URL, a transport error) leaves it undetermined and is
+raised. One 404 proves nothing: Runpod answers 404 storms for pods that still run and bill.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from overbrainer.runpod.errors import NotFound, RunpodError
+from overbrainer.runpod.objects import Pod
+from overbrainer.runpod.record import PodRecord
+from overbrainer.runpod.timing import Timing
+
+GONE_LOOKS = 3
+
+
+def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], None] = time.sleep) -> Pod | None:
+    """The pod as Runpod shows it, or None when it is gone (the rule above). Raises the API's
+    error when a look fails: the pod is then undetermined."""
+    for n in range(GONE_LOOKS):
+        if n:
+            wait(timing.gone_interval)
+        try:
+            return client.get_pod(pod_id)
+        except NotFound:
+            continue
+    return next((p for p in client.list_pods() if p.id == pod_id), None)
+
+
+@dataclass(frozen=True)
+class Found:
+    pod: Pod
+
+
+@dataclass(frozen=True)
+class Gone:
+    pass
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A look failed: the pod is undetermined (never gone)."""
+    message: str
+
+
+Look = Found | Gone | Failed
+
+
+def look_up_all(client, pod_ids: list[str], timing: Timing, *,
+                wait: Callable[[float], None] = time.sleep) -> list[Look]:
+    """`look_up` for several pods with one wait per round for all: every pod is looked at once,
+    those answering 404 again (GONE_LOOKS looks in all, `gone_interval` apart), then one list
+    decides for those that 404ed every time. No wait at all when every pod answers. The result
+    is in the order of `pod_ids`."""
+    looks: dict[int, Look] = {}
+    pending = list(range(len(pod_ids)))
+    for n in range(GONE_LOOKS):
+        if not pending:
+            break
+        if n:
+            wait(timing.gone_interval)
+        missing = []
+        for i in pending:
+            try:
+                looks[i] = Found(client.get_pod(pod_ids[i]))
+            except NotFound:
+                missing.append(i)
+            except RunpodError as e:
+                looks[i] = Failed(str(e))
+        pending = missing
+    if pending:
+        try:
+            listed = {p.id: p for p in client.list_pods()}
+        except RunpodError as e:
+            listed = None
+            for i in pending:
+                looks[i] = Failed(str(e))
+        if listed is not None:
+            for i in pending:
+                pod = listed.get(pod_ids[i])
+                looks[i] = Found(pod) if pod is not None else Gone()
+    return [looks.get(i, Failed("the pod was not looked at")) for i in range(len(pod_ids))]
+
+
+def mark_gone(record: PodRecord, by: str = "unknown", path: Path | None = None) -> None:
+    """Record the run's pod as deleted by `by` (`watchdog` when one of its limits had passed,
+    else `unknown`) and save: call it only after `look_up` answered None."""
+    record.mark_deleted(by)
+    record.save(path)

@@ -1,0 +1,135 @@
+"""Deleting pods, believed only when Runpod stops showing them.
+
+`remove` deletes the run's recorded pod: `deleting` is saved first (the DELETE goes out even if
+that save fails), the DELETE is always sent (a lone 404 proves nothing), then the pod is looked at
+until Runpod answers its 404, at most `delete_timeout`; only then is it recorded `deleted`. Else
+`NotDeleted`: the record stays `deleting` and nothing may create another pod meanwhile.
+`sweep` deletes the other pods carrying the run marker; `forget_run` drops the run's private
+keys and its host-key account secret once no pod of the run may need them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.front.events import PodStatus
+from overbrainer.runpod.errors import NotFound, RunpodError
+from overbrainer.runpod.keys import RunKeys, SSH_DIR, forget_keys
+from overbrainer.runpod.pod_scripts import host_key_secret_name
+from overbrainer.runpod.record import PodRecord, PodState
+from overbrainer.runpod.timing import Timing
+
+log = logging.getLogger(__name__)
+
+# Why a pod is deleted (events and logs).
+RETRIEVED, NOT_READY, REFUSED, BOOTSTRAP_FAILED, INTERRUPTED = (
+    "retrieved", "not ready", "refused", "bootstrap failed", "interrupted")
+DEADLINE, COST_CAP, COST_CAP_UNSET, REQUESTED, DUPLICATE = (
+    "deadline", "cost cap", "cost cap unset", "requested", "duplicate")
+
+Publish = Callable[[PodStatus], None]
+
+
+class NotDeleted(OverbrainerError):
+    """A delete Runpod did not confirm: the pod may still bill."""
+
+    def __init__(self, pod_id: str, why: str | None = None):
+        text = f"pod {pod_id} could not be confirmed deleted: check `overbrainer pod ls`"
+        super().__init__(text + (f" ({why})" if why else ""))
+        self.pod_id = pod_id
+
+
+def _publish(publish: Publish | None, event: PodStatus) -> None:
+    if publish is not None:
+        publish(event)
+
+
+def delete_confirmed(client, pod_id: str, timing: Timing, *,
+                     sleep: Callable[[float], None] = time.sleep) -> tuple[bool, bool]:
+    """Send DELETE, then look until Runpod's 404 (≤ delete_timeout). Returns (confirmed, unknown
+    twice): the second is True when the DELETE and the first look both answered 404 (the pod was
+    gone before we asked). A failed DELETE is still followed by the looks."""
+    try:
+        known = client.delete_pod(pod_id)
+    except RunpodError as e:
+        log.warning("DELETE of pod %s failed: %s", pod_id, e)
+        known = True
+    end = time.monotonic() + timing.delete_timeout
+    first = True
+    while True:
+        try:
+            client.get_pod(pod_id)
+        except NotFound:
+            return True, first and not known
+        except RunpodError as e:
+            log.debug("looking at pod %s after its DELETE: %s", pod_id, e)
+        first = False
+        if time.monotonic() >= end:
+            return False, False
+        sleep(timing.delete_poll)
+
+
+def remove(client, record: PodRecord, path: Path | None, reason: str, by: str, timing: Timing, *,
+           publish: Publish | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Delete the record's pod and confirm it (see the module docstring); `by` is who deleted it
+    (`client`, `pod_rm`). Raises NotDeleted when Runpod keeps showing it."""
+    pod_id = record.pod_id
+    if pod_id is None or record.state == PodState.DELETED:
+        return
+    record.transition(PodState.DELETING)
+    try:
+        record.save(path)
+    except OverbrainerError as e:  # the DELETE matters more than the record of it
+        log.warning("%s", e)
+    _publish(publish, PodStatus(record.run_id, "deleting", pod_id, record.gpu_type, record.cost_per_hour,
+                                message=reason))
+    confirmed, unknown = delete_confirmed(client, pod_id, timing, sleep=sleep)
+    if not confirmed:
+        _publish(publish, PodStatus(record.run_id, "not_deleted", pod_id, message=reason))
+        raise NotDeleted(pod_id)
+    record.mark_deleted("watchdog" if unknown and by == "client" else by)
+    record.save(path)
+    _publish(publish, PodStatus(record.run_id, "deleted", pod_id, record.gpu_type, record.cost_per_hour,
+                                record.estimated_spend, message=reason))
+
+
+def sweep(client, run_id: str, keep_pod_id: str | None, timing: Timing, *, publish: Publish | None = None,
+          sleep: Callable[[float], None] = time.sleep) -> list[str]:
+    """Delete every pod carrying this run's marker except `keep_pod_id` (late duplicates of
+    unclear creates); returns those whose delete was not confirmed (strays, for `pod.json`).
+    Raises the API's error when the pod list cannot be read."""
+    others = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep_pod_id]
+    strays = []
+    for pod in others:
+        _publish(publish, PodStatus(run_id, "deleting", pod.id, pod.gpu_id, pod.cost_per_hour or None,
+                                    message=DUPLICATE))
+        confirmed, _ = delete_confirmed(client, pod.id, timing, sleep=sleep)
+        if confirmed:
+            _publish(publish, PodStatus(run_id, "deleted", pod.id, pod.gpu_id, message=DUPLICATE))
+        else:
+            strays.append(pod.id)
+            _publish(publish, PodStatus(run_id, "stray", pod.id, pod.gpu_id, message="not confirmed deleted"))
+    return strays
+
+
+def forget_run(client, keys: RunKeys | Path, run_id: str) -> None:
+    """Once no pod of the run may be left: remove its private keys and delete its host-key
+    account secret, best effort (a failure is a warning; `overbrainer pod rm <run>` retries)."""
+    ssh_dir = keys.ssh_dir if isinstance(keys, RunKeys) else Path(keys)
+    if ssh_dir.name != SSH_DIR:
+        ssh_dir = ssh_dir / SSH_DIR
+    try:
+        forget_keys(ssh_dir)
+    except OverbrainerError as e:
+        log.warning("%s", e)
+    name = host_key_secret_name(run_id)
+    try:
+        for secret in client.secrets(name):
+            client.delete_secret(secret.id)
+    except RunpodError as e:
+        log.warning("cannot delete the Runpod account secret %s of run %s (%s): `overbrainer pod rm %s` "
+                    "retries", name, run_id, e, run_id)
