@@ -269,10 +269,11 @@ class LineRenderer:
             self.log.info("%s: %s %s", r.prefix, verb, amount)
 
     def on_PodStatus(self, ev: PodStatus) -> None:
-        """`train <run>: pod abc123 ready (NVIDIA A40, $0.44/h)`; a pod not deleted is a warning."""
+        """`train: pod abc123 ready (NVIDIA A40, $0.44/h)`; a pod not deleted is a warning."""
         parts = [f"pod {ev.pod_id}" if ev.pod_id else "pod", ev.phase.replace("_", " ")]
         facts = [f for f in (ev.gpu, f"${ev.rate:.2f}/h" if _num(ev.rate) and ev.rate else None,
                              f"about ${ev.spend:.2f}" if _num(ev.spend) else None) if f]
-        text = " ".join(parts) + (f" ({', '.join(facts)})" if facts else "") + (f": {ev.message}" if ev.message else "")
+        text = " ".join(parts) + (f" ({', '.join(facts)})" if facts else "")
+        text += f": {ev.message}" if ev.message else ""
         level = logging.WARNING if ev.phase in ("not_deleted", "stray", "not_ready") else logging.INFO
         self.log.log(level, "%s: %s", self.run(ev.run_id).prefix, text)

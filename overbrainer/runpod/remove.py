@@ -116,9 +116,10 @@ def sweep(client, run_id: str, keep_pod_id: str | None, timing: Timing, *, publi
     return strays
 
 
-def forget_run(client, keys: RunKeys | Path, run_id: str) -> None:
+def forget_run(client, keys: RunKeys | Path, run_id: str, *, secret: bool = True) -> None:
     """Once no pod of the run may be left: remove its private keys and delete its host-key
-    account secret, best effort (a failure is a warning; `overbrainer pod rm <run>` retries)."""
+    account secret (unless `secret` is False: none was stored), best effort (a failure is a
+    warning; `overbrainer pod rm <run>` retries)."""
     ssh_dir = keys.ssh_dir if isinstance(keys, RunKeys) else Path(keys)
     if ssh_dir.name != SSH_DIR:
         ssh_dir = ssh_dir / SSH_DIR
@@ -126,6 +127,8 @@ def forget_run(client, keys: RunKeys | Path, run_id: str) -> None:
         forget_keys(ssh_dir)
     except OverbrainerError as e:
         log.warning("%s", e)
+    if not secret:
+        return
     name = host_key_secret_name(run_id)
     try:
         for secret in client.secrets(name):

@@ -262,3 +262,19 @@ def test_no_bars_on_a_terminal_without_a_width():
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_pod_status_lines_and_json(lines, caplog):
+    from overbrainer.front.events import PodStatus
+
+    r = LineRenderer()
+    r.handle(PodStatus("r1", "ready", "abc123", "NVIDIA A40", 0.44))
+    r.handle(PodStatus("r1", "deleted", "abc123", spend=0.0123, message="retrieved"))
+    r.handle(PodStatus("r1", "not_deleted", "abc123", message="check `overbrainer pod ls`"))
+    assert lines()[-3:] == ["train: pod abc123 ready (NVIDIA A40, $0.44/h)",
+                            "train: pod abc123 deleted (about $0.01): retrieved",
+                            "train: pod abc123 not deleted: check `overbrainer pod ls`"]
+    assert caplog.records[-1].levelname == "WARNING"
+    assert json.loads(event_line(PodStatus("r1", "creating", gpu="A", rate=0.5))) == {
+        "event": "pod_status", "run_id": "r1", "phase": "creating", "pod_id": None, "gpu": "A", "rate": 0.5,
+        "spend": None, "message": None}

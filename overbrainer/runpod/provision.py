@@ -1,0 +1,342 @@
+"""Provisioning a run's pod (`start_pod`): keys, `pod.json`, the host-key secret, the GPU walk,
+reach and verdict. No pod bills unknown to the client: every create attempt is saved `sent`
+before its POST, an unclear answer is reconciled by the run marker and the attempt's name (never
+resent blindly), a pod that does not become ready is deleted and its delete confirmed before the
+next create, and once the walk fails with no pod left the run's keys and secret are dropped.
+
+Order: keys (`runs/<id>/ssh/`) → `pod.json` → provisioning flag → the `"auto"` pick from one
+catalog read → the network volume's size → the host key as an account secret → the walk: per
+GPU type at most 2 unclear creates; capacity (400) or 403 → next type; 402 → NoCredits; 422 or
+another 400 → Rejected (the walk stops).
+
+The caller runs this shielded from Ctrl-C and hands in the provisioning `flag` (anything with
+`is_set()`): it is looked at before the walk (no request at all then), before each create, at
+every reach and verdict poll and in reconcile waits (which still list once); the pod that exists
+is then deleted and `Interrupted` raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from overbrainer.exec.ssh import SshExecutor
+from overbrainer.front.events import PodStatus
+from overbrainer.runpod import catalog, errors as api
+from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, Interrupted, NoCapacity, NotReady,
+                                         Unanswered, VolumeSize, WatchdogRefused)
+from overbrainer.runpod.keys import SSH_DIR, RunKeys
+from overbrainer.runpod.objects import Pod
+from overbrainer.runpod.pod_scripts import PodSettings, host_key_secret_name, pod_cmd, pod_env
+from overbrainer.runpod.reach import Stopped, reach, verdict
+from overbrainer.runpod.record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFUSED, REJECTED, UNAVAILABLE, Attempt,
+                                       PodRecord)
+from overbrainer.runpod.remove import (BOOTSTRAP_FAILED, DUPLICATE, INTERRUPTED, NOT_READY as NOT_READY_REASON,
+                                       REFUSED as REFUSED_REASON, NotDeleted, delete_confirmed, forget_run,
+                                       remove, sweep)
+from overbrainer.runpod.timing import Timing, flag_set, pause
+from overbrainer.support.redact import register
+from overbrainer.support.timescale import scaled
+
+log = logging.getLogger(__name__)
+
+AMBIGUOUS_PER_TYPE = 2
+VOLUME_PATH = "/workspace/data"
+
+
+@dataclass
+class Provisioned:
+    record: PodRecord
+    pod: Pod
+    executor: SshExecutor  # connected, pinned to the run's host key
+    keys: RunKeys
+
+
+@dataclass
+class _Walk:
+    client: Any
+    target: Any
+    run_id: str
+    keys: RunKeys
+    record: PodRecord
+    workdir: str
+    api_url: str
+    flag: Any
+    timing: Timing
+    publish: Callable[[PodStatus], None] | None
+    extra_env: dict = field(default_factory=dict)
+    volume_gb: int | None = None
+    secret_made: bool = False
+    refusals: list[str] = field(default_factory=list)     # capacity / 403 messages
+    not_ready: list[str] = field(default_factory=list)    # reasons of pods that never became ready
+
+    def event(self, phase: str, pod_id: str | None = None, gpu: str | None = None, rate: float | None = None,
+              message: str | None = None) -> None:
+        if self.publish is not None:
+            self.publish(PodStatus(self.run_id, phase, pod_id, gpu, rate or None, message=message))
+
+    @property
+    def run_dir_on_pod(self) -> str:
+        return f"{self.workdir.rstrip('/')}/{self.run_id}"
+
+
+def start_pod(client, target, *, run_id: str, run_dir: Path, keep: bool, workdir: str, api_url: str, flag,
+              timing: Timing | None = None, publish: Callable[[PodStatus], None] | None = None,
+              extra_env: dict | None = None) -> Provisioned:
+    """Create the run's pod and wait until it is ready (see the module docstring). `target` is a
+    RunpodTarget, `run_dir` the local `runs/<id>`, `workdir` the pod's workdir (the run directory
+    on the pod is `<workdir>/<run-id>`), `api_url` the API base URL the pod's watchdog calls.
+    `extra_env` is added to the pod's env (images that need more; tests). On failure the record
+    shows what may be left; keys and secret are dropped only when no pod of the run may be left."""
+    run_dir = Path(run_dir)
+    keys = RunKeys.generate(run_dir / SSH_DIR, run_id)
+    record = PodRecord.for_target(run_id, target, keep=keep, host_key=keys.host_public,
+                                  path=PodRecord.path_in(run_dir))
+    record.save()
+    w = _Walk(client, target, run_id, keys, record, workdir, api_url, flag, timing or Timing.default(),
+              publish, dict(extra_env or {}))
+    try:
+        return _provision(w)
+    except Exception as e:
+        _fail(w, e)
+        if isinstance(e, Stopped):
+            raise Interrupted(not w.record.no_pod_left) from None
+        raise
+
+
+def _fail(w: _Walk, error: Exception) -> None:
+    """After a failed walk: delete what is live (best effort), sweep after unclear creates, and
+    forget the keys and secret when no pod may be left."""
+    record = w.record
+    if record.live and not isinstance(error, NotDeleted):
+        reason = INTERRUPTED if isinstance(error, Stopped) else NOT_READY_REASON
+        try:
+            remove(w.client, record, None, reason, "client", w.timing, publish=w.publish)
+        except Exception as e:  # noqa: BLE001 - the first error wins; this one is logged
+            log.warning("%s", e)
+    if any(a.result == AMBIGUOUS for a in record.attempts):
+        try:
+            _note_strays(w, sweep(w.client, w.run_id, None, w.timing, publish=w.publish))
+        except api.RunpodError as e:
+            log.warning("cannot look for late pods of run %s (%s): check `overbrainer pod ls`", w.run_id, e)
+        names = ", ".join(a.name for a in record.attempts if a.result == AMBIGUOUS)
+        log.warning("Runpod did not answer clearly to %s: check `overbrainer pod ls`", names)
+    if record.no_pod_left:
+        forget_run(w.client, w.keys, w.run_id, secret=w.secret_made)
+
+
+def _note_strays(w: _Walk, strays: list[str]) -> None:
+    if strays:
+        w.record.add_strays(strays)
+        w.record.save()
+
+
+def _provision(w: _Walk) -> Provisioned:
+    if flag_set(w.flag):
+        raise Stopped()
+    wanted = catalog.Wanted.of(w.target)
+    gpus = _catalog(w.client, w.target.gpu_count) if wanted.needs_catalog else None
+    candidates = catalog.pick(wanted, gpus)
+    _check_volume(w)
+    _store_host_key(w)
+    for candidate in candidates:
+        done = _try_type(w, candidate)
+        if done is not None:
+            return done
+    if w.record.attempts and all(a.result == AMBIGUOUS for a in w.record.attempts):
+        raise Unanswered()
+    raise NoCapacity(_no_capacity_text(w))
+
+
+def _catalog(client, gpu_count: int) -> list[catalog.GpuType]:
+    """The one catalog read, in the terms of the GPU pick."""
+    return [catalog.GpuType(id=g.id, memory_gb=g.memory_gb, price_secure=g.price_per_hour,
+                            max_count_secure=g.max_count or 0, availability=g.availability or "NONE",
+                            data_centers=tuple(catalog.DataCenterStock(dc, a) for dc, a in g.data_centers),
+                            secure=g.secure)
+            for g in client.gpu_types(gpu_count)]
+
+
+def _check_volume(w: _Walk) -> None:
+    volume_id = w.target.network_volume_id
+    if not volume_id:
+        return
+    try:
+        size = w.client.volume(volume_id).size_gb
+    except api.RunpodError as e:
+        raise VolumeSize(volume_id, str(e)) from None
+    if not size:
+        raise VolumeSize(volume_id, "Runpod gave no size")
+    w.volume_gb = size
+
+
+def _store_host_key(w: _Walk) -> None:
+    name = host_key_secret_name(w.run_id)
+    value = w.keys.host_secret_value()
+    register(value)
+    try:
+        try:
+            w.client.create_secret(name, value, f"host key of overbrainer run {w.run_id}")
+        except api.SecretExists:
+            found = w.client.secrets(name)
+            if not found:
+                raise HostKeySecret("Runpod says it exists, but does not list it") from None
+            w.client.patch_secret(found[0].id, value)
+    except api.RunpodError as e:
+        raise HostKeySecret(str(e)) from None
+    w.secret_made = True
+
+
+def _no_capacity_text(w: _Walk) -> str:
+    if w.not_ready:
+        n = len(w.not_ready)
+        text = (f"no gpu_types entry gave a ready pod: {n} pod{'s were' if n > 1 else ' was'} created but never "
+                f"became ready, the last one because {w.not_ready[-1]}")
+        if w.refusals:
+            text += f"; the other types could not be placed: {w.refusals[-1]}"
+    else:
+        text = "no gpu_types entry could be placed" + (f": {w.refusals[-1]}" if w.refusals else "")
+    if w.target.network_volume_id:
+        text += " (check network_volume_id and data_center_ids)"
+    return text
+
+
+def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt, started: float) -> dict:
+    t = w.target
+    settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public, started_unix=int(started),
+                           deadline_unix=attempt.deadline_unix,
+                           boot_grace_secs=int(t.boot_grace_minutes * 60),
+                           retrieve_grace_secs=int(t.retrieve_grace_minutes * 60), keep=w.record.keep,
+                           gpu_count=t.gpu_count, max_cost_usd=w.record.max_cost_usd, api_url=w.api_url,
+                           workdir=w.workdir, time_scale=scaled(1.0))
+    env = {**w.extra_env, **pod_env(settings)}
+    body: dict[str, Any] = {
+        "name": attempt.name, "image": t.image, "cloud": "SECURE",
+        "gpu": {"id": candidate.gpu_type, "count": t.gpu_count, "minCudaVersion": catalog.MIN_CUDA},
+        "disk": t.container_disk_gb, "ports": ["22/tcp"], "startSsh": False,
+    }
+    if candidate.data_center_ids:
+        body["dataCenterIds"] = list(candidate.data_center_ids)
+    if t.network_volume_id:
+        body["mounts"] = {"network": [{"volumeId": t.network_volume_id, "path": VOLUME_PATH}]}
+        env.update(OVERBRAINER_VOLUME_DIR=VOLUME_PATH, OVERBRAINER_VOLUME_GB=str(w.volume_gb))
+    body["env"] = env
+    body["cmd"] = pod_cmd()
+    return body
+
+
+def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
+    """Up to 2 unclear creates of one GPU type: the Provisioned pod, or None for the next type."""
+    record, gpu = w.record, candidate.gpu_type
+    unclear = 0
+    while True:
+        if flag_set(w.flag):
+            raise Stopped()
+        started = time.time()
+        attempt = record.begin_attempt(gpu, w.target.max_hours, now=started)
+        price = candidate.price_per_gpu * w.target.gpu_count if candidate.price_per_gpu else None
+        w.event("creating", gpu=gpu, rate=price, message=attempt.name)
+        pod, adopted = None, False
+        try:
+            pod = w.client.create_pod(_body(w, candidate, attempt, started))
+        except (api.NoCapacity, api.Forbidden) as e:
+            record.settle(attempt, UNAVAILABLE if isinstance(e, api.NoCapacity) else FORBIDDEN, detail=str(e))
+            record.save()
+            w.refusals.append(f"{gpu}: {e}")
+            w.event("unavailable", gpu=gpu, message=str(e))
+            return None
+        except api.Ambiguous as e:
+            record.settle(attempt, AMBIGUOUS, detail=str(e))
+            record.save()
+            unclear += 1
+            pod = _reconcile(w, attempt)
+            adopted = pod is not None
+            if pod is None:
+                if flag_set(w.flag):
+                    raise Stopped() from None
+                if unclear >= AMBIGUOUS_PER_TYPE:
+                    return None
+                continue
+        except api.RunpodError as e:  # 402, 422, another 400, 401, 429 after retries: stop
+            record.settle(attempt, REJECTED, detail=str(e))
+            record.save()
+            raise
+        return _created(w, attempt, pod, adopted)
+
+
+def _reconcile(w: _Walk, attempt: Attempt) -> Pod | None:
+    """After an unclear create: wait, list the run's marker pods, adopt the one named like
+    `attempt`, delete the others (duplicates; unconfirmed → strays). None found: wait longer and
+    look again. Ctrl-C cuts the waits short but the list is still read once."""
+    for wait in w.timing.reconcile_waits:
+        stopped = pause(wait, w.flag)
+        try:
+            mine = [p for p in w.client.list_pods() if p.run_marker == w.run_id]
+        except api.RunpodError as e:
+            log.warning("cannot list pods to find the pod of %s: %s", attempt.name, e)
+            mine = []
+        adopt = next((p for p in mine if p.name == attempt.name), None)
+        others = [p.id for p in mine if adopt is None or p.id != adopt.id]
+        if others:
+            log.warning("deleting %d other pod(s) of run %s: %s", len(others), w.run_id, ", ".join(others))
+            _note_strays(w, _delete_all(w, others))
+        if adopt is not None or stopped:
+            return adopt
+    return None
+
+
+def _delete_all(w: _Walk, pod_ids: list[str]) -> list[str]:
+    strays = []
+    for pod_id in pod_ids:
+        w.event("deleting", pod_id, message=DUPLICATE)
+        if delete_confirmed(w.client, pod_id, w.timing)[0]:
+            w.event("deleted", pod_id, message=DUPLICATE)
+        else:
+            strays.append(pod_id)
+            w.event("stray", pod_id, message="not confirmed deleted")
+    return strays
+
+
+def _created(w: _Walk, attempt: Attempt, pod: Pod, adopted: bool) -> Provisioned | None:
+    record = w.record
+    record.pod_created(attempt, pod.id, gpu_type=pod.gpu_id, gpu_count=pod.gpu_count,
+                       data_center_id=pod.data_center_id, rate=pod.cost_per_hour, adopted=adopted)
+    try:
+        record.save()
+    except Exception:
+        remove(w.client, record, None, NOT_READY_REASON, "client", w.timing, publish=w.publish)
+        raise
+    w.event("adopted" if adopted else "created", pod.id, record.gpu_type, record.cost_per_hour,
+            message=f"in {pod.data_center_id}" if pod.data_center_id else None)
+    try:
+        executor, endpoint, seen = reach(w.client, record, w.keys, w.workdir, w.timing, w.flag,
+                                         on_rate=lambda p: record.save())
+        try:
+            verdict(w.client, record, executor, w.run_dir_on_pod, w.timing, w.flag)
+        except BaseException:
+            executor.close()
+            raise
+    except NotReady as e:
+        record.settle(attempt, NOT_READY, detail=str(e))
+        w.event("not_ready", pod.id, record.gpu_type, message=str(e))
+        remove(w.client, record, None, NOT_READY_REASON, "client", w.timing, publish=w.publish)
+        record.forget_pod()
+        record.save()
+        w.not_ready.append(str(e))
+        return None
+    except WatchdogRefused as e:
+        record.settle(attempt, REFUSED, detail=str(e))
+        reason = BOOTSTRAP_FAILED if isinstance(e, BootstrapFailed) else REFUSED_REASON
+        remove(w.client, record, None, reason, "client", w.timing, publish=w.publish)
+        raise
+    record.mark_ready(endpoint)
+    record.save()
+    w.event("ready", pod.id, record.gpu_type, record.cost_per_hour)
+    try:
+        _note_strays(w, sweep(w.client, w.run_id, pod.id, w.timing, publish=w.publish))
+    except api.RunpodError as e:
+        log.warning("cannot look for other pods of run %s (%s): check `overbrainer pod ls`", w.run_id, e)
+    return Provisioned(record, seen, executor, w.keys)
