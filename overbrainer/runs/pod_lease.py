@@ -60,7 +60,7 @@ class PodContext:
         """No pod of the run is left: drop its private keys and host-key secret (best effort)."""
         from overbrainer.runpod.remove import forget_run
 
-        if self.pod is None or self.pod.no_pod_left():
+        if self.pod is None or self.pod.no_pod_left:
             forget_run(self.client, self.run_dir / SSH_DIR, self.run_id)
 
     def sweep_and_forget(self, sweep) -> None:
@@ -190,17 +190,17 @@ def _arm_cost_cap(ctx: PodContext, executor, record, keep: bool) -> None:
 
 def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrupt) -> None:
     """start_pod failed (it deleted what it created, or recorded what it could not): fail the run."""
+    from overbrainer.runpod.failures import run_message
+
     pod = PodRecord.load_if_any(ctx.pod_path)
     ctx.pod = pod
-    left = pod is not None and not pod.no_pod_left()
+    left = pod is not None and not pod.no_pod_left
     if isinstance(error, Interrupted) or interrupt.caught():
-        message = NOT_STARTED + ("; a pod of it may be left: check `overbrainer pod ls`" if left
-                                 else "; it has no pod left")
+        message = NOT_STARTED + (": a pod of it may be left: check `overbrainer pod ls`" if left
+                                 else ": it has no pod left")
     else:
-        message = str(error) or type(error).__name__
+        message = run_message(error) if isinstance(error, Exception) else type(error).__name__
     fail(ctx.runs_dir, record, message)
-    if not left:
-        ctx.forget()
 
 
 # --- release -----------------------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def _release(ctx: PodContext, executor, interrupt, error: BaseException | None =
             raise
         if run.state == PREPARING or interrupt.caught():
             why = NOT_STARTED if interrupt.caught() or error is None else (str(error) or type(error).__name__)
-            fail(ctx.runs_dir, run, why + ("; it has no pod left" if why == NOT_STARTED else ""))
+            fail(ctx.runs_dir, run, why + (": it has no pod left" if why == NOT_STARTED else ""))
         ctx.sweep_and_forget(sweep)
         return
     if not run.ended:
