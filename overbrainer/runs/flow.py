@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
-from overbrainer.runs.record import (CANCELLED, FAILED, STOPPED, SUCCEEDED, RunRecord, load)
+from overbrainer.runs.record import CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.runs.lease import is_pod, lease
 from overbrainer.runs.start import unconfirmed
 from overbrainer.runs.states import Outcome
@@ -154,10 +154,17 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         raise
     front.run_created(record.id)
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
-    with _events(front) as bus:
-        interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
-                         _transfers(bus, record.id, "upload"),
-                         note=f"starting the job of run {record.id}")
+    from overbrainer.runs.pod_lease import pod_of
+
+    pod = pod_of(executor)
+    try:
+        with _events(front) as bus:
+            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+                             _transfers(bus, record.id, "upload"),
+                             note=f"starting the job of run {record.id}")
+    finally:
+        if pod is not None and record.state == RUNNING:  # a job that runs, or may (unconfirmed)
+            pod.job_started()
     if interrupt.caught():
         raise Interrupted(_keeps_running(record))
     if detach:

@@ -56,6 +56,13 @@ class PodContext:
     def follow(self, executor, record, bus, interrupt, *, stop_since: float | None = None):
         return pod_run.follow_on_pod(self, executor, record, bus, interrupt, stop_since=stop_since)
 
+    def job_started(self) -> None:
+        """The job was spawned (or may have been): the pod is `running` from now on."""
+        self.pod = self.pod.reload()
+        if self.pod.state == PodState.READY:
+            self.pod.transition(PodState.RUNNING)
+            self.pod.save(self.pod_path)
+
     def forget(self) -> None:
         """No pod of the run is left: drop its private keys and host-key secret (best effort)."""
         from overbrainer.runpod.remove import forget_run

@@ -228,23 +228,14 @@ def reconnect(ctx, run):
     if remote.ssh is None:
         raise NoEndpoint(f"pod {pod.pod_id} of run {run.id} has no SSH endpoint (status {remote.status}); "
                          "try again once it runs")
-    endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.user or "root")
-    keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)
-    executor = connect(keys, endpoint, pod.host_key, _workdir(run.remote_dir), f"pod {pod.pod_id}")
+    from overbrainer.runpod.reach import executor_for
+
+    endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
+    keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
+    executor = executor_for(keys, endpoint, _workdir(run.remote_dir), pod_id=pod.pod_id)
     pod.ssh = endpoint
     pod.save(ctx.pod_path)
     return executor
-
-
-def connect(keys: RunKeys, endpoint: PodEndpoint, host_key: str | None, workdir: str, label: str):
-    """An SshExecutor to the pod through the run's own ssh config (rewritten for `endpoint`: a
-    restarted pod has a new port), pinned to its host key, ignoring the user's agent."""
-    from overbrainer.exec.ssh import SshExecutor
-    from overbrainer.exec.ssh_connect import SshEndpoint
-
-    config = keys.write_config(endpoint)
-    return SshExecutor(SshEndpoint(keys.alias, ssh_config=str(config), known_hosts=[str(keys.known_hosts)],
-                                   host_key=host_key or keys.host_public, agent=False, label=label), workdir)
 
 
 def _workdir(remote_dir: str) -> str:

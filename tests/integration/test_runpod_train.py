@@ -70,3 +70,118 @@ def test_a_run_on_a_pod_succeeds_and_its_pod_is_deleted(tmp_path, fake_axolotl, 
     assert not (p.runs / rid / "ssh" / "id_ed25519").exists()  # the client key is forgotten
     assert fake.secrets == {}  # and the host-key secret
     assert f"train: run {rid} succeeded" in r.stdout
+
+
+def _pod_id(p, rid: str) -> str:
+    return p.wait_for(lambda: (p.runs / rid / "pod.json").is_file() and p.pod_json(rid).get("pod_id"),
+                      what="the pod")
+
+
+def _started(p):
+    """A `train` in the background, once its job runs on the pod: (process, run ID, pod ID)."""
+    proc = p.popen("train")
+    rid = p.wait_for(lambda: p.run_ids() and p.run_ids()[0], what="the run")
+    p.wait_state(rid, "running")
+    return proc, rid, _pod_id(p, rid)
+
+
+def _ended(proc, timeout: float = 60):
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_a_pod_deleted_behind_our_back_fails_the_run(tmp_path, fake_axolotl, fake):
+    from overbrainer.runpod.api import RunpodClient
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("slow")
+    proc, rid, pod_id = _started(p)
+    with RunpodClient(fake.url, fake.account_key) as client:
+        client.delete_pod(pod_id)
+    out, err = _ended(proc)
+    assert proc.returncode == 1, err
+    assert f"pod {pod_id} no longer exists" in err
+    rec = p.record(rid)
+    assert rec["state"] == "failed" and rec["message"] == f"pod {pod_id} no longer exists"
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "unknown"
+    assert len([c for c in p.deletes() if c.key == "account"]) == 1  # ours above; the client deleted nothing
+
+
+def test_a_404_storm_shorter_than_the_gone_rule_deletes_nothing(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("ok", delay=1)
+    r = p.run("train", "--detach", timeout=60)
+    assert r.returncode == 0, r.stderr
+    rid = r.stdout.strip()
+    pod_id = p.pod_json(rid)["pod_id"]
+    assert p.deletes() == [] and p.pod_json(rid)["state"] == "running"
+    before = len(fake.calls)
+    fake.storm_404(pod_id, 2)  # the third look sees it again
+    a = p.run("train", "attach", rid, timeout=60)
+    assert a.returncode == 0, a.stderr
+    looks = [c for c in fake.calls[before:] if c.method == "GET" and c.path == f"/pods/{pod_id}"]
+    assert [(c.key, c.status) for c in looks[:3]] == [("account", 404), ("account", 404), ("account", 200)]
+    assert p.record(rid)["state"] == "succeeded"
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
+
+
+def test_detach_then_attach_brings_the_results_home_and_deletes_the_pod(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("ok", delay=1)
+    r = p.run("train", "--detach", timeout=60)
+    assert r.returncode == 0, r.stderr
+    rid = r.stdout.strip()
+    assert "keeps running on pod" in r.stderr and f"overbrainer train attach {rid}" in r.stderr
+    assert fake.billing() != [] and p.deletes() == []  # the watchdog owns the pod meanwhile
+    a = p.run("train", "attach", rid, timeout=60)
+    assert a.returncode == 0, a.stderr
+    assert p.record(rid)["state"] == "succeeded"
+    assert (p.runs / rid / "output" / "adapter_model.safetensors").is_file()
+    assert p.pod_json(rid)["state"] == "deleted"
+
+
+def test_a_killed_client_leaves_the_pod_to_its_watchdog_deadline(tmp_path, fake_axolotl, fake):
+    # max_hours 0.0015 = 5.4 s from the create: the watchdog's deadline (the user's limit, never scaled).
+    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0015")
+    fake_axolotl.set_mode("slow")
+    proc, rid, pod_id = _started(p)
+    proc.kill()  # kill -9: no release, no delete by the client
+    _ended(proc)
+    p.wait_for(lambda: fake.billing() == [], timeout=30, what="the watchdog to delete the pod")
+    [delete] = p.deletes()
+    assert delete.key == "pod" and delete.pod_id == pod_id  # the pod's own key: its watchdog
+    assert p.pod_json(rid)["state"] == "running"  # the client never saw it
+
+
+@pytest.mark.parametrize("step", ["secret", "create", "reach"])
+def test_ctrl_c_while_provisioning_leaves_no_pod(tmp_path, fake_axolotl, fake, step):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    procs = []
+    seen = []
+
+    def hook(method, path, body):
+        hit = {"secret": method == "POST" and path == "/account/secrets",
+               "create": method == "POST" and path == "/pods",
+               "reach": method == "GET" and path.startswith("/pods/")}[step]
+        if hit and not seen and procs:
+            seen.append(path)
+            procs[0].send_signal(signal.SIGINT)
+    fake.on_request = hook
+    procs.append(p.popen("train"))
+    out, err = _ended(procs[0])
+    assert seen, err
+    assert procs[0].returncode == 130, err
+    [rid] = p.run_ids()
+    rec = p.record(rid)
+    assert rec["state"] == "failed"
+    assert rec["message"] == "interrupted before the job started: it has no pod left"
+    pod = p.pod_json(rid)
+    assert pod["pod_id"] is None or pod["state"] == "deleted"
+    assert not (p.runs / rid / "ssh" / "id_ed25519").exists()
+    assert fake.secrets == {}
