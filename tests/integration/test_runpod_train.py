@@ -185,3 +185,41 @@ def test_ctrl_c_while_provisioning_leaves_no_pod(tmp_path, fake_axolotl, fake, s
     assert pod["pod_id"] is None or pod["state"] == "deleted"
     assert not (p.runs / rid / "ssh" / "id_ed25519").exists()
     assert fake.secrets == {}
+
+
+def _sshd_pids(fake, pod_id: str) -> list[int]:
+    from tests.fixtures.runpod_pods import pids_in_namespace
+
+    found = []
+    for pid in pids_in_namespace(fake.pod(pod_id).process.namespace):
+        try:
+            argv0 = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0]
+        except OSError:
+            continue
+        if argv0.startswith(b"sshd") or argv0.endswith(b"/sshd"):
+            found.append(pid)
+    return found
+
+
+def test_ssh_cut_mid_follow_keeps_the_run_then_attach_collects_it(tmp_path, fake_axolotl, fake):
+    import subprocess
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("ok", delay=3)
+    proc, rid, pod_id = _started(p)
+    master = min(_sshd_pids(fake, pod_id))
+    # sshd renames its listener: `sshd: /usr/sbin/sshd -f <config> -E <log> [listener] …`
+    argv = open(f"/proc/{master}/cmdline", "rb").read().decode().split("\0")[0].split()[1:6]
+    init = fake.pod(pod_id).process._init_pid()
+    for pid in _sshd_pids(fake, pod_id):  # every sshd of the pod: the connection drops, none answers
+        os.kill(pid, signal.SIGKILL)
+    out, err = _ended(proc)
+    assert proc.returncode == 1, err
+    assert f"overbrainer train attach {rid}" in err
+    assert p.record(rid)["state"] == "running" and p.pod_json(rid)["state"] == "running"
+    assert p.deletes() == []  # a pod that still exists is never deleted on a failed watch
+    # sshd comes back (as after a blip of the pod's network); attach collects the run.
+    subprocess.run(["nsenter", "-t", str(init), "-m", "-n", "-p", "--", *argv], check=True, timeout=10)
+    a = p.run("train", "attach", rid, timeout=60)
+    assert a.returncode == 0, a.stderr
+    assert p.record(rid)["state"] == "succeeded" and p.pod_json(rid)["state"] == "deleted"
