@@ -70,6 +70,16 @@ def test_a_run_on_a_pod_succeeds_and_its_pod_is_deleted(tmp_path, fake_axolotl, 
     assert not (p.runs / rid / "ssh" / "id_ed25519").exists()  # the client key is forgotten
     assert fake.secrets == {}  # and the host-key secret
     assert f"train: run {rid} succeeded" in r.stdout
+    spend = "about <$0.01"  # a few seconds at $0.69/h
+    ls = p.run("runs", "ls")
+    assert ls.returncode == 0 and ls.stdout.rstrip().endswith(f"pod deleted {spend}"), ls.stdout
+    show = p.run("runs", "show", rid)
+    assert "pod:       pod deleted" in show.stdout and "rate:      $0.69/h" in show.stdout, show.stdout
+    assert f"spend:     {spend}" in show.stdout
+    shown = json.loads(p.run("--json", "runs", "show", rid).stdout)["pod"]
+    assert shown["rate_per_hour"] == 0.69 and shown["spend"] == pod["estimated_spend"]
+    history = p.run("history")
+    assert history.returncode == 0 and f"pods: 1 run, {spend}" in history.stdout, history.stdout
 
 
 def _pod_id(p, rid: str) -> str:
