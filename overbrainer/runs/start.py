@@ -92,12 +92,22 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
     from overbrainer.train.job import CONFIG_NAME, wants_merge
 
     runtime = Runtime.from_target(target)
-    steps = [Step("train", ("axolotl", "train", CONFIG_NAME))]
+    steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
     if wants_merge(training):
         steps.append(Step("merge", ("axolotl", "merge-lora", CONFIG_NAME)))
     cache = f"{workdir.rstrip('/')}/.hf-cache"
     script, container = runtime.job(record.id, record.remote_dir, cache, steps, secret_names=sorted(secrets))
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
+
+
+def launcher_args(target: Any) -> tuple[str, ...]:
+    """More than one GPU (`gpu_count` > 1, a Runpod pod): Axolotl's own launcher starts one
+    training process per GPU (`--launcher accelerate -- --num_processes=N`); DeepSpeed or FSDP
+    come from the Axolotl config (`axolotl_extra`). One GPU: Axolotl's default, no arguments."""
+    count = getattr(target, "gpu_count", 1) or 1
+    if count <= 1:
+        return ()
+    return ("--launcher", "accelerate", "--", f"--num_processes={int(count)}")
 
 
 # --- start ------------------------------------------------------------------------------------

@@ -233,3 +233,13 @@ def test_ssh_cut_mid_follow_keeps_the_run_then_attach_collects_it(tmp_path, fake
     a = p.run("train", "attach", rid, timeout=60)
     assert a.returncode == 0, a.stderr
     assert p.record(rid)["state"] == "succeeded" and p.pod_json(rid)["state"] == "deleted"
+
+
+def test_a_two_gpu_pod_trains_with_axolotls_launcher_over_both(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_count="2")
+    r = p.run("train", timeout=120)
+    assert r.returncode == 0, r.stderr
+    [rid] = p.run_ids()
+    assert p.pod_json(rid)["gpu_count"] == 2
+    assert len(fake.calls_to("POST", "/pods")) == 1
+    assert "axolotl.yaml --launcher accelerate -- --num_processes=2" in fake_axolotl.calls()[0]
