@@ -27,7 +27,7 @@ from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.record import PodEndpoint, PodRecord, PodState
-from overbrainer.runs.record import FAILED, RUNNING, load
+from overbrainer.runs.record import PREPARING, RUNNING, load
 from overbrainer.runs.start import fail
 
 log = logging.getLogger(__name__)
@@ -155,9 +155,8 @@ def mark_gone(ctx, run_id: str) -> str:
         state = load(ctx.runs_dir, run_id).state
     except OverbrainerError:
         state = None
-    if state in (RUNNING, FAILED) or state is None:
-        if state != FAILED:
-            fail_run(ctx.runs_dir, run_id, message)
+    if state in (PREPARING, RUNNING):  # an ended run keeps its outcome
+        fail_run(ctx.runs_dir, run_id, message)
     log.warning("run %s: %s", run_id, message)
     return message
 

@@ -243,3 +243,39 @@ def test_a_two_gpu_pod_trains_with_axolotls_launcher_over_both(tmp_path, fake_ax
     assert p.pod_json(rid)["gpu_count"] == 2
     assert len(fake.calls_to("POST", "/pods")) == 1
     assert "axolotl.yaml --launcher accelerate -- --num_processes=2" in fake_axolotl.calls()[0]
+
+
+def test_max_hours_reached_while_following_fails_the_run(tmp_path, fake_axolotl, fake):
+    # max_hours 0.0015 = 5.4 s: the watchdog deletes the pod at its deadline; the client's watch
+    # then fails, the gone rule finds the pod gone, and the run fails with the limit's reason.
+    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0015")
+    fake_axolotl.set_mode("slow")
+    r = p.run("train", timeout=60)
+    assert r.returncode == 1, r.stderr
+    [rid] = p.run_ids()
+    rec = p.record(rid)
+    assert rec["state"] == "failed"
+    assert rec["message"] == "max_hours reached: the pod was deleted before the job ended"
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "watchdog"
+    assert [c.key for c in p.deletes()][:1] == ["pod"]  # the watchdog's own key deleted it
+
+
+def test_keep_pod_keeps_the_pod_after_a_verified_retrieval(tmp_path, fake_axolotl, fake):
+    from overbrainer.runpod.api import RunpodClient
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    r = p.run("train", "--keep-pod", timeout=120)
+    assert r.returncode == 0, r.stderr
+    [rid] = p.run_ids()
+    pod = p.pod_json(rid)
+    try:
+        assert p.record(rid)["state"] == "succeeded"
+        assert pod["state"] == "kept" and pod["keep"] is True and pod["deadline_unix"] is None
+        assert p.deletes() == []
+        assert f"ssh -F runs/{rid}/ssh/config overbrainer-{rid}" in r.stderr
+        assert f"remove it with `overbrainer pod rm {rid}`" in r.stderr
+        assert (p.runs / rid / "ssh" / "id_ed25519").is_file()  # the kept pod is still reachable
+    finally:
+        with RunpodClient(fake.url, fake.account_key) as client:
+            client.delete_pod(pod["pod_id"])
