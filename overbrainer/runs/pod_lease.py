@@ -136,11 +136,10 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
 
 def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
-    from overbrainer.front.interrupt import Flag
     from overbrainer.runpod.pod_scripts import WORKDIR
     from overbrainer.runpod.provision import start_pod
 
-    flag = Flag(interrupt.event)
+    flag = _CaughtFlag(interrupt)
     try:
         provisioned = interrupt.shield(
             start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=WORKDIR,
@@ -167,6 +166,17 @@ def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
             executor.close()
         raise
     return executor
+
+
+class _CaughtFlag:
+    """The provisioning flag of this flow: set as soon as its Interrupt noted Ctrl-C (in the
+    signal handler already, before the watcher thread sets the event)."""
+
+    def __init__(self, interrupt):
+        self.interrupt = interrupt
+
+    def is_set(self) -> bool:
+        return self.interrupt.caught()
 
 
 def _claim_owner(host_key: str | None) -> str:

@@ -92,7 +92,9 @@ def _started(p):
     proc = p.popen("train")
     rid = p.wait_for(lambda: p.run_ids() and p.run_ids()[0], what="the run")
     p.wait_state(rid, "running")
-    return proc, rid, _pod_id(p, rid)
+    pod_id = _pod_id(p, rid)
+    p.wait_for(lambda: p.pod_json(rid)["state"] == "running", what="pod.json to say running")
+    return proc, rid, pod_id
 
 
 def _ended(proc, timeout: float = 60):
@@ -192,7 +194,11 @@ def test_ctrl_c_while_provisioning_leaves_no_pod(tmp_path, fake_axolotl, fake, s
     assert rec["state"] == "failed"
     assert rec["message"] == "interrupted before the job started: it has no pod left"
     pod = p.pod_json(rid)
-    assert pod["pod_id"] is None or pod["state"] == "deleted"
+    if step == "secret":  # before any create: no pod, no POST /pods
+        assert pod["pod_id"] is None and fake.calls_to("POST", "/pods") == []
+    else:  # the pod that existed was deleted by the client, and its delete confirmed
+        assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
+        assert [c.key for c in p.deletes()] == ["account"]
     assert not (p.runs / rid / "ssh" / "id_ed25519").exists()
     assert fake.secrets == {}
 
@@ -279,3 +285,17 @@ def test_keep_pod_keeps_the_pod_after_a_verified_retrieval(tmp_path, fake_axolot
     finally:
         with RunpodClient(fake.url, fake.account_key) as client:
             client.delete_pod(pod["pod_id"])
+
+
+def test_cancel_of_a_detached_run_collects_it_and_deletes_the_pod(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("slow")
+    r = p.run("train", "--detach", timeout=60)
+    assert r.returncode == 0, r.stderr
+    rid = r.stdout.strip()
+    c = p.run("train", "cancel", rid, timeout=60)
+    assert c.returncode == 0, c.stderr
+    assert f"train: run {rid} cancelled" in c.stdout
+    assert p.record(rid)["state"] == "cancelled"
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
