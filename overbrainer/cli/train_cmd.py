@@ -14,7 +14,8 @@ class _TrainGroup(click.Group):
     """Options of the bare `train` conflict with a sub-command."""
 
     def invoke(self, ctx: click.Context):
-        if ctx.protected_args and any(ctx.params.get(k) for k in ("target", "resume_from", "detach", "keep_pod")):
+        own = ("target", "resume_from", "detach", "keep_pod")
+        if ctx.protected_args and any(ctx.params.get(k) for k in own):
             raise UsageError("--target, --resume-from, --detach and --keep-pod only apply to "
                              "`overbrainer train` itself")
         return super().invoke(ctx)
@@ -27,9 +28,11 @@ class _TrainGroup(click.Group):
               help="Resume a stopped run from its snapshot, in a new run.")
 @click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
 @click.option("--keep-pod", "keep_pod", is_flag=True,
-              help="Runpod: keep the pod once the job ended (no time limit; only `overbrainer pod rm` deletes it).")
+              help="Runpod: keep the pod once the job ended (no time limit; only `overbrainer pod rm` "
+                   "deletes it).")
 @click.pass_context
-def train(ctx: click.Context, target: str | None, resume_from: str | None, detach: bool, keep_pod: bool) -> None:
+def train(ctx: click.Context, target: str | None, resume_from: str | None, detach: bool,
+          keep_pod: bool) -> None:
     """Fine-tune the child model with Axolotl.
 
     The job runs detached on its target: Ctrl-C only stops following it.

@@ -20,7 +20,7 @@ from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
 from overbrainer.runs.record import CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
-from overbrainer.runs.lease import is_pod, lease
+from overbrainer.runs.lease import is_pod, lease, pod_of
 from overbrainer.runs.start import unconfirmed
 from overbrainer.runs.states import Outcome
 from overbrainer.runs.targets import pick_target, record_target
@@ -138,7 +138,8 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
     front, runs_dir, name = session.front, _runs_dir(session), record.target
     run_dir = ids.run_dir(runs_dir, record.id)
     if record.resumed_from:
-        log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from, resume.checkpoint)
+        log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
+                 resume.checkpoint)
     try:
         fill_run_dir(run_dir, session.project_dir, config.training, job_root(tgt, record.remote_dir), resume,
                      check=lambda: interrupt.check("interrupted before the run started"))
@@ -154,8 +155,6 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         raise
     front.run_created(record.id)
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
-    from overbrainer.runs.pod_lease import pod_of
-
     pod = pod_of(executor)
     try:
         with _events(front) as bus:
@@ -180,8 +179,6 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
 def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: Path,
                        stop_since: float | None = None) -> TrainResult:
     from overbrainer.runs.retrieve import finish
-
-    from overbrainer.runs.pod_lease import pod_of
 
     pod = pod_of(executor)
     with _events(front) as bus:
@@ -320,10 +317,11 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
         with _lease(session, config, record, interrupt) as executor:
             if executor is None:
                 raise _no_pod(record)
-            interrupt.shield(executor.put_file, f"{record.remote_dir.rstrip('/')}/snapshot.request", "requested")
+            request = f"{record.remote_dir.rstrip('/')}/snapshot.request"
+            interrupt.shield(executor.put_file, request, "requested")
             asked = time.monotonic()
-            text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of its "
-                    "current step, then stops")
+            text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+                    "its current step, then stops")
             if holder_pid is not None or getattr(config, "training", None) is None:
                 who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
                 text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "

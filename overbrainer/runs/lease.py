@@ -28,6 +28,16 @@ from overbrainer.runs.start import claim_target
 from overbrainer.runs.targets import open_executor
 
 
+# The pod side of the executors Runpod leases gave out (runs.pod_lease.PodContext), by id().
+PODS: dict[int, Any] = {}
+
+
+def pod_of(executor) -> Any:
+    """The pod context of an executor a Runpod lease gave out (`.follow`, `.job_started`); None
+    for any other executor."""
+    return PODS.get(id(executor))
+
+
 def is_pod(target: Any) -> bool:
     return getattr(target, "kind", "local") == "runpod"
 

@@ -26,18 +26,13 @@ from overbrainer.runpod import cost
 from overbrainer.runpod.keys import SSH_DIR
 from overbrainer.runpod.record import PodRecord, PodState
 from overbrainer.runs import ids, pod_run
+from overbrainer.runs.lease import PODS
 from overbrainer.runs.record import PREPARING, load
 from overbrainer.runs.start import claim_target, fail, unconfirmed
 
 log = logging.getLogger(__name__)
 
-_LEASES: dict[int, "PodContext"] = {}
 NOT_STARTED = "interrupted before the job started"
-
-
-def pod_of(executor) -> "PodContext | None":
-    """The pod context of an executor a Runpod lease gave out; None for any other."""
-    return _LEASES.get(id(executor))
 
 
 class PodContext:
@@ -115,16 +110,17 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         raise
     guard.close()
     if executor is not None:
-        _LEASES[id(executor)] = ctx
+        PODS[id(executor)] = ctx
     try:
         yield executor
     finally:
-        _LEASES.pop(id(executor), None)
+        PODS.pop(id(executor), None)
         guard = session.front.open_bus()
         ctx.publish = guard.bus.publish
         try:
             if executor is not None:
-                interrupt.shield(_release, ctx, executor, interrupt, note=f"ending the pod of run {record.id}")
+                interrupt.shield(_release, ctx, executor, interrupt,
+                                 note=f"ending the pod of run {record.id}")
         finally:
             guard.close()
             if executor is not None:
@@ -156,8 +152,9 @@ def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
         _arm_cost_cap(ctx, executor, record, keep)
         claim_target(executor, ctx.runs_dir, record, _claim_owner(ctx.pod.host_key))
         if keep:
-            log.warning("run %s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` deletes it",
-                        record.id, ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour), record.id)
+            log.warning("run %s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
+                        "deletes it", record.id, ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
+                        record.id)
     except BaseException as e:
         try:
             interrupt.shield(_release, ctx, executor, interrupt, error=e,
@@ -245,6 +242,6 @@ def _release(ctx: PodContext, executor, interrupt, error: BaseException | None =
         ctx.sweep_and_forget(sweep)
         return
     if not run.ended:
-        log.warning("%s", pod_run.detach_message(pod, run.id, ctx.timing.deadline_margin))
+        log.warning("%s", pod_run.detach_message(pod, run.id))
         return
     pod_run.end_pod(ctx, executor, run, ctx.run_dir, is_retrieved(run, ctx.run_dir))

@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
@@ -115,8 +114,10 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, stop_since: float | 
     if error is None and interrupt.caught():
         return None
     if error is None:
-        return interrupt.shield(_deadline_reached, ctx, record.id, note=f"deleting the pod of run {record.id}")
-    return interrupt.shield(_unreachable, ctx, record.id, error, note=f"looking up the pod of run {record.id}")
+        return interrupt.shield(_deadline_reached, ctx, record.id,
+                                note=f"deleting the pod of run {record.id}")
+    return interrupt.shield(_unreachable, ctx, record.id, error,
+                            note=f"looking up the pod of run {record.id}")
 
 
 def _deadline_reached(ctx, run_id: str):
@@ -241,10 +242,11 @@ def _workdir(remote_dir: str) -> str:
     return remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
 
 
-def detach_message(pod: PodRecord, run_id: str, margin: float) -> str:
+def detach_message(pod: PodRecord, run_id: str) -> str:
     """What keeps a pod after the client let go of a running job."""
-    text = (f"run {run_id} keeps running on pod {pod.pod_id} ({cost.format_rate(pod.cost_per_hour)}): follow it "
-            f"with `overbrainer train attach {run_id}`, or remove the pod with `overbrainer pod rm {run_id}`")
+    rate = cost.format_rate(pod.cost_per_hour)
+    text = (f"run {run_id} keeps running on pod {pod.pod_id} ({rate}): follow it with `overbrainer train "
+            f"attach {run_id}`, or remove the pod with `overbrainer pod rm {run_id}`")
     if pod.keep:
         return text + f"; the pod is kept: reach it with `{ssh_line(run_id)}`"
     if pod.deadline is not None:

@@ -71,7 +71,8 @@ def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=N
         except OSError as e:
             raise OverbrainerError(f"cannot reach target `{name}`: {e.strerror or e}", cause=e) from e
     if kind == "runpod":  # a pod exists per run: runs.lease creates or finds it
-        raise OverbrainerError(f"target `{name}` is a runpod target: its pod is reached through the run's lease")
+        raise OverbrainerError(f"target `{name}` is a runpod target: its pod is reached through the run's "
+                               "lease")
     raise ConfigError(f"target `{name}` has an unknown kind")
 
 

@@ -124,12 +124,17 @@ def test_a_pod_deleted_behind_our_back_fails_the_run(tmp_path, fake_axolotl, fak
     assert len([c for c in p.deletes() if c.key == "account"]) == 1  # ours above; the client deleted nothing
 
 
-def test_a_404_storm_shorter_than_the_gone_rule_deletes_nothing(tmp_path, fake_axolotl, fake):
-    p = PodProject(tmp_path, fake_axolotl, fake)
-    fake_axolotl.set_mode("ok", delay=1)
+def _detached(p, fake_axolotl, mode: str = "ok", delay: float | None = 1):
+    """`train --detach` on the pod: (its result, the run ID)."""
+    fake_axolotl.set_mode(mode, delay=delay)
     r = p.run("train", "--detach", timeout=60)
     assert r.returncode == 0, r.stderr
-    rid = r.stdout.strip()
+    return r, r.stdout.strip()
+
+
+def test_a_404_storm_shorter_than_the_gone_rule_deletes_nothing(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    _, rid = _detached(p, fake_axolotl)
     pod_id = p.pod_json(rid)["pod_id"]
     assert p.deletes() == [] and p.pod_json(rid)["state"] == "running"
     before = len(fake.calls)
@@ -145,10 +150,7 @@ def test_a_404_storm_shorter_than_the_gone_rule_deletes_nothing(tmp_path, fake_a
 
 def test_detach_then_attach_brings_the_results_home_and_deletes_the_pod(tmp_path, fake_axolotl, fake):
     p = PodProject(tmp_path, fake_axolotl, fake)
-    fake_axolotl.set_mode("ok", delay=1)
-    r = p.run("train", "--detach", timeout=60)
-    assert r.returncode == 0, r.stderr
-    rid = r.stdout.strip()
+    r, rid = _detached(p, fake_axolotl)
     assert "keeps running on pod" in r.stderr and f"overbrainer train attach {rid}" in r.stderr
     assert fake.billing() != [] and p.deletes() == []  # the watchdog owns the pod meanwhile
     a = p.run("train", "attach", rid, timeout=60)
@@ -289,10 +291,7 @@ def test_keep_pod_keeps_the_pod_after_a_verified_retrieval(tmp_path, fake_axolot
 
 def test_cancel_of_a_detached_run_collects_it_and_deletes_the_pod(tmp_path, fake_axolotl, fake):
     p = PodProject(tmp_path, fake_axolotl, fake)
-    fake_axolotl.set_mode("slow")
-    r = p.run("train", "--detach", timeout=60)
-    assert r.returncode == 0, r.stderr
-    rid = r.stdout.strip()
+    _, rid = _detached(p, fake_axolotl, "slow", None)
     c = p.run("train", "cancel", rid, timeout=60)
     assert c.returncode == 0, c.stderr
     assert f"train: run {rid} cancelled" in c.stdout
