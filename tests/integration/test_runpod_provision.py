@@ -17,7 +17,8 @@ from overbrainer.config.model import RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import NoCredits
-from overbrainer.runpod.failures import BootstrapFailed, Interrupted, NoCapacity, Unanswered, run_message
+from overbrainer.runpod.failures import (BootstrapFailed, Interrupted, NoCapacity, Unanswered, VolumeSize,
+                                         WatchdogRefused, run_message)
 from overbrainer.runpod.provision import start_pod
 from overbrainer.runpod.record import PodRecord, PodState
 from overbrainer.runpod.remove import NotDeleted, remove
@@ -108,7 +109,7 @@ def test_a_pod_is_created_reached_with_the_run_keys_and_ready(fake, tmp_path):
     assert body["ports"] == ["22/tcp"] and body["startSsh"] is False and body["cmd"][:2] == ["bash", "-c"]
     assert body["env"]["OVERBRAINER_RUN_ID"] == "r1" and body["env"]["OVERBRAINER_API_URL"] == fake.url
     assert body["env"]["OVERBRAINER_HOST_KEY"] == "{{ RUNPOD_SECRET_overbrainer_host_key_r1 }}"
-    assert run.secrets() == ["overbrainer_host_key_r1"]
+    assert run.secrets() == ["overbrainer_host_key_r1"] and fake.calls_to("GET", "/catalog/gpus") == []
     ex = done.executor
     assert ex.endpoint.host_key == done.keys.host_public and ex.endpoint.agent is False
     assert ex.endpoint.ssh_config == str(run.run_dir / "ssh" / "config")
@@ -130,6 +131,49 @@ def test_capacity_and_403_fall_through_to_the_next_type(fake, tmp_path):
     assert run.results() == ["unavailable", "forbidden", "created"] and run.posts() == 3
     assert done.record.gpu_type == RTX4090
     run.finish(done)
+
+
+def test_auto_reads_the_catalog_once_and_an_existing_secret_is_replaced(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types="auto", min_vram_gb=40)
+    fake.add_secret_value("overbrainer_host_key_r1", "a stale host key")  # a rerun of the run id
+    fake.no_capacity = {A6000}
+    done = run.start()
+    assert [a.gpu_type for a in run.record().attempts] == [A6000, A100]
+    assert run.results() == ["unavailable", "created"] and len(fake.calls_to("GET", "/catalog/gpus")) == 1
+    assert len(fake.calls_to("PATCH", "/account/secrets/.*")) == 1
+    assert fake.secret_values["overbrainer_host_key_r1"] == done.keys.host_secret_value()
+    assert done.executor.probe("echo ok").strip() == "ok"  # the pod serves the run's host key
+    run.finish(done)
+
+
+def test_nothing_fits_and_each_type_refused_say_why(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
+    fake.no_capacity = {A6000, RTX4090}
+    with pytest.raises(NoCapacity, match="^no gpu_types entry could be placed: NVIDIA GeForce RTX 4090: "):
+        run.start()
+    assert run.results() == ["unavailable", "unavailable"] and run.secrets() == []
+    run = Run(fake, tmp_path, "r2", network_volume_id="nope", data_center_ids=["EU-RO-1"])
+    before = len(fake.calls)
+    with pytest.raises(VolumeSize, match="cannot read the size of network volume nope .*no pod was created"):
+        run.start()
+    assert [(c.method, c.path) for c in fake.calls[before:]] == [("GET", "/network-volumes/nope")]
+    assert not run.client_key().exists()
+    run = Run(fake, tmp_path, "r3", gpu_types=[A6000], network_volume_id="vol1abc", data_center_ids=["EU-RO-1"])
+    bodies: list[dict] = []
+    fake.on_request = lambda m, p, b: bodies.append(b) if (m, p) == ("POST", "/pods") else None
+    with pytest.raises(NoCapacity, match=r"placed: .*\(check network_volume_id and data_center_ids\)$"):
+        run.start()
+    assert bodies[0]["mounts"] == {"network": [{"volumeId": "vol1abc", "path": "/workspace/data"}]}
+    assert bodies[0]["dataCenterIds"] == ["EU-RO-1"] and bodies[0]["env"]["OVERBRAINER_VOLUME_GB"] == "50"
+
+
+def test_a_watchdog_that_cannot_read_its_pod_refuses_it(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[RTX4090, A100])
+    fake.pod_key_methods = set()  # the pod's key is refused (403): its watchdog could not delete it
+    with pytest.raises(WatchdogRefused, match=r"refused \(http_403\): pod \w+ was deleted and training refused"):
+        run.start()
+    assert run.posts() == 1 and run.results() == ["refused"]
+    assert len(fake.calls_to("DELETE", "/pods/.*", key="account")) == 1
 
 
 def test_402_stops_the_walk_after_one_create(fake, tmp_path):
@@ -240,3 +284,12 @@ def test_ctrl_c_in_a_reconcile_wait_still_lists_once_and_deletes_the_pod(fake, t
     assert len(fake.calls_to("GET", "/pods")) == 1  # the wait was cut short, the list read once
     assert len(fake.calls_to("DELETE", "/pods/.*")) == 1
     assert run.results() == ["adopted"] and run.record().state == PodState.DELETED
+
+
+def test_ctrl_c_during_the_create_deletes_the_pod_it_made(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
+    fake.on_request = lambda m, p, b: run.flag.event.set() if (m, p) == ("POST", "/pods") else None
+    with pytest.raises(Interrupted, match="it has no pod left"):
+        run.start()
+    assert run.posts() == 1 and run.results() == ["created"] and run.record().state == PodState.DELETED
+    assert len(fake.calls_to("DELETE", "/pods/.*")) == 1 and not run.client_key().exists()
