@@ -298,3 +298,12 @@ def test_cancel_of_a_detached_run_collects_it_and_deletes_the_pod(tmp_path, fake
     assert p.record(rid)["state"] == "cancelled"
     pod = p.pod_json(rid)
     assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
+
+
+def test_runs_logs_reads_the_job_log_on_the_pod(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    _, rid = _detached(p, fake_axolotl, "slow", None)
+    assert not (p.runs / rid / "job.log").exists()  # nothing retrieved yet: the log is on the pod
+    p.wait_for(lambda: "fake axolotl: train" in p.run("runs", "logs", rid).stdout, what="the job log")
+    c = p.run("train", "cancel", rid, timeout=60)  # the pod is deleted once the run is collected
+    assert c.returncode == 0, c.stderr
