@@ -307,3 +307,33 @@ def test_runs_logs_reads_the_job_log_on_the_pod(tmp_path, fake_axolotl, fake):
     p.wait_for(lambda: "fake axolotl: train" in p.run("runs", "logs", rid).stdout, what="the job log")
     c = p.run("train", "cancel", rid, timeout=60)  # the pod is deleted once the run is collected
     assert c.returncode == 0, c.stderr
+
+
+def test_attach_to_a_stopped_pod_says_so_and_deletes_nothing(tmp_path, fake_axolotl, fake):
+    from overbrainer.runpod.api import RunpodClient
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    _, rid = _detached(p, fake_axolotl, "slow", None)
+    pod_id = p.pod_json(rid)["pod_id"]
+    with RunpodClient(fake.url, fake.account_key) as client:
+        client.pod_action(pod_id, "stop")
+        a = p.run("train", "attach", rid, timeout=60)
+        assert a.returncode == 1
+        assert f"pod {pod_id} of run {rid} is stopped and will not run again by itself; remove it with " \
+               f"`overbrainer pod rm {rid}`" in a.stderr
+        assert p.deletes() == [] and p.record(rid)["state"] == "running"
+        client.delete_pod(pod_id)
+
+
+def test_ctrl_c_while_following_leaves_the_job_and_its_pod_to_the_watchdog(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    fake_axolotl.set_mode("slow")
+    proc, rid, pod_id = _started(p)
+    proc.send_signal(signal.SIGINT)
+    out, err = _ended(proc)
+    assert proc.returncode == 130, err
+    assert f"run {rid} keeps running on pod {pod_id} ($0.69/h)" in err
+    assert p.record(rid)["state"] == "running" and p.pod_json(rid)["state"] == "running"
+    assert p.deletes() == [] and fake.pod(pod_id).status == "RUNNING"
+    c = p.run("train", "cancel", rid, timeout=60)
+    assert c.returncode == 0, c.stderr
