@@ -340,3 +340,29 @@ def test_ctrl_c_while_following_leaves_the_job_and_its_pod_to_the_watchdog(tmp_p
     assert p.deletes() == [] and fake.pod(pod_id).status == "RUNNING"
     c = p.run("train", "cancel", rid, timeout=60)
     assert c.returncode == 0, c.stderr
+
+
+def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl, fake):
+    from overbrainer.runpod.api import RunpodClient
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    _, rid = _detached(p, fake_axolotl, "slow", None)
+    pod = p.pod_json(rid)
+    old_port = pod["ssh"]["port"]
+    with RunpodClient(fake.url, fake.account_key) as client:
+        try:
+            client.pod_action(pod["pod_id"], "restart")  # the container starts again: a new public port
+
+            def new_port():
+                ssh = client.get_pod(pod["pod_id"]).ssh
+                return ssh.port if ssh is not None and ssh.port != old_port else None
+            port = p.wait_for(new_port, what="the restarted pod's new port")
+            a = p.run("train", "attach", rid, timeout=60)
+            assert p.pod_json(rid)["ssh"]["port"] == port, a.stderr
+            assert f"Port {port}" in (p.runs / rid / "ssh" / "config").read_text()
+            # The restart ended the job without an exit code: attach settles the run.
+            assert a.returncode == 1 and p.record(rid)["state"] == "failed", a.stderr
+            assert p.pod_json(rid)["state"] == "deleted"  # what the pod had was retrieved and verified
+        finally:
+            if p.pod_json(rid)["state"] != "deleted":
+                client.delete_pod(pod["pod_id"])
