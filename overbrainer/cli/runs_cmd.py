@@ -25,18 +25,24 @@ def _runs_dir(app) -> Path:
 @pass_app
 def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
+    from overbrainer.runs.pod_run import pod_summary
     from overbrainer.runs.record import list_runs
-
     from overbrainer.support.columns import table
 
-    records = list_runs(_runs_dir(app))
+    runs_dir = _runs_dir(app)
+    records = list_runs(runs_dir)
     rows, cells = [], []
     for r in records:
         row = [r.id, r.state, r.target, r.created]
+        summary = _summary(r)
+        pod = pod_summary(runs_dir / r.id)
+        if pod is not None:
+            row.append(pod[0])
+            summary["pod"] = pod[1]
         if r.state == "stopped" and r.snapshot is not None:
             row.append(f"step {r.snapshot.step} ({r.snapshot.reason}): partial model in output/")
         cells.append(row)
-        rows.append(_summary(r))
+        rows.append(summary)
     lines = table(cells)
     if app.json_mode:
         app.report("", {"runs": rows})
@@ -59,6 +65,8 @@ def _summary(r) -> dict:
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
+    from overbrainer.runpod.cost import format_rate, format_spend
+    from overbrainer.runs.pod_run import pod_summary
     from overbrainer.runs.progress import local_progress
     from overbrainer.runs.record import load
 
@@ -68,6 +76,13 @@ def show_cmd(app, run_id: str) -> None:
     data = dict(_summary(record), **progress, message=record.message)
     lines = [f"run:       {record.id}", f"state:     {record.state}", f"target:    {record.target}",
              f"created:   {record.created}"]
+    pod = pod_summary(runs_dir / record.id)
+    if pod is not None:
+        data["pod"] = pod[1]
+        lines.append(f"pod:       {pod[0]}")
+        if pod[1].get("pod_id") is not None:
+            lines.append(f"rate:      {format_rate(pod[1]['rate_per_hour'])}")
+            lines.append(f"spend:     {format_spend(pod[1]['spend'])}")
     if progress.get("phase"):
         lines.append(f"phase:     {progress['phase']}")
     if progress.get("step") is not None:

@@ -114,4 +114,4 @@ def run(app: AppContext) -> None:
             return
         from overbrainer.runs.flow import train_flow
 
-        train_flow(app, config)
+        train_flow(app.session(), config)

@@ -14,8 +14,10 @@ class _TrainGroup(click.Group):
     """Options of the bare `train` conflict with a sub-command."""
 
     def invoke(self, ctx: click.Context):
-        if ctx.protected_args and any(ctx.params.get(k) for k in ("target", "resume_from", "detach")):
-            raise UsageError("--target, --resume-from and --detach only apply to `overbrainer train` itself")
+        own = ("target", "resume_from", "detach", "keep_pod")
+        if ctx.protected_args and any(ctx.params.get(k) for k in own):
+            raise UsageError("--target, --resume-from, --detach and --keep-pod only apply to "
+                             "`overbrainer train` itself")
         return super().invoke(ctx)
 
 
@@ -25,8 +27,12 @@ class _TrainGroup(click.Group):
 @click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None, shell_complete=complete.run_ids,
               help="Resume a stopped run from its snapshot, in a new run.")
 @click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
+@click.option("--keep-pod", "keep_pod", is_flag=True,
+              help="Runpod: keep the pod once the job ended (no time limit; only `overbrainer pod rm` "
+                   "deletes it).")
 @click.pass_context
-def train(ctx: click.Context, target: str | None, resume_from: str | None, detach: bool) -> None:
+def train(ctx: click.Context, target: str | None, resume_from: str | None, detach: bool,
+          keep_pod: bool) -> None:
     """Fine-tune the child model with Axolotl.
 
     The job runs detached on its target: Ctrl-C only stops following it.
@@ -40,7 +46,8 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     if resume_from is not None:
         ids.validate(resume_from)
     with app.open_project(write=True) as config:
-        train_flow(app, config, target=target, resume_from=resume_from, detach=detach)
+        train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
+                   keep_pod=keep_pod)
 
 
 @train.command("attach")
@@ -53,7 +60,7 @@ def attach(app, run_id: str) -> None:
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        attach_flow(app, config, run_id)
+        attach_flow(app.session(), config, run_id)
 
 
 @train.command("stop")
@@ -75,7 +82,7 @@ def stop(app, run_id: str) -> None:
         holder = e.pid or 0  # the holder follows the run: only write the request
     try:
         config = app.load_config()
-        stop_flow(app, config, run_id, holder_pid=holder)
+        stop_flow(app.session(), config, run_id, holder_pid=holder)
     finally:
         lock.release()
 
@@ -90,4 +97,4 @@ def cancel(app, run_id: str) -> None:
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        cancel_flow(app, config, run_id)
+        cancel_flow(app.session(), config, run_id)

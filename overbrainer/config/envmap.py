@@ -14,7 +14,8 @@ from overbrainer.config.fields import env_str
 PREFIX = "OVERBRAINER_"
 
 # Variables read outside the configuration schema: never treated as keys.
-EXEMPT = frozenset({"OVERBRAINER_LOG", "OVERBRAINER_SSH_CLIENT"})
+EXEMPT = frozenset({"OVERBRAINER_LOG", "OVERBRAINER_SSH_CLIENT",
+                    "OVERBRAINER_TIME_SCALE"})  # a testing aid read by support.timescale
 EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
 
 # Keys that only the environment may set (dotted, `*` = any name).

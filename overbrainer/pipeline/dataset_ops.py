@@ -9,14 +9,20 @@ if TYPE_CHECKING:
     from overbrainer.front.session import Session
 
 
-def history_flow(session: "Session", config=None, *, all_runs: bool = False) -> None:
-    """`history [--all]`: totals per stage (or one line per execution). Reads only, and reads no
-    configuration (`config` may be None: history works even when overbrainer.toml does not)."""
+def history_flow(session: "Session", config=None, *, all_runs: bool = False,
+                 pods: tuple[str, dict] | None = None) -> None:
+    """`history [--all]`: totals per stage (or one line per execution), then `pods` (what the
+    training pods cost: a line and its fields) when given. Reads only, and reads no configuration
+    (`config` may be None: history works even when overbrainer.toml does not)."""
     from overbrainer.dataset.history import format_history_lines, history_report, read_history
 
     entries = read_history(session.project_dir)
     text = "\n".join(format_history_lines(entries, all=all_runs))
-    session.report(text, history_report(entries, all=all_runs))
+    data = history_report(entries, all=all_runs)
+    if pods is not None:
+        text = f"{text}\n{pods[0]}" if text else pods[0]
+        data = {**data, "pods": pods[1]}
+    session.report(text, data)
 
 
 def stats_flow(session: "Session", config) -> None:

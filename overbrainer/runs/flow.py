@@ -15,15 +15,19 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
-from overbrainer.runs.record import (CANCELLED, FAILED, STOPPED, SUCCEEDED, RunRecord, load)
+from overbrainer.runs.record import CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.runs.lease import is_pod, lease, pod_of
 from overbrainer.runs.start import unconfirmed
 from overbrainer.runs.states import Outcome
-from overbrainer.runs.targets import open_executor, pick_target, record_target
+from overbrainer.runs.targets import pick_target, record_target
+
+if TYPE_CHECKING:
+    from overbrainer.front.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +46,8 @@ class TrainResult:
     lines: list[str] = field(default_factory=list)
 
 
-def _runs_dir(app) -> Path:
-    return Path(app.project_dir) / "runs"
-
-
-def _front(app):
-    return getattr(app, "front", app)
+def _runs_dir(session: Session) -> Path:
+    return session.project_dir / "runs"
 
 
 def _keeps_running(record: RunRecord) -> str:
@@ -82,84 +82,111 @@ def _require_training(config) -> Any:
 
 # --- train ------------------------------------------------------------------------------------
 
-def train_flow(app, config, *, target: str | None = None, resume_from: str | None = None,
-               detach: bool = False) -> TrainResult:
-    """Create a run, start its job, follow it and bring its results home (or detach)."""
-    from overbrainer.runs.prepare import fill_run_dir, job_root, resume_source
-    from overbrainer.runs.start import create_run, fail, job_spec, release_claim, start_job
+def train_flow(session: Session, config, *, target: str | None = None, resume_from: str | None = None,
+               detach: bool = False, keep_pod: bool = False) -> TrainResult:
+    """Create a run, start its job, follow it and bring its results home (or detach). `keep_pod`:
+    a Runpod target's pod is kept once the job ended (only `overbrainer pod rm` deletes it)."""
+    from overbrainer.runs.start import create_run
     from overbrainer.train.axolotl_config import require_examples, template_warning
 
     training = _require_training(config)
     name, tgt = pick_target(config, target)
-    runs_dir = _runs_dir(app)
-    resume = resume_source(runs_dir, resume_from, training) if resume_from else None
-    if resume is None:
-        require_examples(Path(app.project_dir) / "data" / "train.jsonl", "data/train.jsonl")
+    if keep_pod and not is_pod(tgt):
+        raise ConfigError(f"--keep-pod applies to a runpod target only; target `{name}` is not one")
+    runs_dir = _runs_dir(session)
+    resume = None
+    if resume_from:
+        from overbrainer.runs.prepare import resume_source
+
+        resume = resume_source(runs_dir, resume_from, training)
+    else:
+        require_examples(session.project_dir / "data" / "train.jsonl", "data/train.jsonl")
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)
-    front = _front(app)
+    front = session.front
     interrupt = front.interrupt()
-    executor = None
     try:
-        prepared = interrupt.race(_prepare, config, name, tgt, runs_dir)
-        if prepared is None:
+        secrets = interrupt.race(_job_secrets, config)
+        if secrets is None:
             raise Interrupted("interrupted before the run started")
-        executor, secrets = prepared
-        record, run_dir = create_run(executor, runs_dir, config.project.name, name, resume_from)
-        if resume_from:
-            log.info("train: run %s resumes run %s from its %s", record.id, resume_from, resume.checkpoint)
-        try:
-            fill_run_dir(run_dir, app.project_dir, training, job_root(tgt, record.remote_dir), resume,
-                         check=lambda: interrupt.check("interrupted before the run started"))
-            interrupt.check("interrupted before the run started")
-            spec = job_spec(tgt, record, training, executor.workdir, secrets)
-        except Interrupted:
-            shutil.rmtree(run_dir, ignore_errors=True)
-            release_claim(executor, record.remote_dir, run_dir)
-            raise
-        except OverbrainerError as e:
-            fail(runs_dir, record, str(e))
-            raise
-        front.run_created(record.id)
-        log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
-        with _events(front) as bus:
-            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
-                             _transfers(bus, record.id, "upload"),
-                             note=f"starting the job of run {record.id}")
-        if interrupt.caught():
-            raise Interrupted(_keeps_running(record))
-        if detach:
-            text = record.id
-            front.report(text, {"run_id": record.id, "state": record.state, "target": name,
-                                "remote_dir": record.remote_dir, "detached": True})
-            log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
-                     record.id, record.id)
-            return TrainResult(record.id, record.state, name, detached=True, lines=[text])
-        return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+        record, _ = create_run(runs_dir, config.project.name, name, resume_from)
+        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True,
+                   keep=keep_pod) as executor:
+            return _start_and_follow(session, config, interrupt, executor, record, tgt, secrets, resume,
+                                     detach)
     finally:
-        if executor is not None:
-            executor.close()
         interrupt.restore()
 
 
-def _prepare(config, name: str, tgt, runs_dir: Path):
-    """Resolve the HF token and connect to the target (raced: safe to abandon)."""
+def _job_secrets(config) -> dict[str, str]:
+    """The job's secrets: the HF token when set (raced: safe to abandon)."""
     secrets: dict[str, str] = {}
     token = getattr(config, "hf_token", None)
     if token is not None:
         secrets["HF_TOKEN"] = token.resolve()
     elif getattr(config.training, "hub_model_id", None):
         log.warning("training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the job cannot push")
-    return open_executor(config, name, tgt, runs_dir), secrets
+    return secrets
+
+
+def _start_and_follow(session: Session, config, interrupt, executor, record: RunRecord, tgt, secrets, resume,
+                      detach: bool) -> TrainResult:
+    """Inside the lease: fill the run directory, start the job (shielded), then follow or detach."""
+    from overbrainer.runs.prepare import fill_run_dir, job_root
+    from overbrainer.runs.start import fail, job_spec, release_claim, start_job
+
+    front, runs_dir, name = session.front, _runs_dir(session), record.target
+    run_dir = ids.run_dir(runs_dir, record.id)
+    if record.resumed_from:
+        log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
+                 resume.checkpoint)
+    try:
+        fill_run_dir(run_dir, session.project_dir, config.training, job_root(tgt, record.remote_dir), resume,
+                     check=lambda: interrupt.check("interrupted before the run started"))
+        interrupt.check("interrupted before the run started")
+        spec = job_spec(tgt, record, config.training, executor.workdir, secrets)
+    except Interrupted:
+        if not is_pod(tgt):  # nothing of the run is left; a pod's run stays, failed, with its pod.json
+            shutil.rmtree(run_dir, ignore_errors=True)
+            release_claim(executor, record.remote_dir, run_dir)
+        raise
+    except OverbrainerError as e:
+        fail(runs_dir, record, str(e))
+        raise
+    front.run_created(record.id)
+    log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
+    pod = pod_of(executor)
+    try:
+        with _events(front) as bus:
+            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+                             _transfers(bus, record.id, "upload"),
+                             note=f"starting the job of run {record.id}")
+    finally:
+        if pod is not None and record.state == RUNNING:  # a job that runs, or may (unconfirmed)
+            pod.job_started()
+    if interrupt.caught():
+        raise Interrupted(_keeps_running(record))
+    if detach:
+        text = record.id
+        front.report(text, {"run_id": record.id, "state": record.state, "target": name,
+                            "remote_dir": record.remote_dir, "detached": True})
+        log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
+                 record.id, record.id)
+        return TrainResult(record.id, record.state, name, detached=True, lines=[text])
+    return _follow_and_finish(front, interrupt, executor, record, runs_dir)
 
 
 def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: Path,
                        stop_since: float | None = None) -> TrainResult:
     from overbrainer.runs.retrieve import finish
 
+    pod = pod_of(executor)
     with _events(front) as bus:
-        followed = follow(executor, record, bus, interrupt, stop_since=stop_since)
+        if pod is not None:  # under the client's deadline; settled (shielded) on the pod's side
+            followed = pod.follow(executor, record, bus, interrupt, stop_since=stop_since)
+        else:
+            followed = follow(executor, record, bus, interrupt, stop_since=stop_since)
     if followed is None:
         raise Interrupted(_keeps_running(record))
     run_dir = ids.run_dir(runs_dir, record.id)
@@ -217,43 +244,43 @@ def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
 
 # --- attach / stop / cancel -------------------------------------------------------------------
 
-def _connect(interrupt, config, record: RunRecord, runs_dir: Path):
-    tgt = record_target(config, record)
-    executor = interrupt.race(open_executor, config, record.target, tgt, runs_dir)
-    if executor is None:
-        raise Interrupted(f"interrupted: run {record.id} was not touched")
-    return executor
+def _lease(session: Session, config, record: RunRecord, interrupt):
+    """The lease of a run that has a job (its target must still be configured)."""
+    return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt)
 
 
-def attach_flow(app, config, run_id: str) -> TrainResult:
+def attach_flow(session: Session, config, run_id: str) -> TrainResult:
     """Follow a running run again, or collect an ended one whose files are not all here."""
     from overbrainer.runs.retrieve import collect, is_retrieved
 
     _require_training(config)
-    runs_dir = _runs_dir(app)
+    runs_dir = _runs_dir(session)
     record = load(runs_dir, run_id)
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has no job: it stopped before the job started")
     run_dir = ids.run_dir(runs_dir, run_id)
-    front = _front(app)
+    front = session.front
     if record.ended and is_retrieved(record, run_dir):
         return report_outcome(front, record, run_dir)
     interrupt = front.interrupt()
-    executor = None
     try:
-        executor = _connect(interrupt, config, record, runs_dir)
-        _settle(interrupt, config, executor, record, runs_dir)
-        if record.ended:
-            with _events(front) as bus:
-                interrupt.shield(collect, executor, record, run_dir, runs_dir,
-                                 _transfers(bus, run_id, "download"),
-                                 note=f"retrieving the results of run {run_id}")
-            return report_outcome(front, record, run_dir)
-        return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+        with _lease(session, config, record, interrupt) as executor:
+            if executor is None:  # its pod no longer exists: what the local files say
+                return report_outcome(front, load(runs_dir, run_id), run_dir)
+            _settle(interrupt, config, executor, record, runs_dir)
+            if record.ended:
+                with _events(front) as bus:
+                    interrupt.shield(collect, executor, record, run_dir, runs_dir,
+                                     _transfers(bus, run_id, "download"),
+                                     note=f"retrieving the results of run {run_id}")
+                return report_outcome(front, record, run_dir)
+            return _follow_and_finish(front, interrupt, executor, record, runs_dir)
     finally:
-        if executor is not None:
-            executor.close()
         interrupt.restore()
+
+
+def _no_pod(record: RunRecord) -> OverbrainerError:
+    return OverbrainerError(f"run {record.id} has no pod left: its job no longer runs anywhere")
 
 
 def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
@@ -273,44 +300,40 @@ def _check_stoppable(record: RunRecord) -> None:
         raise OverbrainerError(f"run {rid} has not started: there is no job to snapshot yet")
     if record.ended:
         raise OverbrainerError(f"run {rid} already ended: {record.state}")
-    if not record.snapshots:
-        raise OverbrainerError(
-            f"run {rid} was started by an overbrainer older than 0.5.0: its job cannot save a snapshot; "
-            f"cancel it with `overbrainer train cancel {rid}`, or let it finish")
 
 
-def stop_flow(app, config, run_id: str, *, holder_pid: int | None = None) -> TrainResult | None:
+def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None = None) -> TrainResult | None:
     """Ask the job for a snapshot, then follow it to its end. With `holder_pid` (another process
     holds the project lock) only the request is written."""
-    runs_dir = _runs_dir(app)
+    runs_dir = _runs_dir(session)
     record = load(runs_dir, run_id)
     _check_stoppable(record)
-    front = _front(app)
+    front = session.front
     interrupt = front.interrupt()
-    executor = None
     try:
-        executor = _connect(interrupt, config, record, runs_dir)
-        interrupt.shield(executor.put_file, f"{record.remote_dir.rstrip('/')}/snapshot.request", "requested")
-        asked = time.monotonic()
-        text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of its "
-                "current step, then stops")
-        if holder_pid is not None or getattr(config, "training", None) is None:
-            who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
-            text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
-                     f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
-            front.report(text, {"run_id": run_id, "requested": True, "following": False})
-            return None
-        front.report(text, {"run_id": run_id, "requested": True, "following": True})
-        return _follow_and_finish(front, interrupt, executor, record, runs_dir, stop_since=asked)
+        with _lease(session, config, record, interrupt) as executor:
+            if executor is None:
+                raise _no_pod(record)
+            request = f"{record.remote_dir.rstrip('/')}/snapshot.request"
+            interrupt.shield(executor.put_file, request, "requested")
+            asked = time.monotonic()
+            text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+                    "its current step, then stops")
+            if holder_pid is not None or getattr(config, "training", None) is None:
+                who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
+                text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
+                         f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
+                front.report(text, {"run_id": run_id, "requested": True, "following": False})
+                return None
+            front.report(text, {"run_id": run_id, "requested": True, "following": True})
+            return _follow_and_finish(front, interrupt, executor, record, runs_dir, stop_since=asked)
     finally:
-        if executor is not None:
-            executor.close()
         interrupt.restore()
 
 
-def cancel_flow(app, config, run_id: str) -> str:
+def cancel_flow(session: Session, config, run_id: str) -> str:
     """Cancel a run's job (shielded). Returns the line reported."""
-    runs_dir = _runs_dir(app)
+    runs_dir = _runs_dir(session)
     record = load(runs_dir, run_id)
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
@@ -321,21 +344,20 @@ def cancel_flow(app, config, run_id: str) -> str:
                           "section to overbrainer.toml")
     if record.ended:
         log.info("train: run %s already ended: %s; stopping any job left on the target", run_id, record.state)
-    front = _front(app)
+    front = session.front
     interrupt = front.interrupt()
-    executor = None
     try:
-        executor = _connect(interrupt, config, record, runs_dir)
-        _settle(interrupt, config, executor, record, runs_dir)
-        with _events(front) as bus:
-            text, data = interrupt.shield(_cancel, executor, record, runs_dir,
-                                          _transfers(bus, run_id, "download"),
-                                          note=f"cancelling the job of run {run_id}")
-        front.report(text, data)
-        return text
+        with _lease(session, config, record, interrupt) as executor:
+            if executor is None:
+                raise _no_pod(load(runs_dir, run_id))
+            _settle(interrupt, config, executor, record, runs_dir)
+            with _events(front) as bus:
+                text, data = interrupt.shield(_cancel, executor, record, runs_dir,
+                                              _transfers(bus, run_id, "download"),
+                                              note=f"cancelling the job of run {run_id}")
+            front.report(text, data)
+            return text
     finally:
-        if executor is not None:
-            executor.close()
         interrupt.restore()
 
 

@@ -205,11 +205,14 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
     if record.target not in (getattr(config, "targets", None) or {}) and here:
         return OpenedLog(local)
     target = record_target(config, record)
-    if getattr(target, "kind", "local") != "ssh":
+    kind = getattr(target, "kind", "local")
+    if kind not in ("ssh", "runpod"):
         return OpenedLog(local)
+    opener = (lambda: _pod_executor(run_dir, record)) if kind == "runpod" else (
+        lambda: open_executor(config, record.target, target, runs_dir))
     call = race or (lambda fn, *a: fn(*a))
     try:
-        executor = call(open_executor, config, record.target, target, runs_dir)
+        executor = call(opener)
     except OverbrainerError as e:
         if not here or isinstance(e, ConfigError):
             raise
@@ -219,3 +222,20 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
         raise Stopped()
     remote = f"{record.remote_dir.rstrip('/')}/job.log"
     return OpenedLog(RemoteLog(executor, remote, race), executor)
+
+
+def _pod_executor(run_dir: Path, record):
+    """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
+    no Runpod API call). Raises when the pod is not known to be up."""
+    from overbrainer.runpod.keys import SSH_DIR, RunKeys
+    from overbrainer.runpod.reach import executor_for
+    from overbrainer.runpod.record import PodRecord, PodState
+
+    pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from")
+    keys = RunKeys.load(run_dir / SSH_DIR, record.id)
+    if not keys.client_key.exists():
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from (its key is gone)")
+    workdir = record.remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
+    return executor_for(keys, pod.ssh, workdir, pod_id=pod.pod_id)

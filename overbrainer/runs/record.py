@@ -62,12 +62,6 @@ class RunRecord:
     def ended(self) -> bool:
         return self.state in ENDED
 
-    @property
-    def snapshots(self) -> bool:
-        """Every run's job honours snapshot requests: run.json's `snapshots` is written true (the
-        original tool reads it) and never read. (Only runs/flow.py's stop check still asks.)"""
-        return True
-
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.id, "target": self.target, "created": self.created,

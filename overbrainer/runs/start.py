@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import re
 import secrets as _secrets
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -31,19 +33,39 @@ def remote_dir_of(executor, run_id: str) -> str:
     return f"{executor.workdir.rstrip('/')}/{ids.validate(run_id)}"
 
 
-def create_run(executor, runs_dir: Path, project_name: str, target_name: str,
-               resumed_from: str | None = None, now: _dt.datetime | None = None) -> tuple[RunRecord, Path]:
-    """Claim `runs/<id>` (exclusive mkdir) and `<workdir>/<id>/.claim` on the target; save `preparing`."""
+def create_run(runs_dir: Path, project_name: str, target_name: str, resumed_from: str | None = None,
+               now: _dt.datetime | None = None) -> tuple[RunRecord, Path]:
+    """Claim `runs/<id>` (exclusive mkdir) and save the run `preparing`, before any target is
+    reached: a pod is only ever created for a run that exists. Its directory on the target is
+    claimed once an executor exists (`claim_target`)."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    owner = _secrets.token_hex(8)
-    run_id, run_dir = ids.claim_new(
-        runs_dir, ids.base_id(project_name, now),
-        lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
-    record = RunRecord(id=run_id, target=target_name, created=ids.rfc3339(now),
-                       remote_dir=remote_dir_of(executor, run_id), state=PREPARING,
-                       resumed_from=resumed_from)
+    run_id, run_dir = ids.claim_new(runs_dir, ids.base_id(project_name, now))
+    record = RunRecord(id=run_id, target=target_name, created=ids.rfc3339(now), remote_dir="",
+                       state=PREPARING, resumed_from=resumed_from)
     save(runs_dir, record)
     return record, run_dir
+
+
+def claim_target(executor, runs_dir: Path, record: RunRecord, owner: str | None = None) -> Path:
+    """Claim `<workdir>/<id>/.claim` on the target (`owner`: a token of this checkout, at most 64
+    letters and digits) and save the run's `remote_dir`; returns the run directory. When another
+    checkout sharing the workdir holds that ID, the run takes the next free suffix (`_2`…) there
+    and here, while its local directory holds nothing but run.json."""
+    owner = owner or _secrets.token_hex(8)
+    old_dir = ids.run_dir(runs_dir, record.id)
+    remote = remote_dir_of(executor, record.id)
+    if executor.claim(remote, owner):
+        run_dir = old_dir
+    else:
+        base = re.sub(r"(_\d{8}-\d{6})_\d{1,2}$", r"\1", record.id)
+        new_id, run_dir = ids.claim_new(
+            runs_dir, base, lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
+        shutil.rmtree(old_dir, ignore_errors=True)
+        record.id = new_id
+        remote = remote_dir_of(executor, new_id)
+    record.remote_dir = remote
+    save(runs_dir, record)
+    return run_dir
 
 
 def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
@@ -70,12 +92,22 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
     from overbrainer.train.job import CONFIG_NAME, wants_merge
 
     runtime = Runtime.from_target(target)
-    steps = [Step("train", ("axolotl", "train", CONFIG_NAME))]
+    steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
     if wants_merge(training):
         steps.append(Step("merge", ("axolotl", "merge-lora", CONFIG_NAME)))
     cache = f"{workdir.rstrip('/')}/.hf-cache"
     script, container = runtime.job(record.id, record.remote_dir, cache, steps, secret_names=sorted(secrets))
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
+
+
+def launcher_args(target: Any) -> tuple[str, ...]:
+    """More than one GPU (`gpu_count` > 1, a Runpod pod): Axolotl's own launcher starts one
+    training process per GPU (`--launcher accelerate -- --num_processes=N`); DeepSpeed or FSDP
+    come from the Axolotl config (`axolotl_extra`). One GPU: Axolotl's default, no arguments."""
+    count = getattr(target, "gpu_count", 1) or 1
+    if count <= 1:
+        return ()
+    return ("--launcher", "accelerate", "--", f"--num_processes={int(count)}")
 
 
 # --- start ------------------------------------------------------------------------------------

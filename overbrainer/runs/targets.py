@@ -1,7 +1,7 @@
 """From a configured target to an Executor: `unknown target`, a missing host, connection errors.
 
-A Runpod pod is later just another target reached over SSH: its flow builds an SshExecutor for the
-pod and hands it to the same start/follow/retrieve steps.
+A Runpod pod is reached over SSH too, but only through the run's lease (runs.lease): it is created
+for the run, or found again from the run's pod.json.
 """
 
 from __future__ import annotations
@@ -62,19 +62,14 @@ def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=N
         host = target_host(name, target, environ)
         from overbrainer.exec.ssh import SshExecutor
 
+        # The executor's own errors already read `cannot reach target `<n>`: …` (its label), and
+        # their class (TargetUnreachable, HostKeyError) tells the caller what to do.
         try:
-            return SshExecutor(host, getattr(target, "workdir", "overbrainer"), **_ssh_options(name, target))
-        except OverbrainerError:
-            # The executor's errors already read `cannot reach target `<n>`: …` (its label), and
-            # their class (TargetUnreachable, HostKeyError) tells the caller what to do.
-            raise
+            return SshExecutor(host, getattr(target, "workdir", "overbrainer"), label=f"target `{name}`")
         except OSError as e:
             raise OverbrainerError(f"cannot reach target `{name}`: {e.strerror or e}", cause=e) from e
-    if kind == "runpod":
-        raise OverbrainerError(f"target `{name}` is a runpod target: training on Runpod is not "
-                               "supported by this version yet")
+    if kind == "runpod":  # a pod exists per run: runs.lease creates or finds it
+        raise OverbrainerError(f"target `{name}` is a runpod target: its pod is reached through the run's "
+                               "lease")
     raise ConfigError(f"target `{name}` has an unknown kind")
 
-
-def _ssh_options(name: str, target: Any) -> dict[str, Any]:
-    return {"label": f"target `{name}`"}

@@ -1,8 +1,8 @@
-"""How often flows poll a job. Tests shorten it with OVERBRAINER_TEST_POLL_SECS."""
+"""How often flows poll a job. OVERBRAINER_TIME_SCALE (support.timescale) shrinks it in tests."""
 
 from __future__ import annotations
 
-import os
+from overbrainer.support.timescale import scaled
 
 POLL_SECS = 2.0
 FAILURE_BUDGET = 5           # retried polls; the next consecutive failure ends the follow
@@ -11,12 +11,5 @@ PROOF_GRACE_SECS = 10 * 60   # a proof but the job still runs this long after: c
 
 
 def poll_secs() -> float:
-    raw = os.environ.get("OVERBRAINER_TEST_POLL_SECS")
-    if raw:
-        try:
-            value = float(raw)
-            if 0 < value <= 60:
-                return value
-        except ValueError:
-            pass
-    return POLL_SECS
+    """The poll interval: 2 s, times OVERBRAINER_TIME_SCALE."""
+    return scaled(POLL_SECS)

@@ -146,7 +146,7 @@ def test_run_without_training_stops_after_split(project, fake_provider, cli):
 
 def test_run_trains_after_split_when_training_is_set(project, fake_provider, fake_axolotl, cli):
     project.write(topics=1, subtopics=2, questions=3, training=fake_axolotl.venv)
-    env = {**project.env, "OVERBRAINER_TEST_POLL_SECS": "0.1"}
+    env = {**project.env, "OVERBRAINER_TIME_SCALE": "0.05"}
     r = cli(["-C", project.dir, "run"], env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()

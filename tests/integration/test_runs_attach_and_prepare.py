@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import shutil
 import threading
-from types import SimpleNamespace
 
 import pytest
 
 from overbrainer.errors import Interrupted
 from overbrainer.exec.local import LocalExecutor
+from overbrainer.front.session import Session
 from overbrainer.runs import record as rec
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
 from tests.integration.test_runs_retrieve import followed, started
@@ -19,7 +19,7 @@ from tests.integration.test_runs_support import make_project
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
 
 
 def test_attach_brings_back_the_output_of_a_succeeded_run_when_it_is_missing_here(tmp_path):
@@ -52,14 +52,14 @@ def test_ctrl_c_while_preparing_leaves_nothing_on_the_target(tmp_path, fake_axol
     from overbrainer.config.load import load_config
     from overbrainer.front.bus import EventBus
     from overbrainer.front.frontend import Embedded
-    from overbrainer.runs import flow
+    from overbrainer.runs import flow, lease
 
     p = make_project(tmp_path, fake_axolotl)
     remote = tmp_path / "remote"
     ctrl_c = threading.Event()
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: _CtrlCAfterClaim(remote, ctrl_c))
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: _CtrlCAfterClaim(remote, ctrl_c))
     reports = []
-    app = SimpleNamespace(project_dir=p.dir, front=Embedded(EventBus(), ctrl_c, threading.Event(), reports.append))
+    app = Session(p.dir, Embedded(EventBus(), ctrl_c, threading.Event(), reports.append))
     with pytest.raises(Interrupted) as e:
         flow.train_flow(app, load_config(p.dir))
     assert str(e.value) == "interrupted before the run started"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from types import SimpleNamespace
 
 import pytest
 
@@ -15,7 +14,8 @@ from overbrainer.exec.base import TargetUnreachable
 from overbrainer.exec.local import LocalExecutor
 from overbrainer.front.bus import EventBus
 from overbrainer.front.frontend import Embedded
-from overbrainer.runs import flow, start, timing
+from overbrainer.front.session import Session
+from overbrainer.runs import flow, lease, start, timing
 from overbrainer.runs.follow import job_id
 from overbrainer.runs.record import load
 from tests.integration.test_runs_support import make_project
@@ -24,7 +24,7 @@ from tests.integration.test_runs_support import make_project
 def _app(p, ctrl_c: threading.Event | None = None):
     reports: list = []
     front = Embedded(EventBus(), ctrl_c or threading.Event(), threading.Event(), reports.append)
-    return SimpleNamespace(project_dir=p.dir, front=front), reports
+    return Session(p.dir, front), reports
 
 
 def _config(p):
@@ -74,7 +74,7 @@ def test_a_spawn_cut_after_the_launch_finds_its_job_and_attach_completes(tmp_pat
     p = _ssh_project(tmp_path, fake_axolotl, sshd)
     fake_axolotl.set_mode("ok", delay=1)
     ex = _cut_executor(sshd, tmp_path / "remote", gone_after_cut=False)
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: ex)
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: ex)
     app, _ = _app(p)
     result = flow.train_flow(app, _config(p), detach=True)
     assert result.state == "running" and result.detached
@@ -93,7 +93,7 @@ def test_a_spawn_cut_with_the_target_gone_stays_running_until_attach_settles_it(
     p = _ssh_project(tmp_path, fake_axolotl, sshd)
     fake_axolotl.set_mode("ok", delay=1)
     ex = _cut_executor(sshd, tmp_path / "remote", gone_after_cut=True)
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: ex)
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: ex)
     monkeypatch.setattr(start, "PID_WAIT_SECS", 0.5)
     app, _ = _app(p)
     with pytest.raises(OverbrainerError) as e:
@@ -116,7 +116,7 @@ def test_cancel_settles_an_unconfirmed_start(tmp_path, fake_axolotl, sshd, monke
     p = _ssh_project(tmp_path, fake_axolotl, sshd)
     fake_axolotl.set_mode("slow")
     ex = _cut_executor(sshd, tmp_path / "remote", gone_after_cut=True)
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: ex)
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: ex)
     monkeypatch.setattr(start, "PID_WAIT_SECS", 0.5)
     app, _ = _app(p)
     with pytest.raises(OverbrainerError):
@@ -138,7 +138,7 @@ def test_a_spawn_that_never_reached_the_target_fails_the_run(tmp_path, fake_axol
             e.sent = False
             raise e
 
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: NeverSent(p.runs))
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: NeverSent(p.runs))
     app, _ = _app(p)
     with pytest.raises(OverbrainerError):
         flow.train_flow(app, _config(p))
@@ -188,7 +188,7 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
 
 @pytest.fixture
 def stop_limits(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
     monkeypatch.setattr(timing, "STOP_GRACE_SECS", 0.5)
 
 
@@ -223,7 +223,7 @@ def test_ctrl_c_during_the_limit_cancel_lets_it_finish(tmp_path, fake_axolotl, s
             ctrl_c.set()
             super().cancel(job)
 
-    monkeypatch.setattr(flow, "open_executor", lambda *a, **k: CtrlCWhileCancelling(p.runs))
+    monkeypatch.setattr(lease, "open_executor", lambda *a, **k: CtrlCWhileCancelling(p.runs))
     app, _ = _app(p, ctrl_c)
     with pytest.raises(Interrupted) as e:
         flow.stop_flow(app, _config(p), rid)

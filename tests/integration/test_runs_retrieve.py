@@ -3,6 +3,7 @@ project's runs/ (so upload, download and verification really copy and hash files
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import threading
@@ -19,7 +20,7 @@ from overbrainer.front.interrupt import Interrupt
 from overbrainer.runs import record as rec
 from overbrainer.runs.follow import follow, job_id
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
-from overbrainer.runs.start import create_run, start_job
+from overbrainer.runs.start import claim_target, create_run, start_job
 from overbrainer.runs.states import Status
 
 JOB_OK = """
@@ -33,7 +34,7 @@ echo adapter > output/adapter_model.safetensors
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TEST_POLL_SECS", "0.05")
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
 
 
 class Corrupting(LocalExecutor):
@@ -53,7 +54,8 @@ class Corrupting(LocalExecutor):
 def started(tmp_path, script=JOB_OK, executor=None):
     runs = tmp_path / "proj" / "runs"
     ex = executor or LocalExecutor(tmp_path / "remote")
-    record, run_dir = create_run(ex, runs, "Demo", "remote")
+    record, _ = create_run(runs, "Demo", "remote")
+    run_dir = claim_target(ex, runs, record)
     (run_dir / "axolotl.yaml").write_text("adapter: lora\n")
     spec = JobSpec(dir=record.remote_dir, script=script)
     start_job(ex, record, run_dir, runs, spec)
@@ -163,9 +165,17 @@ def test_follow_returns_none_when_interrupted(tmp_path):
     ex.cancel(job_id(record))
 
 
+NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+
+
 def test_two_checkouts_sharing_a_workdir_get_distinct_runs(tmp_path):
     ex = LocalExecutor(tmp_path / "remote")
-    a, _ = create_run(ex, tmp_path / "a" / "runs", "Demo", "remote")
-    b, _ = create_run(ex, tmp_path / "b" / "runs", "Demo", "remote")
-    assert a.id != b.id
+    a, _ = create_run(tmp_path / "a" / "runs", "Demo", "remote", now=NOW)
+    claim_target(ex, tmp_path / "a" / "runs", a)
+    b, _ = create_run(tmp_path / "b" / "runs", "Demo", "remote", now=NOW)
+    assert b.id == a.id  # each checkout claims the same ID here; the target tells them apart
+    claim_target(ex, tmp_path / "b" / "runs", b)
+    assert b.id == f"{a.id}_2" and (tmp_path / "b" / "runs" / b.id / "run.json").is_file()
+    assert not (tmp_path / "b" / "runs" / a.id).exists()  # the taken ID left nothing behind
     assert json.loads((tmp_path / "a" / "runs" / a.id / "run.json").read_text())["state"] == "preparing"
+    assert json.loads((tmp_path / "b" / "runs" / b.id / "run.json").read_text())["remote_dir"].endswith(b.id)

@@ -15,7 +15,7 @@ import pytest
 
 from tests.fixtures.cli import clean_env
 
-POLL = "0.2"
+TIME_SCALE = "0.1"  # polls every 0.2 s
 HF_TOKEN = "hf_TOPSECRET_f00dfeed1234"
 EXAMPLE = {"messages": [{"role": "user", "content": "What is 2+2?"},
                         {"role": "assistant", "content": "4"}]}
@@ -27,7 +27,7 @@ class TrainProject:
         self.venv = venv
         self.home = home
         self.remote = remote
-        self.env: dict[str, str] = {"OVERBRAINER_TEST_POLL_SECS": POLL}
+        self.env: dict[str, str] = {"OVERBRAINER_TIME_SCALE": TIME_SCALE}
 
     def write(self, *, target: str = "local", merge: bool = False, adapter: str = "lora",
               hf_token: bool = False, ssh_alias: str | None = None) -> "TrainProject":

@@ -1,0 +1,247 @@
+"""The Runpod lease (see runs.lease): a pod created for a new run, or the run's pod again.
+
+Creating runs shielded, never raced (an abandoned create could leave a billing pod): Ctrl-C only
+sets the provisioning flag, which each step of `start_pod` checks; the pod that exists is then
+deleted and confirmed, and the run fails `interrupted before the job started`. Once the pod is
+ready, the cost cap is armed on it (`.pod/cost_cap_at`, `.pod/snapshot_at`) before the run's
+directory is claimed there.
+
+On release, by what the run's files say:
+- no job started: the pod is deleted (confirmed) and the run failed;
+- the job runs (detached, Ctrl-C, a watch that failed while the pod still exists): the pod is left
+  to its watchdog, with a message saying until when;
+- the job ended: `end_pod` (deleted once the results are verified home, else kept for them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.runpod import cost
+from overbrainer.runpod.keys import SSH_DIR
+from overbrainer.runpod.record import PodRecord, PodState
+from overbrainer.runs import ids, pod_run
+from overbrainer.runs.lease import PODS
+from overbrainer.runs.record import PREPARING, load
+from overbrainer.runs.start import claim_target, fail, unconfirmed
+
+log = logging.getLogger(__name__)
+
+NOT_STARTED = "interrupted before the job started"
+
+
+class PodContext:
+    """What the pod steps of one lease share: the API client, the run's `pod.json`, the timing."""
+
+    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish):
+        self.client = client
+        self.runs_dir = runs_dir
+        self.run_id = run_id
+        self.run_dir = ids.run_dir(runs_dir, run_id)
+        self.pod_path = PodRecord.path_in(self.run_dir)
+        self.pod: PodRecord | None = PodRecord.load_if_any(self.pod_path)
+        self.timing = timing
+        self.publish = publish
+
+    def follow(self, executor, record, bus, interrupt, *, stop_since: float | None = None):
+        return pod_run.follow_on_pod(self, executor, record, bus, interrupt, stop_since=stop_since)
+
+    def job_started(self) -> None:
+        """The job was spawned (or may have been): the pod is `running` from now on."""
+        self.pod = self.pod.reload()
+        if self.pod.state == PodState.READY:
+            self.pod.transition(PodState.RUNNING)
+            self.pod.save(self.pod_path)
+
+    def forget(self) -> None:
+        """No pod of the run is left: drop its private keys and host-key secret (best effort)."""
+        from overbrainer.runpod.remove import forget_run
+
+        if self.pod is None or self.pod.no_pod_left:
+            forget_run(self.client, self.run_dir / SSH_DIR, self.run_id)
+
+    def sweep_and_forget(self, sweep) -> None:
+        """Delete the run's other marker pods (unconfirmed ones become strays), then forget."""
+        from overbrainer.runpod.errors import RunpodError
+
+        try:
+            strays = sweep(self.client, self.run_id, self.pod.pod_id, self.timing, publish=self.publish)
+        except RunpodError as e:
+            log.warning("cannot look for other pods of run %s: %s", self.run_id, e)
+            return
+        if strays:
+            self.pod.add_strays(strays)
+            self.pod.save(self.pod_path)
+        self.forget()
+
+
+def _client(config):
+    from overbrainer.runpod.api import RunpodClient
+
+    return RunpodClient.from_config(config)
+
+
+@contextmanager
+def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
+              keep: bool) -> Iterator[Any]:
+    from overbrainer.runpod.timing import Timing
+
+    runs_dir = session.project_dir / "runs"
+    guard = session.front.open_bus()
+    client = None
+    executor = None
+    try:
+        client = _client(config)
+        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish)
+        if start:
+            executor = _provision(ctx, target, record, interrupt, keep)
+        else:
+            executor = interrupt.shield(pod_run.reconnect, ctx, record,
+                                        note=f"reconnecting to the pod of run {record.id}")
+    except BaseException:
+        guard.close()
+        if client is not None:
+            client.close()
+        raise
+    guard.close()
+    if executor is not None:
+        PODS[id(executor)] = ctx
+    try:
+        yield executor
+    finally:
+        PODS.pop(id(executor), None)
+        guard = session.front.open_bus()
+        ctx.publish = guard.bus.publish
+        try:
+            if executor is not None:
+                interrupt.shield(_release, ctx, executor, interrupt,
+                                 note=f"ending the pod of run {record.id}")
+        finally:
+            guard.close()
+            if executor is not None:
+                executor.close()
+            client.close()
+
+
+# --- provisioning ---------------------------------------------------------------------------------
+
+def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
+    """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
+    from overbrainer.runpod.pod_scripts import WORKDIR
+    from overbrainer.runpod.provision import start_pod
+
+    flag = _CaughtFlag(interrupt)
+    try:
+        provisioned = interrupt.shield(
+            start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=WORKDIR,
+            api_url=ctx.client.base_url, flag=flag, timing=ctx.timing, publish=ctx.publish,
+            note=f"creating the pod of run {record.id}")
+    except BaseException as e:
+        _provisioning_failed(ctx, record, e, interrupt)
+        raise
+    ctx.pod = provisioned.record
+    executor = provisioned.executor
+    try:
+        if interrupt.caught():
+            raise Interrupted(NOT_STARTED)
+        _arm_cost_cap(ctx, executor, record, keep)
+        claim_target(executor, ctx.runs_dir, record, _claim_owner(ctx.pod.host_key))
+        if keep:
+            log.warning("run %s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
+                        "deletes it", record.id, ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
+                        record.id)
+    except BaseException as e:
+        try:
+            interrupt.shield(_release, ctx, executor, interrupt, error=e,
+                             note=f"deleting the pod of run {record.id}")
+        finally:
+            executor.close()
+        raise
+    return executor
+
+
+class _CaughtFlag:
+    """The provisioning flag of this flow: set as soon as its Interrupt noted Ctrl-C (in the
+    signal handler already, before the watcher thread sets the event)."""
+
+    def __init__(self, interrupt):
+        self.interrupt = interrupt
+
+    def is_set(self) -> bool:
+        return self.interrupt.caught()
+
+
+def _claim_owner(host_key: str | None) -> str:
+    """The claim value of a run's directory on its pod: from the pod's public host key."""
+    return hashlib.sha256((host_key or "").encode()).hexdigest()[:32]
+
+
+def _arm_cost_cap(ctx: PodContext, executor, record, keep: bool) -> None:
+    pod = ctx.pod
+    try:
+        cap = cost.arm_cost_cap(pod.max_cost_usd, pod.cost_per_hour, pod.created_unix or 0, keep)
+    except ValueError as e:
+        raise pod_run.CostCapUnset(f"max_cost_usd cannot be applied ({e}): the pod was deleted and training "
+                                   "refused") from e
+    if cap is None:
+        return
+    remote = f"{executor.workdir.rstrip('/')}/{record.id}"
+    try:
+        for name, text in cap.files().items():
+            executor.put_file(f"{remote}/{name}", text)
+    except OverbrainerError as e:
+        raise pod_run.CostCapUnset(f"max_cost_usd cannot be applied ({e}): the pod was deleted and training "
+                                   "refused") from e
+    warning = cost.cap_warning(pod.max_cost_usd, pod.cost_per_hour)
+    if warning:
+        log.warning("%s", warning)
+
+
+def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrupt) -> None:
+    """start_pod failed (it deleted what it created, or recorded what it could not): fail the run."""
+    from overbrainer.runpod.failures import run_message
+
+    pod = PodRecord.load_if_any(ctx.pod_path)
+    ctx.pod = pod
+    left = pod is not None and not pod.no_pod_left
+    if isinstance(error, Interrupted) or interrupt.caught():
+        message = NOT_STARTED + (": a pod of it may be left: check `overbrainer pod ls`" if left
+                                 else ": it has no pod left")
+    else:
+        message = run_message(error) if isinstance(error, Exception) else type(error).__name__
+    fail(ctx.runs_dir, record, message)
+
+
+# --- release -----------------------------------------------------------------------------------------
+
+def _release(ctx: PodContext, executor, interrupt, error: BaseException | None = None) -> None:
+    """End the lease by what the run's files say (see the module docstring)."""
+    from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, remove, sweep
+    from overbrainer.runs.retrieve import is_retrieved
+
+    pod = ctx.pod = ctx.pod.reload() if ctx.pod is not None else None
+    if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
+        return
+    run = load(ctx.runs_dir, ctx.run_id)
+    if run.job is None and not unconfirmed(run):
+        reason = (COST_CAP_UNSET if isinstance(error, pod_run.CostCapUnset)
+                  else INTERRUPTED if interrupt.caught() else NOT_READY)
+        try:
+            remove(ctx.client, pod, ctx.pod_path, reason, "client", ctx.timing, publish=ctx.publish)
+        except NotDeleted as e:
+            fail(ctx.runs_dir, run, f"{NOT_STARTED if interrupt.caught() else run.message or 'failed'}; {e}")
+            raise
+        if run.state == PREPARING or interrupt.caught():
+            why = NOT_STARTED if interrupt.caught() or error is None else (str(error) or type(error).__name__)
+            fail(ctx.runs_dir, run, why + (": it has no pod left" if why == NOT_STARTED else ""))
+        ctx.sweep_and_forget(sweep)
+        return
+    if not run.ended:
+        log.warning("%s", pod_run.detach_message(pod, run.id))
+        return
+    pod_run.end_pod(ctx, executor, run, ctx.run_dir, is_retrieved(run, ctx.run_dir))

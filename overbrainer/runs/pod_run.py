@@ -1,0 +1,293 @@
+"""The steps of a run on a Runpod pod around the generic run flows: following its job under the
+client's deadline, settling what the watch found, ending the pod, reconnecting to it.
+
+Rules kept here:
+- The watch (job polls, metrics) never calls the Runpod API and never deletes: dropping it on
+  Ctrl-C loses nothing. Its deadline is the watchdog's plus `Timing.deadline_margin` (none for a
+  kept pod): past it, the client deletes the pod itself (shielded) and fails the run
+  `max_hours reached: the pod was deleted before the job ended`.
+- A failed watch looks the pod up by the gone rule (3 Runpod 404s and absence from the list;
+  nothing is deleted on a look): gone → `pod.json` records it deleted and the run fails
+  `pod <id> no longer exists`; otherwise the run stays `running` and `train attach` follows it.
+- `end_pod` writes the pod's `.pod/retrieved` marker only after the results were verified home
+  (the watchdog then deletes it even when our delete fails), deletes and confirms unless kept,
+  sweeps the run's other marker pods and forgets its keys; unretrieved results keep the pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runpod import cost
+from overbrainer.runpod.errors import RunpodError
+from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
+from overbrainer.runpod.record import PodEndpoint, PodRecord, PodState
+from overbrainer.runs.record import PREPARING, RUNNING, load
+from overbrainer.runs.start import fail
+
+log = logging.getLogger(__name__)
+
+RETRIEVED_MARKER = ".pod/retrieved"
+POD_LOGS = (".pod/watchdog.log", ".pod/bootstrap.log")
+DEADLINE_MESSAGE = "max_hours reached: the pod was deleted before the job ended"
+LINK_LOOK = 0.05  # how often the watch's own interrupt looks at Ctrl-C and the deadline (real seconds)
+
+
+class PodGone(OverbrainerError):
+    """The run's pod no longer exists (found by the gone rule)."""
+
+
+class DeadlineReached(OverbrainerError):
+    """The client's deadline passed: the pod was deleted before the job ended."""
+
+
+class CostCapUnset(OverbrainerError):
+    """max_cost_usd could not be armed on the pod: the pod was deleted and training refused."""
+
+
+class PodStopped(OverbrainerError):
+    """The pod is stopped (EXITED) and will not run again by itself."""
+
+
+class NoEndpoint(OverbrainerError):
+    """The pod has no SSH endpoint yet."""
+
+
+def gone_message(pod: PodRecord) -> str:
+    if pod.deadline_unix is not None and not pod.keep and time.time() >= pod.deadline_unix:
+        return DEADLINE_MESSAGE
+    return f"pod {pod.pod_id} no longer exists"
+
+
+def fail_run(runs_dir: Path, run_id: str, message: str) -> None:
+    """Save the run `failed` with `message` (best effort: a warning when it cannot be saved)."""
+    try:
+        record = load(runs_dir, run_id)
+    except OverbrainerError as e:
+        log.warning("cannot record run %s as failed: %s", run_id, e)
+        return
+    fail(runs_dir, record, message)
+
+
+# --- following -----------------------------------------------------------------------------------
+
+def client_deadline(pod: PodRecord, margin: float) -> float | None:
+    """Unix time at which the client deletes the pod itself; None for a kept pod."""
+    if pod.keep or pod.deadline_unix is None:
+        return None
+    return pod.deadline_unix + margin
+
+
+def follow_on_pod(ctx, executor, record, bus, interrupt, *, stop_since: float | None = None):
+    """`runs.follow.follow` under the client's deadline, then settled (shielded): None after
+    Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
+    (the run is then failed) or the watch's own error (the run stays running)."""
+    from overbrainer.front.interrupt import Interrupt
+    from overbrainer.runs.follow import follow
+
+    deadline = client_deadline(ctx.pod, ctx.timing.deadline_margin)
+    tripped = threading.Event()
+    done = threading.Event()
+
+    def link() -> None:  # the watch ends at Ctrl-C or at the deadline, whichever comes first
+        while not done.wait(LINK_LOOK):
+            if interrupt.caught() or (deadline is not None and time.time() >= deadline):
+                tripped.set()
+                return
+
+    watcher = threading.Thread(target=link, name="overbrainer-pod-deadline", daemon=True)
+    watcher.start()
+    error: OverbrainerError | None = None
+    followed = None
+    try:
+        followed = follow(executor, record, bus, Interrupt.on(tripped), stop_since=stop_since)
+    except OverbrainerError as e:
+        error = e
+    finally:
+        done.set()
+    if error is None and followed is not None:
+        return followed
+    if error is None and interrupt.caught():
+        return None
+    if error is None:
+        return interrupt.shield(_deadline_reached, ctx, record.id,
+                                note=f"deleting the pod of run {record.id}")
+    return interrupt.shield(_unreachable, ctx, record.id, error,
+                            note=f"looking up the pod of run {record.id}")
+
+
+def _deadline_reached(ctx, run_id: str):
+    from overbrainer.runpod.remove import DEADLINE, remove
+
+    remove(ctx.client, ctx.pod, ctx.pod_path, DEADLINE, "client", ctx.timing, publish=ctx.publish)
+    fail_run(ctx.runs_dir, run_id, DEADLINE_MESSAGE)
+    ctx.forget()
+    raise DeadlineReached(f"run {run_id} failed: {DEADLINE_MESSAGE}")
+
+
+def _unreachable(ctx, run_id: str, error: OverbrainerError):
+    """The watch failed: the run fails only when its pod is gone."""
+    from overbrainer.runpod.gone import look_up
+
+    try:
+        remote = look_up(ctx.client, ctx.pod.pod_id, ctx.timing)
+    except RunpodError as e:
+        log.warning("cannot look up pod %s of run %s: %s", ctx.pod.pod_id, run_id, e)
+        raise error
+    if remote is not None:
+        raise error
+    message = mark_gone(ctx, run_id)
+    raise PodGone(f"run {run_id} failed: {message}", cause=error)
+
+
+def mark_gone(ctx, run_id: str) -> str:
+    """Record the pod found gone (by the watchdog when one of its limits passed), forget the
+    run's keys, and fail the run when it was running; returns the reason."""
+    from overbrainer.runpod.gone import mark_gone as record_gone
+
+    message = gone_message(ctx.pod)
+    record_gone(ctx.pod, "watchdog" if message == DEADLINE_MESSAGE else "unknown", ctx.pod_path)
+    ctx.forget()
+    try:
+        state = load(ctx.runs_dir, run_id).state
+    except OverbrainerError:
+        state = None
+    if state in (PREPARING, RUNNING):  # an ended run keeps its outcome
+        fail_run(ctx.runs_dir, run_id, message)
+    log.warning("run %s: %s", run_id, message)
+    return message
+
+
+# --- the end of the job ---------------------------------------------------------------------
+
+def copy_pod_logs(executor, remote_dir: str, run_dir: Path) -> None:
+    """The watchdog's and the bootstrap's logs into `runs/<id>/.pod/`, best effort."""
+    try:
+        executor.download(remote_dir, str(run_dir), POD_LOGS)
+    except OverbrainerError as e:
+        log.warning("cannot copy the pod's logs of run %s: %s", run_dir.name, e)
+
+
+def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
+    """End the pod once the job ended; returns the pod's state (`deleted`, `kept`,
+    `awaiting_retrieval`). Raises OverbrainerError `<run> ended, but not its pod` when the
+    delete cannot be confirmed."""
+    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, remove, sweep
+
+    pod = ctx.pod
+    copy_pod_logs(executor, run.remote_dir, run_dir)
+    if not retrieved:
+        pod.transition(PodState.KEPT if pod.keep else PodState.AWAITING_RETRIEVAL)
+        pod.save(ctx.pod_path)
+        stays = ("stays (--keep-pod), nothing deletes it automatically" if pod.keep
+                 else "stays until its watchdog's retrieve grace ends")
+        log.warning("the results of run %s were not retrieved: pod %s %s; retrieve them with "
+                    "`overbrainer train attach %s`, or remove the pod with `overbrainer pod rm %s`",
+                    run.id, pod.pod_id, stays, run.id, run.id)
+        return pod.state.value
+    try:
+        executor.put_file(f"{run.remote_dir.rstrip('/')}/{RETRIEVED_MARKER}", "retrieved\n")
+    except OverbrainerError as e:
+        log.warning("cannot mark the results of run %s retrieved on its pod: %s", run.id, e)
+    if pod.keep:
+        pod.transition(PodState.KEPT)
+        pod.save(ctx.pod_path)
+        log.warning("run %s: pod %s is kept (%s): reach it with `%s`; remove it with `overbrainer pod rm %s`",
+                    run.id, pod.pod_id, cost.format_rate(pod.cost_per_hour), ssh_line(run.id), run.id)
+        return pod.state.value
+    try:
+        remove(ctx.client, pod, ctx.pod_path, RETRIEVED, "client", ctx.timing, publish=ctx.publish)
+    except NotDeleted as e:
+        raise OverbrainerError(f"run {run.id} ended, but not its pod: {e}", cause=e) from e
+    ctx.sweep_and_forget(sweep)
+    return pod.state.value
+
+
+# --- reconnecting ----------------------------------------------------------------------------------
+
+def reconnect(ctx, run):
+    """Connect again to the run's pod (train attach, stop, cancel). None when there is no pod any
+    more (`pod.json` then says deleted; a running run is failed). Raises PodStopped (EXITED),
+    NoEndpoint (no `ssh.direct` yet) or the API's / the connection's error."""
+    from overbrainer.runpod.gone import look_up
+
+    pod = ctx.pod
+    if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
+        return None
+    remote = look_up(ctx.client, pod.pod_id, ctx.timing)
+    if remote is None:
+        mark_gone(ctx, run.id)
+        return None
+    if remote.status == "EXITED":
+        raise PodStopped(f"pod {pod.pod_id} of run {run.id} is stopped and will not run again by itself; "
+                         f"remove it with `overbrainer pod rm {run.id}`")
+    if remote.ssh is None:
+        raise NoEndpoint(f"pod {pod.pod_id} of run {run.id} has no SSH endpoint (status {remote.status}); "
+                         "try again once it runs")
+    from overbrainer.runpod.reach import executor_for
+
+    endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
+    keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
+    executor = executor_for(keys, endpoint, _workdir(run.remote_dir), pod_id=pod.pod_id)
+    pod.ssh = endpoint
+    pod.save(ctx.pod_path)
+    return executor
+
+
+def _workdir(remote_dir: str) -> str:
+    return remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
+
+
+def detach_message(pod: PodRecord, run_id: str) -> str:
+    """What keeps a pod after the client let go of a running job."""
+    rate = cost.format_rate(pod.cost_per_hour)
+    text = (f"run {run_id} keeps running on pod {pod.pod_id} ({rate}): follow it with `overbrainer train "
+            f"attach {run_id}`, or remove the pod with `overbrainer pod rm {run_id}`")
+    if pod.keep:
+        return text + f"; the pod is kept: reach it with `{ssh_line(run_id)}`"
+    if pod.deadline is not None:
+        text += f"; its watchdog deletes it at {pod.deadline} at the latest"
+    return text
+
+
+def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
+    """The run's pod for `runs ls` / `runs show`: (its `runs ls` column, its fields: pod ID, state,
+    rate in USD/h, spend so far or at deletion); None for a run without pod.json."""
+    from overbrainer.runpod.record import InvalidPodRecord
+
+    try:
+        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (InvalidPodRecord, OSError):
+        return "pod record unreadable", {"unreadable": True}
+    if pod is None:
+        return None
+    spend = pod.spend_so_far()
+    return pod.summary(), {"pod_id": pod.pod_id, "state": pod.state.value, "rate_per_hour": pod.cost_per_hour,
+                           "spend": round(spend, 4) if spend is not None else None,
+                           "deleted_by": pod.deleted_by, "stray_pods": list(pod.stray_pods)}
+
+
+def pod_spend(runs_dir: Path) -> tuple[str, dict] | None:
+    """What the project's pods cost, for `history`: one line and its fields; None without pods."""
+    from overbrainer.runs.record import list_runs
+
+    runs, total, unknown = 0, 0.0, 0
+    for record in list_runs(runs_dir):
+        found = pod_summary(Path(runs_dir) / record.id)
+        if found is None or found[1].get("pod_id") is None:
+            continue
+        runs += 1
+        if found[1]["spend"] is None:
+            unknown += 1
+        else:
+            total += found[1]["spend"]
+    if not runs:
+        return None
+    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {cost.format_spend(total)}"
+    if unknown:
+        line += f" ({unknown} without a known rate)"
+    return line, {"runs": runs, "spend": round(total, 4), "unknown": unknown}
