@@ -319,14 +319,14 @@ def _known_sha(path: Path, rel: str, written: Written | None) -> str:
 
 
 def parse_manifest(data: bytes) -> list[tuple[str, str]]:
-    """NUL-terminated `<64 hex>  ./path` records → sorted [(path, sha)]."""
+    """NUL-terminated `<64 hex>  ./path` (or ` *./path`) records → sorted [(path, sha)]."""
     out = []
     for rec in data.split(b"\0"):
         if not rec:
             continue
         text = rec.decode("utf-8", "surrogateescape")
         sha, path = text[:64], text[66:]
-        if len(sha) != 64 or text[64:66] != "  " or any(c not in "0123456789abcdef" for c in sha):
+        if len(sha) != 64 or text[64:66] not in ("  ", " *") or any(c not in "0123456789abcdef" for c in sha):
             raise OverbrainerError("the target's manifest has an unexpected record")
         if path.startswith("./"):
             path = path[2:]

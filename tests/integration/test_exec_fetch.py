@@ -157,3 +157,45 @@ def test_a_file_changed_after_its_extraction_is_read_again(tmp_path):
     (dest / "job.log").write_bytes(b"tampered")  # same size, at once: the stat key still changes
     with pytest.raises(VerifyError, match='"job.log" differs from the target'):
         verify(dest, truth, ["job.log"], written=written)
+
+
+def _tool(bin_dir: Path, name: str, body: str) -> None:
+    (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+    (bin_dir / name).chmod(0o755)
+
+
+@pytest.mark.parametrize("tools", ["openssl", "sha256sum -z", "sha256sum", "failing openssl"])
+def test_the_manifest_script_agrees_with_a_full_read_whichever_hasher_the_target_has(tmp_path, tools):
+    """openssl for plain paths, sha256sum -z for paths with a newline or backslash; run by sh on a
+    PATH holding only the tools given (a sha256sum without -z stands for an old coreutils)."""
+    import shutil
+    import subprocess
+
+    from overbrainer.exec import scripts
+    from overbrainer.exec.transfer import parse_manifest
+
+    run = make_outputs(tmp_path / "run")
+    (run / "output" / "odd \\ name\n.txt").write_text("x")
+    (run / "output" / "new\nline dir").mkdir()
+    (run / "output" / "new\nline dir" / "f").write_text("y")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "find", "tr"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    if tools == "sha256sum":
+        _tool(bin_dir, "sha256sum", f'for a; do [ "$a" = -z ] && exit 1; done\nexec {shutil.which("sha256sum")} "$@"')
+    else:
+        (bin_dir / "sha256sum").symlink_to(shutil.which("sha256sum"))
+    if tools == "openssl":
+        (bin_dir / "openssl").symlink_to(shutil.which("openssl"))
+    if tools == "failing openssl":  # hashes, then fails (an unreadable file): the manifest must fail
+        _tool(bin_dir, "openssl", f'{shutil.which("openssl")} "$@" || exit; [ $# -le 3 ] || exit 1')
+    script = scripts.manifest(str(run), ENTRIES, EXCLUDE)
+    out = subprocess.run(["/bin/sh", "-c", script], env={"PATH": str(bin_dir)}, capture_output=True)
+    if tools == "failing openssl":
+        assert out.returncode == 1 and b" *./output/" in out.stdout
+        return
+    assert out.returncode == 0, out.stderr
+    assert parse_manifest(out.stdout) == local_manifest(run, ENTRIES, EXCLUDE)
+    assert len(parse_manifest(out.stdout)) == 6
+    assert (b" *./output/" in out.stdout) == (tools == "openssl")
