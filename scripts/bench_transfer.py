@@ -70,20 +70,20 @@ class TimedSsh(SshExecutor):
 
     parts: dict[str, list[float]] = {"manifest": [], "download": [], "verify": []}
 
-    def manifest(self, *a, **kw):
+    def _timed(self, name: str, fn, *a, **kw):
         t = time.perf_counter()
         try:
-            return super().manifest(*a, **kw)
+            return fn(*a, **kw)
         finally:
-            self.parts["manifest"].append(time.perf_counter() - t)
+            self.parts[name].append(time.perf_counter() - t)
+
+    def manifest(self, *a, **kw):
+        return self._timed("manifest", super().manifest, *a, **kw)
 
     def download(self, *a, **kw):
-        t = time.perf_counter()
-        try:
-            return super().download(*a, **kw)
-        finally:
-            self.parts["download"].append(time.perf_counter() - t)
-            self._downloaded = time.perf_counter()
+        out = self._timed("download", super().download, *a, **kw)
+        self._downloaded = time.perf_counter()
+        return out
 
     def fetch(self, *a, **kw):
         out = super().fetch(*a, **kw)
