@@ -10,8 +10,10 @@ See docs/runs.md#job-control-on-the-target.
 from __future__ import annotations
 
 import re
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 from overbrainer.config.model import ENGINES
@@ -203,9 +205,10 @@ class Executor(ABC):
 
     @abstractmethod
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> None:
+                 progress=None):
         """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip.
-        `progress(done, total)` is given the bytes received, as `upload`'s."""
+        `progress(done, total)` is given the bytes received, as `upload`'s. Returns the SHA-256 of
+        each file as it was written (exec.transfer.Written), or None when nothing was copied."""
 
     @abstractmethod
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
@@ -219,6 +222,42 @@ class Executor(ABC):
     def put_file(self, path: str, content: bytes | str) -> None:
         """Write a small file atomically on the target."""
 
+    def fetch(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+              progress=None) -> list[tuple[str, str]]:
+        """`download` then verify; returns the target's manifest.
+
+        The target hashes its files (`manifest`, on a thread of its own) while they stream here,
+        and each file is hashed here as it is written, so verifying compares two lists: every
+        regular file under `entries` here must have the SHA-256 the target computed from its own
+        disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
+        `download failed: …`, or VerifyError (`verify failed: …`)."""
+        from overbrainer.exec.transfer import verify
+
+        entries, exclude = list(entries), list(exclude)
+        box: dict = {}
+
+        def hash_there() -> None:
+            try:
+                box["manifest"] = self.manifest(remote, entries, exclude)
+            except BaseException as e:  # noqa: BLE001 - raised below, in the caller's thread
+                box["error"] = e
+
+        if _same_dir(remote, local):  # a local target: the files are here, and the manifest hashes them
+            hash_there()
+            return _manifest_of(box)
+        thread = threading.Thread(target=hash_there, name="manifest", daemon=True)
+        thread.start()
+        try:
+            written = self.download(remote, local, entries, exclude, progress=progress)
+        except OverbrainerError as e:
+            thread.join()
+            _manifest_of(box)
+            raise OverbrainerError(f"download failed: {e}", cause=e) from e
+        thread.join()
+        manifest = _manifest_of(box)
+        verify(local, manifest, entries, exclude, written)
+        return manifest
+
     def close(self) -> None:
         """Release connections (running jobs are not affected)."""
 
@@ -227,3 +266,19 @@ class Executor(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _same_dir(remote: str, local: str) -> bool:
+    try:
+        return Path(remote).resolve() == Path(local).resolve()
+    except OSError:
+        return False
+
+
+def _manifest_of(box: dict) -> list[tuple[str, str]]:
+    e = box.get("error")
+    if isinstance(e, OverbrainerError):
+        raise OverbrainerError(f"manifest failed: {e}", cause=e) from e
+    if e is not None:
+        raise e
+    return box["manifest"]

@@ -139,15 +139,14 @@ class LocalExecutor(Executor):
         self._run_script(scripts.cancel(job.dir, job.pid, job.container), "cancel", timeout=90)
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> None:
+                 progress=None) -> transfer.Written | None:
         src, dst = self._path(remote), Path(local)
         if not src.is_dir():
             raise OverbrainerError(f"{src} does not exist")
         if dst.exists() and src.resolve() == dst.resolve():
-            return
+            return None
         names = [e for e in check_entries(entries) if os.path.lexists(src / e)]
-        if names:
-            transfer.copy_entries(src, dst, names, exclude, progress=progress)
+        return transfer.copy_entries(src, dst, names, exclude, progress=progress) if names else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         src = self._path(remote)

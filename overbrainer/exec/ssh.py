@@ -205,21 +205,24 @@ class SshExecutor(Executor):
         self._run("cancel", scripts.cancel(job.dir, job.pid, job.container), timeout=max(self.op_timeout, 90))
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> None:
+                 progress=None) -> transfer.Written:
         entries, exclude = list(entries), list(exclude)
         script = scripts.download(self._abs(remote), entries, exclude)
-        if progress is None:
-            self._run("download", script, sink=lambda recv: _extract_if_any(recv, local))
-            return
-        total = self._tree_size(remote, entries, exclude)
+        total = self._tree_size(remote, entries, exclude) if progress is not None else None
         meters: list[transfer.Meter] = []
+        written: transfer.Written = {}
 
         def sink(recv) -> None:  # each attempt counts from 0
-            meters.append(transfer.Meter(progress, total))
-            _extract_if_any(meters[-1].reader(recv), local)
+            written.clear()
+            if progress is not None:
+                meters.append(transfer.Meter(progress, total))
+                recv = meters[-1].reader(recv)
+            _extract_if_any(recv, local, written)
 
         self._run("download", script, sink=sink)
-        meters[-1].finish()
+        if meters:
+            meters[-1].finish()
+        return written
 
     def _tree_size(self, remote: str, entries: list[str], exclude: list[str]) -> int | None:
         """Bytes of the files a download of `entries` brings (None when the target cannot say)."""
@@ -278,7 +281,7 @@ def _guarded(fn):
     return call
 
 
-def _extract_if_any(recv: Callable[[int], bytes], local: str) -> None:
+def _extract_if_any(recv: Callable[[int], bytes], local: str, written: transfer.Written) -> None:
     first = recv(WINDOW)
     if not first:
         return
@@ -290,7 +293,7 @@ def _extract_if_any(recv: Callable[[int], bytes], local: str) -> None:
             return pending.pop()
         return recv(max(n, WINDOW))
 
-    transfer.extract_tar(read, local)
+    transfer.extract_tar(read, local, written)
     while recv(WINDOW):  # tar pads its end: drain so the exit status arrives
         pass
 

@@ -2,7 +2,8 @@
 
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
 buffers; the other end is the target's `tar`. Extraction refuses absolute names, `..`, links
-leading outside the destination and special files, and never writes through a symlink.
+leading outside the destination and special files, and never writes through a symlink or a hard
+link. It hashes each regular file as it writes it (`Written`), so verify need not read it again.
 
 Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stream as they pass
 (through a `Meter`: at the start, at most once per PROGRESS_SECS, and once at the end), so a
@@ -31,6 +32,10 @@ BUF = 1 << 20
 PROGRESS_SECS = 0.5  # at most one progress report per this many seconds (besides start and end)
 
 Progress = Callable[[int, Optional[int]], object]  # (bytes done, bytes in all or None)
+
+# What an extraction wrote: {relative path: (sha256 of the bytes written, stat key of the file
+# after writing)}. verify trusts a hash only while the file's stat key is unchanged.
+Written = dict[str, tuple[str, tuple[int, ...]]]
 
 
 class Meter:
@@ -80,6 +85,35 @@ class Meter:
 
 class UnsafeArchive(OverbrainerError):
     """A tar stream from the target tried to write outside the destination."""
+
+
+class _HashingTarFile(tarfile.TarFile):
+    """Hashes each regular file's bytes as it writes them (`digest`: the last one, None for a
+    sparse member), so the files need not be read again to verify them."""
+
+    digest: str | None = None
+
+    def makefile(self, tarinfo, targetpath):
+        self.digest = None
+        if tarinfo.sparse is not None:
+            return super().makefile(tarinfo, targetpath)
+        source = self.fileobj
+        source.seek(tarinfo.offset_data)
+        h = hashlib.sha256()
+        left = tarinfo.size
+        with open(targetpath, "wb") as target:
+            while left:
+                data = source.read(min(left, self.copybufsize or BUF))
+                if not data:
+                    raise tarfile.ReadError("unexpected end of data")
+                h.update(data)
+                target.write(data)
+                left -= len(data)
+        self.digest = h.hexdigest()
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _Writer:
@@ -182,8 +216,9 @@ def _check_name(name: str, what: str) -> str:
     return "/".join(parts)
 
 
-def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike) -> list[str]:
+def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: Written | None = None) -> list[str]:
     """Extract a tar stream read from `read(n)` into `dest` safely; returns the member names.
+    `written` (when given) gets the SHA-256 of every regular file as its bytes were written.
 
     Raises UnsafeArchive (nothing more is written) on the first member that would escape.
     """
@@ -191,7 +226,7 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike) -> list[s
     dest.mkdir(parents=True, exist_ok=True)
     root = os.path.realpath(dest)
     names: list[str] = []
-    with tarfile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:
+    with _HashingTarFile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:
         tf.copybufsize = BUF
         for m in tf:
             name = _check_name(m.name, "a member")
@@ -217,10 +252,17 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike) -> list[s
                 os.unlink(target)  # never write through an existing symlink
             elif m.isreg() and os.path.isdir(target):
                 shutil.rmtree(target)
+            elif m.isreg() and os.path.isfile(target) and os.stat(target).st_nlink > 1:
+                os.unlink(target)  # nor through a hard link: it would change another path
             m.name = name
             m.mode = (m.mode & 0o755) | (0o700 if m.isdir() else 0o600)
             m.uid = m.gid = -1  # never chown
+            tf.digest = None
             tf.extract(m, root, set_attrs=not m.issym(), numeric_owner=True, filter="fully_trusted")
+            if written is not None:
+                written.pop(name, None)
+                if m.isreg() and tf.digest is not None:
+                    written[name] = (tf.digest, _stat_key(os.lstat(target)))
             names.append(name)
     return names
 
@@ -258,19 +300,33 @@ def local_files(root: str | os.PathLike, entries: Iterable[str], exclude: Iterab
     return sorted(out)
 
 
-def local_manifest(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
-    return [(p, sha256_file(Path(root, p))) for p in local_files(root, entries, exclude)]
+def local_manifest(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = (),
+                   written: Written | None = None) -> list[tuple[str, str]]:
+    """Sorted [(path, sha256)] of the regular files under `entries`; a file an extraction
+    recorded in `written` and unchanged since (same stat key) is not read again."""
+    return [(p, _known_sha(Path(root, p), p, written)) for p in local_files(root, entries, exclude)]
+
+
+def _known_sha(path: Path, rel: str, written: Written | None) -> str:
+    if written and rel in written:
+        sha, key = written[rel]
+        try:
+            if _stat_key(os.lstat(path)) == key:
+                return sha
+        except OSError:
+            pass
+    return sha256_file(path)
 
 
 def parse_manifest(data: bytes) -> list[tuple[str, str]]:
-    """NUL-terminated `<64 hex>  ./path` records → sorted [(path, sha)]."""
+    """NUL-terminated `<64 hex>  ./path` (or ` *./path`) records → sorted [(path, sha)]."""
     out = []
     for rec in data.split(b"\0"):
         if not rec:
             continue
         text = rec.decode("utf-8", "surrogateescape")
         sha, path = text[:64], text[66:]
-        if len(sha) != 64 or text[64:66] != "  " or any(c not in "0123456789abcdef" for c in sha):
+        if len(sha) != 64 or text[64:66] not in ("  ", " *") or any(c not in "0123456789abcdef" for c in sha):
             raise OverbrainerError("the target's manifest has an unexpected record")
         if path.startswith("./"):
             path = path[2:]
@@ -279,11 +335,12 @@ def parse_manifest(data: bytes) -> list[tuple[str, str]]:
 
 
 def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entries: Iterable[str],
-           exclude: Iterable[str] = ()) -> None:
-    """Every file under `entries` locally must match `manifest` exactly (VerifyError otherwise)."""
+           exclude: Iterable[str] = (), written: Written | None = None) -> None:
+    """Every file under `entries` locally must match `manifest` exactly (VerifyError otherwise).
+    `written`: the hashes a download took as it wrote the files (see local_manifest)."""
     entries = list(entries)
     want = dict(manifest)
-    have = dict(local_manifest(local_dir, entries, exclude))
+    have = dict(local_manifest(local_dir, entries, exclude, written))
     problems = []
     for path in sorted(set(want) | set(have)):
         if path not in have:
@@ -298,9 +355,10 @@ def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entrie
 
 
 def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
-                 exclude: Iterable[str] = (), progress: Progress | None = None) -> None:
+                 exclude: Iterable[str] = (), progress: Progress | None = None) -> Written:
     """Local tar pipe from `src/<name>` into `dst` (symlinks kept, basename globs excluded),
-    extracted with the same checks as a download; `progress` gets its bytes."""
+    extracted with the same checks as a download; `progress` gets its bytes. Returns what the
+    extraction wrote (see extract_tar)."""
     import threading
 
     src, dst = Path(src).resolve(), Path(dst)
@@ -311,6 +369,7 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
     meter = Meter(progress, tree_size(src, names, exclude)) if progress is not None else None
     r, w = os.pipe()
     failure: list[BaseException] = []
+    written: Written = {}
 
     def produce() -> None:
         try:
@@ -323,7 +382,7 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
     t.start()
     try:
         with open(r, "rb", buffering=0) as inp:
-            extract_tar(meter.reader(inp.read) if meter else inp.read, dst)
+            extract_tar(meter.reader(inp.read) if meter else inp.read, dst, written)
             while inp.read(BUF):
                 pass
     finally:
@@ -332,3 +391,4 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
         raise OverbrainerError(f"copying {src} to {dst} failed: {failure[0]}") from failure[0]
     if meter is not None:
         meter.finish()
+    return written

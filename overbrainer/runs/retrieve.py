@@ -25,31 +25,10 @@ def retrieve_hint(run_id: str) -> str:
     return f"retrieve them with `overbrainer train attach {run_id}`"
 
 
-def _same_dir(remote: str, local: Path) -> bool:
-    try:
-        return Path(remote).resolve() == Path(local).resolve()
-    except OSError:
-        return False
-
-
 def fetch(executor, remote: str, local: Path, entries, exclude=(), progress=None) -> list[tuple[str, str]]:
     """Download `entries` (their bytes to `progress(done, total)`) and verify them; returns the
     target's manifest."""
-    entries, exclude = list(entries), list(exclude)
-    try:
-        manifest = executor.manifest(remote, entries, exclude)
-    except OverbrainerError as e:
-        raise OverbrainerError(f"manifest failed: {e}", cause=e) from e
-    if _same_dir(remote, local):
-        return manifest  # a local target: the files are already here, and the manifest hashed them
-    try:
-        executor.download(remote, str(local), entries, exclude, progress=progress)
-    except OverbrainerError as e:
-        raise OverbrainerError(f"download failed: {e}", cause=e) from e
-    from overbrainer.exec.transfer import verify
-
-    verify(local, manifest, entries, exclude)
-    return manifest
+    return executor.fetch(remote, str(local), entries, exclude, progress=progress)
 
 
 def read_proof(executor, record: RunRecord) -> bytes | None:
