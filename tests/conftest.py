@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.project",
     "tests.fixtures.axolotl",
     "tests.fixtures.runpod",
+    "tests.fixtures.hub",
 ]

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "dataset": ("overbrainer.cli.dataset_cmd", "dataset", "Inspect and prune the dataset."),
     "train": ("overbrainer.cli.train_cmd", "train", "Fine-tune the child model with Axolotl."),
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
+    "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model and model card to the Hugging Face Hub."),
 }
 
 # Global options that may stand anywhere on the line (as in the original).
