@@ -114,6 +114,7 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     card = None
     if push.card_decision(existing, overwrite_card):
         card = _card(config, run_dir, run_id, target.repo, paths, _license(api, _base_model(run_dir, config)))
+        push.write_card_copy(run_dir, card)
     from overbrainer.front.events import RunWatched, Transfer
 
     guard = front.open_bus()

@@ -194,3 +194,42 @@ def test_push_refuses_what_cannot_be_pushed(pushable, fake_hub):
     assert r.returncode == 1 and r.stderr.splitlines()[-1] == (
         f"error: run {rid} is failed: only a succeeded run can be pushed")
     assert fake_hub.calls == []
+
+
+MARKERS = {
+    "OVERBRAINER_PROVIDERS__MARKERPROV__API_KEY": "sk-markerkey-provider-0001",
+    "OVERBRAINER_PROVIDERS__MARKERPROV__BASE_URL": "https://markerhost-provider.example/v1",
+    "OVERBRAINER_RUNPOD__API_KEY": "rpa_markerkey_runpod_0002",
+    "OVERBRAINER_RUNPOD__BASE_URL": "https://markerhost-runpod.example/v2",
+    "OVERBRAINER_TARGETS__MARKERSSH__HOST": "markeruser@markerhost-ssh.example",
+}
+
+
+def test_the_card_holds_no_key_host_url_or_provider_name(tmp_path, fake_axolotl, fake_hub):
+    """Markers in every secret, URL, host, provider and target name of the settings; none may
+    reach the card, the output or a file the push writes."""
+    p = make_project(tmp_path, fake_axolotl, remote=tmp_path / "remote")
+    toml = (p.dir / "overbrainer.toml").read_text()
+    toml = (toml.replace("fake", "markerprov").replace('target = "local"', 'target = "markertgt"').replace("targets.local", "targets.markertgt")
+            .replace("targets.remote", "targets.markerssh")
+            .replace("merge = false", 'merge = false\naxolotl_extra = { hub_token = "markerextra-token-0003", '
+                     'chat_template_jinja = "/home/markeruser/markerpath.jinja", wandb_project = "markerwandb", '
+                     'warmup_steps = 3 }'))
+    (p.dir / "overbrainer.toml").write_text(toml)
+    r = p.run("train")
+    assert r.returncode == 0, r.stderr
+    rid = p.run_ids()[0]
+    p.env.update(MARKERS, OVERBRAINER_HF_TOKEN=fake_hub.token, OVERBRAINER_HUB__BASE_URL=fake_hub.url)
+    dry = p.run("push", rid, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    r = p.run("push", rid)
+    assert r.returncode == 0, r.stderr
+    card = fake_hub.repos["alice/train-demo"].files["README.md"].decode()
+    assert card == (p.runs / rid / "hub" / "README.md").read_text()
+    assert "warmup_steps = 3" in card and "[training]" in card  # the allowlisted excerpt is there
+    written = "".join(f.read_text() for f in (p.runs / rid / "hub").iterdir())
+    for text in (card, r.stdout, r.stderr, dry.stdout, dry.stderr, written):
+        assert "marker" not in text.lower(), [line for line in text.splitlines() if "marker" in line.lower()]
+        assert fake_hub.token not in text
+    # The token reached the Hub only as the Authorization header.
+    assert all(fake_hub.token.encode() not in c.body for c in fake_hub.calls)
