@@ -144,7 +144,10 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
             log.info("push: resuming the push of %s: the Hub is asked which files it holds already", run_id)
 
         def upload() -> None:
-            api.preupload_lfs_files(target.repo, additions=ops, repo_type="model", free_memory=False)
+            # One file at a time, in this (abandonable) thread: the library uploads several files
+            # on a pool whose threads would keep the process alive after Ctrl-C.
+            for op in ops:
+                api.preupload_lfs_files(target.repo, additions=[op], repo_type="model", free_memory=False)
 
         try:
             done = interrupt.race(_call, upload)

@@ -233,3 +233,28 @@ def test_the_card_holds_no_key_host_url_or_provider_name(tmp_path, fake_axolotl,
         assert fake_hub.token not in text
     # The token reached the Hub only as the Authorization header.
     assert all(fake_hub.token.encode() not in c.body for c in fake_hub.calls)
+
+
+def test_ctrl_c_during_the_uploads_commits_nothing_and_a_rerun_finishes(pushable, fake_hub):
+    import signal
+    import threading
+
+    p, rid = pushable
+    fake_hub.upload_gate = threading.Event()
+    proc = p.popen("push", rid)
+    try:
+        p.wait_for(lambda: "upload-held" in fake_hub.routes(), what="an upload to start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        fake_hub.upload_gate.set()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "error: push cancelled: nothing was committed, run it again to resume"
+    assert out == "" and fake_hub.repos["alice/train-demo"].commits == []
+    assert "commit" not in fake_hub.routes()
+    fake_hub.upload_gate = None
+    r = p.run("push", rid)
+    assert r.returncode == 0, r.stderr
+    assert sorted(fake_hub.repos["alice/train-demo"].files) == sorted(EXPECTED + ["README.md"])
