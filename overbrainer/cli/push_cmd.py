@@ -13,7 +13,8 @@ from overbrainer.cli.context import pass_app
 @click.argument("run_id", shell_complete=complete.run_ids)
 @click.option("--repo", metavar="NS/NAME", default=None,
               help="The Hub repo (default: [hub] repo, else <your HF user>/<project name>).")
-@click.option("--public", is_flag=True, help="Create the repo public (default: private). An existing repo keeps its own.")
+@click.option("--public", is_flag=True,
+              help="Create the repo public (default: private). An existing repo keeps its own.")
 @click.option("--overwrite-card", "overwrite_card", is_flag=True,
               help="Replace the repo's own README.md with the model card.")
 @click.option("--dry-run", "dry_run", is_flag=True,

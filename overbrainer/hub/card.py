@@ -118,11 +118,12 @@ def render(f: CardFacts) -> str:
               "(https://pypi.org/project/overbrainer/)", ""]
     how = f"fine-tuned ({_adapter_word(f)})" if f.adapter else "fully fine-tuned"
     count = f"{f.train_count} questions" if f.train_count is not None else "questions"
-    lines += [prose(f"{f.base_model or 'A base model'} {how} on {count} answered by {f.parent or 'a parent model'}."),
-              ""]
+    base, parent = f.base_model or "A base model", f.parent or "a parent model"
+    lines += [prose(f"{base} {how} on {count} answered by {parent}."), ""]
     lines += _use_it(f)
     lines += ["## How it was made", "",
-              prose(f"Distilled with overbrainer {f.version} (run {f.run_id}). Kept from the parent: {f.kept}."), ""]
+              prose(f"Distilled with overbrainer {f.version} (run {f.run_id}). "
+                    f"Kept from the parent: {f.kept}."), ""]
     lines += _table(f) + [""]
     if f.topics:
         lines += ["Topics:", ""]

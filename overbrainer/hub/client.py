@@ -111,7 +111,8 @@ def explain(error: BaseException, what: str, *, namespace: str | None = None, ho
         return HubError(f"Hugging Face answered {status} on {what}", status)
     if isinstance(cause, httpx2.TransportError):
         kind = type(cause).__name__
-        return HubError(f"cannot reach the Hugging Face Hub{' at ' + host if host else ''} ({kind}) during {what}: "
+        where = f" at {host}" if host else ""
+        return HubError(f"cannot reach the Hugging Face Hub{where} ({kind}) during {what}: "
                         f"nothing was committed, run it again to resume")
     return HubError(f"the push failed during {what}: {type(error).__name__}")
 

@@ -83,7 +83,8 @@ def collect(output: Path) -> list[Upload]:
             if path is None or path == CARD_PATH:
                 continue
             if path in found:
-                raise OverbrainerError(f"output/{rel} and output/{found[path].local.relative_to(output).as_posix()} "
+                other = found[path].local.relative_to(output).as_posix()
+                raise OverbrainerError(f"output/{rel} and output/{other} "
                                        f"would both be pushed as {path}: remove one")
             found[path] = Upload(path, local, local.stat().st_size)
     if not found:
