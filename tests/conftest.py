@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.project",
     "tests.fixtures.axolotl",
     "tests.fixtures.runpod",
+    "tests.fixtures.hub",
 ]
 
 

@@ -27,10 +27,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("overbrainer.cli.train_cmd", "train", "Fine-tune the child model with Axolotl."),
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
     "compare": ("overbrainer.cli.compare_cmd", "compare", "Judge the child against its parent on the eval set."),
+    "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model and model card to the Hugging Face Hub."),
 }
 
 # Commands of the original tool that this version does not have yet: not listed; they exit 2.
-NOT_YET = ("export", "push")
+NOT_YET = ("export",)
 
 # Global options that may stand anywhere on the line (as in the original).
 _GLOBAL_WITH_VALUE = ("-C", "--project-dir")

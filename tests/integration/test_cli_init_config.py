@@ -192,7 +192,7 @@ def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
     assert r.stderr == b""
 
 
-@pytest.mark.parametrize("command", ["export", "push"])
+@pytest.mark.parametrize("command", ["export"])
 def test_a_command_of_a_feature_not_in_this_version_exits_2_and_says_so(cli, project, command):
     r = cli(["-C", project, command, "some_run", "--force"], env=LOCAL_URL)
     assert r.returncode == 2

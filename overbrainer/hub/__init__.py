@@ -1,0 +1,4 @@
+"""Pushing a run to the Hugging Face Hub: what is pushed (files), the model card (card), the Hub
+calls through `huggingface_hub` (client, push) and the `push` flow (flow).
+
+`huggingface_hub` is imported only when a push talks to the Hub, never at start-up."""

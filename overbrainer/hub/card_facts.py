@@ -1,0 +1,189 @@
+"""The facts a model card may show, read from the run's own files and the settings.
+
+This is an allowlist: each fact is read by name into `CardFacts`, and the card renders nothing
+else. Keys, hosts, URLs, provider names and target names are never read; a local path (a base
+model on disk) is cut to its last component. An unreadable value drops its row, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# axolotl_extra keys and values that could carry a secret, a host or a path are left out.
+_SECRETISH = re.compile(r"token|key|secret|passw|auth|cred|url|host|endpoint|path|dir|wandb|mlflow|hub|push",
+                        re.IGNORECASE)
+
+
+@dataclass
+class CardFacts:
+    repo: str
+    run_id: str
+    version: str
+    base_model: str | None = None  # a Hub ID, or the last component of a local path
+    base_is_hub: bool = False
+    adapter: str | None = None  # lora | qlora | None (full fine-tune)
+    epochs: Any = None
+    learning_rate: Any = None
+    sequence_len: Any = None
+    train_count: int | None = None
+    eval_count: int | None = None
+    kept: str = "unknown"  # answers and reasoning | answers only | unknown
+    train_loss: float | None = None
+    eval_loss: float | None = None
+    training_secs: float | None = None
+    gguf_types: list[str] = field(default_factory=list)
+    gpu: str | None = None
+    spend: float | None = None
+    parent: str | None = None
+    generator: str | None = None
+    judge: str | None = None
+    topics: list[tuple[str, str | None]] = field(default_factory=list)
+    license: str | None = None
+    reproduce: str = ""
+
+
+def is_hub_id(name: str | None) -> bool:
+    return bool(name) and bool(_HUB_ID.match(name or "")) and not os.path.exists(name or "")
+
+
+def model_name(name: str | None) -> str | None:
+    """A Hub ID as it is; a local path cut to its last component."""
+    if not name:
+        return None
+    if is_hub_id(name):
+        return name
+    return Path(name.rstrip("/\\")).name or None
+
+
+def axolotl_settings(run_dir: Path) -> dict:
+    path = run_dir / "axolotl.yaml"
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, ImportError) as e:
+        log.warning("push: card without the training settings: cannot read %s (%s)", path.name, type(e).__name__)
+        return {}
+    except Exception as e:  # noqa: BLE001 - a YAML error: the card drops the rows
+        log.warning("push: card without the training settings: %s is not valid YAML (%s)", path.name,
+                    type(e).__name__)
+        return {}
+
+
+def _count(path: Path) -> tuple[int | None, bool]:
+    """(records in a JSONL file, whether any assistant turn carries reasoning)."""
+    try:
+        n, reasoning = 0, False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                n += 1
+                if not reasoning and '"reasoning_content"' in line:
+                    record = json.loads(line)
+                    reasoning = any(m.get("reasoning_content") for m in record.get("messages", [])
+                                    if isinstance(m, dict))
+        return n, reasoning
+    except FileNotFoundError:
+        return None, False
+    except (OSError, ValueError) as e:
+        log.warning("push: card without the %s count (%s)", path.stem, type(e).__name__)
+        return None, False
+
+
+def _metrics(path: Path) -> tuple[float | None, float | None, float | None]:
+    """(final train loss, final eval loss, seconds from the first to the last log)."""
+    loss = eval_loss = None
+    times: list[float] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line
+                if not isinstance(rec, dict) or rec.get("event") not in ("begin", "log", "eval", "end"):
+                    continue
+                if isinstance(rec.get("time"), (int, float)):
+                    times.append(float(rec["time"]))
+                if isinstance(rec.get("loss"), (int, float)):
+                    loss = float(rec["loss"])
+                if isinstance(rec.get("eval_loss"), (int, float)):
+                    eval_loss = float(rec["eval_loss"])
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        log.warning("push: card without losses: cannot read metrics.jsonl (%s)", type(e).__name__)
+    secs = max(times) - min(times) if len(times) > 1 else None
+    return loss, eval_loss, secs
+
+
+def _pod(run_dir: Path) -> tuple[str | None, float | None]:
+    try:
+        data = json.loads((run_dir / "pod.json").read_text())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        log.warning("push: card without the GPU line: cannot read pod.json (%s)", type(e).__name__)
+        return None, None
+    gpu = data.get("gpu_type") if isinstance(data.get("gpu_type"), str) else None
+    count = data.get("gpu_count")
+    if gpu and isinstance(count, int) and count > 1:
+        gpu = f"{count} × {gpu}"
+    spend = data.get("estimated_spend")
+    return gpu, float(spend) if isinstance(spend, (int, float)) else None
+
+
+def gguf_types(paths: list[str], run_id: str) -> list[str]:
+    """The quantization types of pushed `<run-id>-<TYPE>.gguf` files."""
+    out = []
+    for p in paths:
+        if "/" not in p and p.startswith(run_id + "-") and p.endswith(".gguf"):
+            out.append(p[len(run_id) + 1:-len(".gguf")])
+    return sorted(out)
+
+
+def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], version: str,
+           license: str | None = None) -> CardFacts:
+    from overbrainer.hub.card_toml import reproduce
+
+    ax = axolotl_settings(run_dir)
+    facts = CardFacts(repo=repo, run_id=run_id, version=version, license=license)
+    training = getattr(config, "training", None)
+    base = ax.get("base_model") if isinstance(ax.get("base_model"), str) else getattr(training, "base_model", None)
+    facts.base_model = model_name(base)
+    facts.base_is_hub = is_hub_id(base)
+    adapter = ax.get("adapter") if ax else getattr(training, "adapter", None)
+    if adapter in ("lora", "qlora"):
+        facts.adapter = "qlora" if ax.get("load_in_4bit") is True or adapter == "qlora" else "lora"
+    facts.epochs = ax.get("num_epochs")
+    facts.learning_rate = ax.get("learning_rate")
+    facts.sequence_len = ax.get("sequence_len")
+    facts.train_count, r1 = _count(run_dir / "data" / "train.jsonl")
+    facts.eval_count, r2 = _count(run_dir / "data" / "eval.jsonl")
+    if facts.train_count is not None:
+        facts.kept = "answers and reasoning" if (r1 or r2) else "answers only"
+    facts.train_loss, facts.eval_loss, facts.training_secs = _metrics(run_dir / "metrics.jsonl")
+    facts.gguf_types = gguf_types(paths, run_id)
+    facts.gpu, facts.spend = _pod(run_dir)
+    roles = getattr(config, "roles", None)
+    for name in ("parent", "generator", "judge"):
+        role = getattr(roles, name, None)
+        setattr(facts, name, model_name(role.model) if role is not None else None)
+    facts.topics = [(t.name, t.description) for t in getattr(config, "topics", [])]
+    facts.reproduce = reproduce(config)
+    return facts
+
+
+def secretish(key: str) -> bool:
+    return bool(_SECRETISH.search(key))

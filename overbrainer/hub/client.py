@@ -1,0 +1,165 @@
+"""The Hub through `huggingface_hub` (imported here, lazily): one `HfApi` with the token passed
+explicitly (HF_TOKEN and the token file are never read), our User-Agent, a 10 s connect timeout,
+the library's logs through ours and its own progress bars off; its errors turned into one line.
+
+`huggingface_hub` does the Hub's commit protocol (preupload, LFS batch and uploads, the NDJSON
+commit) and retries uploads on 429/5xx itself (honouring Retry-After); nothing here retries again.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from overbrainer import __version__
+from overbrainer.errors import OverbrainerError
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+TOKEN_REFUSED = "Hugging Face refused the token: set OVERBRAINER_HF_TOKEN to a token with write access"
+RATE_LIMITED = "Hugging Face rate limit, retry later"
+_configured = False
+
+
+class HubError(OverbrainerError):
+    """A Hub failure, worded in one line. `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class _NotXet(logging.Filter):
+    """Drops the library's note that file objects go up over LFS instead of Xet: that is our choice
+    (LFS reports progress per byte read, and the Hub's LFS batch answer makes a rerun resume)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not supported by Xet Storage" not in record.getMessage()
+
+
+def _configure() -> None:
+    """Once per process: the library's logs propagate to ours (the redactor applies), its bars are
+    off (progress goes through the event bus), its HTTP client has timeouts."""
+    global _configured
+    if _configured:
+        return
+    import httpx2
+    from huggingface_hub.utils import disable_progress_bars, logging as hf_logging, set_client_factory
+    from huggingface_hub.utils._http import hf_request_event_hook
+
+    root = logging.getLogger("huggingface_hub")
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    hf_logging.enable_propagation()
+    root.setLevel(logging.WARNING)
+    logging.getLogger("huggingface_hub._commit_api").addFilter(_NotXet())
+    disable_progress_bars()
+    set_client_factory(lambda: httpx2.Client(
+        event_hooks={"request": [hf_request_event_hook]}, follow_redirects=True,
+        timeout=httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)))
+    _configured = True
+
+
+def api(base_url: str, token: str | None) -> Any:
+    """An `HfApi` on `base_url` with `token` (None for a dry run)."""
+    _configure()
+    from huggingface_hub import HfApi
+
+    return HfApi(endpoint=base_url.rstrip("/"), token=token if token else False,
+                 library_name="overbrainer", library_version=__version__)
+
+
+def _retry_after(response: Any) -> str:
+    value = response.headers.get("Retry-After") if response is not None else None
+    if value and value.strip().isdigit():
+        return f" (in {int(value.strip())} s)"
+    return ""
+
+
+def explain(error: BaseException, what: str, *, namespace: str | None = None, host: str = "") -> HubError:
+    """One line for a failure of `what` (whoami, create, upload, commit…)."""
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if isinstance(error, HubError):
+        return error
+    known = (HfHubHTTPError, httpx2.TransportError)
+    cause = error
+    while not isinstance(cause, known) and cause.__cause__ is not None:
+        cause = cause.__cause__  # the library wraps upload errors in RuntimeError
+    if isinstance(cause, HfHubHTTPError) and cause.response is not None:
+        status = cause.response.status_code
+        if status == 401 or (status == 403 and what == "whoami"):
+            return HubError(TOKEN_REFUSED, status)
+        if status == 403 and what == "create":
+            return HubError(f"the Hugging Face token needs write access to {namespace}", status)
+        if status == 403:
+            return HubError(f"Hugging Face refused the {what} (403): the token needs write access to {namespace}",
+                            status)
+        if status == 429:
+            return HubError(RATE_LIMITED + _retry_after(cause.response), status)
+        if status >= 500:
+            return HubError(f"the Hugging Face Hub failed ({status} on {what}): nothing was committed, "
+                            f"run it again later to resume", status)
+        return HubError(f"Hugging Face answered {status} on {what}", status)
+    if isinstance(cause, httpx2.TransportError):
+        kind = type(cause).__name__
+        where = f" at {host}" if host else ""
+        return HubError(f"cannot reach the Hugging Face Hub{where} ({kind}) during {what}: "
+                        f"nothing was committed, run it again to resume")
+    return HubError(f"the push failed during {what}: {type(error).__name__}")
+
+
+def host_of(url: str) -> str:
+    return urlsplit(url).netloc.rsplit("@", 1)[-1]
+
+
+class Progress:
+    """Bytes read by the uploads, reported through `emit(done, total)`: at the start, at most
+    every `interval` seconds, and at the end. Thread-safe (uploads run in parallel)."""
+
+    def __init__(self, total: int, emit: Callable[[int, int], None], interval: float = 0.5):
+        self.total = total
+        self.done = 0
+        self.emit = emit
+        self.interval = interval
+        self.lock = threading.Lock()
+        self.last = 0.0
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.done = min(self.total, self.done + n)
+            now = time.monotonic()
+            if now - self.last < self.interval and self.done < self.total:
+                return
+            self.last = now
+            done = self.done
+        self.emit(done, self.total)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.done = self.total
+        self.emit(self.total, self.total)
+
+
+class CountedFile(io.BufferedReader):
+    """A file whose reads count towards a Progress once `armed` (hashing reads do not count).
+    Being a buffered reader also keeps uploads on the LFS protocol, which reports progress."""
+
+    def __init__(self, path: Path, progress: Progress):
+        super().__init__(io.FileIO(str(path), "rb"))
+        self.progress = progress
+        self.armed = False
+
+    def read(self, size: int | None = -1) -> bytes:  # type: ignore[override]
+        data = super().read(size)
+        if self.armed and data:
+            self.progress.add(len(data))
+        return data

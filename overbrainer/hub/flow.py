@@ -1,0 +1,153 @@
+"""The `push` flow: a run's model and its card to a Hugging Face Hub repo, in one commit.
+
+`push_flow(session, config, run_id, *, repo, public, overwrite_card, dry_run)`:
+gate and files (hub.files) → token (OVERBRAINER_HF_TOKEN only, never shown) → repo (`--repo`,
+else `[hub] repo`, else `<whoami>/<project name>`) → card (hub.card) → `--dry-run` prints what
+would be sent and writes the card to `runs/<id>/hub/README.md`, sending nothing; otherwise the
+push (hub.push) with upload progress as `Transfer` events. Ctrl-C during the uploads stops with
+nothing committed; the commit itself is finished first.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from overbrainer import __version__
+from overbrainer.errors import ConfigError, UsageError
+from overbrainer.hub.files import check_run, collect
+from overbrainer.runs import ids
+
+log = logging.getLogger(__name__)
+
+REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+NO_TOKEN = ("OVERBRAINER_HF_TOKEN is not set: create a write token on Hugging Face and set it in the "
+            "environment or .env (or use --dry-run)")
+YOU = "<you>"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def repo_name(project_name: str) -> str:
+    """The default repo name: the project name as a Hub name (`_` and other signs → `-`)."""
+    return ids.slug(project_name).replace("_", "-")
+
+
+def pick_repo(option: str | None, config: Any, who: str) -> str:
+    repo = option or config.hub.repo or f"{who}/{repo_name(config.project.name)}"
+    if not REPO.match(repo) and not (who == YOU and repo.startswith(YOU + "/")):
+        where = "--repo" if option else "[hub] repo"
+        raise UsageError(f"{where} must be exactly NAMESPACE/NAME (got {repo!r})")
+    return repo
+
+
+def _token(config: Any, dry_run: bool) -> str | None:
+    if config.hf_token is None:
+        if dry_run:
+            return None
+        raise ConfigError(NO_TOKEN)
+    return config.hf_token.resolve()
+
+
+def _license(api: Any, base_model: str | None) -> str | None:
+    """The base model's license from its Hub card (best effort: none on any failure)."""
+    from overbrainer.hub.card_facts import is_hub_id
+
+    if not is_hub_id(base_model):
+        return None
+    try:
+        info = api.model_info(base_model, expand=["cardData"])
+        data = info.card_data.to_dict() if info.card_data is not None else {}
+    except Exception as e:  # noqa: BLE001 - the card goes without a license row
+        log.debug("push: no license for %s (%s)", base_model, type(e).__name__)
+        return None
+    value = data.get("license")
+    return value if isinstance(value, str) and value else None
+
+
+def _card(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], license: str | None) -> str:
+    from overbrainer.hub.card import render
+    from overbrainer.hub.card_facts import gather
+
+    return render(gather(config, run_dir, run_id, repo, paths, __version__, license=license))
+
+
+def _base_model(run_dir: Path, config: Any) -> str | None:
+    from overbrainer.hub.card_facts import axolotl_settings
+
+    base = axolotl_settings(run_dir).get("base_model")
+    return base if isinstance(base, str) else getattr(config.training, "base_model", None)
+
+
+def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None, public: bool = False,
+              overwrite_card: bool = False, dry_run: bool = False) -> dict:
+    """Push run `run_id`; returns the result dict (also reported through the session)."""
+    from overbrainer.front.render_lines import human_bytes
+
+    ids.validate(run_id)
+    runs_dir = Path(session.project_dir) / "runs"
+    run_dir = runs_dir / run_id
+    uploads = collect(check_run(runs_dir, run_id))
+    size = sum(u.size for u in uploads)
+    private = not public and config.hub.private
+    token = _token(config, dry_run)
+    if dry_run:
+        return _dry_run(session, config, run_dir, run_id, uploads, size, pick_repo(repo, config, YOU), private)
+
+    from overbrainer.hub import client, push
+
+    api = client.api(config.hub.url, token)
+    host = client.host_of(config.hub.url)
+    front = session.front
+    interrupt = front.interrupt()
+    who = push.whoami(api, host)
+    target = push.Target(pick_repo(repo, config, who), private, public)
+    log.info("push: %s as %s, %d files (%s)", target.repo, who, len(uploads), human_bytes(size))
+    private, info = push.ensure_repo(api, target, host)
+    existing = push.remote_card(api, target.repo, info, host) if info is not None else None
+    paths = [u.path for u in uploads]
+    card = None
+    if push.card_decision(existing, overwrite_card):
+        card = _card(config, run_dir, run_id, target.repo, paths, _license(api, _base_model(run_dir, config)))
+        push.write_card_copy(run_dir, card)
+    from overbrainer.front.events import RunWatched, Transfer
+
+    guard = front.open_bus()
+    try:
+        guard.bus.publish(RunWatched(run_id, "push"))
+        data = push.upload_and_commit(
+            api, target, run_id, run_dir, uploads, card, private=private, interrupt=interrupt,
+            emit=lambda done, total: guard.bus.publish(Transfer(run_id, "upload", done, total)), now=_now)
+    finally:
+        guard.close()
+    files = len(data["files"])
+    text = f"push: {data['url']} ({files} files, {human_bytes(data['size'])})"
+    result = {"run_id": run_id, "repo": data["repo"], "commit": data["commit"], "url": data["url"],
+              "files": data["files"], "size": data["size"], "private": data["private"],
+              "card": "written" if card is not None else "kept", "dry_run": False}
+    session.report(text, result)
+    return result
+
+
+def _dry_run(session: Any, config: Any, run_dir: Path, run_id: str, uploads: list, size: int, repo: str,
+             private: bool) -> dict:
+    from overbrainer.front.render_lines import human_bytes
+    from overbrainer.hub.push import write_card_copy
+
+    card = _card(config, run_dir, run_id, repo, [u.path for u in uploads], None)
+    card_path = write_card_copy(run_dir, card)
+    visibility = "private" if private else "public"
+    width = max(len(u.path) for u in uploads)
+    lines = [f"push: {repo}, {visibility} when created; nothing is sent (--dry-run)"]
+    lines += [f"{u.path.ljust(width)}  {human_bytes(u.size)}" for u in uploads]
+    rel = card_path.relative_to(session.project_dir).as_posix()
+    lines.append(f"push: {len(uploads)} files, {human_bytes(size)}, and the card README.md ({rel})")
+    result = {"run_id": run_id, "repo": repo, "private": private, "dry_run": True, "size": size,
+              "files": [{"path": u.path, "size": u.size} for u in uploads], "card": rel}
+    session.report("\n".join(lines), result)
+    return result

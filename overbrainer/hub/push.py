@@ -1,0 +1,191 @@
+"""One push to the Hub: the repo (looked up, else created private unless asked otherwise), the
+card decision, every file uploaded, then ONE commit with all of them and the card.
+
+Resumable: large files go up through the LFS protocol before the commit, and the Hub's LFS batch
+answer names those it already holds, which are not sent again; `runs/<id>/hub/push.json` says
+`uploaded` once every upload is done and `pushed` (with the commit) at the end, each written
+atomically. Nothing is committed until every upload is done, so an interrupted push leaves the
+repo as it was, and running it again finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from overbrainer import __version__
+from overbrainer.errors import Interrupted
+from overbrainer.hub.card import is_ours
+from overbrainer.hub.client import CountedFile, HubError, Progress, explain, host_of
+from overbrainer.hub.files import CARD_PATH, Upload
+from overbrainer.support.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+RECORD = "push.json"
+CANCELLED = "push cancelled: nothing was committed, run it again to resume"
+
+
+@dataclass
+class Target:
+    repo: str
+    private: bool  # the visibility asked for, applied only when the repo is created
+    public_asked: bool  # --public was given
+
+
+def record_path(run_dir: Path) -> Path:
+    return run_dir / "hub" / RECORD
+
+
+def read_record(run_dir: Path) -> dict | None:
+    try:
+        data = json.loads(record_path(run_dir).read_text())
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def write_record(run_dir: Path, data: dict) -> None:
+    path = record_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_card_copy(run_dir: Path, card: str) -> Path:
+    """The card as it would be pushed, at `runs/<id>/hub/README.md` (what --dry-run shows)."""
+    path = run_dir / "hub" / CARD_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, card)
+    return path
+
+
+def whoami(api: Any, host: str) -> str:
+    try:
+        return api.whoami()["name"]
+    except Exception as e:  # noqa: BLE001 - worded by explain()
+        raise explain(e, "whoami", host=host) from None
+
+
+def ensure_repo(api: Any, target: Target, host: str) -> tuple[bool, Any]:
+    """(private, repo info or None when just created). Refuses a private push into a public repo."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    ns = target.repo.split("/", 1)[0]
+    try:
+        info = api.repo_info(target.repo, repo_type="model")
+    except RepositoryNotFoundError:
+        info = None
+    except Exception as e:  # noqa: BLE001
+        raise explain(e, "repo lookup", namespace=ns, host=host) from None
+    if info is None:
+        try:
+            api.create_repo(target.repo, repo_type="model", private=target.private)
+        except Exception as e:  # noqa: BLE001
+            raise explain(e, "create", namespace=ns, host=host) from None
+        log.info("push: created %s repo %s", "private" if target.private else "public", target.repo)
+        return target.private, None
+    private = bool(info.private)
+    if not private and target.private and not target.public_asked:
+        raise HubError(f"repo {target.repo} is public and this push is private: "
+                       f"pass --public to push into it, or pick another --repo")
+    log.info("push: repo %s exists and stays %s", target.repo, "private" if private else "public")
+    return private, info
+
+
+def remote_card(api: Any, repo: str, info: Any, host: str) -> str | None:
+    """The repo's README.md, or None when it has none."""
+    names = {s.rfilename for s in (getattr(info, "siblings", None) or [])}
+    if CARD_PATH not in names:
+        return None
+    from huggingface_hub import hf_hub_url
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    url = hf_hub_url(repo, CARD_PATH, endpoint=api.endpoint)
+    try:
+        r = get_session().get(url, headers=api._build_hf_headers())
+        hf_raise_for_status(r)
+    except Exception as e:  # noqa: BLE001
+        raise explain(e, "README.md download", namespace=repo.split("/")[0], host=host) from None
+    return r.content.decode("utf-8", errors="replace")
+
+
+def card_decision(existing: str | None, overwrite: bool) -> bool:
+    """Whether the card replaces the repo's README.md."""
+    if existing is None or overwrite or is_ours(existing):
+        return True
+    log.warning("push: kept the repo's own README.md (use --overwrite-card to replace it with the model card)")
+    return False
+
+
+def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uploads: list[Upload],
+                      card: str | None, *, private: bool, interrupt: Any,
+                      emit: Callable[[int, int], None], now: Callable[[], str]) -> dict:
+    """Upload every file, then one commit. Returns what push.json holds."""
+    from huggingface_hub import CommitOperationAdd
+
+    host = host_of(api.endpoint)
+    ns = target.repo.split("/", 1)[0]
+    total = sum(u.size for u in uploads)
+    progress = Progress(total, emit)
+    files = [CountedFile(u.local, progress) for u in uploads]
+    try:
+        ops = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=f) for u, f in zip(uploads, files)]
+        if card is not None:
+            ops.append(CommitOperationAdd(path_in_repo=CARD_PATH, path_or_fileobj=card.encode("utf-8")))
+        for f in files:
+            f.armed = True  # hashing is done: from here on, reads are uploads
+        emit(0, total)
+        paths = [u.path for u in uploads] + ([CARD_PATH] if card is not None else [])
+        earlier = read_record(run_dir)
+        if earlier and earlier.get("state") == "uploaded" and earlier.get("repo") == target.repo:
+            log.info("push: resuming the push of %s: the Hub is asked which files it holds already", run_id)
+
+        def upload() -> None:
+            # One file at a time, in this (abandonable) thread: the library uploads several files
+            # on a pool whose threads would keep the process alive after Ctrl-C.
+            for op in ops:
+                api.preupload_lfs_files(target.repo, additions=[op], repo_type="model", free_memory=False)
+
+        try:
+            done = interrupt.race(_call, upload)
+        except Exception as e:  # noqa: BLE001
+            raise explain(e, "upload", namespace=ns, host=host) from None
+        if done is None:
+            raise Interrupted(CANCELLED)
+        base = {"repo": target.repo, "files": paths, "private": private}
+        write_record(run_dir, {**base, "state": "uploaded", "uploaded": now()})
+        message = f"Upload run {run_id} with overbrainer {__version__}"
+
+        def commit() -> Any:
+            return api.create_commit(target.repo, operations=ops, commit_message=message, repo_type="model")
+
+        try:
+            info = interrupt.shield(commit, note=f"the commit to {target.repo}")
+        except Exception as e:  # noqa: BLE001
+            err = explain(e, "commit", namespace=ns, host=host)
+            if err.status is None:
+                err = HubError(f"the commit to {target.repo} was cut off ({type(_root(e)).__name__}): "
+                               f"run it again to finish (uploaded files are not sent again)")
+            raise err from None
+        progress.finish()
+        data = {**base, "state": "pushed", "commit": info.oid, "url": info.commit_url, "pushed": now(),
+                "size": total, "card": card is not None}
+        write_record(run_dir, data)
+        return data
+    finally:
+        for f in files:
+            f.close()
+
+
+def _call(fn: Callable[[], Any]) -> bool:
+    fn()
+    return True
+
+
+def _root(e: BaseException) -> BaseException:
+    while e.__cause__ is not None:
+        e = e.__cause__
+    return e

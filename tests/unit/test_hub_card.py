@@ -1,0 +1,110 @@
+"""The model card: rendered from facts only, snapshot per variant; escaping; YAML quoting."""
+
+from __future__ import annotations
+
+from overbrainer.hub.card import MARKER, render, yaml_scalar
+from overbrainer.hub.card_facts import CardFacts, gguf_types, model_name
+
+SNAPSHOT_GGUF = """---
+base_model: Qwen/Qwen3-0.6B
+base_model_relation: adapter
+library_name: peft
+license: "1.0"
+pipeline_tag: text-generation
+tags:
+- overbrainer
+- distillation
+- gguf
+---
+
+# alice/rust-mentor
+
+[![made with overbrainer](https://img.shields.io/badge/made%20with-overbrainer-blue)](https://pypi.org/project/overbrainer/)
+
+Qwen/Qwen3-0.6B fine-tuned (QLoRA) on 412 questions answered by deepseek/deepseek-r1.
+
+## Use it
+
+```sh
+ollama run hf.co/alice/rust-mentor:Q4_K_M
+llama-cli -hf alice/rust-mentor:Q4_K_M
+```
+
+## How it was made
+
+Distilled with overbrainer 9.9.9 (run rust_20260101-000000). Kept from the parent: answers and reasoning.
+
+| | |
+|---|---|
+| Parent | deepseek/deepseek-r1 |
+| Generator | qwen/qwen3-235b |
+| Judge | a\\|b &lt;x&gt; |
+| Base model | Qwen/Qwen3-0.6B |
+| Adapter | QLoRA |
+| Examples | 412 train, 46 eval |
+| Epochs | 3 |
+| Learning rate | 0.0002 |
+| Sequence length | 4096 |
+| Final loss | 0.84 train, 0.91 eval |
+| Training time | 1 h 02 min |
+
+Topics:
+
+- ownership: borrow &lt;checker&gt; and lifetimes
+
+Trained on a Runpod NVIDIA A40, about $0.64.
+
+## Reproduce
+
+```sh
+pip install overbrainer
+```
+
+`overbrainer.toml` (excerpt):
+
+```toml
+[pipeline]
+seed = 42
+```
+
+---
+
+Card written by overbrainer 9.9.9.
+<!-- overbrainer:card -->
+"""
+
+
+def gguf_facts() -> CardFacts:
+    return CardFacts(
+        repo="alice/rust-mentor", run_id="rust_20260101-000000", version="9.9.9", base_model="Qwen/Qwen3-0.6B",
+        base_is_hub=True, adapter="qlora", epochs=3, learning_rate=0.0002, sequence_len=4096, train_count=412,
+        eval_count=46, kept="answers and reasoning", train_loss=0.8412, eval_loss=0.9088, training_secs=3725,
+        gguf_types=["Q8_0", "Q4_K_M"], gpu="NVIDIA A40", spend=0.64, parent="deepseek/deepseek-r1",
+        generator="qwen/qwen3-235b", judge="a|b <x>", topics=[("ownership", "borrow <checker>\nand lifetimes")],
+        license="1.0", reproduce="[pipeline]\nseed = 42\n")
+
+
+def test_card_with_gguf_files_snapshot():
+    assert render(gguf_facts()) == SNAPSHOT_GGUF
+
+
+def test_full_fine_tune_of_a_local_model_has_no_base_model_metadata():
+    facts = CardFacts(repo="org/m", run_id="r_20260101-000000", version="1", base_model=model_name("/srv/models/my-base/"),
+                      base_is_hub=False, adapter=None, train_count=None)
+    card = render(facts)
+    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: text-generation\n")
+    assert "base_model" not in card.split("---")[1]
+    assert "my-base fully fine-tuned on questions answered by a parent model." in card
+    assert 'AutoModelForCausalLM.from_pretrained("org/m")' in card
+    assert "| Adapter | none (full fine-tune) |" in card and "/srv" not in card
+    assert card.endswith(MARKER + "\n") and "Topics:" not in card and "Runpod" not in card
+
+
+def test_yaml_scalars_are_quoted_when_ambiguous():
+    assert [yaml_scalar(x) for x in ("apache-2.0", "no", "null", "1.0", "Qwen/Qwen3-0.6B", "a: b")] == [
+        "apache-2.0", '"no"', '"null"', '"1.0"', "Qwen/Qwen3-0.6B", '"a: b"']
+
+
+def test_gguf_types_come_from_the_run_s_file_names():
+    assert gguf_types(["r-Q8_0.gguf", "r-Q4_K_M.gguf", "merged/r-F16.gguf", "other.gguf", "Modelfile"], "r") == [
+        "Q4_K_M", "Q8_0"]

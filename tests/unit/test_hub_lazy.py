@@ -1,0 +1,28 @@
+"""`huggingface_hub` is imported only when a push talks to the Hub (start-up time)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures.cli import clean_env
+
+PROBE = """
+import sys
+from overbrainer.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write("\\nLOADED " + str(sorted(m for m in sys.modules if m.split(".")[0] in ("huggingface_hub", "httpx2"))))
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["push", "--help"]])
+def test_help_does_not_import_huggingface_hub(args):
+    r = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=clean_env(),
+                       timeout=60)
+    assert "Usage:" in r.stdout
+    assert r.stderr.strip().splitlines()[-1] == "LOADED []"
