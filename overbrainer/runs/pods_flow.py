@@ -186,7 +186,8 @@ def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
         if isinstance(result, Found):
             rows.append(_row(result.pod, known, now))
         elif isinstance(result, Gone):
-            rec.mark_deleted("unknown")
+            past = rec.deadline_unix is not None and not rec.keep and now >= rec.deadline_unix
+            rec.mark_deleted("watchdog" if past else "unknown")
             rec.save(rec.path)
             rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", "gone", rec.estimated_spend))
