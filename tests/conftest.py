@@ -17,3 +17,14 @@ def pytest_collection_modifyitems(config, items):
     from tests.fixtures.sshd import mark_ssh_tests
 
     mark_ssh_tests(items)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite fails when any test left a fake Runpod pod billing (the promise: no pod bills
+    unless something is bound to delete it)."""
+    from tests.fixtures.runpod import LEFT_BILLING
+
+    if LEFT_BILLING:
+        for test, pods in LEFT_BILLING:
+            print(f"\nfake Runpod pods left billing by {test}: {', '.join(pods)}")
+        session.exitstatus = 1

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
     "compare": ("overbrainer.cli.compare_cmd", "compare", "Judge the child against its parent on the eval set."),
     "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model and model card to the Hugging Face Hub."),
+    "pod": ("overbrainer.cli.pod_cmd", "pod", "Runpod pods: list, delete, the GPU catalog, ssh."),
 }
 
 # Commands of the original tool that this version does not have yet: not listed; they exit 2.

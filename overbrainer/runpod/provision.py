@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from overbrainer.exec.ssh import SshExecutor
 from overbrainer.front.events import PodStatus
-from overbrainer.runpod import catalog, errors as api
+from overbrainer.runpod import catalog, cost, errors as api
 from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, Interrupted, NoCapacity, NotReady,
                                          Unanswered, VolumeSize, WatchdogRefused)
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
@@ -138,7 +138,7 @@ def _provision(w: _Walk) -> Provisioned:
     if flag_set(w.flag):
         raise Stopped()
     wanted = catalog.Wanted.of(w.target)
-    gpus = _catalog(w.client, w.target.gpu_count) if wanted.needs_catalog else None
+    gpus = read_catalog(w.client, w.target.gpu_count) if wanted.needs_catalog else None
     candidates = catalog.pick(wanted, gpus)
     _check_volume(w)
     _store_host_key(w)
@@ -151,7 +151,7 @@ def _provision(w: _Walk) -> Provisioned:
     raise NoCapacity(_no_capacity_text(w))
 
 
-def _catalog(client, gpu_count: int) -> list[catalog.GpuType]:
+def read_catalog(client, gpu_count: int) -> list[catalog.GpuType]:
     """The one catalog read, in the terms of the GPU pick."""
     return [catalog.GpuType(id=g.id, memory_gb=g.memory_gb, price_secure=g.price_per_hour,
                             max_count_secure=g.max_count or 0, availability=g.availability or "NONE",
@@ -239,6 +239,9 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
         attempt = record.begin_attempt(gpu, w.target.max_hours, now=started)
         price = candidate.price_per_gpu * w.target.gpu_count if candidate.price_per_gpu else None
         w.event("creating", gpu=gpu, rate=price, message=attempt.name)
+        log.info("creating pod %s: %s", attempt.name, cost.price_line(
+            gpu, w.target.gpu_count, candidate.price_per_gpu, None if record.keep else w.target.max_hours,
+            None if record.keep else getattr(w.target, "max_cost_usd", None)))
         pod, adopted = None, False
         try:
             pod = w.client.create_pod(_body(w, candidate, attempt, started))

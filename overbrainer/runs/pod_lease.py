@@ -99,6 +99,9 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         client = _client(config)
         ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish)
         if start:
+            from overbrainer.runs.pods_flow import warn_orphans
+
+            warn_orphans(client, runs_dir, record.id)
             executor = _provision(ctx, target, record, interrupt, keep)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,

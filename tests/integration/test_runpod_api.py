@@ -19,6 +19,7 @@ from tests.fixtures.runpod_catalog import Gpu
 
 SCALE = 0.001
 GPU = "NVIDIA GeForce RTX 4090"
+FAKE_ONLY = True  # wire tests of the API client: their pods belong to no run; the fake kills them at teardown
 
 
 def body(name: str = "overbrainer-r1-1", gpu: str = GPU, **extra) -> dict:

@@ -21,6 +21,7 @@ from tests.fixtures.runpod_pods import pids_in_namespace
 from tests.fixtures.sshd import wait_for
 
 GPU = "NVIDIA GeForce RTX 4090"
+FAKE_ONLY = True  # tests of the fake itself: the pods they leave are killed at its teardown
 
 
 def create(fake, cmd: list[str], env: dict | None = None, **extra) -> dict:

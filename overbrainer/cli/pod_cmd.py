@@ -1,0 +1,89 @@
+"""`overbrainer pod ls|rm|gpus|datacenters|volumes|ssh`: the Runpod pods of this project's runs
+and the account's catalog. All of them print one JSON object with --json."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from overbrainer.cli import complete
+from overbrainer.cli.context import pass_app
+
+
+@click.group("pod")
+def pod() -> None:
+    """Runpod pods: list, delete, the GPU catalog, the ssh line of a run's pod."""
+
+
+@pod.command("ls")
+@pass_app
+def ls_cmd(app) -> None:
+    """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
+    from overbrainer.runs.pods_flow import ls_flow
+
+    with app.open_project(write=False) as config:
+        ls_flow(app.session(), config)
+
+
+@pod.command("rm")
+@click.argument("run_id", shell_complete=complete.run_ids)
+@click.option("--force", is_flag=True, help="Delete even when the run is in progress or not in runs/.")
+@pass_app
+def rm_cmd(app, run_id: str, force: bool) -> None:
+    """Delete the pods of a run and confirm each delete."""
+    from overbrainer.runs.pod_rm_flow import rm_flow
+
+    with app.open_project(write=True) as config:
+        rm_flow(app.session(), config, run_id=run_id, force=force)
+
+
+@pod.command("gpus")
+@click.option("--count", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per pod.")
+@click.option("--min-vram", "min_vram", type=click.FloatRange(min=1), default=None, metavar="GB")
+@click.option("--max-price", "max_price", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD")
+@click.option("--in-stock", "in_stock", is_flag=True, help="Only types in stock now.")
+@click.option("--data-center", "data_center", default=None, metavar="ID")
+@pass_app
+def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
+    """Secure Cloud GPU types, cheapest first."""
+    from overbrainer.runs.pod_catalog_flow import gpus_flow
+
+    with app.open_project(write=False) as config:
+        gpus_flow(app.session(), config, count=count, min_vram=min_vram, max_price=max_price,
+                  in_stock=in_stock, data_center=data_center)
+
+
+@pod.command("datacenters")
+@pass_app
+def datacenters_cmd(app) -> None:
+    """Runpod's data centers and the GPU types in stock in each."""
+    from overbrainer.runs.pod_catalog_flow import datacenters_flow
+
+    with app.open_project(write=False) as config:
+        datacenters_flow(app.session(), config)
+
+
+@pod.command("volumes")
+@pass_app
+def volumes_cmd(app) -> None:
+    """The account's network volumes."""
+    from overbrainer.runs.pod_catalog_flow import volumes_flow
+
+    with app.open_project(write=False) as config:
+        volumes_flow(app.session(), config)
+
+
+@pod.command("ssh")
+@click.argument("run_id", shell_complete=complete.run_ids)
+@click.option("--exec", "do_exec", is_flag=True, help="Run ssh instead of printing its command line.")
+@pass_app
+def ssh_cmd(app, run_id: str, do_exec: bool) -> None:
+    """Print (or run) the `ssh -F runs/<id>/ssh/config overbrainer-<id>` line of a run's pod."""
+    from overbrainer.runs.pod_catalog_flow import ssh_argv
+
+    app.require_project()
+    argv, line = ssh_argv(app.session(), run_id)
+    if do_exec:
+        os.execvp(argv[0], argv)
+    app.report(line, {"run": run_id, "command": line, "argv": argv})

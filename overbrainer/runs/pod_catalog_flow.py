@@ -1,0 +1,67 @@
+"""`pod gpus`, `pod datacenters`, `pod volumes` (catalog listings: only the API key is needed)
+and `pod ssh` (the ssh line of a run's pod)."""
+
+from __future__ import annotations
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runpod import catalog
+from overbrainer.runpod.cost import format_rate
+from overbrainer.runs import ids
+from overbrainer.runs.pods_flow import _client
+
+
+def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:
+    from overbrainer.support.columns import table
+
+    session.report("\n".join(table([header] + rows)) if rows else empty, data)
+
+
+def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
+              data_center=None) -> None:
+    from overbrainer.runpod.provision import read_catalog
+
+    with _client(config) as client:
+        gpus = catalog.for_listing(read_catalog(client, count), min_vram_gb=min_vram, max_price=max_price,
+                                   in_stock=in_stock, data_center=data_center)
+    rows, data = [], []
+    for g in gpus:
+        stock = (next((dc.availability for dc in g.data_centers if dc.id == data_center), "NONE")
+                 if data_center else g.availability)
+        rate = g.price * count if g.price is not None else None
+        rows.append([g.id, f"{g.memory_gb:g}" if g.memory_gb is not None else "-", format_rate(rate),
+                     str(g.max_count_secure), stock])
+        data.append({"id": g.id, "memory_gb": g.memory_gb, "price_per_hour": rate,
+                     "max_count": g.max_count_secure, "stock": stock})
+    _report(session, ["ID", "VRAM GB", "$/H", "MAX COUNT", "STOCK"], rows, {"gpus": data},
+            "pod: no GPU type matches")
+
+
+def datacenters_flow(session, config) -> None:
+    with _client(config) as client:
+        dcs = client.data_centers()
+    rows = [[d.id, d.name or "-", d.region or "-", ", ".join(d.gpu_types_in_stock) or "-"] for d in dcs]
+    data = [{"id": d.id, "name": d.name, "region": d.region, "gpu_types_in_stock": list(d.gpu_types_in_stock)}
+            for d in dcs]
+    _report(session, ["ID", "NAME", "REGION", "GPU TYPES IN STOCK"], rows, {"datacenters": data},
+            "pod: no data center listed")
+
+
+def volumes_flow(session, config) -> None:
+    with _client(config) as client:
+        vols = client.volumes()
+    rows = [[v.id, v.name or "-", str(v.size_gb) if v.size_gb is not None else "-", v.data_center or "-"]
+            for v in vols]
+    data = [{"id": v.id, "name": v.name, "size_gb": v.size_gb, "data_center": v.data_center} for v in vols]
+    _report(session, ["ID", "NAME", "SIZE GB", "DATA CENTER"], rows, {"volumes": data},
+            "pod: no network volume on this account")
+
+
+def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
+    """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>`."""
+    from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
+
+    config = ids.run_dir(session.project_dir / "runs", run_id) / SSH_DIR / CONFIG
+    if not config.is_file():
+        raise OverbrainerError(f"runs/{run_id}/{SSH_DIR}/{CONFIG} does not exist: run {run_id} has no pod to "
+                               f"log in to")
+    return ["ssh", "-F", str(config), alias(run_id)], ssh_line(run_id)

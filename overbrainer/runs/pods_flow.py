@@ -1,0 +1,250 @@
+"""The pods of this project's runs and of the account: `pod ls`, `pod rm`, and the orphan warnings
+at `train`.
+
+A pod belongs to overbrainer when it carries a run marker (`env.OVERBRAINER_RUN_ID`) or an
+`overbrainer-*` name. Listing never deletes a pod: a recorded pod the account list lacks is looked
+at with the gone rule (3 Runpod 404s and absence from the list); a gone one is recorded `deleted`,
+an unclear look shows `UNCHECKED`. `pod rm` deletes and confirms (a pod is deleted only when
+Runpod stops showing it), and forgets the run's keys and host-key secret once no pod is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runpod import cost
+from overbrainer.runpod.record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.runs import ids
+from overbrainer.runs.record import ENDED, load
+
+log = logging.getLogger(__name__)
+
+NAME_PREFIX = "overbrainer-"
+FORCED = "pod deleted by `pod rm` before its results were retrieved"
+EMPTY = "pod: no overbrainer pod on this account"
+IN_PROGRESS_NOTES = ("run preparing", "run running")
+_CELL = 64
+
+
+def _client(config):
+    from overbrainer.runpod.api import RunpodClient
+
+    return RunpodClient.from_config(config)
+
+
+def _cell(value, limit: int = _CELL) -> str:
+    """Printable ASCII only, at most `limit` characters (the API's text is never trusted)."""
+    text = "".join(c if " " <= c <= "~" else "?" for c in str(value))
+    return text[:limit]
+
+
+def unix_of(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def run_of(pod) -> str | None:
+    """The run a pod belongs to: its marker, else the run ID in an `overbrainer-<run>-<n>` name."""
+    if pod.run_marker:
+        return pod.run_marker
+    name = pod.name or ""
+    if name.startswith(NAME_PREFIX):
+        rest = name[len(NAME_PREFIX):]
+        head, _, tail = rest.rpartition("-")
+        return head if head and tail.isdigit() else rest
+    return None
+
+
+def is_ours(pod) -> bool:
+    return bool(pod.run_marker) or (pod.name or "").startswith(NAME_PREFIX)
+
+
+@dataclass
+class Row:
+    run: str
+    pod: str
+    status: str
+    gpu: str
+    rate: float | None
+    created: str
+    note: str
+    spend: float | None = None
+
+    def cells(self) -> list[str]:
+        cells = [_cell(v) for v in (self.run, self.pod, self.status, self.gpu, cost.format_rate(self.rate),
+                                    self.created or "-")]
+        return cells + [_cell(self.note, 2 * _CELL + len(self.run))]  # our own words around the run ID
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "pod_id": self.pod, "status": self.status, "gpu": self.gpu,
+                "rate_per_hour": self.rate, "created": self.created, "note": self.note,
+                "spend": round(self.spend, 4) if self.spend is not None else None}
+
+
+@dataclass
+class RunPods:
+    """What this project knows of one run: its run state and pod.json (or why not)."""
+    run_id: str
+    state: str | None = None
+    record: PodRecord | None = None
+    unreadable: bool = False
+    present: bool = False
+    others: list = field(default_factory=list)
+
+
+def known_run(runs_dir: Path, run_id: str) -> RunPods:
+    known = RunPods(run_id)
+    try:
+        run_dir = ids.run_dir(runs_dir, run_id)
+    except OverbrainerError:
+        return known
+    if not run_dir.is_dir():
+        return known
+    known.present = True
+    try:
+        known.state = load(runs_dir, run_id).state
+        known.record = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (OverbrainerError, InvalidPodRecord, OSError):
+        known.unreadable = True
+    return known
+
+
+def _recorded(runs_dir: Path) -> dict[str, RunPods]:
+    out = {}
+    if not runs_dir.is_dir():
+        return out
+    for d in sorted(runs_dir.iterdir()):
+        if d.is_dir() and (d / "pod.json").is_file():
+            out[d.name] = known_run(runs_dir, d.name)
+    return out
+
+
+def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool) -> str:
+    if run is None or not has_marker and known is None:
+        return "no run marker"
+    if known is None or not known.present:
+        return (f"not in this project's runs/; if no other checkout owns it, "
+                f"`overbrainer pod rm {run} --force`")
+    if known.unreadable:
+        return "run record unreadable"
+    rec = known.record
+    if rec is None or rec.pod_id != pod_id:
+        return "stray, not deleted"
+    if rec.state == PodState.KEPT:
+        return "kept"
+    if rec.state == PodState.AWAITING_RETRIEVAL:
+        return "awaiting retrieval"
+    if known.state in ENDED:
+        return f"run {known.state}, not deleted"
+    return f"run {known.state}"
+
+
+def _row(pod, known: RunPods | None, now: float) -> Row:
+    run = run_of(pod)
+    run = _cell(run) if run else None
+    rec = known.record if known is not None else None
+    rate = cost.usable_rate(pod.cost_per_hour) or (rec.cost_per_hour if rec and rec.pod_id == pod.id else None)
+    if rec is not None and rec.pod_id == pod.id:
+        spend = rec.spend_so_far(now)
+    else:
+        spend = cost.spend(rate, unix_of(pod.created_at), now)
+    return Row(run or "-", pod.id, pod.status, pod.gpu_id or "-", rate, pod.created_at or "-",
+               _note(pod.id, run, known, bool(pod.run_marker)), spend)
+
+
+def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
+    """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
+    a Timing), every recorded live pod the list lacks. Never deletes a pod."""
+    from overbrainer.runpod.gone import Found, Gone
+
+    now = time.time()
+    recorded = _recorded(runs_dir)
+    listed = [p for p in client.list_pods() if is_ours(p)]
+    rows = []
+    for pod in listed:
+        run = run_of(pod)
+        known = recorded.get(run) if run else None
+        if known is None and run:
+            known = known_run(runs_dir, run)
+        rows.append(_row(pod, known, now))
+    if look is None:
+        return rows
+    seen = {p.id for p in listed}
+    missing = [k for k in recorded.values()
+               if k.record is not None and k.record.pod_id and k.record.live and k.record.pod_id not in seen]
+    for known, result in zip(missing, look(client, [k.record.pod_id for k in missing])):
+        rec = known.record
+        if isinstance(result, Found):
+            rows.append(_row(result.pod, known, now))
+        elif isinstance(result, Gone):
+            past = rec.deadline_unix is not None and not rec.keep and now >= rec.deadline_unix
+            rec.mark_deleted("watchdog" if past else "unknown")
+            rec.save(rec.path)
+            rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
+                            rec.created_at or "-", "gone", rec.estimated_spend))
+        else:
+            rows.append(Row(known.run_id, rec.pod_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
+                            rec.created_at or "-", f"run {known.state}", rec.spend_so_far(now)))
+    return rows
+
+
+def ls_flow(session, config) -> None:
+    from overbrainer.runpod.gone import look_up_all
+    from overbrainer.runpod.timing import Timing
+    from overbrainer.support.columns import table
+
+    timing = Timing.default()
+    with _client(config) as client:
+        rows = account_rows(client, session.project_dir / "runs",
+                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing))
+    total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
+    data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}
+    if not rows:
+        session.report(EMPTY, data)
+        return
+    lines = table([["RUN", "POD", "STATUS", "GPU", "$/H", "CREATED", "NOTE"]] + [r.cells() for r in rows])
+    lines.append(f"spend so far: {cost.format_spend(total)}")
+    session.report("\n".join(lines), data)
+
+
+def orphan_warnings(client, runs_dir: Path, run_id: str | None = None) -> list[str]:
+    """The `train` warnings for billing pods nothing in progress owns (one list; never deletes)."""
+    out = []
+    for row in account_rows(client, runs_dir):
+        if row.run == run_id or row.note in IN_PROGRESS_NOTES or row.status in ("EXITED", "TERMINATED"):
+            continue
+        if row.note == "no run marker":
+            out.append(f"pod {row.pod} (no run marker) is still on Runpod at {cost.format_rate(row.rate)}: "
+                       f"delete it from the Runpod console")
+            continue
+        text = (f"pod {row.pod} ({row.note}) is still on Runpod at {cost.format_rate(row.rate)}: remove it "
+                f"with `overbrainer pod rm {row.run}`")
+        if row.note == "stray, not deleted":
+            text += " (this also deletes the run's kept pod)" if _kept(runs_dir, row.run) else ""
+        out.append(text)
+    return out
+
+
+def _kept(runs_dir: Path, run_id: str) -> bool:
+    rec = known_run(runs_dir, run_id).record
+    return rec is not None and rec.state == PodState.KEPT
+
+
+def warn_orphans(client, runs_dir: Path, run_id: str | None = None) -> None:
+    """Best effort: a failed list is one warning."""
+    try:
+        lines = orphan_warnings(client, runs_dir, run_id)
+    except OverbrainerError as e:
+        log.warning("cannot list the account's pods to look for orphans: %s", e)
+        return
+    for line in lines:
+        log.warning("%s", line)
