@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from overbrainer.config import envmap
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
+from overbrainer.support.files import read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +51,8 @@ def require_project(project_dir: str | os.PathLike) -> Path:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    data = read_bytes(path, missing=f"{path} not found: run `overbrainer init` or pass -C DIR",
+                      error=ConfigError)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:

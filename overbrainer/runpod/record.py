@@ -30,6 +30,7 @@ from typing import Any
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.files import read_bytes
 
 VERSION = 1
 FILE = "pod.json"
@@ -192,12 +193,7 @@ class PodRecord:
     def load(cls, path: Path) -> "PodRecord":
         """The record in `path`. Errors name the file and a position or field, never content."""
         path = Path(path)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise OverbrainerError(f"{path} does not exist") from None
-        except OSError as e:
-            raise OverbrainerError(f"cannot read {path}: {e.strerror or e}") from e
+        raw = read_bytes(path, missing=f"{path} does not exist")
         from overbrainer.runpod.record_parse import parse  # the field checks live there
         record = parse(raw, str(path))
         record.path = path

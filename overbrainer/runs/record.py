@@ -15,6 +15,7 @@ from overbrainer.exec.base import InvalidJob, JobId
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.files import read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -163,12 +164,7 @@ def parse(raw: bytes, where: str) -> RunRecord:
 def load(runs_dir: Path, run_id: str) -> RunRecord:
     """The record of `run_id`; `no run `<id>` in runs/` when it does not exist."""
     path = record_path(runs_dir, run_id)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise OverbrainerError(f"no run `{run_id}` in runs/") from None
-    except OSError as e:
-        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
+    raw = read_bytes(path, missing=f"no run `{run_id}` in runs/")
     record = parse(raw, str(path))
     if record.id != run_id:
         raise InvalidRecord(f"{path} is not a valid run record (field id)")
