@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.fixtures.axolotl",
     "tests.fixtures.runpod",
     "tests.fixtures.hub",
+    "tests.fixtures.llama",
 ]
 
 
