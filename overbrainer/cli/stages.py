@@ -112,6 +112,9 @@ def run(app: AppContext) -> None:
         if config.training is None:
             log.info("no [training] section: run stops after split")
             return
+        from overbrainer.hub.after_training import push_after_training, warn_missing_token
         from overbrainer.runs.flow import train_flow
 
-        train_flow(app.session(), config)
+        warn_missing_token(config)
+        result = train_flow(app.session(), config)
+        push_after_training(app.session(), config, result)

@@ -45,9 +45,13 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     app = ctx.obj
     if resume_from is not None:
         ids.validate(resume_from)
+    from overbrainer.hub.after_training import push_after_training, warn_missing_token
+
     with app.open_project(write=True) as config:
-        train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
-                   keep_pod=keep_pod)
+        warn_missing_token(config)
+        result = train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
+                            keep_pod=keep_pod)
+        push_after_training(app.session(), config, result)
 
 
 @train.command("attach")
@@ -56,11 +60,12 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
 def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
     from overbrainer.runs import ids
+    from overbrainer.hub.after_training import push_after_training
     from overbrainer.runs.flow import attach_flow
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        attach_flow(app.session(), config, run_id)
+        push_after_training(app.session(), config, attach_flow(app.session(), config, run_id))
 
 
 @train.command("stop")

@@ -1,0 +1,58 @@
+"""`[hub] after_training = true`: push a run once its training came back.
+
+Called by `train`, `train attach` and `run` after the training flow returned. Only a run that
+`succeeded` and whose results were retrieved is pushed; `stopped` runs, detached runs and runs that
+already hold `hub/push.json` are left alone. A failed push only warns (the training did what it was
+asked): `push failed: <why>; run it again with: overbrainer push RUN_ID`. A missing token is said
+when the training starts (`warn_missing_token`), not after hours of training.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import Interrupted, OverbrainerError
+
+log = logging.getLogger(__name__)
+
+SUCCEEDED = "succeeded"
+
+
+def wants_push(config: Any) -> bool:
+    hub = getattr(config, "hub", None)
+    return bool(hub is not None and hub.after_training)
+
+
+def warn_missing_token(config: Any) -> None:
+    if wants_push(config) and getattr(config, "hf_token", None) is None:
+        log.warning("[hub] after_training is set but OVERBRAINER_HF_TOKEN is not: the run will not be "
+                    "pushed after training")
+
+
+def push_after_training(session: Any, config: Any, result: Any) -> bool:
+    """Push the run of a training flow's `result` (runs.flow.TrainResult) when `[hub]
+    after_training` asks for it; True when it was pushed. Ctrl-C still stops the command."""
+    if not wants_push(config) or result is None or result.detached or result.state != SUCCEEDED:
+        return False
+    from overbrainer.hub.push import RECORD
+
+    run_dir = Path(session.project_dir) / "runs" / result.run_id
+    if (run_dir / "hub" / RECORD).is_file():
+        log.info("push: run %s was already pushed (hub/%s)", result.run_id, RECORD)
+        return False
+    if getattr(config, "hf_token", None) is None:
+        log.warning("push skipped: OVERBRAINER_HF_TOKEN is not set; push run %s later with: "
+                    "overbrainer push %s", result.run_id, result.run_id)
+        return False
+    from overbrainer.hub.flow import push_flow
+
+    try:
+        push_flow(session, config, result.run_id)
+    except Interrupted:
+        raise
+    except OverbrainerError as e:
+        log.warning("push failed: %s; run it again with: overbrainer push %s", e, result.run_id)
+        return False
+    return True
