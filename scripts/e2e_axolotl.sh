@@ -188,7 +188,6 @@ cat >> "$PROJ/overbrainer.toml" <<TOML
 
 [providers.judge]
 protocol = "openai"
-base_url = "http://127.0.0.1:$JPORT/v1"
 
 [compare]
 max_tokens = 48
@@ -202,7 +201,7 @@ s = open(p).read().replace('parent = { provider = "fake", model = "m" }',
                            'judge = { provider = "judge", model = "smollm2", max_tokens = 120, reasoning = false }')
 open(p, "w").write(s)
 PY
-export OVERBRAINER_LLAMA_CPP_DIR="$LLAMA_DIR"
+export OVERBRAINER_LLAMA_CPP_DIR="$LLAMA_DIR" OVERBRAINER_PROVIDERS__JUDGE__BASE_URL="http://127.0.0.1:$JPORT/v1"
 
 after_training() {  # after_training <run-id> <target>: export, check the GGUF, compare, push --dry-run
   local id=$1 target=$2 out gguf
