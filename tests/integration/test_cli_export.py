@@ -98,6 +98,8 @@ def test_export_on_the_local_target_quantizes_and_llama_server_answers(tmp_path,
     assert p.record(job_dir)["state"] == "succeeded"
     stages = [json.loads(x)["name"] for x in (job_dir / "metrics.jsonl").read_text().splitlines()]
     assert stages == ["export", "convert", "quantize"]
+    assert "INFO export: converting to GGUF" in r.stderr and "INFO export: quantizing" in r.stderr
+    assert "train:" not in r.stderr
     assert not (job_dir / "export-work").exists() and not list(gguf.parent.glob("*.part"))
     # compare finds it
     from overbrainer.compare.plan import run_gguf
