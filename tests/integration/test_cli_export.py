@@ -25,7 +25,8 @@ RID = "demo_20260101-000000"
 
 class ExportProject:
     def __init__(self, tmp_path: Path, model: Path | None, *, target: str = "local", home: Path | None = None,
-                 llama_cpp_dir: Path | None = None, state: str = "succeeded", extra_toml: str = ""):
+                 llama_cpp_dir: Path | None = None, state: str = "succeeded", extra_toml: str = "",
+                 venv: str = sys.prefix):
         self.dir = tmp_path / "proj"
         self.runs = self.dir / "runs"
         self.run_dir = self.runs / RID
@@ -38,7 +39,7 @@ class ExportProject:
                  "[providers.fake]", 'protocol = "openai"', "",
                  "[roles]", 'generator = { provider = "fake", model = "m" }',
                  'parent = { provider = "fake", model = "m" }', "",
-                 "[targets.local]", 'kind = "local"', 'runtime = "native"', f'venv = "{sys.prefix}"', own, "",
+                 "[targets.local]", 'kind = "local"', 'runtime = "native"', f'venv = "{venv}"', own, "",
                  "[targets.remote]", 'kind = "ssh"', 'runtime = "native"', f'venv = "{sys.prefix}"',
                  f'workdir = "{self.remote}"', own, "", extra_toml]
         self.dir.mkdir(parents=True)
@@ -249,3 +250,35 @@ def test_ctrl_c_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir):
     assert p.record(job_dir)["state"] == "cancelled"
     assert (job_dir / "cancelled").exists() and not (job_dir / "export-work").exists()
     assert not list((p.run_dir / "output" / "gguf").glob("*"))
+
+
+def test_a_stopped_run_exports_its_snapshot_with_a_warning_and_a_llama_cpp_dir_missing_pieces_fails(tmp_path):
+    lacking = tmp_path / "llama.cpp"
+    (lacking / "gguf-py").mkdir(parents=True)
+    p = ExportProject(tmp_path, None, llama_cpp_dir=lacking, state="stopped")
+    rec = json.loads((p.run_dir / "run.json").read_text())
+    rec["snapshot"] = {"checkpoint": "output/checkpoint-3", "step": 3, "reason": "requested"}
+    (p.run_dir / "run.json").write_text(json.dumps(rec))
+    (p.run_dir / "output" / "checkpoint-3").mkdir()
+    (p.run_dir / "output" / "checkpoint-3" / "adapter_config.json").write_text("{}")
+    r = p.run("export", RID, "--quantize", "F16")
+    assert r.returncode == 1
+    assert f"run {RID} stopped at step 3: the exported model is partial, not a finished one" in r.stderr
+    assert f"export: runs/{RID}/output/checkpoint-3 to GGUF F16 on target `local`" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: export of run {RID} failed: llama.cpp: {lacking} (OVERBRAINER_LLAMA_CPP_DIR) lacks "
+        "convert_hf_to_gguf.py")
+
+
+def test_an_adapter_is_merged_with_axolotl_merge_lora_first(tmp_path, fake_axolotl, llama_cpp_dir):
+    p = ExportProject(tmp_path, None, llama_cpp_dir=llama_cpp_dir, venv=str(fake_axolotl.venv))
+    (p.run_dir / "output" / "adapter_config.json").write_text("{}")
+    r = p.run("export", RID, "--quantize", "F16")
+    # The fake merge leaves weights but no config.json: the job says so.
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: export of run {RID} failed: axolotl merge-lora left no export-work/merged/config.json")
+    assert (fake_axolotl.venv / "bin" / "calls.log").read_text() == "merge-lora export-work/merge.yaml\n"
+    assert "INFO export: merging adapter" in r.stderr
+    [job_dir] = p.exports()
+    assert not (job_dir / "export-work").exists()
