@@ -4,6 +4,8 @@
 #   OVERBRAINER_EXPORT_QUANTIZE  Q4_K_M, Q8_0, …, F16 or BF16
 #   OVERBRAINER_EXPORT_MODEL     the model directory (relative to this one)
 #   OVERBRAINER_EXPORT_CONFIG    the run's axolotl.yaml (for a merge)
+#   OVERBRAINER_EXPORT_OUT       where the GGUF goes (default ../../output/gguf; output/gguf when the
+#                                export runs inside the training job, in the run directory)
 #   OVERBRAINER_METRICS          where the stage lines go
 #   OVERBRAINER_LLAMA_CPP*       where llama.cpp comes from (llama_cpp.sh)
 # Steps: find llama.cpp and check the Python modules the converter needs (before anything long),
@@ -18,7 +20,7 @@ NAME=$OVERBRAINER_EXPORT_NAME
 TYPE=$OVERBRAINER_EXPORT_QUANTIZE
 MODEL=$OVERBRAINER_EXPORT_MODEL
 CONFIG=$OVERBRAINER_EXPORT_CONFIG
-OUT_DIR=../../output/gguf
+OUT_DIR=${OVERBRAINER_EXPORT_OUT:-../../output/gguf}
 TARGET="$OUT_DIR/$NAME-$TYPE.gguf"
 WORK=export-work
 
