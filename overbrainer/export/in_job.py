@@ -28,14 +28,17 @@ MARK = "export.quantize"  # the type asked for, beside the scripts in the run di
 
 
 def step(run_dir: Path, run_id: str, target: Any, quantize: str, workdir: str) -> tuple[Any, dict[str, str]]:
-    from overbrainer.exec.runtime import Step
+    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime, Step
 
     (run_dir / SCRIPT).write_text(llama_cpp.script(SCRIPT), encoding="utf-8")
     (run_dir / llama_cpp.SCRIPT).write_text(llama_cpp.script(llama_cpp.SCRIPT), encoding="utf-8")
     (run_dir / MARK).write_text(quantize + "\n", encoding="utf-8")
     env = {"OVERBRAINER_EXPORT_NAME": run_id, "OVERBRAINER_EXPORT_QUANTIZE": quantize,
            "OVERBRAINER_EXPORT_MODEL": "output", "OVERBRAINER_EXPORT_CONFIG": CONFIG_NAME,
-           "OVERBRAINER_EXPORT_OUT": "output/gguf", "OVERBRAINER_CACHE": f"{workdir.rstrip('/')}/.cache",
+           "OVERBRAINER_EXPORT_OUT": "output/gguf",
+           # in a container, the training job's mounted cache (the host's workdir is not there)
+           "OVERBRAINER_CACHE": CONTAINER_CACHE if Runtime.from_target(target).in_container
+           else f"{workdir.rstrip('/')}/.cache",
            **llama_cpp.job_env(target)}
     return Step("export", ("sh", "-c", f"sh {SCRIPT} || :"), from_path=True), env
 
