@@ -229,7 +229,8 @@ def test_a_broken_model_fails_the_job_with_the_converters_error(tmp_path, llama_
     assert not list((p.run_dir / "output" / "gguf").glob("*"))
 
 
-def test_ctrl_c_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir, signum, code):
     p = ExportProject(tmp_path, smollm2_hf, llama_cpp_dir=llama_cpp_dir)
     proc = subprocess.Popen(p.args("export", RID), env=clean_env(p.env, p.home), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
@@ -239,12 +240,12 @@ def test_ctrl_c_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir):
                       for d in p.exports() if (d / "metrics.jsonl").exists()):
             assert time.monotonic() < deadline and proc.poll() is None, "the conversion never started"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert err.strip().splitlines()[-1] == f"error: interrupted: export of run {RID} cancelled"
     [job_dir] = p.exports()
     assert p.record(job_dir)["state"] == "cancelled"
