@@ -150,7 +150,7 @@ def _machine_target(t: Table, name: str, kind: str, env_client: str | None) -> T
             if v is not None:
                 t.problem(k, 'only with runtime = "docker"')
     common = dict(name=name, kind=kind, runtime=runtime, venv=venv, engine=engine or "docker",
-                  image=image or DEFAULT_IMAGE)
+                  image=image or DEFAULT_IMAGE, llama_cpp_dir=t.str("llama_cpp_dir", nonempty=True))
     if kind == "local":
         return LocalTarget(**common) if runtime else None
     host = t.str("host", nonempty=True)
@@ -221,14 +221,13 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 # section): still read and checked (its projects open unchanged), but only warned about when set.
 # `compare` judges and reports (its prices are used); serving the child on the target is not built.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
-    "export": None,
     "compare": ("max_tokens", "temperature", "server_start_secs", "image"),
     "metrics": None,
 }
 
 
 def not_yet_warnings(data: dict[str, Any]) -> list[str]:
-    """`[export] after_training is not supported by this version yet: ignored`, one per key set
+    """`[metrics] listen is not supported by this version yet: ignored`, one per key set
     (in overbrainer.toml or the environment) of a feature in NOT_YET."""
     out = []
     for section, missing in NOT_YET.items():
