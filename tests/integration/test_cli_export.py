@@ -171,9 +171,15 @@ def test_export_over_ssh_downloads_the_pinned_release_once_and_uploads_the_model
     assert not (job_dir / ".upload").exists()  # the stage is gone
     # A second export uses the cache: nothing is downloaded again.
     (p.remote / RID / "output" / "gguf" / gguf.name).unlink()
-    r = p.run("export", RID, "--quantize", "F16")
+    (tmp_path / "bin").mkdir()
+    p.env["PATH"] = str(tmp_path / "bin")  # no ollama here (the SSH target runs the job)
+    r = p.run("export", RID, "--quantize", "F16", "--ollama", "my-model")
     assert r.returncode == 0, r.stderr
     assert len(p.exports()) == 2 and len(archive_server.hits) == 1
+    # No ollama on this machine: a warning gives the command; stdout has no Ollama line.
+    assert (f"WARN ollama is not installed here: create the model with "
+            f"`cd runs/{RID}/output/gguf && ollama create my-model -f Modelfile`") in r.stderr
+    assert len(r.stdout.splitlines()) == 2
 
 
 def test_an_archive_with_another_sha256_is_deleted_and_not_used(tmp_path, archive_server):
