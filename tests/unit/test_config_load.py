@@ -427,20 +427,20 @@ def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
 
 def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_still_load():
     c = load(BASE + '\n[export]\nafter_training = true\nquantize = "Q8_0"\n[hub]\nprivate = false\nafter_training = true\n'
-             '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\n[metrics]\nlisten = "127.0.0.1:9464"\n')
-    # compare judges and reports with its prices; serving the child on the target is not built
+             '[compare]\nimage = "x"\nparent_price_in = 1.5\n[metrics]\nlisten = "127.0.0.1:9464"\n')
+    # compare's `image` is for a Runpod compare pod, not built; export and the push after training are
     assert c.warnings == [
-        "[hub] after_training is not supported by this version yet: ignored",
-        "[compare] max_tokens is not supported by this version yet: ignored",
+        "[compare] image is not supported by this version yet: ignored",
         "[metrics] listen is not supported by this version yet: ignored",
     ]
     assert load(BASE).warnings == []
 
 
 def test_an_unsupported_key_set_from_the_environment_warns_too():
-    c = load(BASE, {"OVERBRAINER_HUB__AFTER_TRAINING": "true"})
-    assert c.warnings == ["[hub] after_training is not supported by this version yet: ignored"]
-    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true"}).warnings == []  # exists now
+    c = load(BASE, {"OVERBRAINER_METRICS__LISTEN": "127.0.0.1:9464"})
+    assert c.warnings == ["[metrics] listen is not supported by this version yet: ignored"]
+    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true",
+                       "OVERBRAINER_HUB__AFTER_TRAINING": "true"}).warnings == []  # they exist now
 
 
 def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():
