@@ -8,7 +8,7 @@
 # Two sources, both checked before use:
 # - OVERBRAINER_LLAMA_CPP_DIR: a llama.cpp already on the target (its convert_hf_to_gguf.py and
 #   gguf-py/, and llama-quantize / llama-server in it or its bin/); its version is the first line
-#   of `llama-server --version` (or llama-quantize's).
+#   of `llama-server --version` (or llama-quantize's), without its `version: ` label.
 # - otherwise the pinned release OVERBRAINER_LLAMA_CPP: the source archive OVERBRAINER_LLAMA_CPP_URL
 #   is downloaded into $OVERBRAINER_CACHE/llama.cpp/<version>/, its SHA-256 compared with
 #   OVERBRAINER_LLAMA_CPP_SHA256 (a mismatch deletes it), unpacked into a temporary directory then
@@ -145,7 +145,8 @@ llama_cpp_version() {
             if tool=$(llama_cpp_tool "$name" 2>/dev/null); then
                 line=$("$tool" --version 2>&1 | head -n 1)
                 case $line in
-                    version:*|*[0-9]*) echo "$line"; return 0 ;;
+                    "version: "*) echo "${line#version: }"; return 0 ;;
+                    *[0-9]*) echo "$line"; return 0 ;;
                 esac
             fi
         done
