@@ -32,11 +32,13 @@ PODMAN_GPU = ("--device", "nvidia.com/gpu=all", "--security-opt=label=disable", 
 class Step:
     """One command of the job, announced by a stage line in metrics.jsonl before it runs.
 
-    args[0] is the tool (`axolotl`): from the venv's bin/ natively, from PATH in a container.
+    args[0] is the tool (`axolotl`): from the venv's bin/ natively, from PATH in a container;
+    with `from_path` (e.g. `sh`), from PATH everywhere (natively the venv's bin/ is first on it).
     """
 
     stage: str
     args: tuple[str, ...]
+    from_path: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,10 @@ class Runtime:
         """The run directory as the job sees it."""
         return CONTAINER_ROOT if self.in_container else run_dir
 
-    def job_env(self, run_dir: str) -> dict[str, str]:
-        """Plain (never secret) settings every job gets; PYTHONPATH is prepended natively."""
-        root = self.root(run_dir)
+    def job_env(self, run_dir: str, subdir: str | None = None) -> dict[str, str]:
+        """Plain (never secret) settings every job gets; PYTHONPATH is prepended natively.
+        `subdir`: the job runs in that subdirectory of the run directory (a side job)."""
+        root = self.root(run_dir) + (f"/{subdir.strip('/')}" if subdir else "")
         return {
             **TELEMETRY_OFF,
             "OVERBRAINER_METRICS": f"{root}/metrics.jsonl",
@@ -112,13 +115,18 @@ class Runtime:
             "printf '{\"event\":\"stage\",\"name\":\"%s\",\"time\":%s}\\n' "
             f"{q(step.stage)} \"$(date +%s)\" >> \"$OVERBRAINER_METRICS\""
         )
-        cmd = " ".join([self.tool(step.args[0])] + [q(a) for a in step.args[1:]])
+        tool = q(step.args[0]) if step.from_path else self.tool(step.args[0])
+        cmd = " ".join([tool] + [q(a) for a in step.args[1:]])
         return f"{line} && {cmd}"
 
     def job(self, run_id: str, run_dir: str, cache_dir: str, steps: Iterable[Step], *,
             env: dict[str, str] | None = None, secret_names: Iterable[str] = (),
-            stop_marker: bool = True) -> tuple[str, Container | None]:
+            stop_marker: bool = True, subdir: str | None = None) -> tuple[str, Container | None]:
         """The job script (for JobSpec.script) and its container (None natively).
+
+        subdir: a job that belongs to a run (export, compare) runs in that subdirectory of
+        `run_dir` (its JobSpec.dir natively); in a container the whole run directory is mounted
+        and the job works in the subdirectory, its metrics.jsonl there too.
 
         env: extra plain settings (e.g. OVERBRAINER_EXPORT_QUANTIZE); secrets are passed by
         name only (their values come from the job's environment, set by the executor).
@@ -126,7 +134,7 @@ class Runtime:
         PATH (Axolotl launches `accelerate` from PATH).
         """
         chain = self.chain(steps, stop_marker)
-        settings = {**self.job_env(run_dir), **(env or {})}
+        settings = {**self.job_env(run_dir, subdir), **(env or {})}
         if not self.in_container:
             settings["HF_HOME"] = cache_dir
             exports = [_prepend(k, q(v)) if k == "PYTHONPATH" else f"{k}={q(v)}" for k, v in settings.items()]
@@ -142,7 +150,8 @@ class Runtime:
         argv += ["--ipc=host",
                  "-v", f"{run_dir}:{CONTAINER_ROOT}" + (":Z" if podman else ""),
                  "-v", f"{cache_dir}:{CONTAINER_CACHE}" + (":z" if podman else ""),
-                 "-w", CONTAINER_ROOT, "-e", f"HF_HOME={CONTAINER_CACHE}"]
+                 "-w", CONTAINER_ROOT + (f"/{subdir.strip('/')}" if subdir else ""),
+                 "-e", f"HF_HOME={CONTAINER_CACHE}"]
         for k, v in settings.items():
             argv += ["-e", f"{k}={v}"]
         for name in secret_names:

@@ -47,6 +47,15 @@ def export_id(now: _dt.datetime | None = None) -> str:
     return f"export_{timestamp(now)}"
 
 
+def compare_id(now: _dt.datetime | None = None) -> str:
+    return f"compare_{timestamp(now)}"
+
+
+def side_id(kind: str, now: _dt.datetime | None = None) -> str:
+    """The ID of a run's side job (`export_…`, `compare_…`)."""
+    return {"export": export_id, "compare": compare_id}[kind](now)
+
+
 def candidates(base: str):
     """`base`, `base_2` … `base_99`."""
     yield base

@@ -64,6 +64,22 @@ def test_docker_command_line():
     assert argv[-1].startswith("printf ") and "axolotl train axolotl.yaml && { [ -f snapshot.json ]" in argv[-1]
 
 
+def test_a_side_job_in_docker_mounts_the_run_and_works_in_its_subdirectory():
+    rt = Runtime(kind="docker", gpus=False)
+    step = Step("export", ("sh", "export.sh"), from_path=True)
+    script, container = rt.job("r1-export_1", "/w/r1", "/w/.cache", [step], stop_marker=False,
+                               subdir="exports/export_1")
+    argv = shlex.split(script.split(" && ", 1)[1])
+    assert container == Container("docker", "overbrainer-r1-export_1")
+    assert argv[argv.index("-v") + 1] == "/w/r1:/workspace/run"
+    assert argv[argv.index("-w") + 1] == "/workspace/run/exports/export_1"
+    assert "OVERBRAINER_METRICS=/workspace/run/exports/export_1/metrics.jsonl" in argv
+    assert argv[-1].endswith("&& sh export.sh")
+    native, _ = Runtime(venv="/v").job("r1", "/w/r1/exports/e", "/w/.cache", [step], stop_marker=False,
+                                       subdir=None)
+    assert native.endswith("&& sh export.sh") and "OVERBRAINER_METRICS=/w/r1/exports/e/metrics.jsonl" in native
+
+
 def test_podman_command_line_relabels_mounts_and_uses_cdi_gpus():
     rt = Runtime.from_target(SimpleNamespace(runtime="docker", engine="podman", venv=None, image="img:1"))
     script, container = rt.job("r2", "/w/r2", "/w/c", [TRAIN])

@@ -1,0 +1,266 @@
+"""A job that belongs to a run (an export, a compare): started on the run's own target, followed,
+its files brought home verified, like a training job, but in a directory of its own.
+
+    job = SideJob("export", files={"export.sh": text}, steps=[Step("export", ("sh", "export.sh"),
+                  from_path=True)], env={...}, fetch=["export.json"], label=f"export of run {rid}")
+    result = run_side_job(session, config, run_record, job)   # SideJobResult, or raises
+
+Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… on a collision, claimed
+by an exclusive mkdir here and a `.claim` there) and `<run.remote_dir>/<kind>s/<job_id>` on the
+target (for a local target, the same directory). Its record is a `RunRecord` saved as `run.json`
+in its directory (`record.save(runs/<run>/<kind>s, record)`); the job writes `job.log` and
+`metrics.jsonl` there, so `runs.follow` shows its stage lines and `Executor.fetch` verifies what
+comes back against the target's SHA-256 manifest.
+
+- `files` are written into the local job directory and uploaded with it (the job's scripts);
+  `steps` run with the target's runtime (natively the venv's bin/ first on PATH; in a container
+  the run directory is mounted and the job works in its subdirectory), with `env` and
+  `OVERBRAINER_CACHE` (`<workdir>/.cache` on the target: `runs/.cache` for a local target).
+- `prepare(executor, remote_job_dir)` runs before the start (e.g. to upload missing inputs).
+- When the job ends (succeeded, failed or cancelled), `job.log`, `metrics.jsonl` and the `fetch`
+  entries are brought back into the local job directory.
+- Target: the run's own (`target \\`T\\` of run R is no longer in overbrainer.toml` when gone, a
+  ConfigError); local and SSH only (a runpod target is a ConfigError for now).
+- Ctrl-C or SIGTERM CANCELS the job (unlike training): the cancel and the retrieval are shielded,
+  the record is saved `cancelled`, and `Interrupted("interrupted: <label> cancelled")` is raised.
+- A failed job: the record is saved `failed` and `SideJobFailed("<label> failed: <reason>")`
+  (the last line of its job.log, or why it could not run) is raised; its `.result` says where.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import secrets as _secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
+from overbrainer.runs import ids
+from overbrainer.runs.record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
+
+log = logging.getLogger(__name__)
+
+KINDS = ("export", "compare")
+ALWAYS_FETCHED = ("job.log", "metrics.jsonl")
+REASON_MAX = 400
+
+
+@dataclass
+class SideJob:
+    """What to run: see the module docstring."""
+    kind: str
+    files: dict[str, str | bytes]
+    steps: list[Any]  # exec.runtime.Step
+    env: dict[str, str] = field(default_factory=dict)
+    fetch: list[str] = field(default_factory=list)
+    prepare: Callable[[Any, str], None] | None = None
+    label: str = ""
+
+
+@dataclass
+class SideJobResult:
+    """How a side job ended: its ID, its local directory, its state and message, its record."""
+    job_id: str
+    job_dir: Path
+    state: str
+    message: str | None = None
+    record: RunRecord | None = None
+
+
+class SideJobFailed(OverbrainerError):
+    """A side job that failed; `result` is where its files are (the caller may add to the message)."""
+
+    def __init__(self, message: str, result: SideJobResult):
+        super().__init__(message)
+        self.result = result
+
+
+def jobs_dir(runs_dir: Path, run_id: str, kind: str) -> Path:
+    """`runs/<run>/<kind>s`: where the records of a run's side jobs of one kind are saved."""
+    return ids.run_dir(runs_dir, run_id) / f"{kind}s"
+
+
+def side_target(config, run: RunRecord, kind: str) -> Any:
+    """The run's own target, which must still be configured, and not a runpod one (yet)."""
+    target = (getattr(config, "targets", None) or {}).get(run.target)
+    if target is None:
+        raise ConfigError(f"target `{run.target}` of run {run.id} is no longer in overbrainer.toml")
+    if getattr(target, "kind", "local") == "runpod":
+        raise ConfigError(f"{kind} on a runpod target {NOT_SUPPORTED}")
+    return target
+
+
+def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetime | None = None) -> SideJobResult:
+    """Run `job` for the run `run` to its end (see the module docstring)."""
+    from overbrainer.runs.lease import lease
+
+    if job.kind not in KINDS:
+        raise ValueError(f"unknown side job kind {job.kind!r}")
+    if not run.remote_dir:
+        raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
+    target = side_target(config, run, job.kind)
+    label = job.label or f"{job.kind} of run {run.id}"
+    runs_dir = session.project_dir / "runs"
+    parent = jobs_dir(runs_dir, run.id, job.kind)
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    record = RunRecord(id=ids.side_id(job.kind, now), target=run.target, created=ids.rfc3339(now),
+                       remote_dir="", state=PREPARING)
+    interrupt = session.front.interrupt()
+    try:
+        try:
+            with lease(session, config, run.target, target, record, interrupt=interrupt) as executor:
+                return _run(session, executor, interrupt, run, record, parent, target, job, label)
+        except Interrupted as e:
+            if record.remote_dir:  # claimed: _run raised it
+                raise
+            raise Interrupted(f"interrupted: {label} cancelled") from e
+    finally:
+        interrupt.restore()
+
+
+def remote_job_dir(run: RunRecord, kind: str, job_id: str) -> str:
+    return f"{run.remote_dir.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
+
+
+def _claim(executor, run: RunRecord, record: RunRecord, parent: Path, kind: str) -> Path:
+    owner = _secrets.token_hex(8)
+    job_id, job_dir = ids.claim_new(parent, record.id,
+                                    lambda jid: executor.claim(remote_job_dir(run, kind, jid), owner))
+    record.id = job_id
+    record.remote_dir = remote_job_dir(run, kind, job_id)
+    save(parent, record)
+    return job_dir
+
+
+def _run(session, executor, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
+         label: str) -> SideJobResult:
+    from overbrainer.exec.base import JobSpec
+    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
+    from overbrainer.runs.flow import _events, _transfers
+    from overbrainer.runs.follow import follow
+    from overbrainer.runs.start import fail, start_job
+
+    job_dir = interrupt.shield(_claim, executor, run, record, parent, job.kind)
+    result = SideJobResult(record.id, job_dir, record.state, record=record)
+    front = session.front
+    try:
+        for name, content in job.files.items():
+            path = job_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        runtime = Runtime.from_target(target)
+        cache = f"{executor.workdir.rstrip('/')}/.cache"
+        env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
+        script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
+                                        stop_marker=False, subdir=f"{job.kind}s/{record.id}")
+        spec = JobSpec(dir=record.remote_dir, script=script, container=container)
+        if job.prepare is not None:
+            interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
+        interrupt.check()
+    except Interrupted:
+        _end(parent, record, CANCELLED, "interrupted before the job started")
+        raise Interrupted(f"interrupted: {label} cancelled")
+    except OverbrainerError as e:
+        fail(parent, record, str(e))
+        raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+    with _events(front) as bus:
+        try:
+            interrupt.shield(start_job, executor, record, job_dir, parent, spec,
+                             _transfers(bus, record.id, "upload"), note=f"starting the {label}")
+        except OverbrainerError as e:
+            raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+    if not interrupt.caught():
+        with _events(front) as bus:
+            followed = follow(executor, record, bus, interrupt)
+    else:
+        followed = None
+    if followed is None:  # Ctrl-C: the job is cancelled, not left running
+        interrupt.shield(_cancel_and_fetch, executor, record, job_dir, parent, job, note=f"cancelling the {label}")
+        raise Interrupted(f"interrupted: {label} cancelled")
+    state, reason = _outcome(followed.status)
+    interrupt.shield(_fetch_and_save, executor, record, job_dir, parent, job, state, reason,
+                     note=f"retrieving the files of the {label}")
+    result = _result(result)
+    if record.state == SUCCEEDED:
+        return result
+    if record.state == CANCELLED:
+        raise SideJobFailed(f"{label} was cancelled" + (f" ({record.message})" if record.message else ""), result)
+    raise SideJobFailed(f"{label} failed: {record.message}", result)
+
+
+def _result(result: SideJobResult) -> SideJobResult:
+    rec = result.record
+    result.job_id, result.state, result.message = rec.id, rec.state, rec.message
+    return result
+
+
+def _outcome(status) -> tuple[str, str | None]:
+    if status.kind == "exited" and status.code == 0:
+        return SUCCEEDED, None
+    if status.kind == "cancelled":
+        return CANCELLED, "cancelled on the target"
+    if status.kind == "exited":
+        return FAILED, f"the job exited with code {status.code}"
+    return FAILED, "the job was lost (its process is gone without an exit code)"
+
+
+def _end(parent: Path, record: RunRecord, state: str, message: str | None) -> None:
+    record.state, record.message = state, message
+    try:
+        save(parent, record)
+    except OverbrainerError as e:
+        log.warning("cannot record %s as %s: %s", record.id, state, e)
+
+
+def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
+    """Bring the job's files home, verified; the error text when that failed."""
+    entries = list(dict.fromkeys([*ALWAYS_FETCHED, *job.fetch]))
+    try:
+        executor.fetch(record.remote_dir, str(job_dir), entries)
+    except OverbrainerError as e:
+        log.warning("cannot retrieve the files of %s: %s", record.id, e)
+        return str(e)
+    return None
+
+
+def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob, state: str,
+                    reason: str | None) -> None:
+    error = _fetch(executor, record, job_dir, job)
+    if state == FAILED:
+        reason = last_line(job_dir / "job.log") or reason
+    if error is not None:
+        if state == SUCCEEDED:
+            state, reason = FAILED, f"its files could not be retrieved: {error}"
+        else:
+            reason = f"{reason} (files not retrieved: {error})"
+    _end(parent, record, state, reason)
+
+
+def _cancel_and_fetch(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob) -> None:
+    try:
+        executor.cancel(record.job)
+    except OverbrainerError as e:
+        log.warning("cannot cancel %s: %s", record.id, e)
+        _end(parent, record, FAILED, f"cancelling the job failed: {e}")
+        return
+    error = _fetch(executor, record, job_dir, job)
+    _end(parent, record, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))
+
+
+def last_line(path: Path) -> str | None:
+    """The last non-empty line of a log (cut to 400 characters), or None."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 16384))
+            tail = f.read()
+    except OSError:
+        return None
+    lines = [ln.strip() for ln in tail.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1][:REASON_MAX] if lines else None
