@@ -224,7 +224,7 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 NOT_YET: dict[str, tuple[str, ...] | None] = {
     "export": None,
     "hub": ("after_training",),
-    "compare": ("max_tokens", "temperature", "server_start_secs", "image"),
+    "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
     "metrics": None,
 }
 

@@ -15,7 +15,9 @@ PREFIX = "OVERBRAINER_"
 
 # Variables read outside the configuration schema: never treated as keys.
 EXEMPT = frozenset({"OVERBRAINER_LOG", "OVERBRAINER_SSH_CLIENT",
-                    "OVERBRAINER_TIME_SCALE"})  # a testing aid read by support.timescale
+                    "OVERBRAINER_TIME_SCALE",  # a testing aid read by support.timescale
+                    "OVERBRAINER_LLAMA_CPP_DIR",  # default llama_cpp_dir of targets (export.llama_cpp)
+                    "OVERBRAINER_LLAMA_CPP_URL"})  # a testing aid read by export.llama_cpp
 EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
 
 # Keys that only the environment may set (dotted, `*` = any name).

@@ -16,10 +16,11 @@ Files (in the working directory):
 
 Environment: OVERBRAINER_COMPARE_MAX_TOKENS, _TEMPERATURE, _START_SECS (how long the server may
 take to answer `GET /health` with 200), OVERBRAINER_METRICS (progress lines appended:
-`{"event":"stage","name":"compare"}` then `{"event":"eval","step":i,"total":n}`, each with `time`).
+`{"event":"eval","step":i,"total":n,"time":t}`, the first when the server is ready).
 
 Exit status: 0 when every question has a line (a failed request is an `{id, error}` line);
-1 when the server died or never became ready, or an input is unreadable.
+1 when the server died or never became ready (the last 20 lines of server.log, then the reason
+as the last line of stderr), or an input is unreadable.
 """
 
 import argparse
@@ -269,7 +270,6 @@ def run(args):
             raise SystemExit(f"compare: {QUESTIONS}:{n} needs an `id` and `messages`")
     answered = {a.get("id") for a in read_jsonl(ANSWERS) if isinstance(a, dict) and a.get("error") is None}
     write_json(HARDWARE, {"build": args.build, "gpus": gpu_names(), "cpu": cpu_name()})
-    metrics.write(event="stage", name="compare")
     wait_ready(args.port, args.server_pid, start_secs)
     total = len(questions)
     done = sum(1 for q in questions if q["id"] in answered)
@@ -304,7 +304,7 @@ def main():
     try:
         run(args)
     except ServerGone as e:
-        print(f"compare: {e}; the last lines of server.log:\n{log_tail()}", file=sys.stderr)
+        print(f"compare: server.log ends with:\n{log_tail()}\ncompare: {e}", file=sys.stderr)
         sys.exit(1)
 
 
