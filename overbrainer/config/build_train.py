@@ -150,7 +150,7 @@ def _machine_target(t: Table, name: str, kind: str, env_client: str | None) -> T
             if v is not None:
                 t.problem(k, 'only with runtime = "docker"')
     common = dict(name=name, kind=kind, runtime=runtime, venv=venv, engine=engine or "docker",
-                  image=image or DEFAULT_IMAGE)
+                  image=image or DEFAULT_IMAGE, llama_cpp_dir=t.str("llama_cpp_dir", nonempty=True))
     if kind == "local":
         return LocalTarget(**common) if runtime else None
     host = t.str("host", nonempty=True)
@@ -222,7 +222,7 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 # `compare` judges and reports (its prices are used); serving the child on the target is not built.
 # `push` exists; pushing by itself after training does not.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
-    "export": None,
+    "export": ("after_training",),
     "hub": ("after_training",),
     "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
     "metrics": None,

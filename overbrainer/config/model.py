@@ -133,6 +133,7 @@ class LocalTarget(Target):
     venv: str | None = None  # native only: directory holding bin/axolotl
     engine: str = "docker"  # docker runtime only
     image: str = DEFAULT_IMAGE  # docker runtime only
+    llama_cpp_dir: str | None = None  # a llama.cpp already on the target (export, compare)
 
 
 @frozen
@@ -145,6 +146,7 @@ class SshTarget(Target):
     image: str = DEFAULT_IMAGE
     ssh_client: str = "openssh"  # effective value (OVERBRAINER_SSH_CLIENT wins)
     ssh_client_from_env: bool = False
+    llama_cpp_dir: str | None = None
 
 
 @frozen

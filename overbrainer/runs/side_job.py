@@ -18,7 +18,9 @@ comes back against the target's SHA-256 manifest.
   `OVERBRAINER_CACHE` (`<workdir>/.cache` on the target: `runs/.cache` for a local target).
 - `prepare(executor, remote_job_dir)` runs before the start (e.g. to upload missing inputs).
 - When the job ends (succeeded, failed or cancelled), `job.log`, `metrics.jsonl` and the `fetch`
-  entries are brought back into the local job directory.
+  entries are brought back into the local job directory. Then, for a job that succeeded,
+  `after(executor, remote_job_dir, job_dir)` (e.g. fetch what the job wrote outside its directory);
+  its OverbrainerError makes the job `failed` with that reason.
 - Target: the run's own (`target \\`T\\` of run R is no longer in overbrainer.toml` when gone, a
   ConfigError); local and SSH only (a runpod target is a ConfigError for now).
 - Ctrl-C or SIGTERM CANCELS the job (unlike training): the cancel and the retrieval are shielded,
@@ -57,6 +59,7 @@ class SideJob:
     fetch: list[str] = field(default_factory=list)
     prepare: Callable[[Any, str], None] | None = None
     label: str = ""
+    after: Callable[[Any, str, Path], None] | None = None
 
 
 @dataclass
@@ -238,6 +241,11 @@ def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, jo
             state, reason = FAILED, f"its files could not be retrieved: {error}"
         else:
             reason = f"{reason} (files not retrieved: {error})"
+    elif state == SUCCEEDED and job.after is not None:
+        try:
+            job.after(executor, record.remote_dir, job_dir)
+        except OverbrainerError as e:
+            state, reason = FAILED, str(e)
     _end(parent, record, state, reason)
 
 

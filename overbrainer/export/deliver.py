@@ -1,0 +1,60 @@
+"""What an export leaves here: the GGUF in `runs/<run>/output/gguf/`, `export.json` in the export's
+directory, a `Modelfile` beside the GGUF, and with a name an Ollama model (docs/export.md#files).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+from overbrainer.support.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+OLLAMA_SECS = 600
+
+
+def size_text(size: int) -> str:
+    """Decimal megabytes, or gigabytes from 1 GB: `639.4 MB`, `4.1 GB`."""
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
+
+
+def write_export_json(job_dir: Path, *, quantize: str, llama_cpp: str, file: str, sha256: str, size: int,
+                      created: str) -> dict:
+    doc = {"quantize": quantize, "llama_cpp": llama_cpp, "file": file, "sha256": sha256, "size": size,
+           "created": created}
+    atomic_write_text(job_dir / "export.json", json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def write_modelfile(gguf: Path, num_ctx: int | None) -> Path:
+    """`Modelfile` beside the GGUF, naming it (no TEMPLATE: Ollama uses the GGUF's own)."""
+    text = f"FROM ./{gguf.name}\n" + (f"PARAMETER num_ctx {num_ctx}\n" if num_ctx else "")
+    path = gguf.parent / "Modelfile"
+    atomic_write_text(path, text)
+    return path
+
+
+def ollama_create(name: str, gguf_dir: Path, shown_dir: str) -> str | None:
+    """`ollama create NAME -f Modelfile` in the GGUF's directory: the line to report, or None
+    (a warning with the command said why it was not created)."""
+    command = f"cd {shown_dir} && ollama create {name} -f Modelfile"
+    exe = shutil.which("ollama")
+    if exe is None:
+        log.warning("ollama is not installed here: create the model with `%s`", command)
+        return None
+    try:
+        proc = subprocess.run([exe, "create", name, "-f", "Modelfile"], cwd=gguf_dir, capture_output=True,
+                              text=True, timeout=OLLAMA_SECS, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.warning("ollama create failed (%s): run `%s`", e, command)
+        return None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit code {proc.returncode}"
+        log.warning("ollama create failed (%s): run `%s`", last, command)
+        return None
+    return f"export: Ollama model {name} created: `ollama run {name}`"

@@ -1,0 +1,134 @@
+"""The `export` flow: a run's model to one GGUF file, on the run's own target (docs/export.md).
+
+`export_flow(session, config, run_id, *, quantize=None, ollama=None) -> dict`: the gate
+(export.gate) → a side job `export_YYYYMMDD-HHMMSS` in `runs/<run>/exports/` (runs.side_job) that
+runs `export.sh` with `llama_cpp.sh` → the GGUF brought home verified into `runs/<run>/output/gguf/`
+→ `export.json`, `Modelfile`, and with a name (`--ollama`, else `[export] ollama_name`) an Ollama
+model. Before the job, a read-only probe checks the run's model and axolotl.yaml are still on the
+target; when not, they are staged here by hard links, uploaded, and the stage removed. Ctrl-C
+cancels the export.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.export import llama_cpp
+from overbrainer.export.deliver import ollama_create, size_text, write_export_json, write_modelfile
+from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
+from overbrainer.runs import ids
+
+log = logging.getLogger(__name__)
+
+STAGE = ".upload"
+
+
+def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None) -> dict:
+    from overbrainer.config.build_train import is_ollama_name
+    from overbrainer.exec.runtime import Step
+    from overbrainer.runs.side_job import SideJob, run_side_job, side_target
+
+    settings = config.export
+    quantize = quantize or settings.quantize
+    name = ollama or settings.ollama_name
+    if name is not None and not is_ollama_name(name):
+        raise UsageError(f"--ollama {name}: not a valid Ollama model name ([host/][namespace/]model[:tag])")
+    runs_dir = session.project_dir / "runs"
+    source = check_run(runs_dir, run_id)
+    record = source.record
+    target = side_target(config, record, "export")
+    gguf_name = f"{run_id}-{quantize}.gguf"
+    gguf_rel = f"output/gguf/{gguf_name}"
+    box: dict[str, Any] = {}
+    job = SideJob(
+        "export",
+        files={"export.sh": llama_cpp.script("export.sh"), llama_cpp.SCRIPT: llama_cpp.script(llama_cpp.SCRIPT)},
+        steps=[Step("export", ("sh", "export.sh"), from_path=True)],
+        env={"OVERBRAINER_EXPORT_NAME": run_id, "OVERBRAINER_EXPORT_QUANTIZE": quantize,
+             "OVERBRAINER_EXPORT_MODEL": f"../../{source.model}", "OVERBRAINER_EXPORT_CONFIG": f"../../{CONFIG_NAME}",
+             **llama_cpp.job_env(target)},
+        fetch=["llama_cpp.txt"],
+        prepare=lambda executor, remote_job_dir: _stage_if_gone(executor, source, remote_job_dir),
+        after=lambda executor, remote_job_dir, job_dir: box.update(
+            manifest=executor.fetch(record.remote_dir, str(source.run_dir), [gguf_rel])),
+        label=f"export of run {run_id}",
+    )
+    log.info("export: runs/%s/%s to GGUF %s on target `%s`", run_id, source.model, quantize, record.target)
+    result = run_side_job(session, config, record, job)
+    lines = [f"export: {result.job_id}: runs/{run_id}/{source.model} to GGUF {quantize} on target `{record.target}`"]
+    gguf = source.run_dir / gguf_rel
+    sha256 = dict(box["manifest"])[gguf_rel]
+    size = gguf.stat().st_size
+    version = _read_version(result.job_dir)
+    doc = write_export_json(result.job_dir, quantize=quantize, llama_cpp=version, file=gguf_rel, sha256=sha256,
+                            size=size, created=result.record.created)
+    write_modelfile(gguf, sequence_len(source.run_dir))
+    shown_dir = f"runs/{run_id}/output/gguf"
+    lines.append(f"export: GGUF in {shown_dir}/{gguf_name} ({quantize}, {size_text(size)}), Modelfile beside it")
+    created = None
+    if name is not None:
+        created = ollama_create(name, gguf.parent, shown_dir)
+        if created:
+            lines.append(created)
+    else:
+        suggested = run_id.lower()
+        lines.append(f"export: run it with Ollama after `cd {shown_dir} && ollama create {suggested} -f Modelfile`")
+    data = {"run_id": run_id, "export": result.job_id, "target": record.target, "model": source.model,
+            "gguf": f"runs/{run_id}/{gguf_rel}", "modelfile": f"{shown_dir}/Modelfile",
+            "ollama": name if created else None, **doc}
+    session.front.report("\n".join(lines), data)
+    return data
+
+
+def _read_version(job_dir: Path) -> str:
+    try:
+        text = (job_dir / "llama_cpp.txt").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    return text.splitlines()[0][:200] if text else "unknown"
+
+
+def _stage_if_gone(executor, source: Source, remote_job_dir: str) -> None:
+    """Upload the run's model and axolotl.yaml when a read-only probe finds them gone from the
+    target (staged by hard links beside the job, removed once sent)."""
+    remote_run = str(Path(remote_job_dir).parent.parent)
+    q = shlex.quote
+    model = f"{q(remote_run)}/{q(source.model)}"
+    probe = (f"if [ -f {q(remote_run)}/{CONFIG_NAME} ] && {{ [ -f {model}/config.json ] || "
+             f"[ -f {model}/adapter_config.json ] || [ -f {model}/merged/config.json ]; }}; "
+             "then echo present; else echo missing; fi")
+    if executor.probe(probe, timeout=60).strip() == "present":
+        return
+    log.info("export: the model of run %s is no longer on the target: uploading it", source.record.id)
+    stage = ids.run_dir(source.run_dir / "exports", Path(remote_job_dir).name) / STAGE
+    try:
+        _link_tree(source.run_dir / source.model, stage / source.model)
+        _link_file(source.run_dir / CONFIG_NAME, stage / CONFIG_NAME)
+        executor.upload(str(stage), remote_run, ())
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _link_file(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard links of a model folder's files, without its checkpoints or earlier GGUFs."""
+    for path in src.rglob("*"):
+        rel = path.relative_to(src)
+        if rel.parts[0].startswith("checkpoint-") or rel.parts[0] == "gguf" or not path.is_file():
+            continue
+        _link_file(path, dst / rel)
+    if not dst.exists():
+        raise OverbrainerError(f"{src} holds no file to upload")

@@ -1,0 +1,71 @@
+"""Which runs can be exported, and which of their folders is the model (docs/export.md#what-can-be-exported).
+
+A run can be exported when it succeeded, or stopped (its model is then partial: a warning), its
+results are here (`train attach` brings them), its `axolotl.yaml` exists, and it holds a model:
+`output/` with `adapter_config.json` or `config.json`, or `output/merged/config.json` (a run with
+merge = true), else a stopped run's snapshot checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.runs import ids
+from overbrainer.runs.record import STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.runs.retrieve import is_retrieved
+
+log = logging.getLogger(__name__)
+
+CONFIG_NAME = "axolotl.yaml"
+
+
+@dataclass
+class Source:
+    """What an export reads: the run, its local directory, and its model folder (relative to it)."""
+    record: RunRecord
+    run_dir: Path
+    model: str
+
+
+def holds_model(path: Path) -> bool:
+    return ((path / "adapter_config.json").is_file() or (path / "config.json").is_file()
+            or (path / "merged" / "config.json").is_file())
+
+
+def check_run(runs_dir: Path, run_id: str) -> Source:
+    """The run `run_id` and its model, or the error saying why it cannot be exported."""
+    record = load(runs_dir, run_id)
+    run_dir = ids.run_dir(runs_dir, run_id)
+    if record.state not in (SUCCEEDED, STOPPED):
+        raise OverbrainerError(f"run {run_id} is {record.state}: only a succeeded or stopped run can be exported")
+    if not is_retrieved(record, run_dir):
+        raise OverbrainerError(f"the results of run {run_id} are not all here: retrieve them with "
+                               f"`overbrainer train attach {run_id}`, then export")
+    if not (run_dir / CONFIG_NAME).is_file():
+        raise OverbrainerError(f"runs/{run_id}/{CONFIG_NAME} is missing: run {run_id} cannot be exported")
+    model = "output"
+    if not holds_model(run_dir / model):
+        snapshot = record.snapshot
+        if record.state == STOPPED and snapshot is not None and holds_model(run_dir / snapshot.checkpoint):
+            model = snapshot.checkpoint
+        else:
+            raise OverbrainerError(f"runs/{run_id}/output holds no model: nothing to export")
+    if record.state == STOPPED:
+        step = f" at step {record.snapshot.step}" if record.snapshot is not None else ""
+        log.warning("run %s stopped%s: the exported model is partial, not a finished one", run_id, step)
+    return Source(record, run_dir, model)
+
+
+def sequence_len(run_dir: Path) -> int | None:
+    """`sequence_len` of the run's axolotl.yaml, when set and positive."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((run_dir / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    value = data.get("sequence_len") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
