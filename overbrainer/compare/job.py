@@ -8,8 +8,9 @@ question of the plan, its answers brought home.
   SHA-256; when it does not, the file is hard-linked into `runs/<run>/.upload/` (same relative
   path), sent, and the stage removed. A GGUF already there stays. The job reads it as
   `../../<file>` (relative to the job directory, so a container's mount sees it too).
-- The job's files: `compare.sh`, `compare_client.py` (package data, compare/scripts/) and
-  `questions.jsonl` (`{id, messages}` per question); `setup.json` is written into the job's
+- The job's files: `compare.sh`, `compare_client.py` (package data, compare/scripts/), the shared
+  `llama_cpp.sh` (export/scripts/: llama-server from the target's `llama_cpp_dir`, else the pinned
+  llama.cpp built once on the target) and `questions.jsonl` (`{id, messages}` per question); `setup.json` is written into the job's
   directory here before it starts.
 - Brought back: `child_answers.jsonl` (required), `server.log`, `hardware.json`, plus the runner's
   `job.log` and `metrics.jsonl`.
@@ -81,21 +82,15 @@ def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Ggu
     return True
 
 
-def llama_cpp_dir(target) -> str | None:
-    """The llama.cpp on the target: `[targets.<n>] llama_cpp_dir`, else OVERBRAINER_LLAMA_CPP_DIR."""
-    return getattr(target, "llama_cpp_dir", None) or os.environ.get("OVERBRAINER_LLAMA_CPP_DIR") or None
-
-
 def job_env(config, target, gguf: planning.Gguf, context: int) -> dict[str, str]:
+    from overbrainer.export import llama_cpp
+
     settings = config.compare
     env = {"OVERBRAINER_COMPARE_MODEL": f"../../{gguf.file}", "OVERBRAINER_COMPARE_CTX": str(int(context or 0)),
            "OVERBRAINER_COMPARE_MAX_TOKENS": str(int(settings.max_tokens)),
            "OVERBRAINER_COMPARE_TEMPERATURE": repr(float(settings.temperature)),
            "OVERBRAINER_COMPARE_START_SECS": str(int(settings.server_start_secs))}
-    found = llama_cpp_dir(target)
-    if found:
-        env["OVERBRAINER_LLAMA_CPP_DIR"] = found
-    return env
+    return {**env, **llama_cpp.job_env(target)}
 
 
 def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[Path, dict]:
@@ -120,7 +115,10 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[
         if ensure_gguf(executor, run.remote_dir, run_dir, gguf):
             log.info("compare: sent %s to the target", gguf.file)
 
+    from overbrainer.export import llama_cpp
+
     files = {name: script_text(name) for name in SCRIPTS}
+    files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files[QUESTIONS] = questions_jsonl(setup["questions"])
     job = SideJob("compare", files=files, steps=[Step("compare", ("sh", "compare.sh"), from_path=True)],
                   env=job_env(config, target, gguf, setup.get("context") or 0), fetch=list(FETCHED),

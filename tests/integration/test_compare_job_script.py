@@ -11,7 +11,9 @@ from pathlib import Path
 
 from overbrainer.compare.answers import read_answers
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "overbrainer" / "compare" / "scripts"
+PACKAGE = Path(__file__).resolve().parents[2] / "overbrainer"
+SCRIPTS = [PACKAGE / "compare" / "scripts" / "compare.sh", PACKAGE / "compare" / "scripts" / "compare_client.py",
+           PACKAGE / "export" / "scripts" / "llama_cpp.sh"]
 QUESTIONS = [
     {"id": "q00", "messages": [{"role": "system", "content": "Answer in one short sentence."},
                                {"role": "user", "content": "What is the capital of France?"}]},
@@ -23,8 +25,8 @@ QUESTIONS = [
 def job_dir(tmp_path: Path, questions=QUESTIONS) -> Path:
     work = tmp_path / "job"
     work.mkdir()
-    for name in ("compare.sh", "compare_client.py"):
-        shutil.copy(SCRIPTS / name, work / name)
+    for path in SCRIPTS:
+        shutil.copy(path, work / path.name)
     (work / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     return work
 
@@ -118,5 +120,6 @@ def test_missing_llama_server_is_named(tmp_path, smollm2_gguf):
     work = job_dir(tmp_path)
     done = run_job(work, tmp_path, smollm2_gguf)
     assert done.returncode == 1
-    assert f"no llama-server in {tmp_path} or {tmp_path}/bin" in done.stderr
+    assert done.stderr.splitlines()[-1] == \
+        f"llama.cpp: {tmp_path} (OVERBRAINER_LLAMA_CPP_DIR) has no llama-server, in it or its bin/"
     assert smollm2_gguf.is_file()  # not uploaded for the job: kept

@@ -1,8 +1,9 @@
 # compare.sh: serve the child GGUF with llama-server on 127.0.0.1 and let compare_client.py ask
 # it the questions of a compare (POSIX sh; needs python3 with its standard library only).
 #
-# Runs in the compare's job directory on the target, which holds questions.jsonl and
-# compare_client.py; leaves child_answers.jsonl, hardware.json and server.log there.
+# Runs in the compare's job directory on the target, which holds questions.jsonl,
+# compare_client.py and llama_cpp.sh (the shared llama.cpp helpers: llama-server comes from
+# `llama_cpp_tool`); leaves child_answers.jsonl, hardware.json and server.log there.
 #
 # Environment:
 #   OVERBRAINER_COMPARE_MODEL          the GGUF (relative to this directory, or absolute)
@@ -11,13 +12,14 @@
 #   OVERBRAINER_COMPARE_TEMPERATURE    sampling temperature (read by the client)
 #   OVERBRAINER_COMPARE_START_SECS     how long the server may take to be ready (the client)
 #   OVERBRAINER_COMPARE_DISCARD_MODEL  set: the GGUF was uploaded for this job, removed at exit
-#   OVERBRAINER_LLAMA_CPP_DIR          a llama.cpp on the target: llama-server in it or its bin/
+#   OVERBRAINER_LLAMA_CPP*             where llama.cpp comes from (llama_cpp.sh)
 #   OVERBRAINER_METRICS                progress lines (the client appends them)
 #
 # Whatever ends the job (success, failure, TERM from a cancel), the exit trap stops the server:
 # TERM, then KILL after about 10 s.
 
 set -u
+. ./llama_cpp.sh
 
 model=${OVERBRAINER_COMPARE_MODEL:-}
 ctx=${OVERBRAINER_COMPARE_CTX:-0}
@@ -60,32 +62,9 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The llama-server binary: llama_cpp_tool (the shared llama.cpp helpers, when they come first in
-# this file) or OVERBRAINER_LLAMA_CPP_DIR.
-find_server() {
-    if command -v llama_cpp_tool >/dev/null 2>&1; then
-        llama_cpp_tool llama-server
-        return
-    fi
-    dir=${OVERBRAINER_LLAMA_CPP_DIR:-}
-    [ -n "$dir" ] || fail "no llama.cpp: set OVERBRAINER_LLAMA_CPP_DIR (llama_cpp_dir of the target)"
-    for candidate in "$dir/llama-server" "$dir/bin/llama-server"; do
-        if [ -x "$candidate" ]; then
-            echo "$candidate"
-            return
-        fi
-    done
-    fail "no llama-server in $dir or $dir/bin (llama_cpp_dir of the target)"
-}
-
-# The build name recorded in hardware.json: the llama.cpp helpers' pick, else the platform's CPU
-# build name (a llama.cpp given by directory is taken as what it is: its GPU, if any, is shown by
-# the GPU names).
+# The build name recorded in hardware.json: the platform's CPU build name (the GPUs, if any, are
+# named by hardware.json's `gpus`).
 compare_build() {
-    if [ -n "${LLAMA_CPP_BUILD:-}" ]; then
-        echo "$LLAMA_CPP_BUILD"
-        return
-    fi
     case "$(uname -sm)" in
         "Linux x86_64") echo ubuntu-x64 ;;
         "Linux aarch64") echo ubuntu-arm64 ;;
@@ -97,7 +76,7 @@ compare_build() {
 [ -n "$model" ] || fail "OVERBRAINER_COMPARE_MODEL is not set"
 [ -f "$model" ] || fail "the GGUF $model is missing"
 [ -f questions.jsonl ] || fail "questions.jsonl is missing"
-server=$(find_server) || exit 1
+server=$(llama_cpp_tool llama-server) || exit 1
 build=$(compare_build)
 port=$(python3 -c 'import socket
 s = socket.socket()
