@@ -219,7 +219,7 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 
 # Keys of the original tool whose features this version does not have yet (None: the whole
 # section): still read and checked (its projects open unchanged), but only warned about when set.
-# `compare` judges and reports (its prices are used); serving the child on the target is not built.
+# `compare` runs on local and SSH targets; its Runpod image is not used yet.
 # `push` exists; pushing by itself after training does not.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
     "export": ("after_training",),
