@@ -192,18 +192,10 @@ def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
     assert r.stderr == b""
 
 
-@pytest.mark.parametrize("command", ["export"])
-def test_a_command_of_a_feature_not_in_this_version_exits_2_and_says_so(cli, project, command):
-    r = cli(["-C", project, command, "some_run", "--force"], env=LOCAL_URL)
-    assert r.returncode == 2
-    assert r.stderr == f"error: `overbrainer {command}` is not supported by this version yet\n"
-    assert r.stdout == ""
-
-
 def test_a_project_of_the_original_tool_with_export_set_opens_with_a_warning(cli, project):
     toml = project / "overbrainer.toml"
     toml.write_text(toml.read_text() + '\n[export]\nafter_training = true\n')
     r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
     assert "WARN [export] after_training is not supported by this version yet: ignored" in r.stderr
-    assert "overbrainer export" not in cli(["--help"]).stdout
+    assert "  export " in cli(["--help"]).stdout  # the command exists; only running it in the job does not

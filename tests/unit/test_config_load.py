@@ -431,7 +431,6 @@ def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_stil
     # compare serves the child on local and SSH targets; its Runpod image is not used yet
     assert c.warnings == [
         "[export] after_training is not supported by this version yet: ignored",
-        "[export] quantize is not supported by this version yet: ignored",
         "[hub] after_training is not supported by this version yet: ignored",
         "[compare] image is not supported by this version yet: ignored",
         "[metrics] listen is not supported by this version yet: ignored",
@@ -442,3 +441,18 @@ def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_stil
 def test_an_unsupported_key_set_from_the_environment_warns_too():
     c = load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true"})
     assert c.warnings == ["[export] after_training is not supported by this version yet: ignored"]
+
+
+def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():
+    from overbrainer.export.llama_cpp import URL, job_env
+
+    c = load(BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nllama_cpp_dir = "/opt/llama.cpp"\n'
+             '[targets.pc]\nkind = "local"\nruntime = "native"\n',
+             {"OVERBRAINER_LLAMA_CPP_DIR": "/srv/llama.cpp", "OVERBRAINER_LLAMA_CPP_URL": "http://127.0.0.1:1/a"})
+    assert c.targets["box"].llama_cpp_dir == "/opt/llama.cpp" and c.targets["pc"].llama_cpp_dir is None
+    assert job_env(c.targets["box"], {})["OVERBRAINER_LLAMA_CPP_DIR"] == "/opt/llama.cpp"
+    env = job_env(c.targets["pc"], {"OVERBRAINER_LLAMA_CPP_DIR": "/srv/llama.cpp"})
+    assert env["OVERBRAINER_LLAMA_CPP_DIR"] == "/srv/llama.cpp" and env["OVERBRAINER_LLAMA_CPP_URL"] == URL
+    assert "OVERBRAINER_LLAMA_CPP_DIR" not in job_env(c.targets["pc"], {})
+    assert problems(BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nllama_cpp_dir = ""\n') == [
+        "targets.box.llama_cpp_dir: must not be empty"]
