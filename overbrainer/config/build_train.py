@@ -222,7 +222,6 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 # `compare` runs on local and SSH targets; its Runpod image is not used yet.
 # `push` exists; pushing by itself after training does not.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
-    "export": ("after_training",),
     "hub": ("after_training",),
     "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
     "metrics": None,
@@ -230,7 +229,7 @@ NOT_YET: dict[str, tuple[str, ...] | None] = {
 
 
 def not_yet_warnings(data: dict[str, Any]) -> list[str]:
-    """`[export] after_training is not supported by this version yet: ignored`, one per key set
+    """`[hub] after_training is not supported by this version yet: ignored`, one per key set
     (in overbrainer.toml or the environment) of a feature in NOT_YET."""
     out = []
     for section, missing in NOT_YET.items():

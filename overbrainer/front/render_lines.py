@@ -28,7 +28,7 @@ log = logging.getLogger("overbrainer.progress")
 INTERVAL = 10.0
 
 PHASES = {"train": "training", "merge": "merging adapter", "export": "exporting",
-          "compare": "comparing"}
+          "compare": "comparing", "convert": "converting to GGUF", "quantize": "quantizing"}
 
 
 class Tenths:

@@ -145,7 +145,8 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         fill_run_dir(run_dir, session.project_dir, config.training, job_root(tgt, record.remote_dir), resume,
                      check=lambda: interrupt.check("interrupted before the run started"))
         interrupt.check("interrupted before the run started")
-        spec = job_spec(tgt, record, config.training, executor.workdir, secrets)
+        spec = job_spec(tgt, record, config.training, executor.workdir, secrets,
+                        _in_job_export(config, run_dir, record, tgt, executor.workdir))
     except Interrupted:
         if not is_pod(tgt):  # nothing of the run is left; a pod's run stays, failed, with its pod.json
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -175,6 +176,16 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
                  record.id, record.id)
         return TrainResult(record.id, record.state, name, detached=True, lines=[text])
     return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+
+
+def _in_job_export(config, run_dir: Path, record: RunRecord, tgt, workdir: str):
+    """`[export] after_training`: the export step and its environment (export.in_job), else None."""
+    settings = getattr(config, "export", None)
+    if settings is None or not settings.after_training:
+        return None
+    from overbrainer.export import in_job
+
+    return in_job.step(run_dir, record.id, tgt, settings.quantize, workdir)
 
 
 def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: Path,
@@ -221,6 +232,9 @@ def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
         if (run_dir / "output" / "merged").is_dir():
             result.merged = f"runs/{rid}/output/merged"
             lines.append(f"train: merged model in runs/{rid}/output/merged")
+        from overbrainer.export.in_job import deliver
+
+        lines += deliver(run_dir, rid)
     elif record.state == STOPPED and record.snapshot is not None:
         step, reason = record.snapshot.step, record.snapshot.reason
         result.output = f"runs/{rid}/{record.snapshot.checkpoint}"

@@ -61,7 +61,8 @@ class Followed:
 class Follower:
     """One follow of one run. `stop_since` (monotonic) applies the stop limits of `train stop`."""
 
-    def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None):
+    def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None,
+                 job: str | None = None):
         from overbrainer.train.metrics import MetricsSummary, line_reader
 
         self.executor = executor
@@ -78,6 +79,7 @@ class Follower:
         self.cancelled_for: str | None = None
         self.last: Status | None = None
         self.watched = False
+        self.job_kind = job  # a side job's kind (`export`): the prefix of its lines; None for training
 
     # --- one poll ---------------------------------------------------------------------------
 
@@ -123,7 +125,7 @@ class Follower:
     def run(self) -> Followed | None:
         """Follow to the job's end (or to a stop-limit cancel: run again after it)."""
         if not self.watched:
-            self.bus.publish(RunWatched(self.record.id))
+            self.bus.publish(RunWatched(self.record.id, self.job_kind))
             self.watched = True
         failures = [0]
         while True:
@@ -200,10 +202,11 @@ class Follower:
         return True
 
 
-def follow(executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None) -> Followed | None:
+def follow(executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None,
+           job: str | None = None) -> Followed | None:
     """Follow a job to its end, raced by Ctrl-C (None: the job keeps running); a stop-limit cancel
-    runs shielded, and a Ctrl-C during it then raises `Interrupted`."""
-    follower = Follower(executor, record, bus, interrupt, stop_since=stop_since)
+    runs shielded, and a Ctrl-C during it then raises `Interrupted`. `job`: a side job's kind."""
+    follower = Follower(executor, record, bus, interrupt, stop_since=stop_since, job=job)
     while True:
         followed = interrupt.race(follower.run)
         if followed is None or not followed.cancel_needed:

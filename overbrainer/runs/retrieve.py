@@ -17,7 +17,7 @@ from overbrainer.runs.states import PROOF_LIMIT, Outcome, Status, apply_proof, o
 
 log = logging.getLogger(__name__)
 
-ENTRIES = ("output", "metrics.jsonl", "job.log")
+ENTRIES = ("output", "metrics.jsonl", "job.log", "llama_cpp.txt")  # the last: an in-job export's
 EXCLUDE = ("checkpoint-*",)
 
 

@@ -179,7 +179,7 @@ def _run(session, executor, interrupt, run: RunRecord, record: RunRecord, parent
             raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
     if not interrupt.caught():
         with _events(front) as bus:
-            followed = follow(executor, record, bus, interrupt)
+            followed = follow(executor, record, bus, interrupt, job=job.kind)
     else:
         followed = None
     if followed is None:  # Ctrl-C: the job is cancelled, not left running

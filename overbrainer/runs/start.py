@@ -84,9 +84,11 @@ def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
 
 # --- the job command --------------------------------------------------------------------------
 
-def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str]):
-    """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true), built
-    for the target's runtime; secrets travel by name only."""
+def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str],
+             extra: tuple[Any, dict[str, str]] | None = None):
+    """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true, then
+    `extra`'s step with its environment: the in-job export), built for the target's runtime;
+    secrets travel by name only."""
     from overbrainer.exec.base import JobSpec
     from overbrainer.exec.runtime import Runtime, Step
     from overbrainer.train.job import CONFIG_NAME, wants_merge
@@ -95,8 +97,13 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
     steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
     if wants_merge(training):
         steps.append(Step("merge", ("axolotl", "merge-lora", CONFIG_NAME)))
+    env: dict[str, str] = {}
+    if extra is not None:
+        steps.append(extra[0])
+        env = extra[1]
     cache = f"{workdir.rstrip('/')}/.hf-cache"
-    script, container = runtime.job(record.id, record.remote_dir, cache, steps, secret_names=sorted(secrets))
+    script, container = runtime.job(record.id, record.remote_dir, cache, steps, env=env,
+                                    secret_names=sorted(secrets))
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
 
 

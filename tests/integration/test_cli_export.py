@@ -25,7 +25,8 @@ RID = "demo_20260101-000000"
 
 class ExportProject:
     def __init__(self, tmp_path: Path, model: Path | None, *, target: str = "local", home: Path | None = None,
-                 llama_cpp_dir: Path | None = None, state: str = "succeeded", extra_toml: str = ""):
+                 llama_cpp_dir: Path | None = None, state: str = "succeeded", extra_toml: str = "",
+                 venv: str = sys.prefix):
         self.dir = tmp_path / "proj"
         self.runs = self.dir / "runs"
         self.run_dir = self.runs / RID
@@ -38,7 +39,7 @@ class ExportProject:
                  "[providers.fake]", 'protocol = "openai"', "",
                  "[roles]", 'generator = { provider = "fake", model = "m" }',
                  'parent = { provider = "fake", model = "m" }', "",
-                 "[targets.local]", 'kind = "local"', 'runtime = "native"', f'venv = "{sys.prefix}"', own, "",
+                 "[targets.local]", 'kind = "local"', 'runtime = "native"', f'venv = "{venv}"', own, "",
                  "[targets.remote]", 'kind = "ssh"', 'runtime = "native"', f'venv = "{sys.prefix}"',
                  f'workdir = "{self.remote}"', own, "", extra_toml]
         self.dir.mkdir(parents=True)
@@ -98,6 +99,8 @@ def test_export_on_the_local_target_quantizes_and_llama_server_answers(tmp_path,
     assert p.record(job_dir)["state"] == "succeeded"
     stages = [json.loads(x)["name"] for x in (job_dir / "metrics.jsonl").read_text().splitlines()]
     assert stages == ["export", "convert", "quantize"]
+    assert "INFO export: converting to GGUF" in r.stderr and "INFO export: quantizing" in r.stderr
+    assert "train:" not in r.stderr
     assert not (job_dir / "export-work").exists() and not list(gguf.parent.glob("*.part"))
     # compare finds it
     from overbrainer.compare.plan import run_gguf
@@ -168,9 +171,15 @@ def test_export_over_ssh_downloads_the_pinned_release_once_and_uploads_the_model
     assert not (job_dir / ".upload").exists()  # the stage is gone
     # A second export uses the cache: nothing is downloaded again.
     (p.remote / RID / "output" / "gguf" / gguf.name).unlink()
-    r = p.run("export", RID, "--quantize", "F16")
+    (tmp_path / "bin").mkdir()
+    p.env["PATH"] = str(tmp_path / "bin")  # no ollama here (the SSH target runs the job)
+    r = p.run("export", RID, "--quantize", "F16", "--ollama", "my-model")
     assert r.returncode == 0, r.stderr
     assert len(p.exports()) == 2 and len(archive_server.hits) == 1
+    # No ollama on this machine: a warning gives the command; stdout has no Ollama line.
+    assert (f"WARN ollama is not installed here: create the model with "
+            f"`cd runs/{RID}/output/gguf && ollama create my-model -f Modelfile`") in r.stderr
+    assert len(r.stdout.splitlines()) == 2
 
 
 def test_an_archive_with_another_sha256_is_deleted_and_not_used(tmp_path, archive_server):
@@ -226,7 +235,8 @@ def test_a_broken_model_fails_the_job_with_the_converters_error(tmp_path, llama_
     assert not list((p.run_dir / "output" / "gguf").glob("*"))
 
 
-def test_ctrl_c_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_or_sigterm_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir, signum, code):
     p = ExportProject(tmp_path, smollm2_hf, llama_cpp_dir=llama_cpp_dir)
     proc = subprocess.Popen(p.args("export", RID), env=clean_env(p.env, p.home), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
@@ -236,14 +246,46 @@ def test_ctrl_c_cancels_the_export(tmp_path, smollm2_hf, llama_cpp_dir):
                       for d in p.exports() if (d / "metrics.jsonl").exists()):
             assert time.monotonic() < deadline and proc.poll() is None, "the conversion never started"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert err.strip().splitlines()[-1] == f"error: interrupted: export of run {RID} cancelled"
     [job_dir] = p.exports()
     assert p.record(job_dir)["state"] == "cancelled"
     assert (job_dir / "cancelled").exists() and not (job_dir / "export-work").exists()
     assert not list((p.run_dir / "output" / "gguf").glob("*"))
+
+
+def test_a_stopped_run_exports_its_snapshot_with_a_warning_and_a_llama_cpp_dir_missing_pieces_fails(tmp_path):
+    lacking = tmp_path / "llama.cpp"
+    (lacking / "gguf-py").mkdir(parents=True)
+    p = ExportProject(tmp_path, None, llama_cpp_dir=lacking, state="stopped")
+    rec = json.loads((p.run_dir / "run.json").read_text())
+    rec["snapshot"] = {"checkpoint": "output/checkpoint-3", "step": 3, "reason": "requested"}
+    (p.run_dir / "run.json").write_text(json.dumps(rec))
+    (p.run_dir / "output" / "checkpoint-3").mkdir()
+    (p.run_dir / "output" / "checkpoint-3" / "adapter_config.json").write_text("{}")
+    r = p.run("export", RID, "--quantize", "F16")
+    assert r.returncode == 1
+    assert f"run {RID} stopped at step 3: the exported model is partial, not a finished one" in r.stderr
+    assert f"export: runs/{RID}/output/checkpoint-3 to GGUF F16 on target `local`" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: export of run {RID} failed: llama.cpp: {lacking} (OVERBRAINER_LLAMA_CPP_DIR) lacks "
+        "convert_hf_to_gguf.py")
+
+
+def test_an_adapter_is_merged_with_axolotl_merge_lora_first(tmp_path, fake_axolotl, llama_cpp_dir):
+    p = ExportProject(tmp_path, None, llama_cpp_dir=llama_cpp_dir, venv=str(fake_axolotl.venv))
+    (p.run_dir / "output" / "adapter_config.json").write_text("{}")
+    r = p.run("export", RID, "--quantize", "F16")
+    # The fake merge leaves weights but no config.json: the job says so.
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: export of run {RID} failed: axolotl merge-lora left no export-work/merged/config.json")
+    assert (fake_axolotl.venv / "bin" / "calls.log").read_text() == "merge-lora export-work/merge.yaml\n"
+    assert "INFO export: merging adapter" in r.stderr
+    [job_dir] = p.exports()
+    assert not (job_dir / "export-work").exists()

@@ -192,10 +192,10 @@ def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
     assert r.stderr == b""
 
 
-def test_a_project_of_the_original_tool_with_export_set_opens_with_a_warning(cli, project):
+def test_a_project_of_the_original_tool_with_hub_after_training_set_opens_with_a_warning(cli, project):
     toml = project / "overbrainer.toml"
-    toml.write_text(toml.read_text() + '\n[export]\nafter_training = true\n')
+    toml.write_text(toml.read_text() + '\n[hub]\nafter_training = true\n')
     r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
-    assert "WARN [export] after_training is not supported by this version yet: ignored" in r.stderr
-    assert "  export " in cli(["--help"]).stdout  # the command exists; only running it in the job does not
+    assert "WARN [hub] after_training is not supported by this version yet: ignored" in r.stderr
+    assert "  export " in cli(["--help"]).stdout  # a command now

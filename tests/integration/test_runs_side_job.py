@@ -13,7 +13,7 @@ import pytest
 from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.exec.runtime import Step
 from overbrainer.front.bus import EventBus
-from overbrainer.front.events import JobStatus
+from overbrainer.front.events import JobStatus, RunWatched
 from overbrainer.front.session import Session
 from overbrainer.runs import record as rec
 from overbrainer.runs.side_job import SideJob, SideJobFailed, run_side_job
@@ -96,8 +96,9 @@ def test_a_job_runs_in_its_directory_and_its_files_come_back_verified(project):
     stages = [json.loads(x)["name"] for x in (result.job_dir / "metrics.jsonl").read_text().splitlines()]
     assert stages == ["make", "check"]
     project.bus.close()
-    statuses = [e.status for e in project.sub if isinstance(e, JobStatus)]
-    assert statuses[-1] == "exited"
+    events = list(project.sub)
+    assert [e.job for e in events if isinstance(e, RunWatched)] == ["export"]  # its lines say `export:`
+    assert [e.status for e in events if isinstance(e, JobStatus)][-1] == "exited"
     # A second job of the same second takes the next suffix.
     again = project.run(SideJob("export", files={}, steps=[sh("x", "true")]))
     assert again.job_id != result.job_id

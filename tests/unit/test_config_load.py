@@ -430,7 +430,6 @@ def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_stil
              '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\nimage = "x/y:1"\n[metrics]\nlisten = "127.0.0.1:9464"\n')
     # compare serves the child on local and SSH targets; its Runpod image is not used yet
     assert c.warnings == [
-        "[export] after_training is not supported by this version yet: ignored",
         "[hub] after_training is not supported by this version yet: ignored",
         "[compare] image is not supported by this version yet: ignored",
         "[metrics] listen is not supported by this version yet: ignored",
@@ -439,8 +438,9 @@ def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_stil
 
 
 def test_an_unsupported_key_set_from_the_environment_warns_too():
-    c = load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true"})
-    assert c.warnings == ["[export] after_training is not supported by this version yet: ignored"]
+    c = load(BASE, {"OVERBRAINER_HUB__AFTER_TRAINING": "true"})
+    assert c.warnings == ["[hub] after_training is not supported by this version yet: ignored"]
+    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true"}).warnings == []  # exists now
 
 
 def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():

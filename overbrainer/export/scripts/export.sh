@@ -4,10 +4,12 @@
 #   OVERBRAINER_EXPORT_QUANTIZE  Q4_K_M, Q8_0, …, F16 or BF16
 #   OVERBRAINER_EXPORT_MODEL     the model directory (relative to this one)
 #   OVERBRAINER_EXPORT_CONFIG    the run's axolotl.yaml (for a merge)
+#   OVERBRAINER_EXPORT_OUT       where the GGUF goes (default ../../output/gguf; output/gguf when the
+#                                export runs inside the training job, in the run directory)
 #   OVERBRAINER_METRICS          where the stage lines go
 #   OVERBRAINER_LLAMA_CPP*       where llama.cpp comes from (llama_cpp.sh)
-# Steps: pick or merge the HF model, check the Python modules the converter needs, convert with
-# convert_hf_to_gguf.py, quantize with llama-quantize (not for F16/BF16), then rename
+# Steps: find llama.cpp and check the Python modules the converter needs (before anything long),
+# pick or merge the HF model, convert with convert_hf_to_gguf.py, quantize with llama-quantize (not for F16/BF16), then rename
 # <target>.part to <target>. export-work/ and <target>.part are removed on exit, always.
 # Writes llama_cpp.txt (the version used). An error is the last line of job.log: `export: …`.
 
@@ -18,7 +20,7 @@ NAME=$OVERBRAINER_EXPORT_NAME
 TYPE=$OVERBRAINER_EXPORT_QUANTIZE
 MODEL=$OVERBRAINER_EXPORT_MODEL
 CONFIG=$OVERBRAINER_EXPORT_CONFIG
-OUT_DIR=../../output/gguf
+OUT_DIR=${OVERBRAINER_EXPORT_OUT:-../../output/gguf}
 TARGET="$OUT_DIR/$NAME-$TYPE.gguf"
 WORK=export-work
 
@@ -51,7 +53,24 @@ mkdir -p -- "$WORK" "$OUT_DIR" || fail "cannot create $WORK and $OUT_DIR"
 [ -d "$MODEL" ] || fail "$MODEL is not on the target"
 MODEL=$(cd -- "$MODEL" && pwd -P)
 
-# 1. The Hugging Face model.
+# 1. llama.cpp and the converter's Python modules (checked first: a merge can take minutes).
+SRC=$(llama_cpp_source) || exit 1
+llama_cpp_version > llama_cpp.txt || exit 1
+missing=$(python3 -c 'import importlib.util as u
+print(" ".join(m for m in ("torch", "numpy", "transformers", "yaml") if u.find_spec(m) is None))') \
+    || fail "python3 does not run on the target"
+[ -z "$missing" ] || fail "the target's Python lacks $missing (needed by convert_hf_to_gguf.py): install it in the venv"
+
+case $TYPE in
+    F16) outtype=f16 ;;
+    BF16) outtype=bf16 ;;
+    *) outtype=auto ;;
+esac
+if [ "$outtype" = auto ]; then
+    QUANTIZE=$(llama_cpp_tool llama-quantize) || exit 1
+fi
+
+# 2. The Hugging Face model.
 if [ -f "$MODEL/merged/config.json" ]; then
     HF="$MODEL/merged"
 elif [ -f "$MODEL/adapter_config.json" ]; then
@@ -79,22 +98,8 @@ else
     fail "$MODEL holds no model (no merged/config.json, adapter_config.json or config.json)"
 fi
 
-# 2. llama.cpp and the converter's Python modules.
-SRC=$(llama_cpp_source) || exit 1
-llama_cpp_version > llama_cpp.txt || exit 1
-missing=$(python3 -c 'import importlib.util as u
-print(" ".join(m for m in ("torch", "numpy", "transformers", "yaml") if u.find_spec(m) is None))') \
-    || fail "python3 does not run on the target"
-[ -z "$missing" ] || fail "the target's Python lacks $missing (needed by convert_hf_to_gguf.py): install it in the venv"
-
 # 3. Convert, then quantize.
-case $TYPE in
-    F16) outtype=f16 ;;
-    BF16) outtype=bf16 ;;
-    *) outtype=auto ;;
-esac
 if [ "$outtype" = auto ]; then
-    QUANTIZE=$(llama_cpp_tool llama-quantize) || exit 1
     converted="$WORK/model.gguf"
 else
     converted="$TARGET.part"
