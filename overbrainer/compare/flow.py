@@ -1,8 +1,6 @@
-"""`compare_flow`: plan → (the child answers on the run's target) → judge → statistics → report.
-
-Serving the child on the run's target is the job of a later version; until then a new compare
-stops after its plan with a usage error, and `--rejudge` judges a compare whose child answers
-(`child_answers.jsonl`) are already in its directory.
+"""`compare_flow`: plan → the child answers on the run's target (compare/job.py) → judge →
+statistics → report. `--rejudge` judges a compare whose child answers (`child_answers.jsonl`) are
+already in its directory, without starting a job.
 """
 
 from __future__ import annotations
@@ -13,12 +11,11 @@ from pathlib import Path
 from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import read_answers
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
-from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
+from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 
 log = logging.getLogger(__name__)
 
 STAGE = "judge"
-NOT_SUPPORTED = "compare: serving the child on the run's target is not supported by this version yet"
 
 
 def compare_flow(session, config, *, run_id: str | None = None, limit: int | None = None,
@@ -32,9 +29,8 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
     if min_win_or_tie is not None and not 0 <= min_win_or_tie <= 1:
         raise UsageError("--min-win-or-tie must be between 0 and 1 (a rate, e.g. 0.6)")
     if rejudge is None:
-        planning.pick_run(project, run_id)  # the plan's checks come first: they are worth knowing
-        planning.eval_questions(project, limit)
-        raise ConfigError(NOT_SUPPORTED)
+        return new_compare(session, config, project, run_id, limit, both_orders=both_orders,
+                           min_win_or_tie=min_win_or_tie)
     if limit is not None:
         raise UsageError("--limit only applies to a new compare (--rejudge judges the questions of its setup.json)")
     compare_dir = planning.find_compare(project, rejudge, run_id)
@@ -43,6 +39,22 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
     if answers is None:
         raise OverbrainerError(f"compare {setup['compare']} has no answers of the child: "
                                f"run `overbrainer compare --run {setup['run']}` again")
+    return judge_and_report(session, config, compare_dir, setup, answers, both_orders=both_orders,
+                            min_win_or_tie=min_win_or_tie)
+
+
+def new_compare(session, config, project: Path, run_id: str | None, limit: int | None, *,
+                both_orders: bool, min_win_or_tie: float | None) -> dict:
+    """Plan, run the job on the run's target, then judge and report."""
+    from overbrainer.compare.job import run_compare_job
+
+    gguf = planning.pick_run(project, run_id)
+    setup = planning.make_setup(project, config, gguf, "", limit)
+    log.info("compare: %d questions for the child of run %s", len(setup["questions"]), gguf.run)
+    compare_dir, setup = run_compare_job(session, config, gguf, setup)
+    answers = read_answers(compare_dir)
+    if answers is None:  # run_compare_job checked it: only a file removed meanwhile
+        raise OverbrainerError(f"compare {setup['compare']} has no answers of the child")
     return judge_and_report(session, config, compare_dir, setup, answers, both_orders=both_orders,
                             min_win_or_tie=min_win_or_tie)
 

@@ -219,9 +219,9 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 
 # Keys of the original tool whose features this version does not have yet (None: the whole
 # section): still read and checked (its projects open unchanged), but only warned about when set.
-# `compare` judges and reports (its prices are used); serving the child on the target is not built.
+# `compare` runs on local and SSH targets; its Runpod image is not used yet.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
-    "compare": ("max_tokens", "temperature", "server_start_secs", "image"),
+    "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
     "metrics": None,
 }
 

@@ -150,12 +150,8 @@ def test_judge_failure_keeps_the_verdicts_so_far(project, fake_provider, cli):
     assert not (staged.compare_dir / "compare.json").exists()
 
 
-def test_a_new_compare_needs_the_target_job(project, fake_provider, cli):
+def test_rejudge_needs_the_child_answers(project, fake_provider, cli):
     staged = stage_compare(project, OUTCOMES)
-    r = _compare(cli, project)
-    assert r.returncode == 2
-    assert r.stderr.strip() == "error: compare: serving the child on the run's target is not supported by this version yet"
-    assert sorted(p.name for p in (staged.run_dir / "compares").iterdir()) == [staged.compare_id]  # nothing left behind
     (staged.compare_dir / "child_answers.jsonl").unlink()
     r = _compare(cli, project, "--rejudge", staged.compare_id)
     assert r.returncode == 1

@@ -427,8 +427,9 @@ def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
 
 def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_still_load():
     c = load(BASE + '\n[export]\nafter_training = true\nquantize = "Q8_0"\n[hub]\nprivate = false\nafter_training = true\n'
-             '[compare]\nimage = "x"\nparent_price_in = 1.5\n[metrics]\nlisten = "127.0.0.1:9464"\n')
-    # compare's `image` is for a Runpod compare pod, not built; export and the push after training are
+             '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\nimage = "x/y:1"\n[metrics]\nlisten = "127.0.0.1:9464"\n')
+    # compare serves the child on local and SSH targets; its Runpod image is not used yet; export
+    # and the push after training exist
     assert c.warnings == [
         "[compare] image is not supported by this version yet: ignored",
         "[metrics] listen is not supported by this version yet: ignored",
