@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
+from overbrainer.front.events import RunWatched
 from overbrainer.runs import ids
 from overbrainer.runs.record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
 
@@ -172,6 +173,7 @@ def _run(session, executor, interrupt, run: RunRecord, record: RunRecord, parent
         fail(parent, record, str(e))
         raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
     with _events(front) as bus:
+        bus.publish(RunWatched(record.id, job.kind))  # the upload's lines carry the job's kind too
         try:
             interrupt.shield(start_job, executor, record, job_dir, parent, spec,
                              _transfers(bus, record.id, "upload"), note=f"starting the {label}")

@@ -126,6 +126,8 @@ def test_compare_serves_the_child_judges_and_reports(where, project, fake_provid
         assert (remote / RUN / GGUF).read_bytes()[:4] == b"GGUF"
         assert (remote / RUN / GGUF).stat().st_size == smollm2_gguf.stat().st_size
         assert not (run_dir / ".upload").exists()
+        assert "INFO compare: uploading" in r.stderr  # the job's files, under the job's name
+        assert "INFO train:" not in r.stderr
         assert (remote / RUN / "compares" / cid / "child_answers.jsonl").read_bytes() == \
             (compare_dir / "child_answers.jsonl").read_bytes()
     else:
