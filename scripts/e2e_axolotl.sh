@@ -220,7 +220,7 @@ assert hashlib.sha256(data).hexdigest() == doc["sha256"] and len(data) == doc["s
 assert (run / "output" / "gguf" / "Modelfile").read_text().startswith("FROM ./"), "no Modelfile"
 print(f"e2e: GGUF {doc['file']} ({len(data)/1e6:.1f} MB, {doc['quantize']}, llama.cpp {doc['llama_cpp']}) verified", file=sys.stderr)
 PY
-  say "$target: compare of run $id (3 questions)"
+  say "$target: compare of run $id (--limit 3: the eval split holds 2)"
   out=$(ob compare --run "$id" --limit 3) || { tail -20 "$PROJ/runs/$id"/compares/*/server.log >&2 || true; fail "$target: compare"; }
   [ -f "$PROJ/$out" ] || fail "$target: compare printed no compare.md path: $out"
   grep -q '^## Summary' "$PROJ/$out" || fail "$target: compare.md has no summary"

@@ -167,7 +167,8 @@ class Judge:
         for attempt in range(TRIES):
             if stop is not None and stop.is_set():
                 raise Interrupted("interrupted")
-            response = self.client.chat(ChatRequest(user=task.prompt), on_retry=on_retry)
+            response = self.client.chat(ChatRequest(user=task.prompt, structured=True, schema="verdict"),
+                                        on_retry=on_retry)
             usage = usage + response.usage
             parsed = parse_verdict(response.content)
             if parsed is not None:

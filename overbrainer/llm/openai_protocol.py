@@ -35,6 +35,24 @@ RESPONSE_FORMAT = {
     },
 }
 
+# The compare judge's answer: a small local judge (llama.cpp, Ollama) holds to it far better when
+# the server constrains its output than when only the prompt asks.
+VERDICT_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "strict": False,
+        "schema": {
+            "type": "object",
+            "properties": {"verdict": {"type": "string", "enum": ["A", "B", "tie"]},
+                           "reason": {"type": "string"}},
+            "required": ["verdict", "reason"],
+            "additionalProperties": False,
+        },
+    },
+}
+FORMATS = {"list": RESPONSE_FORMAT, "verdict": VERDICT_FORMAT}
+
 _FINISH = {"stop": STOP, "length": LENGTH, "content_filter": CONTENT_FILTER}
 
 
@@ -57,7 +75,7 @@ def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool) ->
     elif getattr(role, "reasoning", False):
         body["reasoning"] = {"effort": effort or "medium"}
     if structured:
-        body["response_format"] = RESPONSE_FORMAT
+        body["response_format"] = FORMATS[req.schema]
     return body
 
 

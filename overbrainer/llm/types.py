@@ -26,14 +26,16 @@ FINISH_REASONS = (STOP, LENGTH, CONTENT_FILTER, REFUSAL, OTHER)
 class ChatRequest:
     """One user message (and an optional system prompt).
 
-    `max_tokens` overrides the role's value (list re-asks raise it); `structured` asks for a JSON
-    list of strings through `response_format` where the protocol has it (openai).
+    `max_tokens` overrides the role's value (list re-asks raise it); `structured` asks for JSON
+    through `response_format` where the protocol has it (openai): of the shape `schema` names,
+    `list` (a list of strings) or `verdict` (the compare judge's `{"verdict", "reason"}`).
     """
 
     user: str
     system: str | None = None
     max_tokens: int | None = None
     structured: bool = False
+    schema: str = "list"
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,10 @@ def test_compare_serves_the_child_judges_and_reports(where, project, fake_provid
     assert setup["compare"] == cid and setup["context"] == 1024 and [q["id"] for q in setup["questions"]] == list(OUTCOMES)
     job = json.loads((compare_dir / "run.json").read_text())
     assert job["state"] == "succeeded" and job["target"] == where
+    # The judge is held to its verdict's shape by the server (response_format), not only asked.
+    formats = [r.body.get("response_format") for r in fake_provider.chat_requests()]
+    assert formats and all(f["json_schema"]["name"] == "verdict" for f in formats)
+    assert formats[0]["json_schema"]["schema"]["properties"]["verdict"]["enum"] == ["A", "B", "tie"]
     # The child's real answers came back, with the job's progress.
     answers = [json.loads(line) for line in (compare_dir / "child_answers.jsonl").read_text().splitlines()]
     assert [a["id"] for a in answers] == ["q00", "q01", "q02"]
@@ -229,3 +233,19 @@ def test_the_runs_target_must_still_be_there_and_not_runpod(project, fake_provid
     assert r.returncode == 2
     assert r.stderr.strip().endswith("error: compare on a runpod target is not supported by this version yet")
     assert compare_dirs(run_dir) == []  # nothing claimed
+
+
+def test_a_small_local_judge_held_to_the_verdict_schema_gives_readable_verdicts(project, cli, tmp_path,
+                                                                              llama_cpp_dir, smollm2_gguf,
+                                                                              llama_server):
+    """The judge is SmolLM2 itself behind a real llama-server: with the verdict's JSON schema in
+    `response_format` every verdict parses (without it, this 135M model's replies did not)."""
+    run_dir = make_run(project, smollm2_gguf, target="here", remote=None, llama_cpp_dir=llama_cpp_dir,
+                       questions=2)
+    project.env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = llama_server(smollm2_gguf) + "/v1"
+    r = cli(["-C", project.dir, "compare", "--run", RUN], env=project.env)
+    assert r.returncode == 0, r.stderr
+    [compare_dir] = compare_dirs(run_dir)
+    [verdicts] = compare_dir.glob("verdicts-*.jsonl")
+    lines = [json.loads(x) for x in verdicts.read_text().splitlines()]
+    assert len(lines) == 2 and all(v["verdict"] in ("win", "tie", "loss") for v in lines), lines
