@@ -87,7 +87,7 @@ generator = { provider = "fake", model = "m" }
 parent = { provider = "fake", model = "m" }
 
 [pipeline]
-eval_ratio = 0.2
+eval_ratio = 0.34
 
 [training]
 target = "local"
@@ -192,6 +192,9 @@ protocol = "openai"
 [compare]
 max_tokens = 48
 server_start_secs = 120
+parent_price_in = 0.5       # illustrative prices, so the cost rows are computed
+parent_price_out = 1.5
+child_price_per_hour = 0.2
 TOML
 "$PY" - "$PROJ/overbrainer.toml" <<'PY'
 import sys
@@ -220,8 +223,8 @@ assert hashlib.sha256(data).hexdigest() == doc["sha256"] and len(data) == doc["s
 assert (run / "output" / "gguf" / "Modelfile").read_text().startswith("FROM ./"), "no Modelfile"
 print(f"e2e: GGUF {doc['file']} ({len(data)/1e6:.1f} MB, {doc['quantize']}, llama.cpp {doc['llama_cpp']}) verified", file=sys.stderr)
 PY
-  say "$target: compare of run $id (--limit 3: the eval split holds 2)"
-  out=$(ob compare --run "$id" --limit 3) || { tail -20 "$PROJ/runs/$id"/compares/*/server.log >&2 || true; fail "$target: compare"; }
+  say "$target: compare of run $id (the eval split's questions, at most 4)"
+  out=$(ob compare --run "$id" --limit 4) || { tail -20 "$PROJ/runs/$id"/compares/*/server.log >&2 || true; fail "$target: compare"; }
   [ -f "$PROJ/$out" ] || fail "$target: compare printed no compare.md path: $out"
   grep -q '^## Summary' "$PROJ/$out" || fail "$target: compare.md has no summary"
   COMPARE_MD="$PROJ/$out"
