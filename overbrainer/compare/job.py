@@ -18,10 +18,8 @@ question of the plan, its answers brought home.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import shutil
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -29,6 +27,8 @@ from pathlib import Path, PurePosixPath
 from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.exec.transfer import sha256_file
+from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +49,16 @@ def questions_jsonl(questions: list[dict]) -> str:
                    for q in questions)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Gguf) -> bool:
     """Make sure the target's run directory holds the GGUF with its SHA-256; True when it was sent."""
-    expected = gguf.sha256 or file_sha256(run_dir / gguf.file)
+    expected = gguf.sha256 or sha256_file(run_dir / gguf.file)
     there = dict(executor.manifest(remote_run_dir, [gguf.file]))
     if there.get(str(PurePosixPath(gguf.file))) == expected:
         return False
     stage = run_dir / UPLOAD_STAGE
     shutil.rmtree(stage, ignore_errors=True)
-    linked = stage / gguf.file
-    linked.parent.mkdir(parents=True, exist_ok=True)
     try:
-        try:
-            os.link(run_dir / gguf.file, linked)
-        except OSError:  # another file system: a copy
-            shutil.copyfile(run_dir / gguf.file, linked)
+        link_or_copy(run_dir / gguf.file, stage / gguf.file)
         executor.upload(str(stage), remote_run_dir)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

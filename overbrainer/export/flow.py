@@ -12,7 +12,6 @@ cancels the export.
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import shutil
 from pathlib import Path
@@ -23,6 +22,7 @@ from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import ollama_create, size_text, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
 from overbrainer.runs import ids
+from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)
 
@@ -109,18 +109,10 @@ def _stage_if_gone(executor, source: Source, remote_job_dir: str) -> None:
     stage = ids.run_dir(source.run_dir / "exports", Path(remote_job_dir).name) / STAGE
     try:
         _link_tree(source.run_dir / source.model, stage / source.model)
-        _link_file(source.run_dir / CONFIG_NAME, stage / CONFIG_NAME)
+        link_or_copy(source.run_dir / CONFIG_NAME, stage / CONFIG_NAME)
         executor.upload(str(stage), remote_run, ())
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-
-
-def _link_file(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -129,6 +121,6 @@ def _link_tree(src: Path, dst: Path) -> None:
         rel = path.relative_to(src)
         if rel.parts[0].startswith("checkpoint-") or rel.parts[0] == "gguf" or not path.is_file():
             continue
-        _link_file(path, dst / rel)
+        link_or_copy(path, dst / rel)
     if not dst.exists():
         raise OverbrainerError(f"{src} holds no file to upload")

@@ -12,11 +12,11 @@ and the `Modelfile`, and returns the `train:` lines to report.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import logging
 from pathlib import Path
 from typing import Any
 
+from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import size_text, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, sequence_len
@@ -55,10 +55,6 @@ def deliver(run_dir: Path, run_id: str) -> list[str]:
         log.warning("train: the export in the job made no GGUF: see runs/%s/job.log, or run "
                     "`overbrainer export %s`", run_id, run_id)
         return []
-    h = hashlib.sha256()
-    with open(gguf, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
     try:
         version = (run_dir / "llama_cpp.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()[0]
     except (OSError, IndexError):
@@ -66,7 +62,7 @@ def deliver(run_dir: Path, run_id: str) -> list[str]:
     size = gguf.stat().st_size
     created = _dt.datetime.fromtimestamp(gguf.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     write_export_json(run_dir, quantize=quantize, llama_cpp=version[:200], file=f"output/gguf/{gguf.name}",
-                      sha256=h.hexdigest(), size=size, created=created)
+                      sha256=sha256_file(gguf), size=size, created=created)
     write_modelfile(gguf, sequence_len(run_dir))
     return [f"train: GGUF in runs/{run_id}/output/gguf/{gguf.name} ({quantize}, {size_text(size)}), "
             "Modelfile beside it"]

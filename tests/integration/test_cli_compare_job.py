@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.compare.job import file_sha256
+from overbrainer.exec.transfer import sha256_file
 from overbrainer.runs import record as records
 from tests.fixtures.cli import clean_env
 from tests.fixtures.compare import eval_record
@@ -66,10 +66,10 @@ def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, ll
     (run_dir / "output" / "gguf").mkdir(parents=True)
     if gguf_bytes is None:
         os.link(gguf_source, run_dir / GGUF)
-        sha = _SHA.get(str(gguf_source)) or _SHA.setdefault(str(gguf_source), file_sha256(gguf_source))
+        sha = _SHA.get(str(gguf_source)) or _SHA.setdefault(str(gguf_source), sha256_file(gguf_source))
     else:
         (run_dir / GGUF).write_bytes(gguf_bytes)
-        sha = file_sha256(run_dir / GGUF)
+        sha = sha256_file(run_dir / GGUF)
     (run_dir / "axolotl.yaml").write_text("base_model: HuggingFaceTB/SmolLM2-135M-Instruct\nsequence_len: 1024\n")
     (run_dir / "export.json").write_text(json.dumps({
         "quantize": "Q4_1", "llama_cpp": "b11434", "file": GGUF, "sha256": sha,
