@@ -28,7 +28,6 @@ from typing import Any, Callable
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
 from overbrainer.compare.strip import strip_reasoning
-from overbrainer.errors import Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -158,15 +157,16 @@ class Judge:
         return tasks, errors
 
     def ask(self, task: Task, on_retry: Callable[[str], None] | None = None,
-            stop=None) -> tuple[dict, Any]:
-        """One verdict line (asked at most twice) and the usage of every reply."""
+            admit: Callable[[], None] | None = None) -> tuple[dict, Any]:
+        """One verdict line (asked at most twice) and the usage of every reply. `admit()` is
+        called before each request (it raises Interrupted once the judge is stopping)."""
         from overbrainer.llm.types import ChatRequest
         from overbrainer.support.usage import Usage
 
         usage = Usage(0, 0)
         for attempt in range(TRIES):
-            if stop is not None and stop.is_set():
-                raise Interrupted("interrupted")
+            if admit is not None:
+                admit()
             response = self.client.chat(ChatRequest(user=task.prompt, structured=True, schema="verdict"),
                                         on_retry=on_retry)
             usage = usage + response.usage
