@@ -12,7 +12,8 @@ parent's answers (both reasoning-stripped) and says which serves the asker bette
 - Verdicts file: `verdicts-<key>.jsonl` in the compare directory, key = 16 hex digits of XXH3-64
   of `provider \\x1f model \\x1f <template source>`, so another judge or prompt starts a new file.
   Lines `{id, verdict (win|tie|loss|unparsed|error), reason?, child_first}` are appended (one
-  flushed line each) by the one thread reading the work queue; a line already there for an
+  flushed line each) by the request processor's one writing thread (support/processor.py: a
+  stop keeps the verdicts that already came back); a line already there for an
   (id, child_first) pair is never asked again, so an interrupted judge resumes where it stopped.
 - A question whose child answer is missing or failed is `error` without asking the judge.
 """

@@ -133,7 +133,7 @@ class _Filler:
 
     def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
                  known: dict[str, set[str]]):
-        self.ctx, self.run, self.proc, self.output = ctx, run, proc, output
+        self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.known = client, templates, known
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
@@ -144,7 +144,6 @@ class _Filler:
         stalls = 0
         usage, cost = Usage(), None
         while len(job.accepted) < target and stalls < patience:
-            self.proc.admit()
             items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - len(job.accepted)))
             usage = usage + u
             if c is not None:
@@ -161,7 +160,7 @@ class _Filler:
                                        subtopic=sub.name, count=count, accepted=list(job.accepted))
         out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                        max_retries=self.pipeline.max_retries, spend=self.run.spend,
-                       retrying=lambda m: self.run.retrying(sub.id, m), stop=self.ctx.stop_event)
+                       retrying=lambda m: self.run.retrying(sub.id, m), admit=self.proc.admit)
         self.output.confirm()
         return out[0][:count], out[1], out[2]
 

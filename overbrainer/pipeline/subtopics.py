@@ -47,10 +47,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         topic, missing = job
         prompt = templates.render("subtopics.txt", topic=topic.name, description=topic.description,
                                   count=missing)
-        proc.admit()
         return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=ctx.pipeline.max_retries,
-                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m),
-                        stop=ctx.stop_event)
+                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), admit=proc.admit)
 
     def keep(job, value) -> None:
         topic, missing = job
