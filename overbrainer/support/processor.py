@@ -10,7 +10,9 @@ called `run`, the single writer of the stage's files) — and the processor does
   (`tally.item_failed`) and the stage goes on; `FATAL` stops it (`tally.item_stopped` names the
   item that met it); `RAISE` stops it and is raised once the results are kept;
 - a stop (fatal error, the user's interrupt, an unexpected error) sends nothing new: workers ask
-  `admit()` before each send, which raises `Interrupted` once the processor is stopping;
+  `admit()` before each send, which raises `Interrupted` once the processor is stopping, and a
+  worker that meets a fatal or unexpected error stops the sending itself, before the processing
+  thread has taken that error;
 - **a stop keeps what already arrived**: every result that came back before the stop was paid
   for, so it goes through `keep` like any other, then `run` returns how the work ended.
 
