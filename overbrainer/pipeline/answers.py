@@ -71,6 +71,7 @@ def _with_kind(response, kind: str):
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
     from overbrainer.dataset.records import Example
+    from overbrainer.llm.types import ChatRequest
 
     names = {t.name for t in topics}
     output = Output(ctx.paths.answers, Example, names if force else None)
@@ -88,8 +89,6 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     proc = processor(ctx, run)
 
     def send(q):
-        from overbrainer.llm.types import ChatRequest
-
         proc.admit()
         return client.chat(ChatRequest(user=q.text, system=systems[q.topic]),
                            on_retry=lambda m: run.retrying(q.id, m))
