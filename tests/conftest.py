@@ -13,6 +13,14 @@ pytest_plugins = [
 ]
 
 
+def pytest_configure(config):
+    """Tests start from an environment without the caller's OVERBRAINER_*, VAULT_* and HF_*
+    variables (in-process tests included: they load configurations from os.environ)."""
+    from tests.fixtures.cli import scrub_environ
+
+    scrub_environ()
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test that needs sshd carries the `ssh` marker, so `-m "not ssh"` leaves them out."""
     from tests.fixtures.sshd import mark_ssh_tests

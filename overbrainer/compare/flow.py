@@ -11,7 +11,10 @@ from pathlib import Path
 from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import read_answers
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
+from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
+from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
+from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -108,66 +111,65 @@ def _shown(path: Path, project_dir) -> str:
 
 
 def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
-    """Ask for every missing verdict, `concurrency` in flight, appending each line as it comes.
-    Returns every verdict line of the file. Ctrl-C and a failing request keep what was written."""
+    """Ask for every missing verdict, `concurrency` in flight (support/processor.py), appending
+    each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
+    keep what was written and what had already arrived."""
     from overbrainer.dataset.jsonl import Appender
-    from overbrainer.dataset.stages import StageStats
-    from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
-    from overbrainer.support.usage import Usage
-    from overbrainer.support.workqueue import WorkQueue
+    from overbrainer.support.processor import FATAL, Processor, Work
 
     done = read_verdicts(judge.path)
     tasks, errors = judge.pending(done)
-    compare_id = judge.setup["compare"]
-    resume = f"resume with `overbrainer compare --rejudge {compare_id}`"
-
-    def publish(event) -> None:
-        if bus is not None:
-            bus.publish(event)
-
     if not tasks and not errors:
         return done
-    publish(StageStarted(STAGE, len(tasks) + len(errors)))
-    total, cost = Usage(0, 0), None
-    fatal: BaseException | None = None
+    tally = _JudgeTally(bus)
+    tally.publish(StageStarted(STAGE, len(tasks) + len(errors)))
+    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE)
 
     def ask(task):
-        return judge.ask(task, on_retry=lambda m: publish(ItemFailed(STAGE, task.id, m, True)), stop=stop)
+        return judge.ask(task, on_retry=lambda m: tally.publish(ItemFailed(STAGE, task.id, m, True)),
+                         admit=proc.admit)
 
     with Appender(judge.path) as out:
+        def keep(line: dict, usage) -> None:
+            out.append(line)
+            done[(line["id"], line["child_first"])] = line
+            tally.add(line["id"], usage, judge.client.cost(usage) if usage is not None else None)
+
         for line in errors:
-            out.append(line)
-            done[(line["id"], line["child_first"])] = line
-            publish(ItemDone(STAGE, line["id"]))
-        work = WorkQueue(ask, tasks, concurrency, interrupt=stop, name=STAGE)
-
-        def save(outcome) -> None:
-            nonlocal total, cost, fatal
-            if outcome.error is not None:
-                if not isinstance(outcome.error, Interrupted) and fatal is None:
-                    fatal = outcome.error
-                    publish(ItemFailed(STAGE, outcome.item.id, str(outcome.error), False))
-                    work.stop()
-                return
-            line, usage = outcome.value
-            out.append(line)
-            done[(line["id"], line["child_first"])] = line
-            total = total + usage
-            spent = judge.client.cost(usage)
-            if spent is not None:
-                cost = (cost or 0.0) + spent
-            publish(ItemDone(STAGE, line["id"], usage, spent))
-
-        for outcome in work.results():
-            save(outcome)
-            if fatal is not None:
-                break
-        for outcome in work.drain():  # answers already received were paid for: keep them
-            save(outcome)
-    publish(StageFinished(STAGE, StageStats(done=len(done), usage=total, cost=cost)))
-    if work.interrupted:
-        raise Interrupted(f"interrupted: the verdicts so far are kept; {resume}")
-    if fatal is not None:
-        raise OverbrainerError(f"judge {judge.label}: {fatal}; the verdicts so far are kept in "
+            keep(line, None)
+        ending = proc.run(Work(tasks, ask, lambda task, value: keep(*value), ident=lambda task: task.id))
+    tally.publish(StageFinished(STAGE, StageStats(done=len(done), usage=tally.usage, cost=tally.cost)))
+    resume = f"resume with `overbrainer compare --rejudge {judge.setup['compare']}`"
+    if ending.error is not None:
+        raise OverbrainerError(f"judge {judge.label}: {ending.error}; the verdicts so far are kept in "
                                f"{judge.path.name}; {resume}")
+    if ending.interrupted:
+        raise Interrupted(f"interrupted: the verdicts so far are kept; {resume}")
     return done
+
+
+class _JudgeTally:
+    """The judge's events and its tokens and cost; every failure stops the judge (the processor's
+    `item_stopped` is the one that did)."""
+
+    def __init__(self, bus):
+        self.bus = bus
+        self.usage = Usage(0, 0)
+        self.cost: float | None = None
+
+    def publish(self, event) -> None:
+        if self.bus is not None:
+            self.bus.publish(event)
+
+    def add(self, item_id: str, usage, cost: float | None) -> None:
+        if usage is not None:
+            self.usage = self.usage + usage
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+        self.publish(ItemDone(STAGE, item_id, usage, cost))
+
+    def item_failed(self, item_id: str, message: str) -> None:
+        self.publish(ItemFailed(STAGE, item_id, message, False))
+
+    def item_stopped(self, item_id: str, error: BaseException) -> None:
+        self.publish(ItemFailed(STAGE, item_id, str(error), False))

@@ -5,8 +5,8 @@ question of the plan, its answers brought home.
   `<run remote_dir>/compares/<id>/` there and `runs/<run>/compares/<id>/` here, through
   runs.side_job (job.log, metrics.jsonl, follow, verified fetch, Ctrl-C cancels).
 - The GGUF: the run's directory on the target must hold the file `export.json` names, with its
-  SHA-256; when it does not, the file is hard-linked into `runs/<run>/.upload/` (same relative
-  path), sent, and the stage removed. A GGUF already there stays. The job reads it as
+  SHA-256; when it does not, that one file is sent there (`Executor.upload(entries=…)`). A GGUF
+  already there stays. The job reads it as
   `../../<file>` (relative to the job directory, so a container's mount sees it too).
 - The job's files: `compare.sh`, `compare_client.py` (package data, compare/scripts/), the shared
   `llama_cpp.sh` (export/scripts/: llama-server from the target's `llama_cpp_dir`, else the pinned
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
@@ -28,7 +27,6 @@ from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.transfer import sha256_file
-from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +34,6 @@ SCRIPTS = ("compare.sh", "compare_client.py")
 QUESTIONS = "questions.jsonl"
 SERVER_LOG = "server.log"
 FETCHED = [ANSWERS, SERVER_LOG, "hardware.json"]
-UPLOAD_STAGE = ".upload"
 
 
 def script_text(name: str) -> str:
@@ -55,13 +52,7 @@ def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Ggu
     there = dict(executor.manifest(remote_run_dir, [gguf.file]))
     if there.get(str(PurePosixPath(gguf.file))) == expected:
         return False
-    stage = run_dir / UPLOAD_STAGE
-    shutil.rmtree(stage, ignore_errors=True)
-    try:
-        link_or_copy(run_dir / gguf.file, stage / gguf.file)
-        executor.upload(str(stage), remote_run_dir)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    executor.upload(entries=[(run_dir / gguf.file, str(PurePosixPath(remote_run_dir, gguf.file)))])
     there = dict(executor.manifest(remote_run_dir, [gguf.file]))
     if there.get(str(PurePosixPath(gguf.file))) != expected:
         raise OverbrainerError(f"the GGUF {gguf.file} sent to the target does not have the SHA-256 of "

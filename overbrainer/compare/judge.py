@@ -12,7 +12,8 @@ parent's answers (both reasoning-stripped) and says which serves the asker bette
 - Verdicts file: `verdicts-<key>.jsonl` in the compare directory, key = 16 hex digits of XXH3-64
   of `provider \\x1f model \\x1f <template source>`, so another judge or prompt starts a new file.
   Lines `{id, verdict (win|tie|loss|unparsed|error), reason?, child_first}` are appended (one
-  flushed line each) by the one thread reading the work queue; a line already there for an
+  flushed line each) by the request processor's one writing thread (support/processor.py: a
+  stop keeps the verdicts that already came back); a line already there for an
   (id, child_first) pair is never asked again, so an interrupted judge resumes where it stopped.
 - A question whose child answer is missing or failed is `error` without asking the judge.
 """
@@ -28,7 +29,6 @@ from typing import Any, Callable
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
 from overbrainer.compare.strip import strip_reasoning
-from overbrainer.errors import Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -158,15 +158,16 @@ class Judge:
         return tasks, errors
 
     def ask(self, task: Task, on_retry: Callable[[str], None] | None = None,
-            stop=None) -> tuple[dict, Any]:
-        """One verdict line (asked at most twice) and the usage of every reply."""
+            admit: Callable[[], None] | None = None) -> tuple[dict, Any]:
+        """One verdict line (asked at most twice) and the usage of every reply. `admit()` is
+        called before each request (it raises Interrupted once the judge is stopping)."""
         from overbrainer.llm.types import ChatRequest
         from overbrainer.support.usage import Usage
 
         usage = Usage(0, 0)
         for attempt in range(TRIES):
-            if stop is not None and stop.is_set():
-                raise Interrupted("interrupted")
+            if admit is not None:
+                admit()
             response = self.client.chat(ChatRequest(user=task.prompt, structured=True, schema="verdict"),
                                         on_retry=on_retry)
             usage = usage + response.usage

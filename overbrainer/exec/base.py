@@ -9,6 +9,7 @@ See docs/runs.md#job-control-on-the-target.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -183,10 +184,31 @@ class Executor(ABC):
     def claim(self, dir: str, owner: str) -> bool:
         """Write `<dir>/.claim` exclusively with `owner`; True if ours (new or same owner)."""
 
-    @abstractmethod
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
-        """Copy the top-level entries of `local` (minus `skip`) into `remote`. `progress(done,
+    def upload(self, local: str | None = None, remote: str | None = None, skip: Iterable[str] = DEFAULT_SKIP,
+               progress=None, *, entries: Iterable[tuple[str, str]] | None = None) -> None:
+        """Copy files to the target, in one transfer: either the top-level entries of the folder
+        `local` (minus `skip`) into the folder `remote` (made even when nothing is sent), or the
+        chosen `entries` [(local path, remote path)], each file or folder (recursively) to
+        exactly that path, its folders made. Symlinks are sent as symlinks. `progress(done,
         total)` (exec.transfer.Progress) is given the bytes sent (none when nothing moves)."""
+        from overbrainer.exec.transfer import upload_names
+
+        if entries is None:
+            if local is None or remote is None:
+                raise TypeError("upload() takes a folder and where it goes, or entries")
+            names = upload_names(local, skip)
+            self._upload([(Path(local, n), posixpath.join(remote, n)) for n in names], remote, progress)
+            return
+        if local is not None or remote is not None:
+            raise TypeError("upload() takes a folder and where it goes, or entries, not both")
+        chosen = [(Path(path), str(there)) for path, there in entries]
+        if chosen:
+            self._upload(chosen, None, progress)
+
+    @abstractmethod
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+        """`upload`'s transfer: each entry's local file or folder to its remote path, after
+        making `folder` (when given) on the target."""
 
     @abstractmethod
     def spawn(self, job: JobSpec) -> JobId:

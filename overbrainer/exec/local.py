@@ -13,7 +13,7 @@ from typing import Iterable
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
-    DEFAULT_SKIP, Executor, JobId, JobSpec, JobState, check_entries, check_env, check_secrets,
+    Executor, JobId, JobSpec, JobState, check_entries, check_env, check_secrets,
 )
 from overbrainer.support.atomic import atomic_write_bytes
 
@@ -92,11 +92,14 @@ class LocalExecutor(Executor):
             f.write(owner + "\n")
         return True
 
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
-        src, dst = Path(local).resolve(), self._path(remote)
-        if dst.exists() and src == dst.resolve():
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+        if folder is not None:
+            self._path(folder).mkdir(parents=True, exist_ok=True)
+        if not entries:
             return
-        transfer.copy_entries(src, dst, transfer.upload_names(src, skip), progress=progress)
+        base, members = transfer.under_one_folder([(path, str(self._path(there))) for path, there in entries])
+        transfer.copy_members(members, base, progress=progress,
+                              what=str(entries[0][0].parent) if folder is not None else str(entries[0][0]))
 
     def spawn(self, job: JobSpec) -> JobId:
         check_secrets(job.secrets)

@@ -126,8 +126,11 @@ def put_file(path: str) -> str:
     )
 
 
-def upload(remote: str) -> str:
-    return f"mkdir -p -- {q(remote)} && tar -C {q(remote)} -xf -\n"
+def upload(remote: str, folders: list[str] = ()) -> str:
+    """Extract the tar on stdin into `remote`, after making it and `folders` (the folders the
+    members land in)."""
+    made = " ".join(q(f) for f in dict.fromkeys([remote, *folders]))
+    return f"mkdir -p -- {made} && tar -C {q(remote)} -xf -\n"
 
 
 def _prune(exclude: list[str]) -> str:

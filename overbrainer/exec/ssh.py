@@ -9,14 +9,16 @@ launcher may have run). Files travel as tar streams over the channel; secrets tr
 from __future__ import annotations
 
 import logging
+import posixpath
 import shlex
 import threading
+from pathlib import Path
 from typing import Callable, Iterable
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
-    DEFAULT_SKIP, Executor, JobId, JobSpec, JobState, TargetUnreachable, check_env, check_secrets,
+    Executor, JobId, JobSpec, JobState, TargetUnreachable, check_env, check_secrets,
 )
 from overbrainer.exec.ssh_connect import WINDOW, SshEndpoint, connect
 
@@ -163,22 +165,22 @@ class SshExecutor(Executor):
             raise OverbrainerError(f"claim on {self.endpoint.name} failed: unexpected answer")
         return out == "ours"
 
-    def upload(self, local: str, remote: str, skip: Iterable[str] = DEFAULT_SKIP, progress=None) -> None:
-        names = transfer.upload_names(local, skip)
-        remote = self._abs(remote)
-        if not names:
-            self._run("upload", f"mkdir -p -- {shlex.quote(remote)}")
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+        if not entries:
+            self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
             return
-        total = transfer.tree_size(local, names) if progress is not None else None
+        base, members = transfer.under_one_folder([(path, self._abs(there)) for path, there in entries])
+        folders = sorted({posixpath.dirname(posixpath.join(base, arc)) for _, arc in members})
+        total = transfer.members_size(members) if progress is not None else None
         meters: list[transfer.Meter] = []
 
         def feed(send) -> None:  # each attempt counts from 0
             if progress is not None:
                 meters.append(transfer.Meter(progress, total))
                 send = meters[-1].writer(send)
-            transfer.write_tar(send, local, names)
+            transfer.write_tar(send, members)
 
-        self._run("upload", scripts.upload(remote), feed=feed)
+        self._run("upload", scripts.upload(base, folders), feed=feed)
         if meters:
             meters[-1].finish()
 

@@ -16,6 +16,7 @@ import fnmatch
 import hashlib
 import logging
 import os
+import posixpath
 import shutil
 import stat
 import tarfile
@@ -147,17 +148,31 @@ def upload_names(local: str | os.PathLike, skip: Iterable[str]) -> list[str]:
     return sorted(n for n in os.listdir(local) if n not in skip)
 
 
-def write_tar(write: Callable[[bytes], object], root: str | os.PathLike, names: Iterable[str],
-              exclude: Iterable[str] = ()) -> int:
-    """Stream a tar of `root/<name>` (recursively, symlinks kept, basename globs in `exclude`
-    pruned) into `write`; returns the bytes of file data sent."""
-    root = Path(root)
+Member = tuple[Path, str]  # (a local file or folder, its name in the tar: a relative path)
+
+
+def members_of(root: str | os.PathLike, names: Iterable[str]) -> list[Member]:
+    """`root/<name>` under the name `name`, for each name."""
+    return [(Path(root, n), n) for n in names]
+
+
+def under_one_folder(entries: Iterable[tuple[Path, str]]) -> tuple[str, list[Member]]:
+    """Chosen files or folders [(local path, absolute remote path)] → (the remote folder they all
+    go under, [(local path, its remote path relative to that folder)])."""
+    pairs = [(Path(local), posixpath.normpath(remote)) for local, remote in entries]
+    base = posixpath.commonpath([posixpath.dirname(r) for _, r in pairs])
+    return base, [(local, posixpath.relpath(r, base)) for local, r in pairs]
+
+
+def write_tar(write: Callable[[bytes], object], members: Iterable[Member], exclude: Iterable[str] = ()) -> int:
+    """Stream a tar of each member (folders recursively, symlinks kept, basename globs in
+    `exclude` pruned) into `write`; returns the bytes of file data sent."""
     exclude = list(exclude)
     total = 0
     with tarfile.open(fileobj=_Writer(write), mode="w|", bufsize=BUF, format=tarfile.PAX_FORMAT) as tf:
         tf.copybufsize = BUF
-        for name in names:
-            for path, arcname in _walk(root, name, exclude):
+        for top, arc in members:
+            for path, arcname in _walk(top, arc, exclude):
                 info = tf.gettarinfo(str(path), arcname)
                 if info is None:  # socket or other unsupported file: skip it
                     continue
@@ -173,10 +188,15 @@ def write_tar(write: Callable[[bytes], object], root: str | os.PathLike, names: 
 
 def tree_size(root: str | os.PathLike, names: Iterable[str], exclude: Iterable[str] = ()) -> int:
     """Bytes of the regular files a tar of `root/<name>` carries (symlinks not followed)."""
-    root, exclude = Path(root), list(exclude)
+    return members_size(members_of(root, names), exclude)
+
+
+def members_size(members: Iterable[Member], exclude: Iterable[str] = ()) -> int:
+    """Bytes of the regular files a tar of `members` carries (symlinks not followed)."""
+    exclude = list(exclude)
     total = 0
-    for name in names:
-        for path, _ in _walk(root, name, exclude):
+    for top, arc in members:
+        for path, _ in _walk(top, arc, exclude):
             try:
                 st = os.lstat(path)
             except OSError:
@@ -186,15 +206,14 @@ def tree_size(root: str | os.PathLike, names: Iterable[str], exclude: Iterable[s
     return total
 
 
-def _walk(root: Path, name: str, exclude: list[str]):
-    top = root / name
+def _walk(top: Path, arc: str, exclude: list[str]):
     if _excluded(top.name, exclude):
         return
-    yield top, name
+    yield top, arc
     if top.is_dir() and not top.is_symlink():
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if not _excluded(d, exclude))
-            rel = os.path.relpath(dirpath, root)
+            rel = posixpath.normpath(posixpath.join(arc, os.path.relpath(dirpath, top)))
             for n in dirnames + sorted(f for f in filenames if not _excluded(f, exclude)):
                 yield Path(dirpath, n), f"{rel}/{n}"
 
@@ -356,17 +375,26 @@ def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entrie
 
 def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
                  exclude: Iterable[str] = (), progress: Progress | None = None) -> Written:
-    """Local tar pipe from `src/<name>` into `dst` (symlinks kept, basename globs excluded),
-    extracted with the same checks as a download; `progress` gets its bytes. Returns what the
+    """Local tar pipe from `src/<name>` into `dst` (see copy_members)."""
+    src = Path(src).resolve()
+    return copy_members(members_of(src, names), dst, exclude, progress, what=str(src))
+
+
+def copy_members(members: Iterable[Member], dst: str | os.PathLike, exclude: Iterable[str] = (),
+                 progress: Progress | None = None, what: str = "files") -> Written:
+    """Local tar pipe of `members` into `dst` (symlinks kept, basename globs excluded), extracted
+    with the same checks as a download; `progress` gets its bytes. A member that would land on
+    itself is left alone; one that would land inside itself is refused. Returns what the
     extraction wrote (see extract_tar)."""
     import threading
 
-    src, dst = Path(src).resolve(), Path(dst)
-    names, exclude = list(names), list(exclude)
+    dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
-    if _inside(str(dst.resolve()), str(src)):
-        raise OverbrainerError(f"refusing to copy {src} into itself ({dst})")
-    meter = Meter(progress, tree_size(src, names, exclude)) if progress is not None else None
+    members = _not_onto_themselves(list(members), dst)
+    if not members:
+        return {}
+    exclude = list(exclude)
+    meter = Meter(progress, members_size(members, exclude)) if progress is not None else None
     r, w = os.pipe()
     failure: list[BaseException] = []
     written: Written = {}
@@ -374,7 +402,7 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
     def produce() -> None:
         try:
             with open(w, "wb", buffering=0) as out:
-                write_tar(out.write, src, names, exclude)
+                write_tar(out.write, members, exclude)
         except BaseException as e:  # reported after the reader ends
             failure.append(e)
 
@@ -388,7 +416,26 @@ def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable
     finally:
         t.join()
     if failure and not isinstance(failure[0], BrokenPipeError):
-        raise OverbrainerError(f"copying {src} to {dst} failed: {failure[0]}") from failure[0]
+        raise OverbrainerError(f"copying {what} to {dst} failed: {failure[0]}") from failure[0]
     if meter is not None:
         meter.finish()
     return written
+
+
+def _not_onto_themselves(members: list[Member], dst: Path) -> list[Member]:
+    """The members whose copy in `dst` would not be the member itself (a local target shares
+    the run directory); OverbrainerError when one would land inside itself."""
+    out = []
+    for top, arc in members:
+        here, there = _located(top), _located(dst / arc)
+        if here == there:
+            continue
+        if top.is_dir() and not top.is_symlink() and _inside(str(there), str(here)):
+            raise OverbrainerError(f"refusing to copy {top} into itself ({dst / arc})")
+        out.append((top, arc))
+    return out
+
+
+def _located(path: Path) -> Path:
+    """`path` with its folders' symlinks resolved, not its own name's."""
+    return Path(os.path.realpath(path.parent), path.name)

@@ -5,29 +5,23 @@
 runs `export.sh` with `llama_cpp.sh` → the GGUF brought home verified into `runs/<run>/output/gguf/`
 → `export.json`, `Modelfile`, and with a name (`--ollama`, else `[export] ollama_name`) an Ollama
 model. Before the job, a read-only probe checks the run's model and axolotl.yaml are still on the
-target; when not, they are staged here by hard links, uploaded, and the stage removed. Ctrl-C
-cancels the export.
+target; when not, they are uploaded again (`Executor.upload(entries=…)`). Ctrl-C cancels the
+export.
 """
 
 from __future__ import annotations
 
 import logging
 import shlex
-import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import ollama_create, size_text, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
-from overbrainer.runs import ids
-from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)
-
-STAGE = ".upload"
-
 
 def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None) -> dict:
     from overbrainer.config.build_train import is_ollama_name
@@ -54,7 +48,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
              "OVERBRAINER_EXPORT_MODEL": f"../../{source.model}", "OVERBRAINER_EXPORT_CONFIG": f"../../{CONFIG_NAME}",
              **llama_cpp.job_env(target)},
         fetch=["llama_cpp.txt"],
-        prepare=lambda executor, remote_job_dir: _stage_if_gone(executor, source, remote_job_dir),
+        prepare=lambda executor, remote_job_dir: _upload_if_gone(executor, source, remote_job_dir),
         after=lambda executor, remote_job_dir, job_dir: box.update(
             manifest=executor.fetch(record.remote_dir, str(source.run_dir), [gguf_rel])),
         label=f"export of run {run_id}",
@@ -94,10 +88,10 @@ def _read_version(job_dir: Path) -> str:
     return text.splitlines()[0][:200] if text else "unknown"
 
 
-def _stage_if_gone(executor, source: Source, remote_job_dir: str) -> None:
-    """Upload the run's model and axolotl.yaml when a read-only probe finds them gone from the
-    target (staged by hard links beside the job, removed once sent)."""
-    remote_run = str(Path(remote_job_dir).parent.parent)
+def _upload_if_gone(executor, source: Source, remote_job_dir: str) -> None:
+    """Upload the run's model (without its checkpoints or earlier GGUFs) and axolotl.yaml when a
+    read-only probe finds them gone from the target."""
+    remote_run = str(PurePosixPath(remote_job_dir).parent.parent)
     q = shlex.quote
     model = f"{q(remote_run)}/{q(source.model)}"
     probe = (f"if [ -f {q(remote_run)}/{CONFIG_NAME} ] && {{ [ -f {model}/config.json ] || "
@@ -106,21 +100,18 @@ def _stage_if_gone(executor, source: Source, remote_job_dir: str) -> None:
     if executor.probe(probe, timeout=60).strip() == "present":
         return
     log.info("export: the model of run %s is no longer on the target: uploading it", source.record.id)
-    stage = ids.run_dir(source.run_dir / "exports", Path(remote_job_dir).name) / STAGE
-    try:
-        _link_tree(source.run_dir / source.model, stage / source.model)
-        link_or_copy(source.run_dir / CONFIG_NAME, stage / CONFIG_NAME)
-        executor.upload(str(stage), remote_run, ())
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    executor.upload(entries=[*_model_entries(source.run_dir / source.model, f"{remote_run}/{source.model}"),
+                             (source.run_dir / CONFIG_NAME, f"{remote_run}/{CONFIG_NAME}")])
 
 
-def _link_tree(src: Path, dst: Path) -> None:
-    """Hard links of a model folder's files, without its checkpoints or earlier GGUFs."""
-    for path in src.rglob("*"):
-        rel = path.relative_to(src)
-        if rel.parts[0].startswith("checkpoint-") or rel.parts[0] == "gguf" or not path.is_file():
-            continue
-        link_or_copy(path, dst / rel)
-    if not dst.exists():
+def _model_entries(src: Path, remote: str) -> list[tuple[Path, str]]:
+    """A model folder's entries to send: all but its checkpoints and earlier GGUFs."""
+    entries = [(path, f"{remote}/{path.name}") for path in sorted(src.iterdir())
+               if not path.name.startswith("checkpoint-") and path.name != "gguf"] if src.is_dir() else []
+    if not any(_holds_a_file(path) for path, _ in entries):
         raise OverbrainerError(f"{src} holds no file to upload")
+    return entries
+
+
+def _holds_a_file(path: Path) -> bool:
+    return path.is_file() or any(p.is_file() for p in path.rglob("*"))

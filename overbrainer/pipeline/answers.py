@@ -1,19 +1,20 @@
 """Stage `answers`: the parent answers every pending question, `concurrency`
-requests in flight, each answer appended by this (the only writing) thread as it completes.
+requests in flight, each answer appended by the processing (the only writing) thread as it
+completes.
 
-A question counts as done once any answer with its ID exists, excluded ones included. A fatal
-provider error stops the stage at once, after every answer already received was saved.
+A question counts as done once any answer with its ID exists, excluded ones included. A stop (a
+fatal provider error, the user's interrupt) sends nothing new, after every answer already
+received was saved (support/processor.py).
 """
 
 from __future__ import annotations
 
 import logging
 
-from overbrainer.errors import Interrupted
-from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, read
-from overbrainer.pipeline.context import INTERRUPTED, StageContext
+from overbrainer.pipeline.common import Output, execute, finish, process, processor, read
+from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.workqueue import WorkQueue
+from overbrainer.support.processor import Work
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,47 @@ def _with_kind(response, kind: str):
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.records import Example, Question
+    from overbrainer.dataset.records import Example
+    from overbrainer.llm.types import ChatRequest
 
     names = {t.name for t in topics}
     output = Output(ctx.paths.answers, Example, names if force else None)
+    pending = _pending(ctx, run, names, output)
+    if not pending:
+        return finish(run)
+    client = ctx.client("parent")
+    role = ctx.role("parent")
+    hides = _hides(client.protocol, client.model)
+    if role.reasoning and hides:
+        log.warning("parent %s: this model does not return its raw reasoning; every answer will be "
+                    "excluded from training", client.model)
+    systems = _system_prompts(ctx, [t for t in topics if any(q.topic == t.name for q in pending)])
+    include_system = bool(ctx.pipeline.include_system_prompt)
+    proc = processor(ctx, run)
+
+    def send(q):
+        proc.admit()
+        return client.chat(ChatRequest(user=q.text, system=systems[q.topic]),
+                           on_retry=lambda m: run.retrying(q.id, m))
+
+    def keep(q, response) -> None:
+        example = build_example(q, response, model=client.model,
+                                system=systems[q.topic] if include_system else None,
+                                reasoning=bool(role.reasoning), hides=hides)
+        output.append(example)
+        run.wrote()
+        cost = client.cost(response.usage)
+        run.spend(response.usage, cost)
+        run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)
+
+    with output:
+        return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id))
+
+
+def _pending(ctx: StageContext, run: StageRun, names: set[str], output) -> list:
+    """The selected topics' questions with no answer yet (each once); the others are skipped."""
+    from overbrainer.dataset.records import Question
+
     questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
     answered = {e.id for e in output.current()}
     pending, seen = [], set()
@@ -82,75 +120,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
             pending.append(q)
     run.add_skipped(len(questions) - len(pending))
     run.started(len(pending))
-    if not pending:
-        return finish(run)
-
-    client = ctx.client("parent")
-    role = ctx.role("parent")
-    pipeline = ctx.pipeline
-    hides = _hides(client.protocol, client.model)
-    if role.reasoning and hides:
-        log.warning("parent %s: this model does not return its raw reasoning; every answer will be "
-                    "excluded from training", client.model)
-    systems = _system_prompts(ctx, [t for t in topics if any(q.topic == t.name for q in pending)])
-    include_system = bool(pipeline.include_system_prompt)
-
-    def ask(q):
-        from overbrainer.llm.types import ChatRequest
-
-        if ctx.interrupted():
-            raise Interrupted(INTERRUPTED)
-        return client.chat(ChatRequest(user=q.text, system=systems[q.topic]),
-                           on_retry=lambda m: run.retrying(q.id, m))
-
-    fatal: BaseException | None = None
-    with output:
-        work = WorkQueue(ask, pending, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
-
-        def save(outcome) -> None:
-            nonlocal fatal
-            q = outcome.item
-            if outcome.error is not None:
-                if isinstance(outcome.error, Interrupted) and fatal is not None:
-                    return  # a request abandoned after the fatal error
-                if item_error(run, q.id, outcome.error) == FATAL and fatal is None:
-                    fatal = outcome.error
-                    work.stop()
-                return
-            response = outcome.value
-            example = build_example(q, response, model=client.model,
-                                    system=systems[q.topic] if include_system else None,
-                                    reasoning=bool(role.reasoning), hides=hides)
-            output.append(example)
-            run.wrote()
-            cost = client.cost(response.usage)
-            run.spend(response.usage, cost)
-            run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)
-
-        for outcome in work.results():
-            save(outcome)
-            if fatal is not None:
-                break
-        if fatal is not None:
-            # Every answer received by now was paid for: save it before stopping.
-            try:
-                for outcome in work.drain():
-                    if outcome.error is None or not isinstance(outcome.error, Interrupted):
-                        try:
-                            save(outcome)
-                        except Interrupted:
-                            pass
-            except Exception:
-                # The disk error is what the command reports; the provider's must not be lost.
-                log.error("answers: stopped by the provider: %s", fatal)
-                raise
-            return finish(run, fatal)
-        if work.interrupted:
-            for outcome in work.drain():
-                if outcome.error is None:
-                    save(outcome)
-            raise Interrupted(INTERRUPTED)
-    return finish(run)
+    return pending
 
 
 def _hides(protocol: str, model: str) -> bool:

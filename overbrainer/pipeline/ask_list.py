@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from overbrainer.errors import Interrupted
-from overbrainer.pipeline.context import INTERRUPTED
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -29,11 +27,12 @@ def ask_list(
     max_retries: int,
     spend: Callable[[Usage, float | None], None],
     retrying: Callable[[str], None],
-    stop=None,
+    admit: Callable[[], None] | None = None,
 ) -> tuple[list[str], Usage, float | None]:
     """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
-    error after the last attempt. `spend(usage, cost)` is called after each attempt that got an
-    answer; `retrying(message)` before each re-ask (and on HTTP retries)."""
+    error after the last attempt. `admit()` is called before each attempt (the stage's
+    processor: it raises Interrupted once the stage is stopping); `spend(usage, cost)` after each
+    attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP retries)."""
     from overbrainer.llm.errors import LlmError
     from overbrainer.llm.listparse import string_array
     from overbrainer.llm.types import LENGTH, ChatRequest
@@ -46,8 +45,8 @@ def ask_list(
     attempt = 0
     while attempt < attempts:
         attempt += 1
-        if stop is not None and stop.is_set():
-            raise Interrupted(INTERRUPTED)
+        if admit is not None:
+            admit()
         # The client sends a structured request once more without response_format when the
         # provider rejects it (and says so through `retrying`); its error is final here.
         request = ChatRequest(user=prompt, max_tokens=limit, structured=True)

@@ -1,5 +1,6 @@
-"""Shared stage plumbing: run a stage body under the history recorder, read the data files,
-and a stage's output file (with the `--force` rewrite held back until the provider answered)."""
+"""Shared stage plumbing: run a stage body under the history recorder, its requests through the
+one request processor (support/processor.py), read the data files, and a stage's output file
+(with the `--force` rewrite held back until the provider answered)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import threading
 from typing import Callable
 
 from overbrainer.errors import Interrupted
-from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.recorder import StageRecorder
 from overbrainer.pipeline.stage import StageResult, StageRun
+from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Work, error_text
 
 log = logging.getLogger(__name__)
 
@@ -119,27 +121,45 @@ def rejected_of(ctx: StageContext, kind: str) -> list:
     return [r for r in read(ctx.paths.rejected, Rejected) if r.kind == kind]
 
 
-def error_text(e: BaseException) -> str:
-    return str(e) or type(e).__name__
-
-
-FATAL = "fatal"
-ITEM = "item"
-
-
-def item_error(run: StageRun, item_id: str, e: BaseException) -> str:
-    """Classify a worker's exception: FATAL (stop the stage; not counted as a failed item),
-    ITEM (counted, final ItemFailed published). Interrupts and non-provider errors are raised."""
-    from overbrainer.errors import Interrupted
+def classify(e: BaseException) -> str:
+    """How a stage takes a worker's exception: a fatal provider error stops it (FATAL), any other
+    provider error fails only its item (ITEM); anything else is not the provider's (RAISE)."""
     from overbrainer.llm.errors import LlmError
-    from overbrainer.pipeline.context import INTERRUPTED
 
+    if not isinstance(e, LlmError):
+        return RAISE
+    return FATAL if e.fatal else ITEM
+
+
+def processor(ctx: StageContext, run: StageRun) -> Processor:
+    """The stage's request processor (support/processor.py): `[pipeline] concurrency` in
+    flight, the user's interrupt, the provider's errors classified by `classify`."""
+    return Processor(run, concurrency=ctx.pipeline.concurrency, interrupt=ctx.stop_event,
+                     classify=classify, name=run.name)
+
+
+def process(run: StageRun, proc: Processor, work: Work) -> StageResult:
+    """Run the stage's work to its end: its result, stopped by a fatal error when one came;
+    raises Interrupted (after keeping every result that arrived) on the user's interrupt."""
+    ending = proc.run(work)
+    if ending.error is not None:
+        return finish(run, ending.error)
+    if ending.interrupted:
+        raise Interrupted(INTERRUPTED)
+    return finish(run)
+
+
+def failed_before(run: StageRun, item_id: str, e: Exception) -> StageResult | None:
+    """An error met before the work starts (questions' deduplicator seeding), taken as the
+    processor takes a worker's: the stage's result when it stops the stage, None when only the
+    item failed; anything else is raised."""
     if isinstance(e, Interrupted):
         raise Interrupted(INTERRUPTED) from e
-    if not isinstance(e, LlmError):
+    kind = classify(e)
+    if kind == RAISE:
         raise e
-    if e.fatal:
-        log.debug("%s: %s: %s; the stage stops", run.name, item_id, error_text(e))
-        return FATAL
-    run.item_failed(item_id, error_text(e))  # the front end logs it (ERROR)
-    return ITEM
+    if kind == FATAL:
+        run.item_stopped(item_id, e)
+        return finish(run, e)
+    run.item_failed(item_id, error_text(e))
+    return None

@@ -7,20 +7,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from overbrainer.errors import Interrupted
 from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import (
-    FATAL,
     Output,
     execute,
+    failed_before,
     finish,
-    item_error,
+    process,
+    processor,
     read,
     rejected_of,
 )
-from overbrainer.pipeline.context import INTERRUPTED, StageContext
+from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.workqueue import WorkQueue
+from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -54,12 +54,36 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     subtopics = read(ctx.paths.subtopics, Subtopic)
     stored = output.current()
     rejected = rejected_of(ctx, "question")
+    jobs = _pending(run, topics, subtopics, stored)
+    if not jobs:
+        return finish(run)
+
+    client = ctx.client("generator")
+    embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
+    templates = ctx.templates("questions.txt")
+    known: dict[str, set[str]] = {}
+    jobs, stopped = _seed(ctx, run, jobs, stored + rejected, known, embedder)
+    if stopped is not None:
+        return stopped
+    proc = processor(ctx, run)
+    filler = _Filler(ctx, run, proc, output, client, templates, known)
+
+    def keep(job: _Job, value) -> None:
+        usage, cost = value
+        run.item_done(job.subtopic.id, usage, cost)
+
+    with output:
+        return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
+
+
+def _pending(run: StageRun, topics: list, subtopics: list, stored: list) -> list[_Job]:
+    """The selected topics' subtopics still short of questions (the stage's items; full ones are
+    skipped), each with the questions it has."""
     by_topic = {t.name: t for t in topics}
     selected = [s for s in subtopics if s.topic in by_topic]
     accepted: dict[str, list[str]] = {}
     for q in stored:
         accepted.setdefault(q.subtopic_id, []).append(q.text)
-
     run.started(len(selected))
     jobs: list[_Job] = []
     for s in selected:
@@ -68,23 +92,21 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
             run.item_skipped(s.id)
         else:
             jobs.append(_Job(by_topic[s.topic], s, list(have)))
-    if not jobs:
-        return finish(run)
+    return jobs
 
-    client = ctx.client("generator")
-    embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
-    templates = ctx.templates("questions.txt")
+
+def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], known_records: list, known: dict[str, set[str]],
+          embedder) -> tuple[list[_Job], StageResult | None]:
+    """One deduplicator per topic that has something to fill, seeded with its known texts (stored
+    and rejected questions); `known` gets each topic's known question IDs. A topic whose seeding
+    fails is one failed item (its jobs dropped), or the stage's end on a fatal error."""
+    from overbrainer.pipeline.topic_dedup import TopicDedup
+
     pipeline = ctx.pipeline
-    role = ctx.role("generator")
-
-    # One deduplicator per topic that has something to fill, seeded with its known texts.
     dedups = {}
-    known_ids: dict[str, set[str]] = {}
     for name in dict.fromkeys(j.topic.name for j in jobs):
-        from overbrainer.pipeline.topic_dedup import TopicDedup
-
-        seed = [q.text for q in stored if q.topic == name] + [r.text for r in rejected if r.topic == name]
-        known_ids[name] = {q.id for q in stored if q.topic == name} | {r.id for r in rejected if r.topic == name}
+        mine = [r for r in known_records if r.topic == name]
+        known[name] = {r.id for r in mine}
         embed = None
         if embedder is not None:
             def embed(texts, n=name):
@@ -92,72 +114,73 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                                       stop=ctx.stop_event)
         dedup = TopicDedup(name, pipeline.dedup_threshold, embed, pipeline.embedding_threshold)
         try:
-            dedup.seed(seed)
-        except Exception as e:  # noqa: BLE001 - classified below
-            if item_error(run, name, e) == FATAL:
-                return finish(run, e)
-            jobs = [j for j in jobs if j.topic.name != name]
+            dedup.seed([r.text for r in mine])
+        except Exception as e:  # noqa: BLE001 - taken as the processor takes a worker's error
+            stopped = failed_before(run, name, e)
+            if stopped is not None:
+                return jobs, stopped
             continue
         dedups[name] = dedup
+    jobs = [j for j in jobs if j.topic.name in dedups]
     for j in jobs:
         j.dedup = dedups[j.topic.name]
+    return jobs, None
 
-    def fill(job: _Job):
-        topic, sub = job.topic, job.subtopic
-        target = topic.questions_per_subtopic
-        patience = max(1, pipeline.max_retries)
+
+class _Filler:
+    """Fills one subtopic (a worker's item): its batches in order until it is full or the
+    generator stalls, each batch's survivors appended under its topic's deduplicator lock."""
+
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
+                 known: dict[str, set[str]]):
+        self.run, self.proc, self.output = run, proc, output
+        self.client, self.templates, self.known = client, templates, known
+        self.pipeline = ctx.pipeline
+        self.role = ctx.role("generator")
+
+    def fill(self, job: _Job) -> tuple[Usage, float | None]:
+        target = job.topic.questions_per_subtopic
+        patience = max(1, self.pipeline.max_retries)
         stalls = 0
         usage, cost = Usage(), None
         while len(job.accepted) < target and stalls < patience:
-            if work.stopped.is_set() or ctx.interrupted():
-                raise Interrupted(INTERRUPTED)
-            count = min(pipeline.question_batch_size, target - len(job.accepted))
-            prompt = templates.render("questions.txt", topic=topic.name, description=topic.description,
-                                      subtopic=sub.name, count=count, accepted=list(job.accepted))
-            items, u, c = ask_list(client, prompt, max_tokens=role.max_tokens,
-                                   max_retries=pipeline.max_retries, spend=run.spend,
-                                   retrying=lambda m: run.retrying(sub.id, m), stop=ctx.stop_event)
-            output.confirm()
+            items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - len(job.accepted)))
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c
-            added = 0
-            with job.dedup.lock:
-                kept = job.dedup.filter(items[:count])
-                if work.stopped.is_set():
-                    raise Interrupted(INTERRUPTED)
-                for text in kept:
-                    q = _question(topic.name, sub, text)
-                    if q.id in known_ids[topic.name]:
-                        continue
-                    known_ids[topic.name].add(q.id)
-                    output.append(q)
-                    run.wrote()
-                    job.accepted.append(text)
-                    added += 1
-            stalls = 0 if added else stalls + 1
+            stalls = 0 if self._accept(job, items) else stalls + 1
         if len(job.accepted) < target:
             log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself",
-                        sub.name, len(job.accepted), target)
+                        job.subtopic.name, len(job.accepted), target)
         return usage, cost
 
-    try:
-        work = WorkQueue(fill, jobs, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
-        for outcome in work.results():
-            sub = outcome.item.subtopic
-            if outcome.error is not None:
-                if item_error(run, sub.id, outcome.error) == FATAL:
-                    work.stop()
-                    return finish(run, outcome.error)
-                continue
-            usage, cost = outcome.value
-            run.item_done(sub.id, usage, cost)
-        if work.interrupted:
-            work.stop()
-            raise Interrupted(INTERRUPTED)
-    finally:
-        output.close()
-    return finish(run)
+    def _ask(self, job: _Job, count: int):
+        topic, sub = job.topic, job.subtopic
+        prompt = self.templates.render("questions.txt", topic=topic.name, description=topic.description,
+                                       subtopic=sub.name, count=count, accepted=list(job.accepted))
+        out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
+                       max_retries=self.pipeline.max_retries, spend=self.run.spend,
+                       retrying=lambda m: self.run.retrying(sub.id, m), admit=self.proc.admit)
+        self.output.confirm()
+        return out[0][:count], out[1], out[2]
+
+    def _accept(self, job: _Job, candidates: list[str]) -> int:
+        """The batch's new questions appended (after the deduplicator); how many."""
+        topic = job.topic.name
+        added = 0
+        with job.dedup.lock:
+            kept = job.dedup.filter(candidates)
+            self.proc.check_keeping()
+            for text in kept:
+                q = _question(topic, job.subtopic, text)
+                if q.id in self.known[topic]:
+                    continue
+                self.known[topic].add(q.id)
+                self.output.append(q)
+                self.run.wrote()
+                job.accepted.append(text)
+                added += 1
+        return added
 
 
 def _question(topic: str, sub, text: str):

@@ -100,6 +100,11 @@ class StageRun:
             self.failed += 1
         self.publish(ItemFailed(self.name, item_id, message, False))
 
+    def item_stopped(self, item_id: str, error: BaseException) -> None:
+        """The item whose fatal error stops the stage: the command reports that error; the item
+        is not counted as failed."""
+        log.debug("%s: %s: %s; the stage stops", self.name, item_id, str(error) or type(error).__name__)
+
     def stats(self) -> StageStats:
         with self._lock:
             return StageStats(self.done, self.skipped, self.failed, self.excluded, self.usage, self.cost)

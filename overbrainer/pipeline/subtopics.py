@@ -1,17 +1,16 @@
 """Stage `subtopics`: per topic, up to `concurrency` topics at a time, ask the generator for the
-subtopics still missing; this (the only writing) thread appends the new ones to
-data/subtopics.jsonl as each topic's answer arrives."""
+subtopics still missing; the processing (the only writing) thread appends the new ones to
+data/subtopics.jsonl as each topic's answer arrives, those that arrived before a stop included."""
 
 from __future__ import annotations
 
 import logging
 
-from overbrainer.errors import Interrupted
 from overbrainer.pipeline.ask_list import ask_list
-from overbrainer.pipeline.common import FATAL, Output, execute, finish, item_error, rejected_of
-from overbrainer.pipeline.context import INTERRUPTED, StageContext
+from overbrainer.pipeline.common import Output, execute, finish, process, processor, rejected_of
+from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.workqueue import WorkQueue
+from overbrainer.support.processor import Work
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +22,11 @@ def run_subtopics(ctx: StageContext, topics: list, *, force: bool = False) -> St
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.ids import subtopic_id
     from overbrainer.dataset.records import Subtopic
 
     output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
     stored = output.current()
     rejected = rejected_of(ctx, "subtopic")
-
     run.started(len(topics))
     pending = []
     for topic in topics:
@@ -44,48 +41,46 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     client = ctx.client("generator")
     templates = ctx.templates("subtopics.txt")
     role = ctx.role("generator")
-    pipeline = ctx.pipeline
+    proc = processor(ctx, run)
 
-    def ask(job):
+    def send(job):
         topic, missing = job
         prompt = templates.render("subtopics.txt", topic=topic.name, description=topic.description,
                                   count=missing)
-        return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=pipeline.max_retries,
-                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m),
-                        stop=ctx.stop_event)
+        return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=ctx.pipeline.max_retries,
+                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), admit=proc.admit)
 
-    try:
-        work = WorkQueue(ask, pending, pipeline.concurrency, interrupt=ctx.stop_event, name=STAGE)
-        for outcome in work.results():
-            topic, missing = outcome.item
-            if outcome.error is not None:
-                if item_error(run, topic.name, outcome.error) == FATAL:
-                    work.stop()
-                    return finish(run, outcome.error)
-                continue
-            names, usage, cost = outcome.value
-            output.confirm()
-            known = {s.id for s in stored if s.topic == topic.name}
-            known |= {r.id for r in rejected if r.topic == topic.name}
-            added = 0
-            for name in names:
-                if added >= missing:
-                    break
-                sid = subtopic_id(topic.name, name)
-                if sid in known:
-                    continue
-                known.add(sid)
-                record = Subtopic(id=sid, topic=topic.name, name=name)
-                output.append(record)
-                stored.append(record)
-                added += 1
-            run.wrote(added)
-            if added < missing:
-                log.info("%s: %s: %d of %d new subtopics; a rerun asks for the rest", STAGE,
-                         topic.name, added, missing)
-            run.item_done(topic.name, usage, cost)
-        if work.interrupted:
-            raise Interrupted(INTERRUPTED)
-    finally:
-        output.close()
-    return finish(run)
+    def keep(job, value) -> None:
+        topic, missing = job
+        names, usage, cost = value
+        output.confirm()
+        known = {s.id for s in stored if s.topic == topic.name} | {r.id for r in rejected if r.topic == topic.name}
+        added = _append_new(output, stored, known, topic.name, names, missing)
+        run.wrote(added)
+        if added < missing:
+            log.info("%s: %s: %d of %d new subtopics; a rerun asks for the rest", STAGE,
+                     topic.name, added, missing)
+        run.item_done(topic.name, usage, cost)
+
+    with output:
+        return process(run, proc, Work(pending, send, keep, ident=lambda job: job[0].name))
+
+
+def _append_new(output, stored: list, known: set[str], topic: str, names: list[str], missing: int) -> int:
+    """Append up to `missing` of `names` whose ID is not `known` yet; how many were appended."""
+    from overbrainer.dataset.ids import subtopic_id
+    from overbrainer.dataset.records import Subtopic
+
+    added = 0
+    for name in names:
+        if added >= missing:
+            break
+        sid = subtopic_id(topic, name)
+        if sid in known:
+            continue
+        known.add(sid)
+        record = Subtopic(id=sid, topic=topic, name=name)
+        output.append(record)
+        stored.append(record)
+        added += 1
+    return added

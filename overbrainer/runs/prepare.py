@@ -13,6 +13,7 @@ from typing import Any
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.record import STOPPED, RunRecord, load
+from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +127,6 @@ def link_tree(src: Path, dst: Path) -> None:
                 s = Path(dirpath) / name
                 if s.is_symlink() or not s.is_file():
                     continue
-                try:
-                    os.link(s, dst / rel / name)
-                except OSError:
-                    shutil.copyfile(s, dst / rel / name)
+                link_or_copy(s, dst / rel / name)
     except OSError as e:
         raise OverbrainerError(f"cannot copy {src} to {dst}: {e.strerror or e}") from e

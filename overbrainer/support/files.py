@@ -1,5 +1,5 @@
 """Reading a whole file whose absence or unreadability is the user's to fix: one error line naming
-the file (never its content), in the caller's error class; staging a file by hard link."""
+the file (never its content), in the caller's error class; a file hard-linked, else copied."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 Worker threads (daemons, so an abandoned call never holds the process at exit) take the next item
 as soon as they finish one — no slice waits for its slowest call. Every result comes back to the
 one thread that iterates the queue, which is therefore the single writer of the stage's files.
+The stages do not use it directly: support/processor.py runs their work on it.
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ class WorkQueue(Generic[T]):
 
     `fn(item)` runs on a worker thread; its return value or exception is yielded as an Outcome
     in completion order. `stop()` makes the workers take no new item; calls already running
-    finish on their own (their outcomes can still be collected with `drain()`).
+    finish on their own (their outcomes can still be collected with `drain()`). Setting `halt`
+    (an Event a worker may set) also makes them take no new item, while `results()` goes on
+    yielding what comes back.
     """
 
     def __init__(self, fn: Callable[[T], Any], items: Iterable[T], concurrency: int, *,
-                 interrupt: threading.Event | None = None, name: str = "work"):
+                 interrupt: threading.Event | None = None, halt: threading.Event | None = None,
+                 name: str = "work"):
         self._fn = fn
         self._items: queue.SimpleQueue = queue.SimpleQueue()
         self._count = 0
@@ -49,6 +53,9 @@ class WorkQueue(Generic[T]):
             self._count += 1
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._stopped = threading.Event()
+        self._halt = halt if halt is not None else self._stopped
+        self._lock = threading.Lock()
+        self._busy = 0
         self._interrupt = interrupt
         self._outstanding = self._count
         n = max(1, min(int(concurrency), self._count))
@@ -57,19 +64,18 @@ class WorkQueue(Generic[T]):
         ] if self._count else []
         self._started = False
 
-    @property
-    def stopped(self) -> threading.Event:
-        """Set once the queue stops handing out items (workers may check it between steps)."""
-        return self._stopped
-
     def __len__(self) -> int:
         return self._count
 
     def _work(self) -> None:
-        while not self._stopped.is_set():
+        while not self._stopped.is_set() and not self._halt.is_set():
+            with self._lock:
+                self._busy += 1
             try:
                 item = self._items.get_nowait()
             except queue.Empty:
+                with self._lock:
+                    self._busy -= 1
                 return
             try:
                 value = self._fn(item)
@@ -77,6 +83,13 @@ class WorkQueue(Generic[T]):
                 self._results.put(Outcome(item, error=e))
             else:
                 self._results.put(Outcome(item, value=value))
+            with self._lock:
+                self._busy -= 1
+
+    @property
+    def in_flight(self) -> int:
+        """Items taken by a worker whose outcome is not queued yet (calls still running)."""
+        return self._busy
 
     def _start(self) -> None:
         if not self._started:
@@ -86,7 +99,7 @@ class WorkQueue(Generic[T]):
 
     def results(self) -> Iterator[Outcome[T]]:
         """Yield every outcome as it completes. Returns early (without error) when the
-        interrupt event is set or `stop()` was called; check `interrupted` afterwards."""
+        interrupt event is set or `stop()` was called."""
         self._start()
         while self._outstanding > 0:
             if self._stopped.is_set() or (self._interrupt is not None and self._interrupt.is_set()):
@@ -97,10 +110,6 @@ class WorkQueue(Generic[T]):
                 continue
             self._outstanding -= 1
             yield outcome
-
-    @property
-    def interrupted(self) -> bool:
-        return self._interrupt is not None and self._interrupt.is_set()
 
     def stop(self) -> None:
         self._stopped.set()

@@ -65,6 +65,41 @@ def test_upload_of_an_empty_dir_creates_the_remote_dir(executor, tmp_path):
     assert Path(executor.workdir, "r").is_dir()
 
 
+def test_upload_of_chosen_entries_puts_each_at_its_path(executor, tmp_path):
+    """Chosen files and folders, each to its own path (folders made), in one transfer: what
+    compare sends of a GGUF and export of a model, without a staging folder."""
+    local = make_run(tmp_path / "local" / "run1")
+    (local / "output" / "gguf").mkdir(parents=True)
+    (local / "output" / "gguf" / "m.gguf").write_bytes(os.urandom(10_000))
+    (local / "model" / "sub").mkdir(parents=True)
+    (local / "model" / "config.json").write_text("{}")
+    (local / "model" / "sub" / "w.bin").write_bytes(b"w" * 100)
+    remote = Path(executor.workdir, "run1")
+    sent: list[tuple[int, int | None]] = []
+    executor.upload(entries=[(local / "output" / "gguf" / "m.gguf", f"{remote}/output/gguf/m.gguf"),
+                             (local / "model", f"{remote}/model"),
+                             (local / "axolotl.yaml", "run1/axolotl.yaml")],  # relative: under workdir
+                    progress=lambda done, total: sent.append((done, total)))
+    assert sha256_file(remote / "output" / "gguf" / "m.gguf") == sha256_file(local / "output" / "gguf" / "m.gguf")
+    assert (remote / "model" / "sub" / "w.bin").read_bytes() == b"w" * 100
+    assert (remote / "axolotl.yaml").read_text() == "base_model: x\n"
+    assert sorted(os.listdir(remote)) == ["axolotl.yaml", "model", "output"]  # nothing else
+    assert sent[-1] == (10_000 + 2 + 100 + len("base_model: x\n"),) * 2
+    assert not (tmp_path / "local" / "run1" / ".upload").exists()
+    with pytest.raises(TypeError):
+        executor.upload(str(local), str(remote), entries=[(local / "axolotl.yaml", f"{remote}/x")])
+
+
+def test_local_upload_of_an_entry_onto_itself_is_a_no_op(tmp_path):
+    ex = LocalExecutor(tmp_path / "runs")
+    run = make_run(Path(ex.workdir) / "run1")
+    before = sha256_file(run / "axolotl.yaml")
+    ex.upload(entries=[(run / "axolotl.yaml", str(run / "axolotl.yaml"))])
+    assert sha256_file(run / "axolotl.yaml") == before
+    with pytest.raises(OverbrainerError, match="into itself"):
+        ex.upload(entries=[(run / "data", str(run / "data" / "sub" / "data"))])
+
+
 def test_download_round_trip_verifies_against_the_manifest(executor, tmp_path):
     remote = Path(executor.workdir, "run1")
     remote.mkdir(parents=True)

@@ -1,0 +1,76 @@
+"""The suite stands apart from the caller's shell: a developer who followed the Quick start still
+has `OVERBRAINER_PROVIDERS__LLM__BASE_URL` (and maybe VAULT_* or HF_* variables) exported when
+running the tests, and no test may see them (tests/conftest.py scrubs them once, before any test)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixtures.cli import clean_env, scrub_environ
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What a caller's shell may hold: the Quick start's provider URL, a Vault, a Hub token.
+CALLERS = {"OVERBRAINER_PROVIDERS__LLM__BASE_URL": "http://127.0.0.1:8080/v1",
+           "OVERBRAINER_PIPELINE__CONCURRENCY": "0",
+           "VAULT_ADDR": "http://127.0.0.1:1", "VAULT_TOKEN": "caller-token",
+           "HF_TOKEN": "hf_caller", "HF_HUB_OFFLINE": "1"}
+
+PROJECT = """
+[project]
+name = "demo"
+
+[[topics]]
+name = "ownership"
+subtopics = 1
+questions_per_subtopic = 1
+
+[providers.local]
+protocol = "openai"
+
+[roles]
+generator = { provider = "local", model = "m1" }
+parent = { provider = "local", model = "m2" }
+"""
+
+
+def test_no_variable_of_the_caller_reaches_the_tests(tmp_path):
+    from overbrainer.config.load import load_config
+
+    leaked = [k for k in os.environ if k.startswith(("OVERBRAINER_", "VAULT_", "HF_"))
+              and not k.startswith("OVERBRAINER_TEST_")]
+    assert leaked == []
+    # What failed before: a configuration loaded from os.environ picked up the caller's
+    # provider URL (`missing field providers.llm.protocol`).
+    (tmp_path / "overbrainer.toml").write_text(PROJECT)
+    config = load_config(tmp_path)
+    assert sorted(config.providers) == ["local"] and config.pipeline.concurrency == 8
+
+
+def _pytest(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **CALLERS, "OVERBRAINER_TEST_KEPT": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                           *args, f"{Path(__file__).relative_to(ROOT)}::test_no_variable_of_the_caller_reaches_the_tests"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_session_started_from_a_shell_with_such_variables_passes():
+    done = _pytest()
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The same test without the suite's conftest sees them, and fails as the suite used to.
+    bare = _pytest("--noconftest")
+    assert bare.returncode == 1
+    assert "OVERBRAINER_PROVIDERS__LLM__BASE_URL" in bare.stdout
+
+
+def test_scrub_keeps_the_suites_own_settings_and_clean_env_drops_hf(monkeypatch):
+    environ = {**CALLERS, "OVERBRAINER_TEST_CACHE": "/tmp/cache", "PATH": "/bin"}
+    assert sorted(scrub_environ(environ)) == sorted(CALLERS)
+    assert environ == {"OVERBRAINER_TEST_CACHE": "/tmp/cache", "PATH": "/bin"}
+    monkeypatch.setenv("HF_HOME", "/somewhere")
+    monkeypatch.setenv("NO_COLOR", "1")
+    env = clean_env({"HF_TOKEN": "given by the test"})
+    assert "HF_HOME" not in env and "NO_COLOR" not in env and env["HF_TOKEN"] == "given by the test"
