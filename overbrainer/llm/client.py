@@ -148,22 +148,20 @@ class LlmClient:
         """One chat as the provider means it: a moderation flag becomes a flagged answer; a 402
         naming a limit the account can afford is sent once more with that limit when it is at
         least what the caller needs (`req.min_tokens`), else it stops everything."""
-        try:
-            return self._exchange(req, max_tokens, structured, on_retry, stop)
-        except Moderated as e:
-            log.debug("%s/%s: %s", self.provider_name, self.model, e)
-            return ChatResponse("", None, NONE, CONTENT_FILTER, Usage(), flagged=e.reasons)
-        except CreditsError as e:
-            need = min(req.min_tokens or max_tokens, max_tokens)
-            if e.afford is None or not need <= e.afford < max_tokens:
-                raise
-            if on_retry is not None:
-                on_retry(f"{e}; retrying once with max_tokens {e.afford}")
-            allowed = e.afford
-        try:
-            return self._exchange(req, allowed, structured, on_retry, stop)
-        except Moderated as e:
-            return ChatResponse("", None, NONE, CONTENT_FILTER, Usage(), flagged=e.reasons)
+        limit, need = max_tokens, min(req.min_tokens or max_tokens, max_tokens)
+        for second in (False, True):
+            try:
+                return self._exchange(req, limit, structured, on_retry, stop)
+            except Moderated as e:
+                log.debug("%s/%s: %s", self.provider_name, self.model, e)
+                return ChatResponse("", None, NONE, CONTENT_FILTER, Usage(), flagged=e.reasons)
+            except CreditsError as e:
+                if second or e.afford is None or not need <= e.afford < limit:
+                    raise
+                if on_retry is not None:
+                    on_retry(f"{e}; retrying once with max_tokens {e.afford}")
+                limit = e.afford
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def chat(
         self,
@@ -235,19 +233,10 @@ def connect(
                 f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
                 fatal=True,
             )
-    dialect = None
-    if protocol == "openai":
-        dialect = getattr(provider, "dialect", None) or dialects.guess(base_url)
-        if dialect not in dialects.DIALECTS:
-            raise ConfigError(f"providers.{name}.dialect must be one of {', '.join(dialects.DIALECTS)}")
-    else:
-        refused = thinking.problems(f"the role on provider {name}", role)
-        if refused:
-            raise ConfigError(refused[0])
+    dialect = _dialect(provider, protocol, role, base_url)
     concurrency = int(getattr(pipeline, "concurrency", 8) or 8)
     channel = channel_for(name, base_url, concurrency)
-    guessed = getattr(provider, "dialect_guessed", None)
-    _announce(channel, protocol, dialect, not getattr(provider, "dialect", None) if guessed is None else guessed)
+    _announce(channel, protocol, dialect, provider)
     channel.breaker.configure(concurrency, float(getattr(pipeline, "request_timeout_secs", 600) or 600))
     wire = PROTOCOLS[protocol]
     book = prices if prices is not None else PriceBook()
@@ -265,13 +254,30 @@ def connect(
     )
 
 
-def _announce(channel: Channel, protocol: str, dialect: str | None, guessed: bool) -> None:
+def _dialect(provider: Any, protocol: str, role: Any, base_url: str) -> str | None:
+    """The openai provider's dialect (as set, else what its URL suggests); for anthropic, None
+    once the role's thinking is one the reference takes (ConfigError otherwise)."""
+    if protocol == "openai":
+        dialect = getattr(provider, "dialect", None) or dialects.guess(base_url)
+        if dialect not in dialects.DIALECTS:
+            raise ConfigError(f"providers.{provider.name}.dialect must be one of {', '.join(dialects.DIALECTS)}")
+        return dialect
+    refused = thinking.problems(f"the role on provider {provider.name}", role)
+    if refused:
+        raise ConfigError(refused[0])
+    return None
+
+
+def _announce(channel: Channel, protocol: str, dialect: str | None, provider: Any) -> None:
     """Say once per provider how it is spoken to (the dialect, and whether it was guessed)."""
-    if getattr(channel, "announced", False):
+    if channel.announced:
         return
     channel.announced = True
     if dialect is None:
         log.info("provider %s: %s protocol", channel.name, protocol)
         return
+    guessed = getattr(provider, "dialect_guessed", None)
+    if guessed is None:  # a duck-typed provider: guessed when it names none
+        guessed = not getattr(provider, "dialect", None)
     how = "guessed from its base URL" if guessed else "set in the configuration"
     log.info("provider %s: openai protocol, %s dialect (%s)", channel.name, dialect, how)

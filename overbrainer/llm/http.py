@@ -60,6 +60,7 @@ class Channel:
         self.session.headers["User-Agent"] = f"overbrainer/{__version__}"
         self.pool_size = 0
         self.not_before = 0.0
+        self.announced = False  # the client said how this provider is spoken to
         self.breaker = Breaker()
         self._lock = threading.Lock()
         self.ensure_pool(pool_size)
