@@ -59,16 +59,21 @@ def _role_text(r: Role, protocol: str | None = None) -> str:
         if getattr(r, k) is not None:
             extra.append(f"{k}: {_fmt(getattr(r, k))}")
     if protocol == "anthropic":
-        mode = thinking_mode(r)
-        if mode is not None:
-            extra.append(f"thinking: {mode}" + ("" if r.thinking else " (by model family)"))
+        extra += thinking_text(r)
     return f"{r.provider}/{r.model} ({', '.join(extra)})"
 
 
-def thinking_mode(r: Role) -> str | None:
-    from overbrainer.llm.thinking import mode
+def thinking_text(r: Role) -> list[str]:
+    """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
+    from overbrainer.llm.thinking import mode, supported
 
-    return mode(r)
+    chosen = mode(r)
+    if chosen is None:
+        return []
+    if r.thinking:
+        return [f"thinking: {chosen}"]
+    why = "by model family" if supported(r.model) is not None else "by thinking_budget, model family unknown"
+    return [f"thinking: {chosen} ({why})"]
 
 
 def dialect_text(p) -> str:

@@ -214,3 +214,8 @@ def test_openrouter_bills_are_the_cost_and_the_estimate_stays_beside(fake_provid
     other = make(fake_provider, "vllm", model="deepseek/deepseek-r1")
     s = other.spend(other.chat(ChatRequest("q")))
     assert not s.billed and s.cost == s.estimate
+    fake_provider.dialect = "generic"  # a reseller that reports its bill the OpenRouter way
+    fake_provider.script({"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost": 0.5}})
+    generic = make(fake_provider, "generic", model="deepseek/deepseek-r1")
+    assert generic.spend(generic.chat(ChatRequest("q"))).cost == 0.5
