@@ -149,11 +149,10 @@ def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
                     publish(ItemFailed(STAGE, outcome.item.id, str(outcome.error), False))
                     work.stop()
                 return
-            line, usage = outcome.value
+            line, usage, spent = outcome.value
             out.append(line)
             done[(line["id"], line["child_first"])] = line
             total = total + usage
-            spent = judge.client.cost(usage)
             if spent is not None:
                 cost = (cost or 0.0) + spent
             publish(ItemDone(STAGE, line["id"], usage, spent))
