@@ -130,13 +130,13 @@ def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
                          admit=proc.admit)
 
     with Appender(judge.path) as out:
-        def keep(line: dict, usage) -> None:
+        def keep(line: dict, usage, cost: float | None) -> None:
             out.append(line)
             done[(line["id"], line["child_first"])] = line
-            tally.add(line["id"], usage, judge.client.cost(usage) if usage is not None else None)
+            tally.add(line["id"], usage, cost)
 
         for line in errors:
-            keep(line, None)
+            keep(line, None, None)
         ending = proc.run(Work(tasks, ask, lambda task, value: keep(*value), ident=lambda task: task.id))
     tally.publish(StageFinished(STAGE, StageStats(done=len(done), usage=tally.usage, cost=tally.cost)))
     resume = f"resume with `overbrainer compare --rejudge {judge.setup['compare']}`"

@@ -158,29 +158,33 @@ class Judge:
         return tasks, errors
 
     def ask(self, task: Task, on_retry: Callable[[str], None] | None = None,
-            admit: Callable[[], None] | None = None) -> tuple[dict, Any]:
-        """One verdict line (asked at most twice) and the usage of every reply. `admit()` is
-        called before each request (it raises Interrupted once the judge is stopping)."""
+            admit: Callable[[], None] | None = None) -> tuple[dict, Any, float | None]:
+        """One verdict line (asked at most twice), the usage of every reply and what they cost
+        (the provider's bills where it reports them, else the listed-price estimate). `admit()`
+        is called before each request (it raises Interrupted once the judge is stopping)."""
         from overbrainer.llm.types import ChatRequest
         from overbrainer.support.usage import Usage
 
-        usage = Usage(0, 0)
+        usage, cost = Usage(0, 0), None
         for attempt in range(TRIES):
             if admit is not None:
                 admit()
             response = self.client.chat(ChatRequest(user=task.prompt, structured=True, schema="verdict"),
                                         on_retry=on_retry)
             usage = usage + response.usage
+            spent = self.client.spend(response).cost
+            if spent is not None:
+                cost = (cost or 0.0) + spent
             parsed = parse_verdict(response.content)
             if parsed is not None:
                 line = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
                 if parsed[1]:
                     line["reason"] = parsed[1]
                 line["child_first"] = task.child_first
-                return line, usage
+                return line, usage, cost
             if attempt + 1 < TRIES:
                 log.info("judge: %s: the verdict could not be read; asking again", task.id)
-        return {"id": task.id, "verdict": UNPARSED, "child_first": task.child_first}, usage
+        return {"id": task.id, "verdict": UNPARSED, "child_first": task.child_first}, usage, cost
 
     def final(self, done: dict[tuple[str, bool], dict]) -> tuple[list[dict], int | None, int | None]:
         """The verdict of each question in setup order, plus (flips, pairs) with both orders."""

@@ -12,8 +12,10 @@ from typing import Any, Mapping
 from overbrainer.config import build_train
 from overbrainer.config.fields import Table, origin, unknown
 from overbrainer.config.model import (
+    DIALECTS,
     EFFORTS,
     PROTOCOLS,
+    THINKING_MODES,
     ROLE_NAMES,
     Config,
     Pipeline,
@@ -107,9 +109,20 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         protocol = t.choice("protocol", PROTOCOLS, required=True)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
+        dialect = t.choice("dialect", DIALECTS)
         t.finish()
-        if protocol is not None:
-            out[name] = Provider(name, protocol, base_url, api_key)
+        if protocol is None:
+            continue
+        guessed = False
+        if protocol != "openai":
+            if dialect is not None:
+                t.problem("dialect", "only for an openai provider (the anthropic protocol has none)")
+            dialect = None
+        elif dialect is None:
+            from overbrainer.llm.dialects import guess
+
+            dialect, guessed = guess(base_url), True
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed)
     return out
 
 
@@ -126,6 +139,7 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
     temperature = t.float("temperature", rule=(lambda x: 0 <= x <= 2, "must be in [0, 2]"))
     effort = t.choice("reasoning_effort", EFFORTS)
     budget = t.int("thinking_budget", min=0, max=U32)
+    mode = t.choice("thinking", THINKING_MODES)
     t.finish()
     problems = t.problems
     p = providers.get(provider) if provider else None
@@ -144,11 +158,26 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
             problems.append(f"roles.{name}.thinking_budget: cannot be combined with reasoning_effort")
         if not 1024 <= budget < max_tokens:
             problems.append(f"roles.{name}.thinking_budget: must be at least 1024 and less than max_tokens")
+    if mode is not None:
+        if p is not None and p.protocol != "anthropic":
+            problems.append(f"roles.{name}.thinking: only for an anthropic provider")
+        if not reasoning:
+            problems.append(f"roles.{name}.thinking: requires reasoning = true")
     if name == "embedder" and p is not None and p.protocol == "anthropic":
         problems.append("roles.embedder: the anthropic protocol has no embeddings, use an openai provider")
     if provider is None or model is None:
         return None
-    return Role(provider, model, reasoning, max_tokens, temperature, effort, budget)
+    role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
+    if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
+        from overbrainer.llm.thinking import problems as refused
+
+        problems.extend(refused(f"roles.{name}", role))
+    return role
+
+
+def problems_before(problems: list[str], role_name: str) -> bool:
+    """Whether a problem of this role was already found (the family check then stays quiet)."""
+    return any(p.startswith((f"roles.{role_name}.", f"roles.{role_name}:")) for p in problems)
 
 
 def _roles(root: Table, providers: dict[str, Provider], declared: set[str]) -> Roles | None:

@@ -53,12 +53,31 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _role_text(r: Role) -> str:
+def _role_text(r: Role, protocol: str | None = None) -> str:
     extra = [f"reasoning: {_fmt(r.reasoning)}", f"max_tokens: {r.max_tokens}"]
     for k in ("temperature", "reasoning_effort", "thinking_budget"):
         if getattr(r, k) is not None:
             extra.append(f"{k}: {_fmt(getattr(r, k))}")
+    if protocol == "anthropic":
+        extra += thinking_text(r)
     return f"{r.provider}/{r.model} ({', '.join(extra)})"
+
+
+def thinking_text(r: Role) -> list[str]:
+    """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
+    from overbrainer.llm.thinking import mode, supported
+
+    chosen = mode(r)
+    if chosen is None:
+        return []
+    if r.thinking:
+        return [f"thinking: {chosen}"]
+    why = "by model family" if supported(r.model) is not None else "by thinking_budget, model family unknown"
+    return [f"thinking: {chosen} ({why})"]
+
+
+def dialect_text(p) -> str:
+    return f"{p.dialect} (guessed from base_url)" if p.dialect_guessed else p.dialect
 
 
 def _client_text(t: SshTarget | RunpodTarget) -> str:
@@ -98,10 +117,13 @@ def lines(config: Config) -> list[tuple[str, str]]:
         out.append((f"topics.{t.name}", f"{t.subtopics} subtopics x {t.questions_per_subtopic} questions"))
     for name, p in config.providers.items():
         out.append((f"providers.{name}.protocol", p.protocol))
+        if p.dialect is not None:
+            out.append((f"providers.{name}.dialect", dialect_text(p)))
         out.append((f"providers.{name}.base_url", _fmt(show_url(p.base_url))))
         out.append((f"providers.{name}.api_key", _fmt(_secret(p.api_key))))
     for name, role in config.roles.all():
-        out.append((f"roles.{name}", _role_text(role)))
+        provider = config.providers.get(role.provider)
+        out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
     out.append(("pipeline", _section(config.pipeline)))
     tr = config.training
     if tr is None:
@@ -156,7 +178,8 @@ def data(config: Config) -> dict[str, Any]:
     return {
         "project": {"name": config.project.name},
         "topics": [asdict(t) for t in config.topics],
-        "providers": {n: {"protocol": p.protocol, "base_url": show_url(p.base_url), "api_key": _secret(p.api_key)}
+        "providers": {n: {"protocol": p.protocol, "dialect": p.dialect, "dialect_guessed": p.dialect_guessed,
+                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key)}
                       for n, p in config.providers.items()},
         "roles": {n: (asdict(r) if r is not None else None)
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),

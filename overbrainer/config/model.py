@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
 
 PROTOCOLS = ("openai", "anthropic")
+DIALECTS = ("openai", "openrouter", "llamacpp", "ollama", "vllm", "generic")  # llm/dialects.py
+THINKING_MODES = ("adaptive", "enabled")  # llm/thinking.py
 EFFORTS = ("none", "low", "medium", "high")
 ADAPTERS = ("lora", "qlora", "full")
 RUNTIMES = ("native", "docker")
@@ -55,6 +57,8 @@ class Provider:
     protocol: str  # openai | anthropic
     base_url: str | None = None  # env only
     api_key: "Secret | None" = None  # env only; None = no auth header
+    dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
+    dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
 
 
 @frozen
@@ -66,6 +70,7 @@ class Role:
     temperature: float | None = None
     reasoning_effort: str | None = None  # none | low | medium | high
     thinking_budget: int | None = None
+    thinking: str | None = None  # anthropic: adaptive | enabled (None: by model family)
 
 
 ROLE_NAMES = ("generator", "parent", "embedder", "judge")

@@ -56,7 +56,7 @@ def _probe_role(config: Config, name: str, role) -> Probe:
 
 
 def _ask(provider, role, *, embeds: bool) -> str:
-    from overbrainer.llm import anthropic_protocol, openai_protocol
+    from overbrainer.llm import anthropic_protocol, dialects, openai_protocol
     from overbrainer.llm.errors import LlmError
     from overbrainer.llm.http import channel_for, request_once
     from overbrainer.llm.prices import entries
@@ -71,7 +71,10 @@ def _ask(provider, role, *, embeds: bool) -> str:
     except LlmError as e:
         if e.status not in _NO_LISTING or embeds:
             raise
-        body = wire.chat_body(role, ChatRequest(user="Say OK."), 1, False)
+        if wire is openai_protocol:
+            body = wire.chat_body(role, ChatRequest(user="Say OK."), 1, False, dialects.get(provider.dialect))
+        else:
+            body = wire.chat_body(role, ChatRequest(user="Say OK."), 1, False)
         request_once(channel, "POST", wire.CHAT_PATH, body=body, headers=headers, timeout=PROBE_TIMEOUT)
         return "answered a 1-token chat (no model listing)"
     listed = entries(doc) or []

@@ -48,12 +48,15 @@ class HistoryEntry:
     cost: float | None = None
     split: dict | None = None  # {"train": n, "eval": n, "orphaned": n}, split lines only
     backfilled: bool = False
+    cost_estimate: float | None = None  # listed-price estimate beside a billed `cost`
 
     def to_dict(self) -> dict:
         d = {"stage": self.stage, "started_at": self.started_at, "ended_at": self.ended_at,
              "status": self.status, "provider": self.provider, "model": self.model, "done": self.done,
              "skipped": self.skipped, "failed": self.failed, "excluded": self.excluded,
              "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
+        if self.cost_estimate is not None:
+            d["cost_estimate"] = self.cost_estimate
         if self.split is not None:
             d["split"] = {"train": self.split["train"], "eval": self.split["eval"],
                           "orphaned": self.split["orphaned"]}
@@ -99,10 +102,14 @@ class HistoryEntry:
         backfilled = d.get("backfilled", False)
         if not isinstance(backfilled, bool):
             raise ValueError("`backfilled` must be a boolean")
+        estimate = d.get("cost_estimate")
+        if estimate is not None and (isinstance(estimate, bool) or not isinstance(estimate, (int, float))):
+            raise ValueError("`cost_estimate` must be a number or null")
         return cls(d["stage"], d["started_at"], d["ended_at"], d["status"], opt_str("provider"),
                    opt_str("model"), count("done"), count("skipped"), count("failed"), count("excluded"),
                    count("input_tokens"), count("output_tokens"),
-                   None if cost is None else float(cost), split, backfilled)
+                   None if cost is None else float(cost), split, backfilled,
+                   None if estimate is None else float(estimate))
 
 
 def append_entries(project_dir: str | os.PathLike, entries: list[HistoryEntry]) -> None:
@@ -177,7 +184,8 @@ class HistoryRecorder:
                 stage=self._stage, started_at=self._started, ended_at=rfc3339(self._clock()), status=status,
                 provider=self._provider, model=self._model, done=stats.done, skipped=stats.skipped,
                 failed=stats.failed, excluded=stats.excluded, input_tokens=stats.usage.input_tokens,
-                output_tokens=stats.usage.output_tokens, cost=stats.cost, split=split_counts)
+                output_tokens=stats.usage.output_tokens, cost=stats.cost, split=split_counts,
+                cost_estimate=stats.cost_estimate)
             self._stage = None
             self.last = entry
         try:

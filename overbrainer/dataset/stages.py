@@ -18,3 +18,6 @@ class StageStats:
     excluded: int = 0
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
+    # The listed-price estimate, kept beside `cost` when the provider billed some requests itself
+    # (`cost` then counts the bills); None when `cost` is the estimate.
+    cost_estimate: float | None = None

@@ -1,10 +1,11 @@
-"""The `anthropic` protocol: the Messages API. No embeddings, no response_format."""
+"""The `anthropic` protocol: the Messages API. No embeddings, no response_format; thinking is
+`adaptive` or `enabled` + budget by model family (llm/thinking.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from overbrainer.llm import reasoning
+from overbrainer.llm import reasoning, thinking
 from overbrainer.llm.errors import invalid
 from overbrainer.llm.types import LENGTH, OTHER, REFUSAL, STOP, ChatRequest, ChatResponse
 from overbrainer.support.usage import Usage
@@ -31,15 +32,14 @@ def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool) ->
     temperature = getattr(role, "temperature", None)
     if temperature is not None:
         body["temperature"] = temperature
-    effort = getattr(role, "reasoning_effort", None)
-    if getattr(role, "reasoning", False) and effort != "none":
-        budget = getattr(role, "thinking_budget", None)
-        if budget is not None:
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        else:
-            body["thinking"] = {"type": "adaptive"}
-            if effort:
-                body["output_config"] = {"effort": effort}
+    chosen = thinking.mode(role)
+    if chosen == thinking.ENABLED:
+        body["thinking"] = {"type": "enabled", "budget_tokens": getattr(role, "thinking_budget", None)}
+    elif chosen == thinking.ADAPTIVE:
+        body["thinking"] = {"type": "adaptive"}
+        effort = getattr(role, "reasoning_effort", None)
+        if effort:
+            body["output_config"] = {"effort": effort}
     return body
 
 

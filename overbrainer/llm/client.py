@@ -1,5 +1,8 @@
 """`connect()` builds the client of one role; `LlmClient` sends chats and embeddings through the
-provider's shared channel with the retry policy and the provider's circuit breaker.
+provider's shared channel with the retry policy and the provider's circuit breaker, in the
+provider's dialect (llm/dialects.py), and decides what an error answer means for the caller: a
+moderation flag is an answer (`ChatResponse.flagged`), a 402 that names an affordable limit is
+retried once with it, money errors stop everything (`credits: …`).
 
 The model's price is looked up beside the work (PriceBook.lookup): the first request never waits
 for the provider's model listing; a cost is computed once the listing has been read."""
@@ -12,12 +15,14 @@ import threading
 from typing import Any, Callable
 
 from overbrainer.errors import ConfigError
-from overbrainer.llm import anthropic_protocol, openai_protocol
-from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, LlmError, unsupported
+from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
+from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
 from overbrainer.llm.http import Channel, channel_for, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
-from overbrainer.llm.types import ChatRequest, ChatResponse
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import CONTENT_FILTER, NONE, ChatRequest, ChatResponse
 from overbrainer.support import redact
+from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +59,12 @@ class LlmClient:
         api_key: str | None,
         price: Price | PendingPrice | None,
         stop: threading.Event | None = None,
+        dialect: str | None = None,
     ):
         self.provider_name = provider_name
         self.protocol = protocol
+        self.dialect = (dialect or dialects.GENERIC) if protocol == "openai" else None
+        self._dialect = dialects.get(self.dialect) if self.dialect else None
         self.model = role.model
         self.role = role
         self._price = price
@@ -70,7 +78,7 @@ class LlmClient:
         self._structured_ok = protocol == "openai"
 
     def __repr__(self) -> str:
-        return f"LlmClient({self.provider_name}/{self.model}, {self.protocol})"
+        return f"LlmClient({self.provider_name}/{self.model}, {self.dialect or self.protocol})"
 
     @property
     def price(self) -> Price | None:
@@ -80,8 +88,21 @@ class LlmClient:
         return self._price
 
     def cost(self, usage) -> float | None:
+        """The listed-price estimate of one request that used `usage`."""
         price = self.price
         return None if price is None else price.cost(usage)
+
+    def spend(self, response: ChatResponse) -> Spend:
+        """What `response` cost: the provider's bill when its dialect reports one, else the
+        estimate from the listed prices (kept beside the bill). A flagged input cost nothing."""
+        if response.flagged is not None:
+            return Spend(0.0, 0.0)
+        price = self.price
+        estimate = None if price is None else price.cost(response.usage, response.reasoning_tokens)
+        billed = response.billed if self._dialect is not None and self._dialect.billed_cost else None
+        if billed is not None:
+            return Spend(billed, estimate, True)
+        return Spend(estimate, estimate)
 
     def drop_structured(self, why: str) -> None:
         """The provider refused structured output: ask for plain text from now on."""
@@ -90,7 +111,17 @@ class LlmClient:
                      self.model, why)
         self._structured_ok = False
 
-    def _send(self, path: str, body: dict, on_retry, stop) -> Any:
+    def _send(self, path: str, body: dict, on_retry, stop, chat: bool = False) -> Any:
+        explain = inspect = None
+        if chat:
+            protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
+
+            def explain(status, raw, retry_after):
+                return meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
+
+            if protocol == "openai":
+                def inspect(doc):
+                    return meanings.in_body(doc, name, dialect)
         return send(
             self.channel,
             "POST",
@@ -101,7 +132,36 @@ class LlmClient:
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
+            explain=explain,
+            inspect=inspect,
         )
+
+    def _exchange(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
+        wire = self._wire
+        if wire is openai_protocol:
+            body = wire.chat_body(self.role, req, max_tokens, structured, self._dialect)
+        else:
+            body = wire.chat_body(self.role, req, max_tokens, structured)
+        return wire.parse_chat(self._send(wire.CHAT_PATH, body, on_retry, stop, chat=True))
+
+    def _ask(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
+        """One chat as the provider means it: a moderation flag becomes a flagged answer; a 402
+        naming a limit the account can afford is sent once more with that limit when it is at
+        least what the caller needs (`req.min_tokens`), else it stops everything."""
+        limit, need = max_tokens, min(req.min_tokens or max_tokens, max_tokens)
+        for second in (False, True):
+            try:
+                return self._exchange(req, limit, structured, on_retry, stop)
+            except Moderated as e:
+                log.debug("%s/%s: %s", self.provider_name, self.model, e)
+                return ChatResponse("", None, NONE, CONTENT_FILTER, Usage(), flagged=e.reasons)
+            except CreditsError as e:
+                if second or e.afford is None or not need <= e.afford < limit:
+                    raise
+                if on_retry is not None:
+                    on_retry(f"{e}; retrying once with max_tokens {e.afford}")
+                limit = e.afford
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def chat(
         self,
@@ -114,19 +174,15 @@ class LlmClient:
         stops asking for structured output. Any other error (transport ones too) is raised."""
         max_tokens = req.max_tokens or self._max_tokens
         structured = req.structured and self._structured_ok
-        wire = self._wire
         try:
-            body = wire.chat_body(self.role, req, max_tokens, structured)
-            doc = self._send(wire.CHAT_PATH, body, on_retry, stop)
-            return wire.parse_chat(doc)
+            return self._ask(req, max_tokens, structured, on_retry, stop)
         except LlmError as e:
             if not structured or not refuses_structured(e):
                 raise
             self.drop_structured(str(e))
             if on_retry is not None:
                 on_retry(f"{e}; retrying without structured output")
-        doc = self._send(wire.CHAT_PATH, wire.chat_body(self.role, req, max_tokens, False), on_retry, stop)
-        return wire.parse_chat(doc)
+        return self._ask(req, max_tokens, False, on_retry, stop)
 
     def embed(
         self,
@@ -177,8 +233,10 @@ def connect(
                 f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
                 fatal=True,
             )
+    dialect = _dialect(provider, protocol, role, base_url)
     concurrency = int(getattr(pipeline, "concurrency", 8) or 8)
     channel = channel_for(name, base_url, concurrency)
+    _announce(channel, protocol, dialect, provider)
     channel.breaker.configure(concurrency, float(getattr(pipeline, "request_timeout_secs", 600) or 600))
     wire = PROTOCOLS[protocol]
     book = prices if prices is not None else PriceBook()
@@ -192,4 +250,34 @@ def connect(
         api_key=api_key,
         price=price,
         stop=stop,
+        dialect=dialect,
     )
+
+
+def _dialect(provider: Any, protocol: str, role: Any, base_url: str) -> str | None:
+    """The openai provider's dialect (as set, else what its URL suggests); for anthropic, None
+    once the role's thinking is one the reference takes (ConfigError otherwise)."""
+    if protocol == "openai":
+        dialect = getattr(provider, "dialect", None) or dialects.guess(base_url)
+        if dialect not in dialects.DIALECTS:
+            raise ConfigError(f"providers.{provider.name}.dialect must be one of {', '.join(dialects.DIALECTS)}")
+        return dialect
+    refused = thinking.problems(f"the role on provider {provider.name}", role)
+    if refused:
+        raise ConfigError(refused[0])
+    return None
+
+
+def _announce(channel: Channel, protocol: str, dialect: str | None, provider: Any) -> None:
+    """Say once per provider how it is spoken to (the dialect, and whether it was guessed)."""
+    if channel.announced:
+        return
+    channel.announced = True
+    if dialect is None:
+        log.info("provider %s: %s protocol", channel.name, protocol)
+        return
+    guessed = getattr(provider, "dialect_guessed", None)
+    if guessed is None:  # a duck-typed provider: guessed when it names none
+        guessed = not getattr(provider, "dialect", None)
+    how = "guessed from its base URL" if guessed else "set in the configuration"
+    log.info("provider %s: openai protocol, %s dialect (%s)", channel.name, dialect, how)

@@ -61,6 +61,27 @@ class ProviderUnreachable(LlmError):
     def __init__(self, provider: str, base_url: str, reason: str):
         super().__init__(f"provider {provider} ({base_url}) is unreachable: {reason}; nothing more was sent",
                          fatal=True, reason=f"provider unreachable ({reason})")
+class CreditsError(LlmError):
+    """The provider will not run the request on the account's money: out of credits, a quota
+    spent, or (OpenRouter's 402) not enough for the asked `max_tokens`, where `afford` is the
+    limit the balance still covers. Fatal: the stage stops at once (`credits: …`)."""
+
+    def __init__(self, provider: str, text: str, *, status: int | None, afford: int | None = None):
+        super().__init__(f"credits: provider {provider}: {text}", fatal=True, status=status,
+                         reason="credits")
+        self.afford = afford
+
+
+class Moderated(LlmError):
+    """The provider's moderation flagged this input (OpenRouter's 403): the item is excluded,
+    the stage goes on. `reasons` is what the provider said was flagged."""
+
+    def __init__(self, provider: str, reasons: str, status: int = 403):
+        super().__init__(f"provider {provider}: the input was flagged by moderation ({reasons})",
+                         status=status, reason="flagged by moderation")
+        self.reasons = reasons
+
+
 UNSUPPORTED_EMBEDDINGS = "embeddings are not supported by this protocol"
 
 

@@ -28,8 +28,8 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from overbrainer import __version__
 from overbrainer.llm.breaker import Breaker
-from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, auth_error, invalid
-from overbrainer.support.redact import redact
+from overbrainer.llm import meanings
+from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, invalid
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +37,16 @@ CONNECT_TIMEOUT = 30.0
 RETRY_AFTER_CAP = 600.0
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 60.0
-MESSAGE_CAP = 300
 _CHUNK = 64 * 1024
-_FATAL_STATUS = (401, 402, 403, 404)
 _TRIP_POLL = 0.05  # how often a retry's wait looks at the breaker while it also waits on `stop`
 
 # Transport failure kinds (the breaker counts a streak of one kind) and their words.
-REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT, SERVER = (
+REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (
     "connection refused", "DNS lookup failed", "TLS handshake failed", "timed out",
-    "the answer was cut off", "cannot connect", "server error")
+    "the answer was cut off", "cannot connect")
+SERVER = meanings.SERVER
+# What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
+Explain = Callable[[int, bytes, "float | None"], LlmError]
 
 
 class Channel:
@@ -59,6 +60,7 @@ class Channel:
         self.session.headers["User-Agent"] = f"overbrainer/{__version__}"
         self.pool_size = 0
         self.not_before = 0.0
+        self.announced = False  # the client said how this provider is spoken to
         self.breaker = Breaker()
         self._lock = threading.Lock()
         self.ensure_pool(pool_size)
@@ -151,33 +153,9 @@ def parse_retry_after(value: str | None) -> float | None:
     return seconds
 
 
-def _error_text(body: bytes) -> str:
-    text = None
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict):
-        err = doc.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            text = err["message"]
-        elif isinstance(err, str):
-            text = err
-    if text is None:
-        text = body.decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return redact(text[:MESSAGE_CAP]) or "(empty body)"
-
-
 def status_error(status: int, body: bytes, retry_after: float | None, provider: str = "?") -> LlmError:
-    if status in (401, 403):
-        return auth_error(provider, status)
-    message = f"HTTP {status}: {_error_text(body)}"
-    retryable = status in (408, 429) or status >= 500
-    return LlmError(
-        message, fatal=status in _FATAL_STATUS, retryable=retryable, status=status, retry_after=retry_after,
-        transport=SERVER if status >= 500 else None,
-    )
+    """The error of a non-2xx answer, as every provider means it (llm/meanings.py)."""
+    return meanings.explain(status, body, retry_after, provider)
 
 
 def _connection_kind(exc: BaseException) -> str:
@@ -214,9 +192,11 @@ def request_once(
     headers: dict[str, str] | None = None,
     timeout: float,
     connect_timeout: float = CONNECT_TIMEOUT,
+    explain: Explain | None = None,
 ) -> Any:
-    """One HTTP exchange → the parsed JSON of a 2xx answer, else LlmError. `timeout` bounds the
-    whole exchange (connect, wait, body)."""
+    """One HTTP exchange → the parsed JSON of a 2xx answer, else LlmError (what the status means:
+    `explain`, by default as every provider means it). `timeout` bounds the whole exchange
+    (connect, wait, body)."""
     deadline = time.monotonic() + timeout
     data = None if body is None else json.dumps(body).encode()
     hdrs = dict(headers or {})
@@ -243,7 +223,10 @@ def request_once(
         resp.close()
     status = resp.status_code
     if status < 200 or status >= 300:
-        raise status_error(status, raw, parse_retry_after(resp.headers.get("Retry-After")), channel.name)
+        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+        if explain is not None:
+            raise explain(status, raw, retry_after)
+        raise status_error(status, raw, retry_after, channel.name)
     try:
         return json.loads(raw)
     except ValueError:
@@ -335,8 +318,12 @@ def send(
     max_retries: int,
     on_retry: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    explain: Explain | None = None,
+    inspect: Callable[[Any], "LlmError | None"] | None = None,
 ) -> Any:
-    """request_once with the retry policy, the shared cool-down and the circuit breaker."""
+    """request_once with the retry policy, the shared cool-down and the circuit breaker.
+    `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
+    if the answer had that status, retried when transient."""
     breaker = channel.breaker
 
     def unreachable() -> ProviderUnreachable:
@@ -349,7 +336,11 @@ def send(
         if breaker.tripped.is_set():
             raise unreachable()
         try:
-            doc = request_once(channel, method, path, body=body, headers=headers, timeout=timeout)
+            doc = request_once(channel, method, path, body=body, headers=headers, timeout=timeout,
+                               explain=explain)
+            carried = inspect(doc) if inspect is not None else None
+            if carried is not None:
+                raise carried
         except LlmError as e:
             # The provider said how long to wait: everybody waits, even when this request gives up.
             if e.status == 429 and e.retry_after is not None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from overbrainer.llm import reasoning
+from overbrainer.llm import dialects, reasoning
+from overbrainer.llm.dialects import Dialect
 from overbrainer.llm.errors import invalid
 from overbrainer.llm.types import (
     CONTENT_FILTER,
@@ -60,20 +62,20 @@ def headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool) -> dict:
+def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool,
+              dialect: Dialect | None = None) -> dict:
+    """The body of one chat in `dialect` (generic when None): the dialect's token-limit field
+    and its way of asking for reasoning (llm/dialects.py)."""
+    d = dialect or dialects.get(dialects.GENERIC)
     messages = []
     if req.system is not None:
         messages.append({"role": "system", "content": req.system})
     messages.append({"role": "user", "content": req.user})
-    body: dict[str, Any] = {"model": role.model, "messages": messages, "max_tokens": max_tokens}
+    body: dict[str, Any] = {"model": role.model, "messages": messages, d.token_field: max_tokens}
     temperature = getattr(role, "temperature", None)
     if temperature is not None:
         body["temperature"] = temperature
-    effort = getattr(role, "reasoning_effort", None)
-    if effort == "none":
-        body["reasoning_effort"] = "none"
-    elif getattr(role, "reasoning", False):
-        body["reasoning"] = {"effort": effort or "medium"}
+    body.update(dialects.reasoning_fields(d, role))
     if structured:
         body["response_format"] = FORMATS[req.schema]
     return body
@@ -88,6 +90,18 @@ def parse_usage(doc: Any) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     return Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+
+
+def _billed(usage: Any) -> float | None:
+    cost = usage.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+        return float(cost)
+    return None
+
+
+def _reasoning_tokens(usage: Any) -> int:
+    details = usage.get("completion_tokens_details")
+    return _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
 
 
 def parse_chat(doc: Any) -> ChatResponse:
@@ -115,7 +129,9 @@ def parse_chat(doc: Any) -> ChatResponse:
         finish = REFUSAL
     else:
         finish = _FINISH.get(choice.get("finish_reason"), OTHER)
-    return ChatResponse(content, thought, kind, finish, parse_usage(doc))
+    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    return ChatResponse(content, thought, kind, finish, parse_usage(doc), billed=_billed(usage),
+                        reasoning_tokens=_reasoning_tokens(usage))
 
 
 def embed_body(model: str, texts: list[str]) -> dict:

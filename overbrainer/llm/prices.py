@@ -24,15 +24,27 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens; `request`: USD per request (OpenRouter's `pricing.request`);
+    `reasoning_per_million`: the price of reasoning tokens when the listing gives one apart
+    (`pricing.internal_reasoning`), else they cost what output tokens cost."""
 
     input_per_million: float
     output_per_million: float
+    request: float = 0.0
+    reasoning_per_million: float | None = None
 
-    def cost(self, usage) -> float:
-        return (
-            usage.input_tokens * self.input_per_million + usage.output_tokens * self.output_per_million
-        ) / 1e6
+    def cost(self, usage, reasoning_tokens: int = 0) -> float:
+        """The estimate of one request that used `usage`, `reasoning_tokens` of its output
+        spent on reasoning."""
+        reasoning = 0
+        if self.reasoning_per_million is not None:
+            reasoning = max(0, min(int(reasoning_tokens), usage.output_tokens))
+            reasoning_cost = reasoning * self.reasoning_per_million
+        else:
+            reasoning_cost = 0.0
+        tokens = (usage.input_tokens * self.input_per_million
+                  + (usage.output_tokens - reasoning) * self.output_per_million + reasoning_cost)
+        return tokens / 1e6 + self.request
 
 
 def _per_million(value: Any, unit: Any) -> float | None:
@@ -50,6 +62,17 @@ def _per_million(value: Any, unit: Any) -> float | None:
     if not math.isfinite(number) or number < 0:
         return None
     return number
+
+
+def _per_request(value: Any) -> float:
+    """OpenRouter's `pricing.request`: USD per request, as a string; anything else counts 0."""
+    if not isinstance(value, str):
+        return 0.0
+    try:
+        number = float(value)
+    except ValueError:
+        return 0.0
+    return number if math.isfinite(number) and number > 0 else 0.0
 
 
 def entries(doc: Any) -> list | None:
@@ -73,7 +96,9 @@ def price_in(listing: list, model: str) -> Price | None:
         completion = _per_million(pricing.get("completion"), unit)
         if prompt is None or completion is None:
             return None
-        return Price(prompt, completion)
+        reasoning = _per_million(pricing.get("internal_reasoning"), unit)
+        return Price(prompt, completion, _per_request(pricing.get("request")),
+                     reasoning if reasoning else None)
     return None
 
 

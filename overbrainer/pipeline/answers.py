@@ -99,9 +99,12 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                                 reasoning=bool(role.reasoning), hides=hides)
         output.append(example)
         run.wrote()
-        cost = client.cost(response.usage)
-        run.spend(response.usage, cost)
-        run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)
+        if response.flagged is not None:
+            log.warning("answers: %s: the provider's moderation flagged the question (%s); "
+                        "excluded as refused", q.id, response.flagged)
+        spent = client.spend(response)
+        run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
+        run.item_done(q.id, response.usage, spent.cost, excluded=example.meta.excluded is not None)
 
     with output:
         return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id))

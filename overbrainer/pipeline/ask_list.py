@@ -17,6 +17,9 @@ log = logging.getLogger(__name__)
 CUT_SHORT = "the answer was cut short by the token limit; retrying with a higher limit"
 NOT_A_LIST = "the answer is not a list of strings"
 NO_LIST = "no list of strings after all retries"
+# The limit a list needs at least: a provider that can afford no more than this (OpenRouter's
+# 402 names the limit the balance covers) stops the stage rather than cut every list short.
+LIST_NEEDS = 2048
 
 
 def ask_list(
@@ -31,8 +34,9 @@ def ask_list(
 ) -> tuple[list[str], Usage, float | None]:
     """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
     error after the last attempt. `admit()` is called before each attempt (the stage's
-    processor: it raises Interrupted once the stage is stopping); `spend(usage, cost)` after each
-    attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP retries)."""
+    processor: it raises Interrupted once the stage is stopping); `spend(usage, cost, estimate,
+    billed)` (llm.spend.Spend's fields) after each attempt that got an answer; `retrying(message)`
+    before each re-ask (and on HTTP retries)."""
     from overbrainer.llm.errors import LlmError
     from overbrainer.llm.listparse import string_array
     from overbrainer.llm.types import LENGTH, ChatRequest
@@ -49,13 +53,17 @@ def ask_list(
             admit()
         # The client sends a structured request once more without response_format when the
         # provider rejects it (and says so through `retrying`); its error is final here.
-        request = ChatRequest(user=prompt, max_tokens=limit, structured=True)
+        request = ChatRequest(user=prompt, max_tokens=limit, structured=True,
+                              min_tokens=min(max_tokens, LIST_NEEDS))
         response = client.chat(request, on_retry=retrying)
-        c = client.cost(response.usage)
+        if response.flagged is not None:  # the same prompt would be flagged again
+            raise LlmError(f"the provider's moderation flagged the prompt ({response.flagged})")
+        spent = client.spend(response)
+        c = spent.cost
         usage = usage + response.usage
         if c is not None:
             cost = (cost or 0.0) + c
-        spend(response.usage, c)
+        spend(response.usage, c, spent.estimate, spent.billed)
         items = string_array(response.content or "")
         if items:
             return items, usage, cost

@@ -41,6 +41,10 @@ class StageRun:
         self.excluded = 0
         self.usage = Usage()
         self.cost: float | None = None
+        self.estimate: float | None = None  # listed-price estimate of every request (None: unknown)
+        self.billed = 0.0  # what the provider billed, over the requests it billed
+        self.billed_estimate: float | None = None  # the estimate of those same requests
+        self.any_billed = False
         self.provider: str | None = None
         self.model: str | None = None
 
@@ -59,12 +63,22 @@ class StageRun:
         if model:
             self.publish(StageModel(self.name, model))
 
-    def spend(self, usage: Usage, cost: float | None) -> None:
-        """Tokens (and cost) of one attempt: counted whatever becomes of the item."""
+    def spend(self, usage: Usage, cost: float | None, estimate: float | None = None,
+              billed: bool = False) -> None:
+        """Tokens (and cost) of one attempt: counted whatever becomes of the item. `billed`: the
+        provider said what `cost` is; `estimate` (the listed prices' figure) is kept beside it."""
         with self._lock:
             self.usage = self.usage + usage
             if cost is not None:
                 self.cost = (self.cost or 0.0) + cost
+            guess = estimate if billed else cost
+            if guess is not None:
+                self.estimate = (self.estimate or 0.0) + guess
+            if billed and cost is not None:
+                self.any_billed = True
+                self.billed += cost
+                if estimate is not None:
+                    self.billed_estimate = (self.billed_estimate or 0.0) + estimate
 
     def wrote(self, n: int = 1) -> None:
         """`n` records appended to the stage's output."""
@@ -107,10 +121,16 @@ class StageRun:
 
     def stats(self) -> StageStats:
         with self._lock:
-            return StageStats(self.done, self.skipped, self.failed, self.excluded, self.usage, self.cost)
+            return StageStats(self.done, self.skipped, self.failed, self.excluded, self.usage, self.cost,
+                              self.estimate if self.any_billed else None)
 
     def finished(self) -> StageStats:
+        from overbrainer.llm.spend import divergence
+
         stats = self.stats()
+        note = divergence(self.name, self.billed, self.billed_estimate) if self.any_billed else None
+        if note is not None:
+            log.warning("%s", note)
         self.publish(StageFinished(self.name, stats))
         return stats
 
@@ -180,6 +200,8 @@ class StageResult:
                "written": self.written, "stopped": self.stopped, "interrupted": self.interrupted,
                "input_tokens": st.usage.input_tokens, "output_tokens": st.usage.output_tokens,
                "cost": cost_value(st.cost, st.usage)}
+        if st.cost_estimate is not None:
+            out["cost_estimate"] = round(st.cost_estimate, 8)
         if self.stopped:
             out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
         return out

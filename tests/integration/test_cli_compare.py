@@ -210,3 +210,19 @@ def test_plan_picks_the_newest_gguf_and_writes_setup(project, fake_provider):
         new.name, compare_id, 42, "Q4_K_M", "b11320")
     assert (setup["base_model"], setup["context"]) == ("HuggingFaceTB/SmolLM2-135M-Instruct", 2048)
     assert setup["gguf"] == f"output/gguf/{new.name}-Q4_K_M.gguf" and setup["created"].endswith("Z")
+
+
+def test_a_judge_that_bills_costs_what_it_billed(project, fake_provider, cli):
+    """An OpenRouter judge: its bills (here 3× the listed prices) are the judge stage's cost."""
+    staged = stage_compare(project, OUTCOMES)
+    fake_provider.responder = staged.judge
+    fake_provider.dialect = "openrouter"
+    fake_provider.models = {"deepseek/deepseek-r1": (1.0, 2.0)}
+    fake_provider.billing_factor = 3.0
+    env = {**project.env, "OVERBRAINER_PROVIDERS__FAKE__DIALECT": "openrouter"}
+    r = cli(["--json", "-C", project.dir, "compare", "--rejudge", staged.compare_id], env=env)
+    assert r.returncode == 0, r.stderr
+    [finished] = [e for e in map(json.loads, r.stderr.splitlines()) if e.get("event") == "stage_finished"]
+    usage = finished["stats"]["usage"]
+    listed = (usage["input_tokens"] * 1.0 + usage["output_tokens"] * 2.0) / 1e6
+    assert finished["stage"] == "judge" and abs(finished["stats"]["cost"] - 3 * listed) < 1e-9

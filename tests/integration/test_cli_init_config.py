@@ -39,6 +39,7 @@ def test_init_then_config_check(cli, tmp_path):
     r = cli(["-C", "demo", "config", "check"], cwd=tmp_path, env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
     assert "providers.llm.base_url = http://127.0.0.1:11434/v1" in r.stdout.splitlines()
+    assert "providers.llm.dialect = ollama (guessed from base_url)" in r.stdout.splitlines()
     assert "providers.llm.api_key = (unset)" in r.stdout.splitlines()
     assert r.stdout.startswith("project.name = demo\n")
 
@@ -76,7 +77,8 @@ def test_config_check_json(cli, project):
     r = cli(["--json", "-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["providers"]["llm"] == {"protocol": "openai", "base_url": "http://127.0.0.1:11434/v1", "api_key": None}
+    assert data["providers"]["llm"] == {"protocol": "openai", "dialect": "ollama", "dialect_guessed": True,
+                                        "base_url": "http://127.0.0.1:11434/v1", "api_key": None}
     assert data["project"]["name"] == "demo" and data["pipeline"]["concurrency"] == 8
 
 

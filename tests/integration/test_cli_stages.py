@@ -33,8 +33,8 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     assert hist[3]["split"] == {"train": 11, "eval": 1, "orphaned": 0} and hist[3]["model"] is None
     paths = {r.path for r in fake_provider.chat_requests()}
     assert paths == {"/messages" if protocol == "anthropic" else "/chat/completions"}
-    if protocol == "anthropic":  # Anthropic thinking is a summary: usable only without reasoning
-        assert {a["meta"]["reasoning_kind"] for a in project.records("answers")} == {"summary"}
+    if protocol == "anthropic":  # no thinking asked (reasoning = false): no thinking block comes back
+        assert {a["meta"]["reasoning_kind"] for a in project.records("answers")} == {"none"}
 
     # A second run resumes: every stage skips what is on disk.
     fake_provider.clear()

@@ -279,7 +279,7 @@ def test_other_statuses(fake_provider):
     fake_provider.script(Fault(402, b"pay up " + b"x" * 400))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))
-    assert e.value.fatal and str(e.value) == "HTTP 402: pay up " + "x" * 293
+    assert e.value.fatal and str(e.value) == "credits: provider fake: pay up " + "x" * 293  # 402 is money
     fake_provider.script(Fault(422, {"error": "bad field"}))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))

@@ -1,0 +1,98 @@
+"""The dialects of the `openai` protocol: what each OpenAI-compatible server takes and means.
+
+Every server speaks `POST /chat/completions`, but they differ in the field that limits the answer,
+in how reasoning is asked for, in where it comes back, in what some error statuses mean and in
+whether the answer says what it cost. A provider's dialect is `[providers.<name>] dialect`, or,
+when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.md#dialects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+OPENAI = "openai"
+OPENROUTER = "openrouter"
+LLAMACPP = "llamacpp"
+OLLAMA = "ollama"
+VLLM = "vllm"
+GENERIC = "generic"
+DIALECTS = (OPENAI, OPENROUTER, LLAMACPP, OLLAMA, VLLM, GENERIC)
+
+MAX_TOKENS = "max_tokens"
+MAX_COMPLETION_TOKENS = "max_completion_tokens"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    token_field: str  # the field that limits the answer's tokens
+    effort_object: bool  # reasoning asked as OpenRouter's {"reasoning": {"effort": …}}
+    template_switch: bool  # reasoning also switched in the chat template (chat_template_kwargs)
+    effort_default: bool  # reasoning = true without an effort sends "medium"
+    moderation_403: bool  # a 403 is a moderation flag on the input, not a refused key
+    billed_cost: bool  # answers carry `usage.cost`, what the provider billed
+
+
+_TABLE = {
+    OPENAI: Dialect(OPENAI, MAX_COMPLETION_TOKENS, False, False, True, False, False),
+    OPENROUTER: Dialect(OPENROUTER, MAX_TOKENS, True, False, True, True, True),
+    LLAMACPP: Dialect(LLAMACPP, MAX_TOKENS, False, True, False, False, False),
+    OLLAMA: Dialect(OLLAMA, MAX_TOKENS, False, False, True, False, False),
+    VLLM: Dialect(VLLM, MAX_COMPLETION_TOKENS, False, True, False, False, False),
+    GENERIC: Dialect(GENERIC, MAX_TOKENS, True, False, True, False, True),
+}
+
+
+def get(name: str | None) -> Dialect:
+    return _TABLE[name or GENERIC]
+
+
+def reasoning_fields(dialect: Dialect, role: Any) -> dict:
+    """The body fields that ask for (or turn off) reasoning, for `role` on this dialect."""
+    effort = getattr(role, "reasoning_effort", None)
+    if effort == "none":
+        off: dict[str, Any] = ({"reasoning": {"effort": "none"}} if dialect.name == OPENROUTER
+                               else {"reasoning_effort": "none"})
+        if dialect.name == VLLM:  # Qwen-style templates switch on enable_thinking, not the effort
+            off["chat_template_kwargs"] = {"enable_thinking": False}
+        return off
+    if not getattr(role, "reasoning", False):
+        return {}
+    out: dict[str, Any] = {}
+    if dialect.template_switch:
+        out["chat_template_kwargs"] = {"enable_thinking": True}
+    if effort is None and dialect.effort_default:
+        effort = "medium"
+    if effort is not None:
+        if dialect.effort_object:
+            out["reasoning"] = {"effort": effort}
+        else:
+            out["reasoning_effort"] = effort
+    return out
+
+
+def guess(base_url: str | None) -> str:
+    """The dialect a base URL suggests: OpenAI's and OpenRouter's hosts, Ollama's port 11434,
+    a host named after llama.cpp (or port 8080, llama-server's default) or vLLM; else generic."""
+    from urllib.parse import urlsplit
+
+    if not base_url:
+        return GENERIC
+    try:
+        parts = urlsplit(base_url)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return GENERIC
+    if host == "api.openai.com":
+        return OPENAI
+    if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
+        return OPENROUTER
+    if port == 11434 or "ollama" in host:
+        return OLLAMA
+    if "vllm" in host:
+        return VLLM
+    if port == 8080 or "llama" in host:
+        return LLAMACPP
+    return GENERIC
