@@ -24,7 +24,7 @@ from overbrainer.runs.record import PREPARING, RUNNING
 
 log = logging.getLogger(__name__)
 
-STOPPED = "provisioning stopped before the job started (its process was killed): its pods were deleted by {by}"
+STOPPED = "provisioning stopped before the job started (its process was killed); {by} left no pod of it"
 
 
 class PodRmRefused(OverbrainerError):

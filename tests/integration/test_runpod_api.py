@@ -224,7 +224,8 @@ def test_a_used_up_quota_waits_for_its_reset_before_a_429(fake_runpod, client, s
     assert sleeps == []
     fake_runpod.quota_left = None
     client.list_pods()  # waits for the window's reset first
-    assert sleeps == [pytest.approx(500 * SCALE, rel=0.2)]
+    [waited] = sleeps
+    assert 500 * SCALE / 2 < waited <= 500 * SCALE  # the window's reset, less the time since its answer
     assert len(fake_runpod.calls_to("GET", "/pods")) == 2 and all(c.status == 200 for c in fake_runpod.calls)
 
 

@@ -126,7 +126,7 @@ def test_a_run_killed_while_provisioning_is_resolved_by_cancel_or_pod_rm(tmp_pat
     assert f"pod: {pod_id} deleted" in r.stdout
     rec = p.record(rid)
     assert rec["state"] == "failed" and rec["message"] == (
-        f"provisioning stopped before the job started (its process was killed): its pods were deleted by {by}")
+        f"provisioning stopped before the job started (its process was killed); {by} left no pod of it")
     assert p.pod_json(rid)["state"] == "deleted" and fake.pod(pod_id) is None
     assert not (p.runs / rid / "ssh" / "id_ed25519").exists() and fake.secrets == {}
     assert fake.billing() == []
