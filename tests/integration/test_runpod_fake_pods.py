@@ -250,3 +250,18 @@ def test_secret_references_are_filled_at_each_start(fake_runpod):
     requests.post(f"{fake_runpod.url}/pods/{doc['id']}/action", json={"action": "restart"}, headers=h)
     wait_for(lambda: seen.read_text().count("\n") == 2)
     assert seen.read_text().splitlines()[1] == "second|xsecondy|{{ RUNPOD_SECRET_nope }}"
+
+
+def test_a_killed_pod_never_sweeps_the_namespace_that_reuses_its_number(fake_runpod):
+    """The kernel gives a freed namespace number to the next namespace made (here, most likely,
+    the next pod's): sweeping a dead pod again, as every fake's teardown does, must not kill it."""
+    first = create(fake_runpod, ["sleep", "infinity"])
+    old = wait_for(lambda: fake_runpod.pod(first["id"]).process)
+    wait_for(lambda: pids_in_namespace(old.namespace))
+    assert requests.delete(f"{fake_runpod.url}/pods/{first['id']}", headers=headers(fake_runpod.account_key),
+                           timeout=10).status_code == 204
+    second = create(fake_runpod, ["sleep", "infinity"])
+    new = wait_for(lambda: fake_runpod.pod(second["id"]).process)
+    wait_for(lambda: pids_in_namespace(new.namespace))
+    old.kill()  # again, as at teardown
+    assert old.leftovers() == [] and new.alive() and pids_in_namespace(new.namespace)
