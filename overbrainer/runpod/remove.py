@@ -2,8 +2,8 @@
 
 `remove` deletes the run's recorded pod: `deleting` is saved first (the DELETE goes out even if
 that save fails), the DELETE is always sent (a lone 404 proves nothing), then the pod is looked at
-until Runpod shows it gone, at most `delete_timeout`: its 404, its status `TERMINATED`, or (when
-a look fails) its absence from the pod list, whichever comes first; the looks back off
+until Runpod shows it gone, at most `delete_timeout`: its 404, its status `TERMINATED`, or its
+absence from the pod list, whichever comes first; the looks back off
 (`delete_poll`, then 2×, 4×, …). Only then is it recorded `deleted`. Else `NotDeleted`: the
 record stays `deleting` and nothing may create another pod meanwhile.
 `sweep` deletes the other pods carrying the run marker; `forget_run` drops the run's private
@@ -51,10 +51,11 @@ def _publish(publish: Publish | None, event: PodStatus) -> None:
 
 
 def _gone_after_delete(client, pod_id: str) -> bool:
-    """One look at a pod we asked Runpod to delete: gone on its 404, on `TERMINATED`, or, when
-    the look itself fails, on its absence from the pod list."""
+    """One look at a pod we asked Runpod to delete: gone on its 404, on `TERMINATED`, or on its
+    absence from the pod list (read when the pod itself does not say it is gone)."""
     try:
-        return client.get_pod(pod_id).terminated
+        if client.get_pod(pod_id).terminated:
+            return True
     except NotFound:
         return True
     except RunpodError as e:

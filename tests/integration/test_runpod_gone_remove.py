@@ -1,7 +1,7 @@
 """The gone rule, deletes and sweeps against the fake Runpod (real pods): a pod is gone only after
 3 Runpod 404s and absence from the list, or when Runpod shows it TERMINATED; nothing is deleted on
 a look; a delete is believed only when Runpod stops showing the pod (404, TERMINATED, or absent
-from the list when a look fails), looked at with a backoff; and other pods of the run are swept."""
+from the list), looked at with a backoff; and other pods of the run are swept."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_remove_deletes_and_confirms(fake_runpod, client, tmp_path):
 
 
 @pytest.mark.parametrize("seen", ["terminated", "absent"])
-def test_a_delete_is_confirmed_by_terminated_or_by_absence_when_looks_fail(fake_runpod, client, tmp_path, seen):
+def test_a_delete_is_confirmed_by_terminated_or_by_absence_from_the_list(fake_runpod, client, tmp_path, seen):
     pod_id = make_pod(client)
     record = record_for(tmp_path, pod_id)
     if seen == "terminated":
