@@ -42,8 +42,8 @@ class UsageError(ConfigError):
 
 
 class Interrupted(OverbrainerError):
-    """Ctrl-C (exit code 130) or SIGTERM (143) stopped the command. The message says what
-    resumes and how."""
+    """Ctrl-C (exit code 130), SIGTERM (143) or SIGHUP (129) stopped the command. The message
+    says what resumes and how."""
 
     exit_code = 130
 
@@ -61,3 +61,4 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped like Ctrl-C, by a timeout, systemd, docker stop…
+EXIT_HANGUP = 129  # 128 + SIGHUP: stopped like Ctrl-C, by a closed terminal or a dropped SSH session

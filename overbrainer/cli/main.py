@@ -10,7 +10,8 @@ import sys
 import click
 
 from overbrainer import __version__
-from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, OverbrainerError
+from overbrainer.errors import (EXIT_FAILURE, EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE,
+                                OverbrainerError)
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -123,7 +124,8 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     """Distil a large parent LLM into a small open-weights child model.
 
     Results go to stdout, progress and logs to stderr. Exit codes: 0 success, 1 failure,
-    2 usage or configuration error, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
+    2 usage or configuration error, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM,
+    129 by SIGHUP.
     """
     from overbrainer.cli.context import AppContext
 
@@ -144,33 +146,38 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
     sys.stderr.flush()
 
 
-_sigterm = False
+_stopped_by: list[int] = []  # SIGTERM or SIGHUP, when one came outside every Interrupt
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    global _sigterm
-    _sigterm = True
+def _on_stop_signal(signum: int, frame: object) -> None:
+    if not _stopped_by:
+        _stopped_by.append(signum)
     raise KeyboardInterrupt
 
 
-def _catch_sigterm() -> None:
-    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does (an Interrupt catches either first).
-    A SIGTERM ignored at start stays ignored."""
+def _catch_stop_signals() -> None:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does (an Interrupt catches them
+    first). A signal ignored at start (`nohup`) stays ignored."""
     import signal
 
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except (OSError, ValueError):
-        pass
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                signal.signal(signum, _on_stop_signal)
+        except (OSError, ValueError):
+            pass
 
 
 def stopped_code() -> int:
-    """The exit code of a command stopped by a signal: SIGTERM is handled like Ctrl-C."""
+    """The exit code of a command stopped by a signal (SIGTERM and SIGHUP are handled like
+    Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
+    import signal
+
     interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
-    if _sigterm or (interrupt is not None and interrupt.terminated()):
-        return EXIT_TERMINATED
-    return EXIT_INTERRUPTED
+    first = interrupt.stopped_by() if interrupt is not None else None
+    if first is None and _stopped_by:
+        first = _stopped_by[0]
+    return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 
 def quiet_stdout() -> None:
@@ -185,7 +192,7 @@ def quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _catch_sigterm()
+    _catch_stop_signals()
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 def _resumable(app: AppContext) -> Iterator[None]:
     """A stage stopped by an interrupting signal: its summary was printed; say (on stderr, as a
     note rather than an error) which stage stopped and what resumes it, then exit with the
-    signal's code (130 for Ctrl-C, 143 for SIGTERM)."""
+    signal's code (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
     from overbrainer.pipeline.context import StageInterrupted
 
     try:

@@ -1,7 +1,9 @@
-"""Ctrl-C (SIGINT) and SIGTERM, caught from the moment an `Interrupt` is created.
+"""Ctrl-C (SIGINT), SIGTERM and SIGHUP, caught from the moment an `Interrupt` is created.
 
-SIGTERM (a timeout, systemd, `docker stop`, a CI cancellation) is handled exactly like Ctrl-C;
-only the exit code differs, and `terminated()` tells the command line which one came.
+SIGTERM (a timeout, systemd, `docker stop`, a CI cancellation) and SIGHUP (the terminal closed,
+the SSH session dropped) are handled exactly like Ctrl-C; only the exit code differs (130, 143,
+129), and `stopped_by()` tells the command line which signal came first. A SIGHUP ignored when
+the Interrupt is made (`nohup`) stays ignored.
 
 The signal handler only notes the signal (a flag, the note of the shield running at that moment
 and one byte on a pipe): it takes no lock, so it cannot deadlock the main thread it interrupts.
@@ -12,7 +14,8 @@ A watcher thread reads the pipe, says what a shield is finishing, and only then 
 - `race(fn)` returns None at the first Ctrl-C (fn runs in a daemon thread and is abandoned);
   once Ctrl-C came, `fn` is not even started.
 
-Outside every Interrupt, the command line makes SIGTERM raise KeyboardInterrupt, as Ctrl-C does.
+Outside every Interrupt, the command line makes SIGTERM and SIGHUP raise KeyboardInterrupt, as
+Ctrl-C does.
 
 When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
 behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
@@ -40,10 +43,16 @@ _TRIP, _QUIT = b"i", b"q"
 _EVENT_POLL = 0.02
 # The most a shield that saw a signal waits, as it ends, for the watcher to say what it finished.
 _WATCH_GRACE = 2.0
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-# The signals this process was stopped by (read by the command line to pick its exit code).
-_received: set[int] = set()
+# The signals this process was stopped by, in the order they came (read by the command line to
+# pick its exit code). Appended to in a signal handler: no lock.
+_received: list[int] = []
+
+
+def stopped_by() -> int | None:
+    """The first signal an Interrupt caught, or None."""
+    return _received[0] if _received else None
 
 
 def terminated() -> bool:
@@ -98,13 +107,15 @@ class Interrupt:
             return
         try:
             previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+            if previous[signal.SIGHUP] == signal.SIG_IGN:  # nohup: a hangup stays ignored
+                del previous[signal.SIGHUP]
             rfd, wfd = os.pipe()
         except (OSError, ValueError) as e:
             log.warning("cannot catch Ctrl-C: %s", e)
             return
         os.set_blocking(wfd, False)
         self._rfd, self._wfd = rfd, wfd
-        handlers = {signum: _Handler(self, previous[signum]) for signum in SIGNALS}
+        handlers = {signum: _Handler(self, handler) for signum, handler in previous.items()}
         try:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
@@ -157,7 +168,8 @@ class Interrupt:
             self._first_note = self._notes[-1] if self._notes else None
             self.signum = signum
             self._noted_flag = True
-        _received.add(signum)
+        if signum not in _received:
+            _received.append(signum)
         try:
             os.write(self._wfd, _TRIP)
         except OSError:

@@ -2,8 +2,10 @@
 (overbrainer/runpod/objects.py), errors from overbrainer/runpod/errors.py, HTTP and retries from
 overbrainer/runpod/transport.py. Thread-safe enough for one caller per thread (requests' Session).
 
-Paths are relative to the base URL (default `https://api.runpod.io/v2`). `GET /pods` is paged
-when the answer has `pagination` (`limit`/`cursor` → `hasNextPage`/`nextCursor`), else one page.
+Paths are relative to the base URL (default `https://api.runpod.io/v2`). `GET /pods` has no
+pagination in the published schema: one request (`includeClusterPods=false`) is the list; should
+an answer ever carry `pagination` (`hasNextPage`/`nextCursor`), its pages are followed. A pod the
+list shows `TERMINATED` is deleted: the list leaves it out.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from overbrainer.runpod.objects import (DataCenter, GpuType, Pod, Secret, Volume
 from overbrainer.runpod.transport import ATTEMPTS, Timeouts, Transport
 
 T = TypeVar("T")
-PAGE_LIMIT = 1000
 MAX_PAGES = 100
 ACTIONS = ("start", "stop", "restart", "terminate")
 
@@ -78,15 +79,16 @@ class RunpodClient:
         return parse_pod(self._http.call("GET", path).json(f"GET {path}"))
 
     def list_pods(self) -> list[Pod]:
-        """Every pod of the account, following pages; a repeated cursor or more than 100 pages is
-        an error (a list that never ends)."""
+        """Every pod of the account (cluster members excluded), TERMINATED ones left out (deleted).
+        One page; pages of an answer with `pagination` are followed, a repeated cursor or more
+        than 100 pages being an error (a list that never ends)."""
         pods: list[Pod] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
-            params = {"limit": PAGE_LIMIT, **({"cursor": cursor} if cursor else {})}
+            params = {"includeClusterPods": "false", **({"cursor": cursor} if cursor else {})}
             doc = self._http.call("GET", "/pods", params=params).json("GET /pods")
-            pods += [parse_pod(p) for p in _items(doc, "pods", "GET /pods")]
+            pods += [p for p in (parse_pod(d) for d in _items(doc, "pods", "GET /pods")) if not p.terminated]
             page = doc.get("pagination")
             if not isinstance(page, dict) or page.get("hasNextPage") is not True:
                 return pods

@@ -80,15 +80,18 @@ def price_line(gpu_type: str, gpu_count: int, price_per_gpu: float | None, max_h
 
 @dataclass(frozen=True)
 class CostCap:
-    """`max_cost_usd` as the watchdog gets it: Unix times, on the pod's clock, at which it asks
-    for a snapshot (`.pod/snapshot_at`) and deletes the pod (`.pod/cost_cap_at`)."""
+    """`max_cost_usd` on the client's clock: the Unix times at which the pod should snapshot and
+    be deleted. The pod gets them as durations (`files(now)`), since its clock need not agree."""
 
     snapshot_at: int
     delete_at: int
 
-    def files(self) -> dict[str, str]:
-        """The run-dir files that arm the watchdog, relative to the run dir on the pod."""
-        return {".pod/snapshot_at": f"{self.snapshot_at}\n", ".pod/cost_cap_at": f"{self.delete_at}\n"}
+    def files(self, now: float) -> dict[str, str]:
+        """The run-dir files that arm the watchdog (relative to the run dir on the pod): seconds
+        left, at `now` (client clock), until the snapshot (`.pod/snapshot_in`) and the delete
+        (`.pod/cost_cap_in`); the watchdog counts them on its own clock from when it sees them."""
+        return {".pod/snapshot_in": f"{max(int(self.snapshot_at - now), 0)}\n",
+                ".pod/cost_cap_in": f"{max(int(self.delete_at - now), 0)}\n"}
 
 
 def arm_cost_cap(max_cost_usd: float | None, rate: float | None, created_unix: float,

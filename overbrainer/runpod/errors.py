@@ -13,7 +13,6 @@ from overbrainer.support.redact import redact, strip_controls
 KEY_ENV = "OVERBRAINER_RUNPOD__API_KEY"
 URL_ENV = "OVERBRAINER_RUNPOD__BASE_URL"
 MESSAGE_CAP = 300
-CAPACITY_MARK = "no longer any instances available"
 
 
 class RunpodError(OverbrainerError):
@@ -30,7 +29,14 @@ class Ambiguous(RunpodError):
 
 
 class NoCapacity(RunpodError):
-    """Runpod has no machine for this GPU type (and data centers) right now: try the next one."""
+    """A 400 on a create: most often Runpod has no machine for this GPU type (and data centers)
+    right now, in any wording (there is no machine code), so the walk tries the next type.
+    `detail` is Runpod's own words (cleaned): shown when every type answered 400, in case the
+    request itself is what Runpod refused."""
+
+    def __init__(self, message: str, status: int | None = None, detail: str = ""):
+        super().__init__(message, status)
+        self.detail = detail
 
 
 class NotFound(RunpodError):
@@ -54,7 +60,8 @@ class Forbidden(RunpodError):
 
 
 class Rejected(RunpodError):
-    """422, or a 400 other than no capacity: the request itself is wrong; never retried."""
+    """422 (or another 4xx Runpod gives no other meaning): the request itself is wrong; never
+    retried."""
 
 
 class Conflict(RunpodError):
@@ -86,6 +93,16 @@ def problem_doc(body: bytes) -> dict | None:
     if (isinstance(status, int) and not isinstance(status, bool)) or "title" in doc or "detail" in doc:
         return doc
     return None
+
+
+def problem_detail(body: bytes) -> str:
+    """Runpod's `detail` (else its other words, as problem_text), cleaned and capped."""
+    doc = problem_doc(body)
+    detail = doc.get("detail") if doc is not None else None
+    if isinstance(detail, str) and detail.strip():
+        text = " ".join(strip_controls(redact(detail)).split())
+        return redact(text[:MESSAGE_CAP])
+    return problem_text(body)
 
 
 def problem_text(body: bytes) -> str:
@@ -137,8 +154,9 @@ def error_for(status: int, body: bytes, what: str, *, create: bool = False, secr
     if 300 <= status < 400:
         return WrongUrl(f"{what} answered a redirect ({status}), which is never followed: check {URL_ENV}", status)
     if create:
-        if status == 400 and doc is not None and CAPACITY_MARK in str(doc.get("detail") or "").lower():
-            return NoCapacity("Runpod answered 400: no capacity for this GPU type", status)
+        if status == 400:
+            detail = problem_detail(body)
+            return NoCapacity(f"Runpod answered 400 to the create request: {detail}", status, detail)
         if status == 408 or status >= 500:
             return Ambiguous(f"Runpod answered {status} to the create request: the pod may exist", status)
         if status == 429:

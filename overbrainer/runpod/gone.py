@@ -1,9 +1,12 @@
 """Whether a pod is gone, decided by looks only: nothing here ever deletes anything.
 
-A pod is gone only after 3 Runpod-shaped 404s in a row, `gone_interval` apart, and its absence
-from one pod list. Any sighting (a GET or the list) means it exists; any other failure (a 5xx
-after retries, an HTML 404 of a wrong base URL, a transport error) leaves it undetermined and is
-raised. One 404 proves nothing: Runpod answers 404 storms for pods that still run and bill.
+A pod is gone when Runpod shows it `TERMINATED` (its word for deleted), or after 3 Runpod-shaped
+404s in a row, `gone_interval` apart, and its absence from one pod list. Any other sighting (a
+GET or the list) means it exists; any other failure (a 5xx after retries, an HTML 404 of a wrong
+base URL, a transport error) leaves it undetermined and is raised. One 404 proves nothing:
+Runpod answers 404 storms for pods that still run and bill, even for a pod it just created. The
+rule holds in every phase: reaching a new pod, waiting for its verdict, following, settling,
+attaching.
 """
 
 from __future__ import annotations
@@ -21,17 +24,20 @@ from overbrainer.runpod.timing import Timing
 GONE_LOOKS = 3
 
 
-def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], None] = time.sleep) -> Pod | None:
-    """The pod as Runpod shows it, or None when it is gone (the rule above). Raises the API's
-    error when a look fails: the pod is then undetermined."""
-    for n in range(GONE_LOOKS):
+def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], None] = time.sleep,
+            seen_404: int = 0) -> Pod | None:
+    """The pod as Runpod shows it, or None when it is gone (the rule above). `seen_404`: Runpod
+    404s the caller got just now (they count among the 3). Raises the API's error when a look
+    fails: the pod is then undetermined."""
+    for n in range(seen_404, GONE_LOOKS):
         if n:
             wait(timing.gone_interval)
         try:
-            return client.get_pod(pod_id)
+            pod = client.get_pod(pod_id)
         except NotFound:
             continue
-    return next((p for p in client.list_pods() if p.id == pod_id), None)
+        return None if pod.terminated else pod
+    return next((p for p in client.list_pods() if p.id == pod_id), None)  # the list leaves TERMINATED out
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,8 @@ def look_up_all(client, pod_ids: list[str], timing: Timing, *,
         missing = []
         for i in pending:
             try:
-                looks[i] = Found(client.get_pod(pod_ids[i]))
+                pod = client.get_pod(pod_ids[i])
+                looks[i] = Gone() if pod.terminated else Found(pod)
             except NotFound:
                 missing.append(i)
             except RunpodError as e:

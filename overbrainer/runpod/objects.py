@@ -1,6 +1,7 @@
 """Typed results of the Runpod API, parsed tolerantly: unknown fields are ignored, nulls and wrong
 types become None/defaults, strings lose control and escape characters, an unknown pod status
-reads UNKNOWN. Only a pod id is strict (`[A-Za-z0-9]+`): it goes into URLs and file names."""
+reads UNKNOWN. Only a pod id is strict (letters, digits, `_` and `-`, at most 128 characters):
+it goes into URL paths, file names and commands."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from overbrainer.runpod.errors import InvalidAnswer
 from overbrainer.support.redact import strip_controls
 
-POD_ID = re.compile(r"[A-Za-z0-9]+")
+POD_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 STATUSES = ("PROVISIONING", "STARTING", "RUNNING", "EXITED", "ERROR", "TERMINATED")
 DEAD = ("EXITED", "ERROR", "TERMINATED")
 AVAILABILITY = ("NONE", "LOW", "MEDIUM", "HIGH")
@@ -43,9 +44,14 @@ def obj(value: Any) -> dict:
 
 
 def valid_pod_id(pod_id: Any) -> str:
-    if not isinstance(pod_id, str) or not POD_ID.fullmatch(pod_id):
-        raise InvalidAnswer("Runpod answered a pod without a valid id")
-    return pod_id
+    """`pod_id` when it is safe in a URL path and a file name, else InvalidAnswer saying why."""
+    if isinstance(pod_id, str) and POD_ID.fullmatch(pod_id):
+        return pod_id
+    if not isinstance(pod_id, str) or not pod_id:
+        raise InvalidAnswer("Runpod answered a pod without an id")
+    shown = "".join(c if c.isalnum() or c in "_-./" else "?" for c in pod_id[:40])
+    raise InvalidAnswer(f"Runpod answered a pod id overbrainer cannot use ({shown!r}): only letters, digits, "
+                        "`_` and `-` are safe in a URL path and a file name")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,11 @@ class Pod:
     @property
     def dead(self) -> bool:
         return self.status in DEAD
+
+    @property
+    def terminated(self) -> bool:
+        """Runpod's word for a deleted pod: it counts as gone, never as alive."""
+        return self.status == "TERMINATED"
 
 
 def parse_pod(doc: Any) -> Pod:

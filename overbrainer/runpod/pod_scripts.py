@@ -1,10 +1,18 @@
-"""The pod side of a Runpod run: the container command (bootstrap with the watchdog inside) and
-the pod's environment.
+"""The pod side of a Runpod run: the container command (`args`), the bootstrap with the watchdog
+inside, and the pod's environment.
+
+Runpod's create request has no argv and no entrypoint override: `args` is one string handed to
+the image's ENTRYPOINT in place of its CMD (docs/pods.md, "The image"). So the bootstrap travels
+base64-encoded in the env variable OVERBRAINER_BOOTSTRAP, and `args` is a short
+`sh -c '…'` that decodes it and runs it in that shell. Split like a shell's word list, it is
+`sh`, `-c` and the script: the command itself for an image without ENTRYPOINT, and the arguments
+of a wrapper ENTRYPOINT that ends in `exec "$@"` (NVIDIA's, Runpod's and axolotl's images).
 
 The scripts ship as package data (`runpod/scripts/*.sh`, POSIX sh); their headers document the
 files they write on the pod. No secret goes into the command or the environment: the run's host
 key travels as a Runpod account secret, referenced as `{{ RUNPOD_SECRET_<name> }}` and filled in
 by Runpod at container start; the watchdog uses the pod-scoped key Runpod itself puts in the pod.
+Every time the pod is given is a duration: its watchdog counts them on its own clock.
 """
 
 from __future__ import annotations
@@ -19,8 +27,14 @@ from overbrainer import __version__
 
 WORKDIR = "/workspace/overbrainer"
 DEFAULT_API_URL = "https://api.runpod.io/v2"
-CMD_LIMIT = 100 * 1024  # bytes of the whole command; Runpod's limit is larger, ours is firm
+BOOTSTRAP_LIMIT = 100 * 1024  # bytes of the encoded bootstrap (one env value; Linux allows 128 KiB)
+ENV_LIMIT = 50  # entries of a pod's env (the Runpod console's limit)
 WATCHDOG_MARKER = "WATCHDOG_SH=@OVERBRAINER_WATCHDOG@\n"
+BOOTSTRAP_ENV = "OVERBRAINER_BOOTSTRAP"
+# The container's command: decode the bootstrap, drop its variable, run it in this shell. No quote
+# inside the script and no character a shell-like split would treat specially outside of it.
+POD_ARGS = ("sh -c 'b=$(printf %s \"$OVERBRAINER_BOOTSTRAP\" | base64 -d) || exit 70; "
+            "unset OVERBRAINER_BOOTSTRAP; eval \"$b\"'")
 
 # Paces of the pod, in seconds, multiplied by the time scale (OVERBRAINER_TIME_SCALE, a testing aid).
 WATCHDOG_INTERVAL = 60.0
@@ -47,18 +61,17 @@ def bootstrap_text() -> str:
     return boot.replace(WATCHDOG_MARKER, f"WATCHDOG_SH={shlex.quote(script('watchdog.sh'))}\n")
 
 
-def pod_cmd() -> list[str]:
-    """The create request's `cmd`: the bootstrap run by bash (the script itself is POSIX sh)."""
-    cmd = ["bash", "-c", bootstrap_text()]
-    size = sum(len(part.encode()) for part in cmd)
-    if size >= CMD_LIMIT:
-        raise RuntimeError(f"the pod command is {size} bytes, over the {CMD_LIMIT} byte limit")
-    return cmd
-
-
 def pod_args() -> str:
-    """The same command as one shell-quoted string (the create request's `args` form)."""
-    return shlex.join(pod_cmd())
+    """The create request's `args`: `sh -c '…'` running the bootstrap of OVERBRAINER_BOOTSTRAP."""
+    return POD_ARGS
+
+
+def bootstrap_value() -> str:
+    """OVERBRAINER_BOOTSTRAP's value: the bootstrap (watchdog inside), base64 on one line."""
+    value = base64.b64encode(bootstrap_text().encode()).decode("ascii")
+    if len(value) >= BOOTSTRAP_LIMIT:
+        raise RuntimeError(f"the pod bootstrap is {len(value)} bytes encoded, over the {BOOTSTRAP_LIMIT} byte limit")
+    return value
 
 
 def host_key_secret_name(run_id: str) -> str:
@@ -84,13 +97,14 @@ def scaled_ms(seconds: float, time_scale: float) -> int:
 
 @dataclass(frozen=True)
 class PodSettings:
-    """What the pod needs to know about its run. Times are Unix seconds; graces are seconds and
-    never scaled (they are the user's); `deadline_unix` and `max_cost_usd` are dropped when kept."""
+    """What the pod needs to know about its run. Every time is a duration in seconds, counted by
+    the watchdog from its own first start on the pod (its own clock: the client's and the pod's
+    wall clocks need not agree); graces are never scaled (they are the user's); `max_seconds` and
+    `max_cost_usd` are dropped when kept."""
 
     run_id: str
     authorized_key: str          # the run's client public key, one authorized_keys line
-    started_unix: int            # when the pod was asked for (start of billing)
-    deadline_unix: int | None    # started + max_hours; None when kept
+    max_seconds: int | None      # max_hours; None when kept
     boot_grace_secs: int
     retrieve_grace_secs: int
     keep: bool = False
@@ -106,7 +120,7 @@ class PodSettings:
 
 
 def pod_env(s: PodSettings) -> dict[str, str]:
-    """The create request's `env` (every value a string)."""
+    """The create request's `env` (every value a string), the bootstrap included."""
     _check_run_id(s.run_id)
     if not _KEY_LINE.match(s.authorized_key.strip()):
         raise ValueError("the client key must be one OpenSSH public key line")
@@ -118,7 +132,6 @@ def pod_env(s: PodSettings) -> dict[str, str]:
         "OVERBRAINER_RUN_ID": s.run_id,
         "OVERBRAINER_WORKDIR": s.workdir,
         "OVERBRAINER_RUN_DIR": s.run_dir,
-        "OVERBRAINER_STARTED": str(int(s.started_unix)),
         "OVERBRAINER_BOOT_GRACE": str(int(s.boot_grace_secs)),
         "OVERBRAINER_RETRIEVE_GRACE": str(int(s.retrieve_grace_secs)),
         "OVERBRAINER_KEEP_POD": "1" if s.keep else "0",
@@ -133,10 +146,11 @@ def pod_env(s: PodSettings) -> dict[str, str]:
         "OVERBRAINER_WATCHDOG_CURL_MS": str(CURL_TIMEOUT_MS),
         "OVERBRAINER_SSHD_WAIT_MS": str(SSHD_WAIT_MS),
         "JUPYTER_DISABLE": "1",
+        BOOTSTRAP_ENV: bootstrap_value(),
     }
     if not s.keep:
-        if s.deadline_unix is not None:
-            env["OVERBRAINER_DEADLINE"] = str(int(s.deadline_unix))
+        if s.max_seconds is not None:
+            env["OVERBRAINER_MAX_SECONDS"] = str(max(int(s.max_seconds), 0))
         if s.max_cost_usd is not None:
             env["OVERBRAINER_MAX_COST_USD"] = f"{float(s.max_cost_usd):.4f}"
     return env

@@ -6,8 +6,9 @@ next create, and once the walk fails with no pod left the run's keys and secret 
 
 Order: keys (`runs/<id>/ssh/`) → `pod.json` → provisioning flag → the `"auto"` pick from one
 catalog read → the network volume's size → the host key as an account secret → the walk: per
-GPU type at most 2 unclear creates; capacity (400) or 403 → next type; 402 → NoCredits; 422 or
-another 400 → Rejected (the walk stops).
+GPU type at most 2 unclear creates; any 400 → next type (Runpod's "no capacity" has no machine
+code: its `detail` is recorded and, when every type answered 400, shown one line per type);
+401, 402, 403 and 422 stop the walk.
 
 The caller runs this shielded from Ctrl-C and hands in the provisioning `flag` (anything with
 `is_set()`): it is looked at before the walk (no request at all then), before each create, at
@@ -30,7 +31,8 @@ from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, Interru
                                          Unanswered, VolumeSize, WatchdogRefused)
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
 from overbrainer.runpod.objects import Pod
-from overbrainer.runpod.pod_scripts import PodSettings, host_key_secret_name, pod_cmd, pod_env
+from overbrainer.runpod.pod_body import create_body
+from overbrainer.runpod.pod_scripts import PodSettings, host_key_secret_name, pod_env
 from overbrainer.runpod.reach import Stopped, reach, verdict
 from overbrainer.runpod.record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFUSED, REJECTED, UNAVAILABLE, Attempt,
                                        PodRecord)
@@ -44,7 +46,6 @@ from overbrainer.support.timescale import scaled
 log = logging.getLogger(__name__)
 
 AMBIGUOUS_PER_TYPE = 2
-VOLUME_PATH = "/workspace/data"
 
 
 @dataclass
@@ -70,7 +71,7 @@ class _Walk:
     extra_env: dict = field(default_factory=dict)
     volume_gb: int | None = None
     secret_made: bool = False
-    refusals: list[str] = field(default_factory=list)     # capacity / 403 messages
+    refusals: list[str] = field(default_factory=list)     # `<gpu>: <detail>` of each 400
     not_ready: list[str] = field(default_factory=list)    # reasons of pods that never became ready
 
     def event(self, phase: str, pod_id: str | None = None, gpu: str | None = None, rate: float | None = None,
@@ -191,41 +192,31 @@ def _store_host_key(w: _Walk) -> None:
 
 
 def _no_capacity_text(w: _Walk) -> str:
+    volume = " (check network_volume_id and data_center_ids)" if w.target.network_volume_id else ""
     if w.not_ready:
         n = len(w.not_ready)
         text = (f"no gpu_types entry gave a ready pod: {n} pod{'s were' if n > 1 else ' was'} created but never "
-                f"became ready, the last one because {w.not_ready[-1]}")
+                f"became ready, the last one because {w.not_ready[-1]}{volume}")
         if w.refusals:
-            text += f"; the other types could not be placed: {w.refusals[-1]}"
+            text += "; the other types answered 400:"
     else:
-        text = "no gpu_types entry could be placed" + (f": {w.refusals[-1]}" if w.refusals else "")
-    if w.target.network_volume_id:
-        text += " (check network_volume_id and data_center_ids)"
-    return text
+        text = f"no gpu_types entry could be placed{volume}"
+        if w.refusals:
+            text += (": every create answered 400 (Runpod's words below; if they are not about capacity, "
+                     "overbrainer built a wrong request: please report it):")
+    return text + "".join(f"\n  {line}" for line in w.refusals)
 
 
-def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt, started: float) -> dict:
+def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
     t = w.target
-    settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public, started_unix=int(started),
-                           deadline_unix=attempt.deadline_unix,
+    settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public,
+                           max_seconds=None if w.record.keep else int(round(t.max_hours * 3600)),
                            boot_grace_secs=int(t.boot_grace_minutes * 60),
                            retrieve_grace_secs=int(t.retrieve_grace_minutes * 60), keep=w.record.keep,
                            gpu_count=t.gpu_count, max_cost_usd=w.record.max_cost_usd, api_url=w.api_url,
                            workdir=w.workdir, time_scale=scaled(1.0))
-    env = {**w.extra_env, **pod_env(settings)}
-    body: dict[str, Any] = {
-        "name": attempt.name, "image": t.image, "cloud": "SECURE",
-        "gpu": {"id": candidate.gpu_type, "count": t.gpu_count, "minCudaVersion": catalog.MIN_CUDA},
-        "disk": t.container_disk_gb, "ports": ["22/tcp"], "startSsh": False,
-    }
-    if candidate.data_center_ids:
-        body["dataCenterIds"] = list(candidate.data_center_ids)
-    if t.network_volume_id:
-        body["mounts"] = {"network": [{"volumeId": t.network_volume_id, "path": VOLUME_PATH}]}
-        env.update(OVERBRAINER_VOLUME_DIR=VOLUME_PATH, OVERBRAINER_VOLUME_GB=str(w.volume_gb))
-    body["env"] = env
-    body["cmd"] = pod_cmd()
-    return body
+    return create_body(t, name=attempt.name, gpu_type=candidate.gpu_type, env={**w.extra_env, **pod_env(settings)},
+                       data_center_ids=candidate.data_center_ids, volume_gb=w.volume_gb)
 
 
 def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
@@ -244,13 +235,17 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
             None if record.keep else getattr(w.target, "max_cost_usd", None)))
         pod, adopted = None, False
         try:
-            pod = w.client.create_pod(_body(w, candidate, attempt, started))
-        except (api.NoCapacity, api.Forbidden) as e:
-            record.settle(attempt, UNAVAILABLE if isinstance(e, api.NoCapacity) else FORBIDDEN, detail=str(e))
+            pod = w.client.create_pod(_body(w, candidate, attempt))
+        except api.NoCapacity as e:  # any 400: no capacity has no machine code, so the next type
+            record.settle(attempt, UNAVAILABLE, detail=str(e))
             record.save()
-            w.refusals.append(f"{gpu}: {e}")
+            w.refusals.append(f"{gpu}: {e.detail}")
             w.event("unavailable", gpu=gpu, message=str(e))
             return None
+        except api.Forbidden as e:  # 403: the key may not do this; another type would not help
+            record.settle(attempt, FORBIDDEN, detail=str(e))
+            record.save()
+            raise
         except api.Ambiguous as e:
             record.settle(attempt, AMBIGUOUS, detail=str(e))
             record.save()
@@ -263,7 +258,7 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
                 if unclear >= AMBIGUOUS_PER_TYPE:
                     return None
                 continue
-        except api.RunpodError as e:  # 402, 422, another 400, 401, 429 after retries: stop
+        except api.RunpodError as e:  # 401, 402, 422, 429 after retries: stop
             record.settle(attempt, REJECTED, detail=str(e))
             record.save()
             raise

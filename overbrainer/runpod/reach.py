@@ -2,7 +2,10 @@
 (never the user's ssh config, agent or known_hosts), then read the watchdog's verdict.
 
 Both steps poll every `poll` seconds and look at the provisioning flag at each poll: a set flag
-raises `Stopped`, and the caller deletes the pod.
+raises `Stopped`, and the caller deletes the pod. A pod answering 404 is not taken as gone on that
+404 (Runpod may 404 a pod it has just created): the gone rule decides (runpod/gone.py: 3 Runpod
+404s `gone_interval` apart and its absence from the list, or `TERMINATED`), and a look that
+cannot decide is one more failed poll.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from overbrainer.exec.ssh import SshExecutor
 from overbrainer.exec.ssh_connect import SshEndpoint
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.failures import BootstrapFailed, NotReady, WatchdogRefused
+from overbrainer.runpod.gone import look_up
 from overbrainer.runpod.keys import RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.record import PodEndpoint, PodRecord
@@ -43,6 +47,20 @@ def executor_for(keys: RunKeys, endpoint: PodEndpoint, workdir: str, *, pod_id: 
     return SshExecutor(ssh, workdir)
 
 
+def look(client, pod_id: str, timing: Timing, flag=None) -> Pod:
+    """The pod now. A Runpod 404 starts the gone rule (its waits cut short by the flag): gone
+    raises NotReady("the pod disappeared"); TERMINATED too; a failed look raises the API's error."""
+    try:
+        pod = client.get_pod(pod_id)
+    except NotFound:
+        pod = look_up(client, pod_id, timing, wait=lambda s: pause(s, flag), seen_404=1)
+        if flag_set(flag):
+            raise Stopped() from None
+    if pod is None or pod.terminated:
+        raise NotReady("the pod disappeared")
+    return pod
+
+
 def reach(client, record: PodRecord, keys: RunKeys, workdir: str, timing: Timing, flag=None,
           on_rate=None) -> tuple[SshExecutor, PodEndpoint, Pod]:
     """Poll the pod until its SSH endpoint answers with the pinned key (≤ ready_timeout). Raises
@@ -54,9 +72,7 @@ def reach(client, record: PodRecord, keys: RunKeys, workdir: str, timing: Timing
         if flag_set(flag):
             raise Stopped()
         try:
-            pod = client.get_pod(pod_id)
-        except NotFound:
-            raise NotReady("the pod disappeared") from None
+            pod = look(client, pod_id, timing, flag)
         except RunpodError as e:
             pod, last = None, str(e)
         if pod is not None:
@@ -107,7 +123,7 @@ def verdict(client, record: PodRecord, executor: SshExecutor, run_dir_on_pod: st
         except OverbrainerError as e:
             log.debug("reading the verdict of pod %s: %s", pod_id, e)
             line = None
-            _still_there(client, pod_id)
+            _still_there(client, pod_id, timing, flag)
         if line == "ready":
             return
         if line is not None and line.startswith("failed bootstrap:"):
@@ -120,11 +136,9 @@ def verdict(client, record: PodRecord, executor: SshExecutor, run_dir_on_pod: st
             raise Stopped()
 
 
-def _still_there(client, pod_id: str) -> None:
+def _still_there(client, pod_id: str, timing: Timing, flag=None) -> None:
     try:
-        pod = client.get_pod(pod_id)
-    except NotFound:
-        raise NotReady("the pod disappeared") from None
+        pod = look(client, pod_id, timing, flag)
     except RunpodError:
         return
     if pod.dead:

@@ -29,6 +29,7 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
+from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
 from overbrainer.support.atomic import atomic_write_text
 from overbrainer.support.files import read_bytes
 
@@ -89,7 +90,6 @@ DELETED_BY = ("client", "watchdog", "pod_rm", "unknown")
 _HOST = re.compile(r"[A-Za-z0-9.:-]+")
 _USER = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
-POD_ID = re.compile(r"[A-Za-z0-9]+")
 
 
 def rfc3339(unix: float) -> str:

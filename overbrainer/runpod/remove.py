@@ -2,8 +2,10 @@
 
 `remove` deletes the run's recorded pod: `deleting` is saved first (the DELETE goes out even if
 that save fails), the DELETE is always sent (a lone 404 proves nothing), then the pod is looked at
-until Runpod answers its 404, at most `delete_timeout`; only then is it recorded `deleted`. Else
-`NotDeleted`: the record stays `deleting` and nothing may create another pod meanwhile.
+until Runpod shows it gone, at most `delete_timeout`: its 404, its status `TERMINATED`, or its
+absence from the pod list, whichever comes first; the looks back off
+(`delete_poll`, then 2×, 4×, …). Only then is it recorded `deleted`. Else `NotDeleted`: the
+record stays `deleting` and nothing may create another pod meanwhile.
 `sweep` deletes the other pods carrying the run marker; `forget_run` drops the run's private
 keys and its host-key account secret once no pod of the run may need them.
 """
@@ -48,11 +50,29 @@ def _publish(publish: Publish | None, event: PodStatus) -> None:
         publish(event)
 
 
+def _gone_after_delete(client, pod_id: str) -> bool:
+    """One look at a pod we asked Runpod to delete: gone on its 404, on `TERMINATED`, or on its
+    absence from the pod list (read when the pod itself does not say it is gone)."""
+    try:
+        if client.get_pod(pod_id).terminated:
+            return True
+    except NotFound:
+        return True
+    except RunpodError as e:
+        log.debug("looking at pod %s after its DELETE: %s", pod_id, e)
+    try:
+        return all(p.id != pod_id for p in client.list_pods())
+    except RunpodError as e:
+        log.debug("listing pods after the DELETE of %s: %s", pod_id, e)
+        return False
+
+
 def delete_confirmed(client, pod_id: str, timing: Timing, *,
                      sleep: Callable[[float], None] = time.sleep) -> tuple[bool, bool]:
-    """Send DELETE, then look until Runpod's 404 (≤ delete_timeout). Returns (confirmed, unknown
-    twice): the second is True when the DELETE and the first look both answered 404 (the pod was
-    gone before we asked). A failed DELETE is still followed by the looks."""
+    """Send DELETE, then look until Runpod shows the pod gone (≤ delete_timeout; the waits back
+    off: delete_poll, 2×, 4×, …). Returns (confirmed, unknown twice): the second is True when the
+    DELETE and the first look both said it was gone (it was gone before we asked). A failed
+    DELETE is still followed by the looks."""
     try:
         known = client.delete_pod(pod_id)
     except RunpodError as e:
@@ -60,17 +80,16 @@ def delete_confirmed(client, pod_id: str, timing: Timing, *,
         known = True
     end = time.monotonic() + timing.delete_timeout
     first = True
+    pause = timing.delete_poll
     while True:
-        try:
-            client.get_pod(pod_id)
-        except NotFound:
+        if _gone_after_delete(client, pod_id):
             return True, first and not known
-        except RunpodError as e:
-            log.debug("looking at pod %s after its DELETE: %s", pod_id, e)
         first = False
-        if time.monotonic() >= end:
+        left = end - time.monotonic()
+        if left <= 0:
             return False, False
-        sleep(timing.delete_poll)
+        sleep(min(pause, left))
+        pause *= 2
 
 
 def remove(client, record: PodRecord, path: Path | None, reason: str, by: str, timing: Timing, *,

@@ -6,7 +6,10 @@ User-Agent (Cloudflare in front of Runpod refuses library agents), no redirects,
   failures; the wait is `Retry-After` (integer seconds, capped at 600) when given, else
   `min(2^n, 60) s × (0.5 … 1.0)`, each scaled by OVERBRAINER_TIME_SCALE;
 - `POST /pods`: only 429 is retried (Runpod refuses before doing anything); a timeout, transport
-  failure, 408, 5xx or unreadable answer raises `Ambiguous` at once: the pod may exist.
+  failure, 408, 5xx or unreadable answer raises `Ambiguous` at once: the pod may exist;
+- before a 429: every answer's `RateLimit` header (`"minute";r=<left>;t=<secs to reset>, …`) is
+  read, and when a window has no request left the next request waits for its reset (≤ 600 s,
+  scaled).
 """
 
 from __future__ import annotations
@@ -98,6 +101,26 @@ def parse_retry_after(value: str | None) -> float | None:
     return min(seconds, RETRY_AFTER_CAP) if math.isfinite(seconds) and seconds >= 0 else None
 
 
+def quota_wait(header: str | None) -> float | None:
+    """Seconds until the latest reset of a used-up window of Runpod's `RateLimit` header
+    (`"minute";r=0;t=12, "hour";r=2800;t=1812`: 12), capped at 600; None while every window has
+    requests left (or the header is absent or unreadable)."""
+    waits = []
+    for member in (header or "").split(","):
+        params = {}
+        for part in member.split(";")[1:]:
+            key, sep, value = part.partition("=")
+            if sep:
+                params[key.strip()] = value.strip()
+        try:
+            left, reset = int(params["r"]), float(params["t"])
+        except (KeyError, ValueError):
+            continue
+        if left <= 0 and math.isfinite(reset) and reset >= 0:
+            waits.append(reset)
+    return min(max(waits), RETRY_AFTER_CAP) if waits else None
+
+
 def backoff(attempt: int, retry_after: float | None) -> float:
     """Seconds to wait after failed attempt number `attempt` (1-based), scaled."""
     if retry_after is not None:
@@ -117,9 +140,21 @@ class Transport:
         self.session.trust_env = False  # no proxy or netrc credentials from the environment
         self.session.headers.update({"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT,
                                      "Accept": "application/json"})
+        self._quota_until = 0.0  # time.monotonic() before which no request goes out (quota used up)
 
     def close(self) -> None:
         self.session.close()
+
+    def _wait_for_quota(self, what: str) -> None:
+        left = self._quota_until - time.monotonic()
+        if left > 0:
+            log.warning("Runpod's request quota is used up: waiting %.1f s for its reset (%s)", left, what)
+            self.sleep(left)
+
+    def _note_quota(self, answer: Answer) -> None:
+        wait = quota_wait(answer.headers.get("RateLimit"))
+        if wait is not None:
+            self._quota_until = max(self._quota_until, time.monotonic() + scaled(wait))
 
     def _send(self, method: str, path: str, params, body, read_timeout: float) -> Answer:
         response = self.session.request(method, self.base + path, params=params, json=body, stream=True,
@@ -142,6 +177,7 @@ class Transport:
         read_timeout = self.timeouts.create if create else self.timeouts.read
 
         def once() -> Answer:
+            self._wait_for_quota(what)
             try:
                 answer = self._send(method, path, params, body, read_timeout)
             except _TooLarge:
@@ -152,6 +188,7 @@ class Transport:
                     raise Ambiguous(f"Runpod did not answer the create request ({_describe(e)}): the pod may "
                                     "exist") from None
                 raise _Transient(failure=e) from None
+            self._note_quota(answer)
             if answer.status == 429 or (not create and (answer.status == 408 or answer.status >= 500)):
                 raise _Transient(answer=answer)
             return answer
@@ -187,4 +224,5 @@ def _describe(e: BaseException | None) -> str:
     return type(e).__name__ if e is not None else "no answer"
 
 
-__all__ = ["Answer", "RunpodError", "Timeouts", "Transport", "backoff", "check_base_url", "parse_retry_after"]
+__all__ = ["Answer", "RunpodError", "Timeouts", "Transport", "backoff", "check_base_url", "parse_retry_after",
+           "quota_wait"]

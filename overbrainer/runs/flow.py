@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
-from overbrainer.runs.record import CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.runs.record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.runs.lease import is_pod, lease, pod_of
 from overbrainer.runs.start import unconfirmed
 from overbrainer.runs.states import Outcome
@@ -275,6 +275,9 @@ def attach_flow(session: Session, config, run_id: str) -> TrainResult:
     run_dir = ids.run_dir(runs_dir, run_id)
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
+        from overbrainer.runs.pod_lease import end_left_pod
+
+        end_left_pod(session, config, run_id)  # its pod, when a client was killed before deleting it
         return report_outcome(front, record, run_dir)
     interrupt = front.interrupt()
     try:
@@ -346,11 +349,16 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
 
 
 def cancel_flow(session: Session, config, run_id: str) -> str:
-    """Cancel a run's job (shielded). Returns the line reported."""
+    """Cancel a run's job (shielded); a run still `preparing` (its `train` was killed) has its pods
+    deleted and is failed. Returns the line reported."""
     runs_dir = _runs_dir(session)
     record = load(runs_dir, run_id)
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
+    if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
+        from overbrainer.runs.pod_rm_flow import cancel_stopped
+
+        return cancel_stopped(session, config, record)
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
     if getattr(config, "training", None) is None:

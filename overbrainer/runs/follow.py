@@ -3,7 +3,9 @@ from its last offset, publish Metric/Mark/JobStatus events, a failure budget of 
 then drain.
 
 `follow` returns None when Ctrl-C came (the job keeps running). It runs the loop under
-`Interrupt.race`, so a blocking call to the target never holds the user up; a cancel called for
+`Interrupt.race`, so a blocking call to the target never holds the user up; the abandoned loop
+makes no call and logs no warning once the race ended (a pod the client then deletes is never
+polled again); a cancel called for
 by the `train stop` limits leaves the loop and runs under `Interrupt.shield` (Ctrl-C cannot cut
 it half-way), then the loop goes on to the job's end. The limits' durations are
 `timing.STOP_GRACE_SECS` and `timing.PROOF_GRACE_SECS`.
@@ -105,13 +107,18 @@ class Follower:
         return to_status(self.executor.status(self.job))
 
     def _retrying(self, fn, failures: list[int]):
-        """fn(), counting failures; after the budget an error with the attach hint."""
+        """fn(), counting failures; after the budget an error with the attach hint. None once the
+        race ended (Ctrl-C, a deadline): no call is made then, and a call in flight fails quietly."""
         while True:
+            if self.interrupt.caught():
+                return None
             try:
                 result = fn()
                 failures[0] = 0
                 return result
             except OverbrainerError as e:
+                if self.interrupt.caught():
+                    return None
                 failures[0] += 1
                 if failures[0] > timing.FAILURE_BUDGET:
                     raise OverbrainerError(f"cannot follow run {self.record.id}: {e}; "
@@ -137,6 +144,8 @@ class Follower:
                 self.last = status
             if not status.running:
                 break
+            if self.interrupt.caught():
+                return None
             if self._stop_limits():
                 return Followed(status, self.summary, self.reader.offset, [self.cancelled_for], cancel_needed=True)
             if self.interrupt.wait(timing.poll_secs()):

@@ -3,8 +3,8 @@
 Creating runs shielded, never raced (an abandoned create could leave a billing pod): Ctrl-C only
 sets the provisioning flag, which each step of `start_pod` checks; the pod that exists is then
 deleted and confirmed, and the run fails `interrupted before the job started`. Once the pod is
-ready, the cost cap is armed on it (`.pod/cost_cap_at`, `.pod/snapshot_at`) before the run's
-directory is claimed there.
+ready, the cost cap is armed on it (`.pod/cost_cap_in`, `.pod/snapshot_in`: seconds left, which
+its watchdog counts on its own clock) before the run's directory is claimed there.
 
 On release, by what the run's files say:
 - no job started: the pod is deleted (confirmed) and the run failed;
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -101,7 +102,8 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         if start:
             from overbrainer.runs.pods_flow import warn_orphans
 
-            warn_orphans(client, runs_dir, record.id)
+            _end_retrieved(ctx, runs_dir, None, interrupt)
+            warn_orphans(client, runs_dir, record.id, stale=True)
             executor = _provision(ctx, target, record, interrupt, keep)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,
@@ -129,6 +131,32 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
             if executor is not None:
                 executor.close()
             client.close()
+
+
+def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrupt) -> None:
+    """End the pods of ended runs whose results are home but whose delete never happened (a
+    client killed in between), shielded: deletes are never cut short."""
+    found = pod_run.retrieved_but_not_deleted(runs_dir, run_id)
+    if found:
+        interrupt.shield(pod_run.end_retrieved_pods, ctx.client, runs_dir, found, ctx.timing, publish=ctx.publish,
+                         note="deleting the pods of runs that ended")
+
+
+def end_left_pod(session, config, run_id: str) -> None:
+    """`train attach` of a run that ended with its results home: delete its pod if pod.json
+    shows one left (nothing to do, and no API key needed, otherwise)."""
+    from overbrainer.runpod.timing import Timing
+
+    runs_dir = session.project_dir / "runs"
+    if not pod_run.retrieved_but_not_deleted(runs_dir, run_id):
+        return
+    interrupt = session.front.interrupt()
+    try:
+        with _client(config) as client, session.front.open_bus() as guard:
+            ctx = PodContext(client, runs_dir, run_id, Timing.default(), guard.bus.publish)
+            _end_retrieved(ctx, runs_dir, run_id, interrupt)
+    finally:
+        interrupt.restore()
 
 
 # --- provisioning ---------------------------------------------------------------------------------
@@ -195,7 +223,7 @@ def _arm_cost_cap(ctx: PodContext, executor, record, keep: bool) -> None:
         return
     remote = f"{executor.workdir.rstrip('/')}/{record.id}"
     try:
-        for name, text in cap.files().items():
+        for name, text in cap.files(time.time()).items():
             executor.put_file(f"{remote}/{name}", text)
     except OverbrainerError as e:
         raise pod_run.CostCapUnset(f"max_cost_usd cannot be applied ({e}): the pod was deleted and training "

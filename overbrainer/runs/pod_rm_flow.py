@@ -1,16 +1,20 @@
-"""`overbrainer pod rm RUN_ID [--force]`: delete the pods of one run and confirm each delete.
+"""`overbrainer pod rm RUN_ID [--force]`: delete the pods of one run and confirm each delete; and
+`train cancel` of a run whose provisioning was cut short.
 
-Without --force: a run not in this project's runs/ is refused; a run still starting (preparing,
-or running before its pod exists) is left alone; a running run keeps its training pod (its other
-marker pods are deleted). Otherwise the recorded pod (even a kept one), its strays and every other
-pod carrying the run marker are deleted, continuing past failures; the run's keys and host-key
-secret are forgotten once no pod is left. Forced on a run in progress, the run is failed.
+Both hold the project lock, so a run still `preparing` has no process working on it any more (a
+`train` killed during provisioning): its pods are deleted and the run is failed. Without --force:
+a run not in this project's runs/ is refused; a run `running` before its pod was recorded is left
+alone (any of its pods may be training); a running run keeps its training pod (its other marker
+pods are deleted). Otherwise the recorded pod (even a kept one), its strays and every other pod
+carrying the run marker are deleted, continuing past failures; the run's keys and host-key secret
+are forgotten once no pod is left. Forced on a run in progress, the run is failed.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
@@ -19,6 +23,8 @@ from overbrainer.runs.pods_flow import FORCED, _client, unix_of, known_run
 from overbrainer.runs.record import PREPARING, RUNNING
 
 log = logging.getLogger(__name__)
+
+STOPPED = "provisioning stopped before the job started (its process was killed); {by} left no pod of it"
 
 
 class PodRmRefused(OverbrainerError):
@@ -37,8 +43,57 @@ def deleted_line(pod_id: str, seconds: float | None, spend: float | None) -> str
     return text
 
 
+@dataclass
+class Deleted:
+    """What deleting a run's pods did: one line per pod, its data, the pods not confirmed."""
+    lines: list[str] = field(default_factory=list)
+    data: list[dict] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+
+    def add(self, pod_id: str, ok: bool, seconds: float | None = None, spend: float | None = None) -> None:
+        if ok:
+            self.lines.append(deleted_line(pod_id, seconds, spend))
+            self.data.append({"pod_id": pod_id, "deleted": True, "spend": spend})
+        else:
+            self.lines.append(f"pod: {pod_id} could not be confirmed deleted")
+            self.data.append({"pod_id": pod_id, "deleted": False})
+            self.failed.append(pod_id)
+
+
+def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by: str) -> Deleted:
+    """Delete the run's recorded pod (unless `keep_training`), its strays and its other marker
+    pods, each confirmed; `rec` (the run's pod.json, or None) records what happened."""
+    from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, remove
+
+    done = Deleted()
+    keep = rec.pod_id if rec is not None and rec.live else None
+    marked = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep]
+    if keep is not None and not keep_training:
+        try:
+            remove(client, rec, rec.path, REQUESTED, by, timing)
+            done.add(rec.pod_id, True, _age(rec), rec.estimated_spend)
+        except NotDeleted:
+            done.add(rec.pod_id, False)
+    others = {p.id: p for p in marked}
+    for stray in (rec.stray_pods if rec is not None else []):
+        others.setdefault(stray, None)
+    for pod_id, pod in others.items():
+        started = time.time()
+        ok, _ = delete_confirmed(client, pod_id, timing)
+        created = unix_of(pod.created_at) if pod is not None else None
+        rate = pod.cost_per_hour if pod is not None else None
+        done.add(pod_id, ok, started - created if created else None, cost.spend(rate, created, started))
+        if rec is not None:
+            rec.drop_stray(pod_id) if ok else rec.add_strays([pod_id])
+    if rec is not None and others:
+        rec.save(rec.path)
+    done.others = list(others)
+    return done
+
+
 def rm_flow(session, config, *, run_id: str, force: bool) -> None:
-    from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, forget_run, remove
+    from overbrainer.runpod.remove import forget_run
     from overbrainer.runpod.timing import Timing
     from overbrainer.runs.pod_run import fail_run
 
@@ -51,66 +106,60 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     if known.unreadable and not force:
         raise PodRmRefused(f"the records of run {run_id} cannot be read: pass --force to delete its pods")
     rec = known.record
-    in_progress = known.state in (PREPARING, RUNNING)
-    starting = known.state == PREPARING or (known.state == RUNNING and (rec is None or rec.pod_id is None))
-    if in_progress and starting and not force:
+    running = known.state == RUNNING  # `preparing`: its process is gone (we hold the project)
+    if running and (rec is None or rec.pod_id is None) and not force:
         raise PodRmRefused(f"run {run_id} is still starting: nothing deleted (any of its pods may become "
                            f"its training pod); stop it with `overbrainer train cancel {run_id}` first, "
                            f"or pass --force")
-    timing = Timing.default()
-    lines, data, failed = [], [], []
-
-    def confirm(pod_id: str, rate: float | None, created_unix: float | None) -> bool:
-        started = time.time()
-        ok, _ = delete_confirmed(client, pod_id, timing)
-        if ok:
-            seconds = started - created_unix if created_unix else None
-            spend = cost.spend(rate, created_unix, started)
-            lines.append(deleted_line(pod_id, seconds, spend))
-            data.append({"pod_id": pod_id, "deleted": True, "spend": spend})
-        else:
-            lines.append(f"pod: {pod_id} could not be confirmed deleted")
-            data.append({"pod_id": pod_id, "deleted": False})
-            failed.append(pod_id)
-        return ok
-
     with _client(config) as client:
-        keep = rec.pod_id if rec is not None and rec.live else None
-        marked = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep]
-        training_kept = in_progress and not force and keep is not None
-        if not training_kept and keep is not None:
-            try:
-                remove(client, rec, rec.path, REQUESTED, "pod_rm", timing)
-                lines.append(deleted_line(rec.pod_id, _age(rec), rec.estimated_spend))
-                data.append({"pod_id": rec.pod_id, "deleted": True, "spend": rec.estimated_spend})
-            except NotDeleted:
-                lines.append(f"pod: {rec.pod_id} could not be confirmed deleted")
-                data.append({"pod_id": rec.pod_id, "deleted": False})
-                failed.append(rec.pod_id)
-        others = {p.id: p for p in marked}
-        for stray in (rec.stray_pods if rec is not None else []):
-            others.setdefault(stray, None)
-        for pod_id, pod in others.items():
-            rate = pod.cost_per_hour if pod is not None else None
-            if confirm(pod_id, rate, unix_of(pod.created_at) if pod is not None else None) and rec is not None:
-                rec.drop_stray(pod_id)
-            elif rec is not None:
-                rec.add_strays([pod_id])
-        if rec is not None and others:
-            rec.save(rec.path)
+        training_kept = running and not force and rec is not None and rec.live
+        done = delete_run_pods(client, run_id, rec, Timing.default(), keep_training=training_kept, by="pod_rm")
         if training_kept:
-            text = f"run {run_id} is still running: its training pod {keep} was kept"
-            if others:
-                text += f", and its other pods {', '.join(others)} were deleted"
-            session.report("\n".join(lines), {"run": run_id, "pods": data, "kept": keep})
+            text = f"run {run_id} is still running: its training pod {rec.pod_id} was kept"
+            if done.others:
+                text += f", and its other pods {', '.join(done.others)} were deleted"
+            session.report("\n".join(done.lines), {"run": run_id, "pods": done.data, "kept": rec.pod_id})
             raise PodRmRefused(text + f"; stop it with `overbrainer train cancel {run_id}` first, or pass --force")
-        if force and in_progress and (keep is not None or others):
+        if known.state == PREPARING:
+            fail_run(runs_dir, run_id, STOPPED.format(by="`pod rm`"))
+        elif force and running and done.data:
             fail_run(runs_dir, run_id, FORCED)
-        if not failed and (rec is None or rec.no_pod_left) and known.present:
+        if not done.failed and (rec is None or rec.no_pod_left) and known.present:
             forget_run(client, ids.run_dir(runs_dir, run_id), run_id)
-    if not lines:
-        lines.append(f"pod: no pod for run {run_id}")
-    session.report("\n".join(lines), {"run": run_id, "pods": data})
+    lines = done.lines or [f"pod: no pod for run {run_id}"]
+    session.report("\n".join(lines), {"run": run_id, "pods": done.data})
+    _raise_unconfirmed(run_id, done.failed)
+
+
+def cancel_stopped(session, config, record) -> str:
+    """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
+    gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported."""
+    from overbrainer.runpod.record import PodRecord
+    from overbrainer.runpod.remove import forget_run
+    from overbrainer.runpod.timing import Timing
+    from overbrainer.runs.pod_run import fail_run
+
+    runs_dir = session.project_dir / "runs"
+    run_dir = ids.run_dir(runs_dir, record.id)
+    rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    done = Deleted()
+    if rec is not None:
+        with _client(config) as client:
+            done = delete_run_pods(client, record.id, rec, Timing.default(), keep_training=False, by="client")
+            if not done.failed and rec.no_pod_left:
+                forget_run(client, run_dir, record.id)
+        message = STOPPED.format(by="`train cancel`")
+    else:
+        message = "cancelled before its job started (its process was killed)"
+    fail_run(runs_dir, record.id, message)
+    text = "\n".join(done.lines + [f"train: run {record.id} failed: {message}"])
+    session.report(text, {"run_id": record.id, "cancelled": False, "state": "failed", "message": message,
+                          "pods": done.data})
+    _raise_unconfirmed(record.id, done.failed)
+    return text
+
+
+def _raise_unconfirmed(run_id: str, failed: list[str]) -> None:
     if failed:
         raise OverbrainerError(f"{len(failed)} pod{'s' if len(failed) > 1 else ''} of run {run_id} could not be "
                                f"confirmed deleted ({', '.join(failed)}): run `overbrainer pod rm {run_id}` again")

@@ -12,6 +12,9 @@ Rules kept here:
 - `end_pod` writes the pod's `.pod/retrieved` marker only after the results were verified home
   (the watchdog then deletes it even when our delete fails), deletes and confirms unless kept,
   sweeps the run's other marker pods and forgets its keys; unretrieved results keep the pod.
+- A client killed between the retrieval and `end_pod` leaves a run that ended with its results
+  home and a pod.json that does not say deleted: `train attach` and every `train` / `run` on a
+  runpod target end such pods first (`retrieved_but_not_deleted`, `end_retrieved_pods`).
 """
 
 from __future__ import annotations
@@ -205,6 +208,51 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
         raise OverbrainerError(f"run {run.id} ended, but not its pod: {e}", cause=e) from e
     ctx.sweep_and_forget(sweep)
     return pod.state.value
+
+
+def retrieved_but_not_deleted(runs_dir: Path, only: str | None = None) -> list[tuple]:
+    """(run, pod record) of every run (or of run `only`) that ended with its results home while
+    its pod.json still shows a pod that is not kept: its client was killed after the retrieval
+    and before the delete. Unreadable records are left alone."""
+    from overbrainer.runs.retrieve import is_retrieved
+
+    runs_dir = Path(runs_dir)
+    names = [only] if only is not None else sorted(d.name for d in runs_dir.iterdir()) if runs_dir.is_dir() else []
+    found = []
+    for name in names:
+        run_dir = runs_dir / name
+        try:
+            pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+            if pod is None or not pod.live or pod.keep or pod.state == PodState.KEPT:
+                continue
+            run = load(runs_dir, name)
+        except (OverbrainerError, OSError):
+            continue
+        if run.ended and is_retrieved(run, run_dir):
+            found.append((run, pod))
+    return found
+
+
+def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, publish=None) -> None:
+    """Delete (and confirm) the pods `retrieved_but_not_deleted` found, one warning line each, then
+    sweep each run's other marker pods and forget its keys. Failures are warnings."""
+    from overbrainer.runpod.errors import RunpodError
+    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, forget_run, remove, sweep
+
+    for run, pod in found:
+        log.warning("run %s ended and its results are home, but its pod %s was not deleted: deleting it now",
+                    run.id, pod.pod_id)
+        try:
+            remove(client, pod, pod.path, RETRIEVED, "client", timing, publish=publish)
+            strays = sweep(client, run.id, pod.pod_id, timing, publish=publish)
+        except (NotDeleted, RunpodError) as e:
+            log.warning("run %s: %s", run.id, e)
+            continue
+        if strays:
+            pod.add_strays(strays)
+            pod.save(pod.path)
+        if pod.no_pod_left:
+            forget_run(client, pod.path.parent, run.id)
 
 
 # --- reconnecting ----------------------------------------------------------------------------------

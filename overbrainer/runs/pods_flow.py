@@ -2,9 +2,11 @@
 at `train`.
 
 A pod belongs to overbrainer when it carries a run marker (`env.OVERBRAINER_RUN_ID`) or an
-`overbrainer-*` name. Listing never deletes a pod: a recorded pod the account list lacks is looked
-at with the gone rule (3 Runpod 404s and absence from the list); a gone one is recorded `deleted`,
-an unclear look shows `UNCHECKED`. `pod rm` deletes and confirms (a pod is deleted only when
+`overbrainer-*` name. A run still `preparing` while no overbrainer holds the project (a `train`
+killed during provisioning: `stale`) is not in progress: its pods are orphans. Listing never
+deletes a pod: a recorded pod the account list lacks is looked at with the gone rule (3 Runpod
+404s and absence from the list, or TERMINATED); a gone one is recorded `deleted`, an unclear look
+shows `UNCHECKED`. `pod rm` deletes and confirms (a pod is deleted only when
 Runpod stops showing it), and forgets the run's keys and host-key secret once no pod is left.
 """
 
@@ -20,7 +22,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.record import InvalidPodRecord, PodRecord, PodState
 from overbrainer.runs import ids
-from overbrainer.runs.record import ENDED, load
+from overbrainer.runs.record import ENDED, PREPARING, load
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,7 @@ NAME_PREFIX = "overbrainer-"
 FORCED = "pod deleted by `pod rm` before its results were retrieved"
 EMPTY = "pod: no overbrainer pod on this account"
 IN_PROGRESS_NOTES = ("run preparing", "run running")
+STOPPED_NOTE = "run preparing, its process stopped"
 _CELL = 64
 
 
@@ -128,7 +131,7 @@ def _recorded(runs_dir: Path) -> dict[str, RunPods]:
     return out
 
 
-def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool) -> str:
+def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool, stale: bool = False) -> str:
     if run is None or not has_marker and known is None:
         return "no run marker"
     if known is None or not known.present:
@@ -145,10 +148,12 @@ def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool)
         return "awaiting retrieval"
     if known.state in ENDED:
         return f"run {known.state}, not deleted"
+    if known.state == PREPARING and stale:
+        return STOPPED_NOTE
     return f"run {known.state}"
 
 
-def _row(pod, known: RunPods | None, now: float) -> Row:
+def _row(pod, known: RunPods | None, now: float, stale: bool = False) -> Row:
     run = run_of(pod)
     run = _cell(run) if run else None
     rec = known.record if known is not None else None
@@ -158,12 +163,13 @@ def _row(pod, known: RunPods | None, now: float) -> Row:
     else:
         spend = cost.spend(rate, unix_of(pod.created_at), now)
     return Row(run or "-", pod.id, pod.status, pod.gpu_id or "-", rate, pod.created_at or "-",
-               _note(pod.id, run, known, bool(pod.run_marker)), spend)
+               _note(pod.id, run, known, bool(pod.run_marker), stale), spend)
 
 
-def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
+def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> list[Row]:
     """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
-    a Timing), every recorded live pod the list lacks. Never deletes a pod."""
+    a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
+    (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
     from overbrainer.runpod.gone import Found, Gone
 
     now = time.time()
@@ -175,7 +181,7 @@ def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
         known = recorded.get(run) if run else None
         if known is None and run:
             known = known_run(runs_dir, run)
-        rows.append(_row(pod, known, now))
+        rows.append(_row(pod, known, now, stale))
     if look is None:
         return rows
     seen = {p.id for p in listed}
@@ -184,7 +190,7 @@ def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
     for known, result in zip(missing, look(client, [k.record.pod_id for k in missing])):
         rec = known.record
         if isinstance(result, Found):
-            rows.append(_row(result.pod, known, now))
+            rows.append(_row(result.pod, known, now, stale))
         elif isinstance(result, Gone):
             past = rec.deadline_unix is not None and not rec.keep and now >= rec.deadline_unix
             rec.mark_deleted("watchdog" if past else "unknown")
@@ -192,8 +198,9 @@ def account_rows(client, runs_dir: Path, *, look=None) -> list[Row]:
             rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", "gone", rec.estimated_spend))
         else:
+            note = STOPPED_NOTE if stale and known.state == PREPARING else f"run {known.state}"
             rows.append(Row(known.run_id, rec.pod_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
-                            rec.created_at or "-", f"run {known.state}", rec.spend_so_far(now)))
+                            rec.created_at or "-", note, rec.spend_so_far(now)))
     return rows
 
 
@@ -202,10 +209,13 @@ def ls_flow(session, config) -> None:
     from overbrainer.runpod.timing import Timing
     from overbrainer.support.columns import table
 
+    from overbrainer.support.lock import holder_alive
+
     timing = Timing.default()
+    stale = not holder_alive(session.project_dir)
     with _client(config) as client:
         rows = account_rows(client, session.project_dir / "runs",
-                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing))
+                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
     total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
     data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}
     if not rows:
@@ -216,10 +226,11 @@ def ls_flow(session, config) -> None:
     session.report("\n".join(lines), data)
 
 
-def orphan_warnings(client, runs_dir: Path, run_id: str | None = None) -> list[str]:
-    """The `train` warnings for billing pods nothing in progress owns (one list; never deletes)."""
+def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> list[str]:
+    """The `train` warnings for billing pods nothing in progress owns (one list; never deletes).
+    `stale`: the caller holds the project, so other `preparing` runs are stopped ones."""
     out = []
-    for row in account_rows(client, runs_dir):
+    for row in account_rows(client, runs_dir, stale=stale):
         if row.run == run_id or row.note in IN_PROGRESS_NOTES or row.status in ("EXITED", "TERMINATED"):
             continue
         if row.note == "no run marker":
@@ -239,10 +250,10 @@ def _kept(runs_dir: Path, run_id: str) -> bool:
     return rec is not None and rec.state == PodState.KEPT
 
 
-def warn_orphans(client, runs_dir: Path, run_id: str | None = None) -> None:
+def warn_orphans(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> None:
     """Best effort: a failed list is one warning."""
     try:
-        lines = orphan_warnings(client, runs_dir, run_id)
+        lines = orphan_warnings(client, runs_dir, run_id, stale)
     except OverbrainerError as e:
         log.warning("cannot list the account's pods to look for orphans: %s", e)
         return

@@ -75,6 +75,28 @@ class ProjectLock:
         self.release()
 
 
+def holder_alive(project_dir: str | os.PathLike) -> bool:
+    """Whether the process that last held the project's lock still runs (read without locking:
+    a reader must not make a starting writer fail). A PID reused by another process reads as
+    alive: the answer errs on the side of "someone may be working"."""
+    path = Path(project_dir) / ".overbrainer" / "lock"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        pid = _read_pid(fd)
+    finally:
+        os.close(fd)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as e:
+        return e.errno == errno.EPERM  # it runs, as another user
+    return True
+
+
 def _read_pid(fd: int) -> int | None:
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()

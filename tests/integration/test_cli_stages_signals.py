@@ -78,10 +78,11 @@ def test_kill_9_mid_answers_then_rerun(project, fake_provider, cli, tmp_path):
 
 
 @pytest.mark.parametrize("command,signum,code", [("answers", signal.SIGINT, 130), ("run", signal.SIGINT, 130),
-                                                 ("answers", signal.SIGTERM, 143)])
+                                                 ("answers", signal.SIGTERM, 143), ("answers", signal.SIGHUP, 129)])
 def test_a_signal_mid_answers_stops_the_stage_says_what_resumes_and_exits(project, fake_provider, cli, tmp_path,
                                                                          command, signum, code):
-    """Ctrl-C (130) and SIGTERM (143: a timeout, systemd, `docker stop`, a CI cancellation) alike."""
+    """Ctrl-C (130), SIGTERM (143: a timeout, systemd, `docker stop`, a CI cancellation) and SIGHUP
+    (129: the terminal closed, the SSH session dropped) alike."""
     ids = _prepare(project, cli)
     fake_provider.latency = 0.1
     path = project.data / "answers.jsonl"

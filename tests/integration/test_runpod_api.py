@@ -24,7 +24,7 @@ FAKE_ONLY = True  # wire tests of the API client: their pods belong to no run; t
 
 def body(name: str = "overbrainer-r1-1", gpu: str = GPU, **extra) -> dict:
     doc = {"name": name, "image": "img", "cloud": "SECURE", "gpu": {"id": gpu, "count": 1, "minCudaVersion": "13.0"},
-           "ports": ["22/tcp"], "env": {"OVERBRAINER_RUN_ID": "r1"}, "cmd": ["sleep", "infinity"]}
+           "ports": ["22/tcp"], "env": {"OVERBRAINER_RUN_ID": "r1"}, "args": "sleep infinity"}
     doc.update(extra)
     return doc
 
@@ -73,6 +73,20 @@ def test_list_follows_pages(fake_runpod, client):
     assert {p.id for p in client.list_pods()} == ids
     lists = fake_runpod.calls_to("GET", "/pods")
     assert len(lists) == 3 and [c.query.get("cursor") for c in lists] == [None, "2", "4"]
+    assert all(c.query.get("includeClusterPods") == "false" and "limit" not in c.query for c in lists)
+
+
+def test_the_list_is_one_page_and_leaves_terminated_pods_out(fake_runpod, client):
+    kept = client.create_pod(body()).id
+    gone = client.create_pod(body("overbrainer-r1-2")).id
+    fake_runpod.pods.terminated_for = 30  # a deleted pod is still shown as TERMINATED for a while
+    fake_runpod.routes._delete(gone)
+    assert client.get_pod(gone).status == "TERMINATED" and client.get_pod(gone).terminated
+    listed = f'{{"pods": [{{"id": "{kept}", "status": "RUNNING"}}, {{"id": "{gone}", "status": "TERMINATED"}}]}}'
+    fake_runpod.inject(Fault(200, "GET", "/pods", raw=listed.encode()))
+    assert [p.id for p in client.list_pods()] == [kept]
+    [call] = fake_runpod.calls_to("GET", "/pods")
+    assert call.query == {"includeClusterPods": "false"}
 
 
 @pytest.mark.parametrize("fault", ["repeat", "endless"])
@@ -146,16 +160,21 @@ def test_ambiguous_create(fake_runpod, sleeps, kind):
     assert client.delete_pod(pod.id)
 
 
-def test_capacity_400_and_other_400(fake_runpod, client):
+def test_any_400_on_a_create_is_read_as_no_capacity_with_runpods_words(fake_runpod, client):
+    from tests.fixtures.runpod_server import CAPACITY
+
     fake_runpod.no_capacity.add(GPU)
     with pytest.raises(E.NoCapacity) as info:
         client.create_pod(body())
-    assert str(info.value) == "Runpod answered 400: no capacity for this GPU type" and info.value.status == 400
-    with pytest.raises(E.NoCapacity):  # out of stock in the asked data center
+    assert str(info.value) == f"Runpod answered 400 to the create request: {CAPACITY}"
+    assert info.value.status == 400 and info.value.detail == CAPACITY
+    fake_runpod.capacity_detail = "Sold out \x1b[31mright now"  # no machine code: any wording
+    with pytest.raises(E.NoCapacity) as info:  # out of stock in the asked data center
         client.create_pod(body(gpu="NVIDIA RTX A6000", dataCenterIds=["US-KS-2"]))
-    with pytest.raises(E.Rejected, match="overbrainer built an invalid request") as info:
+    assert info.value.detail == "Sold out right now"
+    with pytest.raises(E.NoCapacity) as info:  # a rule broken: a 400 too, Runpod's words tell
         client.create_pod(body(gpu="NVIDIA RTX A6000", cpu={"id": "cpu3c", "vcpuCount": 2}))
-    assert info.value.status == 400
+    assert info.value.status == 400 and info.value.detail == "exactly one of gpu and cpu must be set"
     assert len(fake_runpod.calls_to("POST", "/pods")) == 3 and fake_runpod.listed() == []
 
 
@@ -197,6 +216,17 @@ def test_runpod_404_storm_and_wrong_url(fake_runpod, client, sleeps):
         with pytest.raises(E.WrongUrl):
             lost.delete_pod(pod.id)  # an HTML 404 is never "already deleted"
     assert fake_runpod.pod(pod.id) is not None
+
+
+def test_a_used_up_quota_waits_for_its_reset_before_a_429(fake_runpod, client, sleeps):
+    fake_runpod.quota_left, fake_runpod.quota_reset = 0, 500  # "minute";r=0;t=500
+    client.list_pods()  # answered, with the quota used up
+    assert sleeps == []
+    fake_runpod.quota_left = None
+    client.list_pods()  # waits for the window's reset first
+    [waited] = sleeps
+    assert 500 * SCALE / 2 < waited <= 500 * SCALE  # the window's reset, less the time since its answer
+    assert len(fake_runpod.calls_to("GET", "/pods")) == 2 and all(c.status == 200 for c in fake_runpod.calls)
 
 
 def test_redirects_are_not_followed(fake_runpod, client):
@@ -268,8 +298,10 @@ def test_tolerant_pod_parsing_and_strict_id(fake_runpod, client):
     pod = client.get_pod("abc9")
     assert (pod.status, pod.cost_per_hour, pod.ssh, pod.run_marker, pod.gpu_id) == ("UNKNOWN", 0.0, None, None, None)
     fake_runpod.inject(Fault(200, "GET", "/pods", raw=b'{"pods": [{"id": "../../etc"}]}'))
-    with pytest.raises(E.InvalidAnswer, match="valid id"):
+    with pytest.raises(E.InvalidAnswer, match=r"pod id overbrainer cannot use \('\.\./\.\./etc'\): only letters"):
         client.list_pods()
+    fake_runpod.inject(Fault(200, "GET", "/pods/pod_abc-123", raw=b'{"id": "pod_abc-123", "status": "RUNNING"}'))
+    assert client.get_pod("pod_abc-123").id == "pod_abc-123"  # letters, digits, _ and - are safe
     fake_runpod.inject(Fault(201, "POST", "/pods", raw=b"<html>ok</html>", commit=True))
     with pytest.raises(E.Ambiguous):  # created, but the answer cannot be read: the pod may exist
         client.create_pod(body())

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import socket
 import stat
-import time
 
 import paramiko
 import pytest
@@ -140,21 +140,23 @@ def test_a_host_key_that_is_not_one_fails_the_bootstrap(booted):
 
 
 def test_the_env_built_by_the_client_drives_the_pod(booted):
-    """pod_cmd and pod_env as sent to Runpod; Runpod fills in the secret and adds its own vars."""
+    """`args` and the env as sent to Runpod (the bootstrap base64 in OVERBRAINER_BOOTSTRAP, run by
+    `sh -c`); Runpod fills in the secret and adds its own vars."""
     pod, _, _ = booted
     _, client_public = _keypair()
     settings = pod_scripts.PodSettings(
-        run_id="r", authorized_key=client_public, started_unix=int(time.time()),
-        deadline_unix=int(time.time()) + 3600, boot_grace_secs=1, retrieve_grace_secs=60,
+        run_id="r", authorized_key=client_public, max_seconds=3600, boot_grace_secs=1, retrieve_grace_secs=60,
         gpu_count=2, api_url=pod.api.url, workdir=str(pod.run_dir.parent), time_scale=0.002)
     env = pod_scripts.pod_env(settings)
     assert env["OVERBRAINER_WATCHDOG_INTERVAL_MS"] == "120"
     env["OVERBRAINER_HOST_KEY"] = pod.env["OVERBRAINER_HOST_KEY"]  # what Runpod puts in place
-    for name in ("OVERBRAINER_RUN_DIR", "OVERBRAINER_AUTHORIZED_KEY", "OVERBRAINER_DEADLINE",
-                 "OVERBRAINER_BOOT_GRACE", "OVERBRAINER_WATCHDOG_INTERVAL_MS", "OVERBRAINER_STARTED"):
+    for name in ("OVERBRAINER_RUN_DIR", "OVERBRAINER_AUTHORIZED_KEY", "OVERBRAINER_MAX_SECONDS",
+                 "OVERBRAINER_BOOT_GRACE", "OVERBRAINER_WATCHDOG_INTERVAL_MS"):
         pod.env.pop(name, None)
     pod.env.update(env)
-    proc = pod.start(pod_scripts.pod_cmd()[1:])
+    words = shlex.split(pod_scripts.pod_args())
+    assert words[0] == "sh"
+    proc = pod.start(words[1:])  # `sh -c '…'`, run by this test's shell (bash, dash, busybox sh)
     assert pod.verdict() == "ready"
     assert (pod.root / "root" / ".ssh" / "authorized_keys").read_text() == client_public + "\n"
     assert pod.finish(proc) == 0  # no job within the 1 s boot grace

@@ -1,6 +1,8 @@
 """The fake Runpod server's pods are real (tests/fixtures/runpod_pods.py): unshare'd process trees
 with their own network and PID namespaces and private /etc/ssh, /root, /workspace and /run; port 22
-published on the host's loopback; the fake API reachable inside the pod; secrets filled into env."""
+published on the host's loopback; the fake API reachable inside the pod; secrets filled into env;
+`args` run as Docker runs them (through the image's ENTRYPOINT when it has one); every answer is
+a Pod as the published schema describes it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import base64
 import io
 import json
 import os
+import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import paramiko
@@ -17,6 +21,7 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tests.fixtures import runpod_schema
 from tests.fixtures.runpod_pods import pids_in_namespace
 from tests.fixtures.sshd import wait_for
 
@@ -25,10 +30,12 @@ FAKE_ONLY = True  # tests of the fake itself: the pods they leave are killed at 
 
 
 def create(fake, cmd: list[str], env: dict | None = None, **extra) -> dict:
+    """A pod running `cmd` (as `args`, one shell-quoted string; none: the image's CMD)."""
     body = {"name": "overbrainer-t-1", "image": "img", "gpu": {"id": GPU, "count": 1}, "ports": ["22/tcp"],
-            "env": env or {}, "cmd": cmd, **extra}
+            "env": env or {}, **({"args": shlex.join(cmd)} if cmd else {}), **extra}
     r = requests.post(fake.url + "/pods", json=body, headers=headers(fake.account_key), timeout=10)
     assert r.status_code == 201, r.text
+    assert runpod_schema.problems(runpod_schema.POD, r.json()) == []
     return r.json()
 
 
@@ -72,6 +79,52 @@ def test_args_run_split_like_a_shell(fake_runpod):
     doc = create(fake_runpod, [], args="sh -c 'echo \"$RUNPOD_DC_ID\" > /workspace/dc'")
     wait_for(status_is(fake_runpod, doc["id"], "EXITED"))
     assert (workspace(fake_runpod, doc["id"]) / "dc").read_text().strip() == doc["dataCenterId"]
+
+
+def test_a_wrapper_entrypoint_gets_args_as_its_arguments_and_execs_them(fake_runpod):
+    script = 'echo "$0|$1" > /workspace/argv; echo "$$" > /workspace/pid'
+    doc = create(fake_runpod, [], image="wrapped", args=f"sh -c '{script}' one",
+                 env={"OVERBRAINER_FAKE_ENTRYPOINT_MARK": "/workspace/entrypoint"})
+    wait_for(status_is(fake_runpod, doc["id"], "EXITED"))
+    ws = workspace(fake_runpod, doc["id"])
+    assert (ws / "entrypoint").read_text() == "started\n"  # the wrapper ran first…
+    assert (ws / "argv").read_text() == "one|\n"  # `sh -c SCRIPT one`: $0 is `one`
+    assert (ws / "pid").read_text().strip() == "1"  # …then exec'd the command (PID 1 stays the container)
+    assert "[entrypoint] wrapper" in fake_runpod.pod(doc["id"]).process.log_path.read_text()
+    # without args, the image's CMD runs (through the wrapper): the pod stays RUNNING
+    idle = create(fake_runpod, [], image="wrapped")
+    wait_for(status_is(fake_runpod, idle["id"], "RUNNING"))
+    assert fake_runpod.pod(idle["id"]).process.alive()
+
+
+def test_an_image_not_in_its_registry_is_refused(fake_runpod):
+    body = {"name": "overbrainer-t-1", "image": "nosuch/image:1", "gpu": {"id": GPU, "count": 1}}
+    r = requests.post(fake_runpod.url + "/pods", json=body, headers=headers(fake_runpod.account_key), timeout=10)
+    assert r.status_code == 422 and "nosuch/image:1" in r.json()["detail"]
+
+
+def test_every_pod_answer_is_a_pod_of_the_published_schema(fake_runpod):
+    doc = create(fake_runpod, ["sleep", "infinity"])
+    running = wait_for(status_is(fake_runpod, doc["id"], "RUNNING"))
+    listed = requests.get(fake_runpod.url + "/pods", headers=headers(fake_runpod.account_key), timeout=10).json()
+    for pod in [doc, running, *listed["pods"]]:
+        assert runpod_schema.problems(runpod_schema.POD, pod) == [], pod
+    fake_runpod.pods.terminated_for = 30
+    assert requests.delete(f"{fake_runpod.url}/pods/{doc['id']}", headers=headers(fake_runpod.account_key),
+                           timeout=10).status_code == 204
+    gone = get(fake_runpod, doc["id"]).json()  # still shown for a while, as TERMINATED
+    assert gone["status"] == "TERMINATED" and gone["cost"] == 0.0 and gone["actions"] == []
+    assert runpod_schema.problems(runpod_schema.POD, gone) == []
+    assert requests.get(fake_runpod.url + "/pods", headers=headers(fake_runpod.account_key),
+                        timeout=10).json() == {"pods": []}  # deleted pods are not listed
+
+
+def test_a_pod_clock_can_be_off(fake_runpod):
+    fake_runpod.pods.clock_offset = -3600
+    doc = create(fake_runpod, ["sh", "-c", "date +%s > /workspace/now; date -u +%Y > /workspace/year"])
+    wait_for(status_is(fake_runpod, doc["id"], "EXITED"))
+    seen = int((workspace(fake_runpod, doc["id"]) / "now").read_text())
+    assert abs(seen - (time.time() - 3600)) < 60
 
 
 def _ed25519() -> tuple[str, str, Ed25519PrivateKey]:
@@ -197,3 +250,18 @@ def test_secret_references_are_filled_at_each_start(fake_runpod):
     requests.post(f"{fake_runpod.url}/pods/{doc['id']}/action", json={"action": "restart"}, headers=h)
     wait_for(lambda: seen.read_text().count("\n") == 2)
     assert seen.read_text().splitlines()[1] == "second|xsecondy|{{ RUNPOD_SECRET_nope }}"
+
+
+def test_a_killed_pod_never_sweeps_the_namespace_that_reuses_its_number(fake_runpod):
+    """The kernel gives a freed namespace number to the next namespace made (here, most likely,
+    the next pod's): sweeping a dead pod again, as every fake's teardown does, must not kill it."""
+    first = create(fake_runpod, ["sleep", "infinity"])
+    old = wait_for(lambda: fake_runpod.pod(first["id"]).process)
+    wait_for(lambda: pids_in_namespace(old.namespace))
+    assert requests.delete(f"{fake_runpod.url}/pods/{first['id']}", headers=headers(fake_runpod.account_key),
+                           timeout=10).status_code == 204
+    second = create(fake_runpod, ["sleep", "infinity"])
+    new = wait_for(lambda: fake_runpod.pod(second["id"]).process)
+    wait_for(lambda: pids_in_namespace(new.namespace))
+    old.kill()  # again, as at teardown
+    assert old.leftovers() == [] and new.alive() and pids_in_namespace(new.namespace)

@@ -1,10 +1,13 @@
 """The gone rule, deletes and sweeps against the fake Runpod (real pods): a pod is gone only after
-3 Runpod 404s and absence from the list, nothing is deleted on a look, a delete is believed only
-when Runpod stops showing the pod, and other pods of the run are swept."""
+3 Runpod 404s and absence from the list, or when Runpod shows it TERMINATED; nothing is deleted on
+a look; a delete is believed only when Runpod stops showing the pod (404, TERMINATED, or absent
+from the list), looked at with a backoff; and other pods of the run are swept."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 
 import pytest
 import requests
@@ -32,7 +35,7 @@ def client(fake_runpod):
 def make_pod(client, run_id: str = "r1", n: int = 1) -> str:
     body = {"name": f"overbrainer-{run_id}-{n}", "image": "img", "cloud": "SECURE",
             "gpu": {"id": GPU, "count": 1, "minCudaVersion": "13.0"}, "ports": ["22/tcp"],
-            "env": {"OVERBRAINER_RUN_ID": run_id}, "cmd": ["sleep", "infinity"]}
+            "env": {"OVERBRAINER_RUN_ID": run_id}}  # the image's CMD: sleep infinity
     return client.create_pod(body).id
 
 
@@ -95,6 +98,17 @@ def test_a_gone_pod_takes_three_looks_and_one_list(fake_runpod, client, tmp_path
     assert saved["state"] == "deleted" and saved["deleted_by"] == "unknown"
 
 
+def test_a_terminated_pod_is_gone_at_once_and_never_alive(fake_runpod, client):
+    pod_id, other = make_pod(client), make_pod(client, n=2)
+    fake_runpod.pods.terminated_for = 30  # Runpod may show a deleted pod as TERMINATED for a while
+    fake_runpod.routes._delete(pod_id)
+    start = len(fake_runpod.calls)
+    assert look_up(client, pod_id, FAST, wait=lambda s: None) is None
+    assert counts(fake_runpod, start) == (1, 0, 0)
+    assert look_up_all(client, [pod_id, other], FAST, wait=lambda s: None)[0] == Gone()
+    fake_runpod.routes._delete(other)
+
+
 def test_look_up_all_shares_its_waits_and_one_list(fake_runpod, client):
     live, gone, stormy = make_pod(client, n=1), make_pod(client, n=2), make_pod(client, n=3)
     fake_runpod.routes._delete(gone)
@@ -123,6 +137,39 @@ def test_remove_deletes_and_confirms(fake_runpod, client, tmp_path):
     assert saved.estimated_spend is not None
     assert [e.phase for e in events] == ["deleting", "deleted"]
     assert fake_runpod.billing() == [] and len(fake_runpod.calls_to("DELETE")) == 1
+
+
+@pytest.mark.parametrize("seen", ["terminated", "absent"])
+def test_a_delete_is_confirmed_by_terminated_or_by_absence_from_the_list(fake_runpod, client, tmp_path, seen):
+    pod_id = make_pod(client)
+    record = record_for(tmp_path, pod_id)
+    if seen == "terminated":
+        fake_runpod.pods.terminated_for = 30
+    else:  # every look at the pod fails (a 5xx after the retries); the list decides
+        fake_runpod.fail(503, times=10_000, method="GET", path=f"/pods/{pod_id}")
+    remove(client, record, None, "requested", "client", FAST)
+    assert PodRecord.load(tmp_path / "pod.json").state == PodState.DELETED
+    assert len(fake_runpod.calls_to("GET", "/pods")) == (1 if seen == "absent" else 0)
+    fake_runpod.faults.clear()
+
+
+def test_the_looks_after_a_delete_back_off(fake_runpod, client, tmp_path):
+    pod_id = make_pod(client)
+    record = record_for(tmp_path, pod_id)
+    stuck = fake_runpod.inject(Fault(204, "DELETE", f"/pods/{pod_id}", times=1000, raw=b""))
+    waits: list[float] = []
+
+    def nap(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    slow = dataclasses.replace(FAST, delete_timeout=1.0, delete_poll=0.05)
+    with pytest.raises(NotDeleted):
+        remove(client, record, None, "requested", "client", slow, sleep=nap)
+    assert waits[:4] == [0.05, 0.1, 0.2, 0.4]  # 1, 2, 4, 8 … delete_poll
+    assert len(waits) <= 6 and sum(waits) <= 1.0 + 1e-6  # the last wait ends at the timeout
+    stuck.times = 0
+    fake_runpod.routes._delete(pod_id)
 
 
 def test_remove_sends_the_delete_even_for_a_pod_answering_404(fake_runpod, client, tmp_path):

@@ -1,8 +1,10 @@
 """Provisioning a run's pod against the fake Runpod, whose pods are real: the package's bootstrap
 starts a real sshd with the run's keys and the real watchdog gives its verdict. The GPU walk
-(capacity and 403 fall through, 402 stops), unclear creates reconciled by the run marker, pods
+(any 400 falls through, 403 and 402 stop), unclear creates reconciled by the run marker, pods
 that never become ready deleted and confirmed before the next create, Ctrl-C (the provisioning
-flag) before and during the walk. After every test no pod bills."""
+flag) before and during the walk, the gone rule while a pod is reached. The fake Runpod refuses what
+the published schema refuses, and the pods run the default image's wrapper ENTRYPOINT. After every
+test no pod bills."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 from overbrainer.config.model import RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod import errors as E
 from overbrainer.runpod.errors import NoCredits
 from overbrainer.runpod.failures import (BootstrapFailed, Interrupted, NoCapacity, Unanswered, VolumeSize,
                                          WatchdogRefused, run_message)
@@ -27,7 +30,7 @@ from tests.fixtures.runpod import Fault
 
 A6000, A100, RTX4090 = "NVIDIA RTX A6000", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"
 WORKDIR = "/workspace/overbrainer"
-V2_FIELDS = {"name", "image", "cloud", "gpu", "disk", "ports", "startSsh", "env", "cmd"}
+V2_FIELDS = {"name", "image", "args", "cloud", "gpu", "disk", "ports", "startSsh", "env"}
 
 pytestmark = pytest.mark.ssh
 
@@ -106,7 +109,9 @@ def test_a_pod_is_created_reached_with_the_run_keys_and_ready(fake, tmp_path):
     body = fake.pod(done.pod.id).body
     assert set(body) == V2_FIELDS and body["name"] == "overbrainer-r1-1" and body["cloud"] == "SECURE"
     assert body["gpu"] == {"id": RTX4090, "count": 1, "minCudaVersion": "13.0"}
-    assert body["ports"] == ["22/tcp"] and body["startSsh"] is False and body["cmd"][:2] == ["bash", "-c"]
+    assert body["ports"] == ["22/tcp"] and body["startSsh"] is False and body["args"].startswith("sh -c '")
+    assert body["image"] == run.target.image  # the default: axolotl's cloud image, a wrapper ENTRYPOINT
+    assert "[entrypoint] wrapper" in fake.pod(done.pod.id).process.log_path.read_text()
     assert body["env"]["OVERBRAINER_RUN_ID"] == "r1" and body["env"]["OVERBRAINER_API_URL"] == fake.url
     assert body["env"]["OVERBRAINER_HOST_KEY"] == "{{ RUNPOD_SECRET_overbrainer_host_key_r1 }}"
     assert run.secrets() == ["overbrainer_host_key_r1"] and fake.calls_to("GET", "/catalog/gpus") == []
@@ -118,19 +123,29 @@ def test_a_pod_is_created_reached_with_the_run_keys_and_ready(fake, tmp_path):
     run.finish(done)
 
 
-def test_capacity_and_403_fall_through_to_the_next_type(fake, tmp_path):
+def test_any_400_falls_through_to_the_next_type_and_403_stops(fake, tmp_path):
     run = Run(fake, tmp_path, gpu_types=[A6000, A100, RTX4090])
     fake.no_capacity = {A6000}
-    forbidden = fake.inject(Fault(403, "POST", "/pods", times=0))
+    odd = fake.inject(Fault(400, "POST", "/pods", times=0, detail="Some other words for no machine"))
 
-    def arm(method, path, body):  # the 403 answers the second type's create only
+    def arm(method, path, body):  # the odd 400 answers the second type's create only
         if method == "POST" and path == "/pods" and body["gpu"]["id"] == A100:
-            forbidden.times = 1
+            odd.times = 1
     fake.on_request = arm
     done = run.start()
-    assert run.results() == ["unavailable", "forbidden", "created"] and run.posts() == 3
+    assert run.results() == ["unavailable", "unavailable", "created"] and run.posts() == 3
+    assert run.record().attempts[1].detail == ("Runpod answered 400 to the create request: Some other words for "
+                                               "no machine")
     assert done.record.gpu_type == RTX4090
     run.finish(done)
+    run = Run(fake, tmp_path, "r2", gpu_types=[A6000, RTX4090])
+    fake.on_request = None
+    fake.no_capacity = set()
+    fake.fail(403, method="POST", path="/pods")
+    with pytest.raises(E.Forbidden):
+        run.start()
+    assert run.results() == ["forbidden"] and run.posts() == 3 + 1  # the walk stopped at the 403
+    assert not run.client_key().exists() and "overbrainer_host_key_r2" not in run.secrets()
 
 
 def test_auto_reads_the_catalog_once_and_an_existing_secret_is_replaced(fake, tmp_path):
@@ -147,10 +162,15 @@ def test_auto_reads_the_catalog_once_and_an_existing_secret_is_replaced(fake, tm
 
 
 def test_nothing_fits_and_each_type_refused_say_why(fake, tmp_path):
+    from tests.fixtures.runpod_server import CAPACITY
+
     run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
     fake.no_capacity = {A6000, RTX4090}
-    with pytest.raises(NoCapacity, match="^no gpu_types entry could be placed: NVIDIA GeForce RTX 4090: "):
+    with pytest.raises(NoCapacity) as failed:
         run.start()
+    lines = str(failed.value).splitlines()
+    assert lines[0].startswith("no gpu_types entry could be placed: every create answered 400")
+    assert lines[1:] == [f"  {A6000}: {CAPACITY}", f"  {RTX4090}: {CAPACITY}"]  # one line per candidate
     assert run.results() == ["unavailable", "unavailable"] and run.secrets() == []
     run = Run(fake, tmp_path, "r2", network_volume_id="nope", data_center_ids=["EU-RO-1"])
     before = len(fake.calls)
@@ -161,7 +181,7 @@ def test_nothing_fits_and_each_type_refused_say_why(fake, tmp_path):
     run = Run(fake, tmp_path, "r3", gpu_types=[A6000], network_volume_id="vol1abc", data_center_ids=["EU-RO-1"])
     bodies: list[dict] = []
     fake.on_request = lambda m, p, b: bodies.append(b) if (m, p) == ("POST", "/pods") else None
-    with pytest.raises(NoCapacity, match=r"placed: .*\(check network_volume_id and data_center_ids\)$"):
+    with pytest.raises(NoCapacity, match=r"placed \(check network_volume_id and data_center_ids\): every"):
         run.start()
     assert bodies[0]["mounts"] == {"network": [{"volumeId": "vol1abc", "path": "/workspace/data"}]}
     assert bodies[0]["dataCenterIds"] == ["EU-RO-1"] and bodies[0]["env"]["OVERBRAINER_VOLUME_GB"] == "50"
@@ -190,7 +210,7 @@ def test_402_stops_the_walk_after_one_create(fake, tmp_path):
 def test_an_unclear_create_is_adopted_by_its_name_and_a_duplicate_deleted(fake, tmp_path, kind):
     run = Run(fake, tmp_path)
     body = {"name": "overbrainer-r1-0", "image": "img", "gpu": {"id": RTX4090, "count": 1},
-            "env": {"OVERBRAINER_RUN_ID": "r1"}, "cmd": ["sleep", "infinity"]}
+            "env": {"OVERBRAINER_RUN_ID": "r1"}}
     duplicate = run.client.create_pod(body).id  # a late pod of the run, named like no attempt
     fake.ambiguous_create(kind, hold=0.2)
     done = run.start()
@@ -210,12 +230,35 @@ def test_four_unclear_creates_without_a_pod_are_unanswered(fake, tmp_path):
     assert not run.client_key().exists() and run.secrets() == []
 
 
-def test_a_pod_that_is_not_ready_is_deleted_before_the_next_create(fake, tmp_path):
+def test_two_404s_while_reaching_a_new_pod_are_not_a_gone_pod(fake, tmp_path):
     run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
-    first_look(fake, lambda pod_id: fake.storm_404(pod_id, 1) if not fake.calls_to("DELETE") else None)
+    first_look(fake, lambda pod_id: fake.storm_404(pod_id, 2))  # Runpod 404s the pod it just made
+    done = run.start()
+    assert run.results() == ["created"] and run.posts() == 1 and fake.calls_to("DELETE") == []
+    looks = [c.status for c in fake.calls_to("GET", "/pods/.*")]
+    assert looks[:3] == [404, 404, 200]  # the third look saw it: no list needed
+    assert len(fake.calls_to("GET", "/pods")) == 1  # only the sweep for other pods, once ready
+    assert done.record.gpu_type == A6000
+    run.finish(done)
+
+
+def test_a_pod_that_is_really_gone_while_reached_takes_the_rule_then_the_next_type(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
+    first_look(fake, lambda pod_id: fake.routes._delete(pod_id) if not fake.calls_to("DELETE") else None)
     done = run.start()
     assert run.results() == ["not_ready", "created"]
     assert run.record().attempts[0].detail == "the pod disappeared"
+    assert len(fake.calls_to("GET", "/pods")) == 1 + 1  # 3 looks, then the list: gone (and the sweep)
+    assert done.record.gpu_type == RTX4090
+    run.finish(done)
+
+
+def test_a_pod_that_is_not_ready_is_deleted_before_the_next_create(fake, tmp_path):
+    run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
+    first_look(fake, lambda pod_id: fake.pods.stop(fake.pod(pod_id)) if not fake.calls_to("DELETE") else None)
+    done = run.start()
+    assert run.results() == ["not_ready", "created"]
+    assert run.record().attempts[0].detail == "the pod is EXITED"
     order = [(c.method, c.path.split("/")[1] if c.path.count("/") == 1 else "pod", c.status)
              for c in fake.calls if c.key == "account" and c.path.startswith("/pods")]
     first_post, second_post = [i for i, c in enumerate(order) if c[0] == "POST"]
@@ -230,7 +273,7 @@ def test_a_pod_that_will_not_die_stops_the_walk(fake, tmp_path):
     stuck: list[Fault] = []
 
     def trap(pod_id):
-        fake.storm_404(pod_id, 1)
+        fake.pods.stop(fake.pod(pod_id))  # not ready (EXITED), and its delete never takes
         stuck.append(fake.inject(Fault(204, "DELETE", f"/pods/{pod_id}", times=1000, raw=b"")))
     seen = first_look(fake, trap)
     with pytest.raises(NotDeleted, match="could not be confirmed deleted: check `overbrainer pod ls`"):

@@ -31,10 +31,12 @@ KEY = "rpa_PODSCOPEDKEY0123456789abcdef"
 
 class Runpodish:
     """Pods by id; `calls` records (method, path, authorization, user-agent, body); `faults`
-    maps "GET"/"DELETE"/"terminate"/"stop" to a status answered instead (a list is consumed)."""
+    maps "GET"/"DELETE"/"terminate"/"stop" to a status answered instead (a list is consumed).
+    The pod list answers 403 to the pod-scoped key unless `list_allowed`."""
 
     def __init__(self):
         self.pods: dict[str, dict] = {}
+        self.list_allowed = False
         self.calls: list[tuple] = []
         self.faults: dict[str, object] = {}
         self.lock = threading.Lock()
@@ -82,6 +84,10 @@ class Runpodish:
         if auth != f"Bearer {KEY}":
             return 401, {"title": "Unauthorized", "status": 401, "detail": "missing bearer token"}
         pod_id = parts[3] if len(parts) > 3 and parts[2] == "pods" else None
+        if method == "GET" and parts[2:] == ["pods"]:
+            if not self.list_allowed:
+                return 403, {"title": "Forbidden", "status": 403, "detail": "access denied"}
+            return 200, {"pods": list(self.pods.values())}
         name = (body or {}).get("action") if method == "POST" else method
         fault = self.fault(name)
         if fault:
@@ -97,7 +103,7 @@ class Runpodish:
         return 204, None
 
     def names(self) -> list[str]:
-        return [c[4]["action"] if c[4] else c[0] for c in self.calls]
+        return [c[4]["action"] if c[4] else "LIST" if c[1].endswith("/pods") else c[0] for c in self.calls]
 
     def add_pod(self, cost: float = 0.5) -> None:
         self.pods[POD_ID] = {"id": POD_ID, "name": "overbrainer-r-1", "status": "RUNNING", "cost": cost,
@@ -135,8 +141,7 @@ class Pod:
             "OVERBRAINER_API_URL": api.url, "OVERBRAINER_POD_ROOT": str(self.root),
             "OVERBRAINER_RUN_DIR": str(self.run_dir), "OVERBRAINER_VERSION": __version__,
             "OVERBRAINER_WATCHDOG_INTERVAL_MS": "100", "OVERBRAINER_WATCHDOG_PROBE_WAIT_MS": "50",
-            "OVERBRAINER_WATCHDOG_CURL_MS": "5000", "OVERBRAINER_STARTED": str(int(time.time())),
-            "OVERBRAINER_DEADLINE": str(int(time.time()) + 3600),
+            "OVERBRAINER_WATCHDOG_CURL_MS": "5000", "OVERBRAINER_MAX_SECONDS": "3600",
             "OVERBRAINER_BOOT_GRACE": "3600", "OVERBRAINER_RETRIEVE_GRACE": "3600",
             "OVERBRAINER_WATCHDOG_SHELL": " ".join(self.shell),
         }
@@ -227,7 +232,7 @@ def test_the_deadline_deletes_a_running_job(pod):
     try:
         pod.run_dir.mkdir(parents=True)
         (pod.run_dir / "job.pid").write_text(f"{job.pid}\n")
-        pod.env["OVERBRAINER_DEADLINE"] = str(int(time.time()) + 1)
+        pod.env["OVERBRAINER_MAX_SECONDS"] = "1"
         assert pod.finish(pod.watchdog()) == 0
     finally:
         job.kill()
@@ -239,17 +244,18 @@ def test_the_deadline_deletes_a_running_job(pod):
 
 def test_the_cost_cap_from_the_pod_rate_deletes(pod):
     pod.api.pods[POD_ID]["cost"] = 3600.0  # $1 a second
-    pod.env["OVERBRAINER_MAX_COST_USD"] = "0.5"
-    pod.env["OVERBRAINER_STARTED"] = str(int(time.time()))
+    pod.env["OVERBRAINER_MAX_COST_USD"] = "0.5"  # counted from the watchdog's own start
     assert pod.finish(pod.watchdog()) == 0
     assert "delete reason=cost_cap" in pod.log()
 
 
 def test_the_cost_cap_armed_by_the_client_deletes(pod):
     pod.dot.mkdir(parents=True)
-    (pod.dot / "cost_cap_at").write_text(f"{int(time.time()) - 1}\n")
+    (pod.dot / "cost_cap_in").write_text("1\n")  # seconds left: a duration, whatever the clocks say
     assert pod.finish(pod.watchdog()) == 0
-    assert "delete reason=cost_cap" in pod.log()
+    assert "delete reason=cost_cap" in pod.log() and "cost cap armed: delete at" in pod.log()
+    armed = int((pod.dot / "cost_cap_at").read_text())  # on the watchdog's own clock
+    assert abs(armed - (time.time() + 1)) < 30
 
 
 def test_retrieve_grace_after_the_job_ended(pod):
@@ -266,7 +272,7 @@ def test_retrieve_grace_after_the_job_ended(pod):
 
 def test_boot_grace_without_a_job_deletes_even_a_kept_pod(pod):
     pod.env.update(OVERBRAINER_BOOT_GRACE="1", OVERBRAINER_KEEP_POD="1")
-    del pod.env["OVERBRAINER_DEADLINE"]
+    del pod.env["OVERBRAINER_MAX_SECONDS"]
     assert pod.finish(pod.watchdog()) == 0
     assert "delete reason=never_started" in pod.log()
     boot_id, boot_at = (pod.dot / "boot_at").read_text().split()
@@ -291,7 +297,7 @@ def test_a_restarted_watchdog_counts_the_boot_grace_from_its_pod_first_start(pod
 
 def test_a_kept_pod_with_a_job_is_never_deleted(pod):
     pod.env.update(OVERBRAINER_KEEP_POD="1", OVERBRAINER_BOOT_GRACE="0", OVERBRAINER_RETRIEVE_GRACE="0")
-    pod.env["OVERBRAINER_DEADLINE"] = "1"
+    pod.env["OVERBRAINER_MAX_SECONDS"] = "0"
     pod.run_dir.mkdir(parents=True)
     (pod.run_dir / "job.pid").write_text("999999\n")  # no such group: the job ended too
     proc = pod.watchdog()
@@ -346,7 +352,7 @@ def test_the_loop_survives_a_failing_curl_and_a_failing_api(pod):
 
 def test_the_delete_is_repeated_while_the_pod_stays(pod):
     pod.api.pods[POD_ID]["cost"] = 0
-    pod.env["OVERBRAINER_DEADLINE"] = "1"
+    pod.env["OVERBRAINER_MAX_SECONDS"] = "0"
     real = pod.api.answer
 
     def lying(method, path, auth, body):  # the first DELETE answers 204 but keeps the pod
@@ -356,15 +362,69 @@ def test_the_delete_is_repeated_while_the_pod_stays(pod):
 
     pod.api.answer = lying
     assert pod.finish(pod.watchdog()) == 0
-    assert pod.api.names() == ["GET", "DELETE", "GET", "DELETE", "GET"]
+    # after the first delete: the pod (200), then the pod list (this key may not read it: 403)
+    assert pod.api.names() == ["GET", "DELETE", "GET", "LIST", "DELETE", "GET"]
     assert "pod still there after the delete (GET 200)" in pod.log()
 
 
-@pytest.mark.parametrize("case", ["401", "missing_key", "503_then_200", "503", "unreachable"])
+@pytest.mark.parametrize("deleted", ["terminated", "unlisted"])
+def test_a_deleted_pod_is_gone_when_terminated_or_no_longer_listed(pod, deleted):
+    pod.env["OVERBRAINER_MAX_SECONDS"] = "0"
+    pod.api.list_allowed = deleted == "unlisted"
+    real = pod.api.answer
+
+    hidden: list[dict] = []
+
+    def deleted_slowly(method, path, auth, body):  # the DELETE is accepted, the pod lingers
+        if method == "DELETE" and deleted == "terminated":
+            pod.api.pods[POD_ID].update(status="TERMINATED", cost=0)  # shown so for a while
+            return 204, None
+        if method == "DELETE":
+            hidden.append(pod.api.pods.pop(POD_ID))
+            return 204, None
+        if hidden and method == "GET" and path.endswith(f"/pods/{POD_ID}"):
+            return 200, hidden[0]  # still answered one by one, but no longer listed
+        return real(method, path, auth, body)
+
+    pod.api.answer = deleted_slowly
+    assert pod.finish(pod.watchdog()) == 0
+    if deleted == "terminated":
+        assert pod.api.names() == ["GET", "DELETE", "GET"] and "pod gone (TERMINATED)" in pod.log()
+    else:
+        assert pod.api.names() == ["GET", "DELETE", "GET", "LIST"] and "pod gone (not in the pod list)" in pod.log()
+
+
+@pytest.mark.parametrize("offset", [3600, -3600])
+def test_the_watchdog_counts_max_hours_on_its_own_clock(pod, offset):
+    """The pod's clock is an hour off from the client's: the limit is a duration, counted from
+    the watchdog's own start, so it neither fires at once nor an hour late."""
+    real = shutil.which("date")
+    (pod.bin / "date").write_text(f'#!/bin/sh\nnow=$(( $({real} +%s) + ({offset}) ))\nexec {real} -d "@$now" "$@"\n')
+    os.chmod(pod.bin / "date", 0o755)
+    pod.env["OVERBRAINER_MAX_SECONDS"] = "3600" if offset > 0 else "1"
+    pod.run_dir.mkdir(parents=True)
+    (pod.run_dir / "job.pid").write_text("999999\n")  # a job that ended: each tick notes it
+    (pod.run_dir / "exit_code").write_text("0\n")
+    proc = pod.watchdog()
+    assert pod.verdict() == "ready"
+    boot_at = int((pod.dot / "boot_at").read_text().split()[1])
+    assert abs(boot_at - (time.time() + offset)) < 60  # the pod's own clock
+    if offset > 0:  # an hour ahead: max_hours = 1 h is not reached at once
+        wait_for(lambda: (pod.dot / "job_ended_at").exists())
+        (pod.dot / "job_ended_at").unlink()
+        wait_for(lambda: (pod.dot / "job_ended_at").exists())  # a later tick: still no delete
+        assert proc.poll() is None and "DELETE" not in pod.api.names()
+    else:  # an hour behind: max_hours = 1 s still ends it a second after its start
+        assert pod.finish(proc) == 0
+        assert "delete reason=deadline" in pod.log()
+
+
+@pytest.mark.parametrize("case", ["401", "missing_key", "503_then_200", "503", "unreachable", "404_then_200", "404"])
 def test_the_proof_of_the_key(pod, case):
     pod.env["OVERBRAINER_WATCHDOG_PROBE_TRIES"] = "3"
     want = {"401": "failed http_401", "missing_key": "failed missing_key", "503_then_200": "ready",
-            "503": "failed http_503", "unreachable": "failed unreachable"}[case]
+            "503": "failed http_503", "unreachable": "failed unreachable", "404_then_200": "ready",
+            "404": "failed http_404"}[case]
     if case == "401":
         pod.env["RUNPOD_API_KEY"] = "rpa_SOMEOTHERKEY"
     elif case == "missing_key":
@@ -373,11 +433,16 @@ def test_the_proof_of_the_key(pod, case):
         pod.api.faults["GET"] = [503, 503]
     elif case == "503":
         pod.api.faults["GET"] = 503
+    elif case == "404_then_200":  # Runpod may not show a pod it has just created
+        pod.api.faults["GET"] = [404, 404]
+    elif case == "404":
+        pod.api.faults["GET"] = 404
     else:
         pod.env["OVERBRAINER_API_URL"] = "http://127.0.0.1:9/v2"
     pod.watchdog()
     assert pod.verdict() == want
-    gets = {"401": 1, "missing_key": 0, "503_then_200": 3, "503": 3, "unreachable": 0}[case]
+    gets = {"401": 1, "missing_key": 0, "503_then_200": 3, "503": 3, "unreachable": 0, "404_then_200": 3,
+            "404": 3}[case]
     assert pod.api.names() == ["GET"] * gets
     assert KEY not in pod.log()
 

@@ -163,14 +163,18 @@ def test_detach_then_attach_brings_the_results_home_and_deletes_the_pod(tmp_path
     assert p.pod_json(rid)["state"] == "deleted"
 
 
-def test_a_killed_client_leaves_the_pod_to_its_watchdog_deadline(tmp_path, fake_axolotl, fake):
-    # max_hours 0.0015 = 5.4 s from the create: the watchdog's deadline (the user's limit, never scaled).
-    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0015")
+@pytest.mark.parametrize("clock", [0, -3600])
+def test_a_killed_client_leaves_the_pod_to_its_watchdog_deadline(tmp_path, fake_axolotl, fake, clock):
+    # max_hours 0.0025 = 9 s from the watchdog's start: its deadline (the user's limit, never scaled),
+    # room enough for the job to start first on a busy machine. It is a duration on the pod's own
+    # clock: a pod clock an hour behind ours does not put it off by an hour.
+    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0025")
+    fake.pods.clock_offset = clock
     fake_axolotl.set_mode("slow")
     proc, rid, pod_id = _started(p)
     proc.kill()  # kill -9: no release, no delete by the client
     _ended(proc)
-    p.wait_for(lambda: fake.billing() == [], timeout=30, what="the watchdog to delete the pod")
+    p.wait_for(lambda: fake.billing() == [], timeout=60, what="the watchdog to delete the pod")
     [delete] = p.deletes()
     assert delete.key == "pod" and delete.pod_id == pod_id  # the pod's own key: its watchdog
     assert p.pod_json(rid)["state"] == "running"  # the client never saw it
@@ -257,11 +261,14 @@ def test_a_two_gpu_pod_trains_with_axolotls_launcher_over_both(tmp_path, fake_ax
 
 
 def test_max_hours_reached_while_following_fails_the_run(tmp_path, fake_axolotl, fake):
-    # max_hours 0.0015 = 5.4 s: the watchdog deletes the pod at its deadline; the client's watch
-    # then fails, the gone rule finds the pod gone, and the run fails with the limit's reason.
-    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0015")
+    # max_hours 0.0025 = 9 s: the watchdog deletes the pod at its deadline (counted from its own
+    # start); the client's watch then fails, the gone rule finds the pod gone, and the run fails with
+    # the limit's reason. A time scale of 0.05 puts the client's own guard 15 s after its deadline,
+    # so the watchdog's delete comes first even on a busy machine.
+    p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0025")
+    p.env["OVERBRAINER_TIME_SCALE"] = "0.05"
     fake_axolotl.set_mode("slow")
-    r = p.run("train", timeout=60)
+    r = p.run("train", timeout=100)
     assert r.returncode == 1, r.stderr
     [rid] = p.run_ids()
     rec = p.record(rid)

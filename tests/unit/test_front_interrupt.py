@@ -276,3 +276,19 @@ def test_ctrl_c_from_outside_the_process_stops_a_race_and_the_process_ends_clean
     finally:
         proc.kill()
     assert (proc.returncode, out, err) == (0, "None True\n", "")
+
+
+def test_sighup_is_caught_like_sigterm_unless_it_was_ignored(original_handler):
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        with Interrupt() as interrupt:
+            os.kill(os.getpid(), signal.SIGHUP)  # the terminal closed
+            assert interrupt.event.wait(LIMIT) and interrupt.signum == signal.SIGHUP
+            assert signal.SIGHUP in interrupt_module._received
+        assert signal.getsignal(signal.SIGHUP) is before
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup
+        with Interrupt():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN  # not caught: the kernel drops it
+    finally:
+        signal.signal(signal.SIGHUP, before)
+        interrupt_module._received.clear()

@@ -37,7 +37,9 @@ def test_the_cost_cap_arms_a_snapshot_then_a_delete():
     # $1/h with a $2 cap: snapshot after 1.75 h (15 min before the delete), delete after 2 h.
     cap = arm_cost_cap(2.0, 1.0, created_unix=10_000)
     assert cap == CostCap(snapshot_at=10_000 + 6300, delete_at=10_000 + 7200)
-    assert cap.files() == {".pod/snapshot_at": "16300\n", ".pod/cost_cap_at": "17200\n"}
+    # the pod gets durations (its clock need not agree with ours), counted from when it sees them
+    assert cap.files(now=16_000.5) == {".pod/snapshot_in": "299\n", ".pod/cost_cap_in": "1199\n"}
+    assert cap.files(now=20_000) == {".pod/snapshot_in": "0\n", ".pod/cost_cap_in": "0\n"}
     # $1/h with a $20 cap: 95 % of 20 h comes before 15 min ahead of the delete.
     assert arm_cost_cap(20.0, 1.0, created_unix=0) == CostCap(snapshot_at=68_400, delete_at=72_000)
     # A cap shorter than 15 min snapshots at once.

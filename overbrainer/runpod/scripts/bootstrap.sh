@@ -1,7 +1,9 @@
 # overbrainer pod bootstrap (POSIX sh: runs under bash, dash and busybox sh).
 #
-# The pod's command (`bash -c <this text>`). overbrainer replaces the WATCHDOG_SH line below with
-# the watchdog's text before sending it, so the pod needs nothing but its image.
+# The pod's command: overbrainer replaces the WATCHDOG_SH line below with the watchdog's text and
+# sends the whole base64-encoded in the pod's env (OVERBRAINER_BOOTSTRAP); the create request's
+# `args`, `sh -c '…'`, decodes it and runs it in that shell (`eval`), through the image's
+# ENTRYPOINT when it has one. So the pod needs nothing but its image: a POSIX sh, base64, curl.
 #
 # Order (no failure may leave the pod without its killer):
 #  1. write the watchdog to /run/overbrainer/watchdog.sh (temp file + rename), FIRST;

@@ -3,8 +3,13 @@
 # Exec'd by the bootstrap as the container's main process, so it lives exactly as long as the
 # container. It proves that its key can read its own pod, writes its verdict, then checks the run
 # once per interval and deletes the pod when a limit says so. It never exits on an error: each tick
-# runs in a subshell, every command is guarded, and only a confirmed deletion (a 404 for its own
-# pod after a delete was accepted) or SIGTERM/SIGINT ends it.
+# runs in a subshell, every command is guarded, and only a confirmed deletion (after a delete was
+# accepted: a 404 for its own pod, its status TERMINATED, or its absence from the pod list) or
+# SIGTERM/SIGINT ends it.
+#
+# One clock: every limit is a duration counted from the watchdog's first start on this pod
+# (BOOT_AT, kept in .pod/boot_at across container restarts), read with this pod's own `date`.
+# Nothing here compares a time of the client's machine with the pod's.
 #
 # Environment (set by overbrainer in the pod's env; Runpod sets the RUNPOD_* ones):
 #   RUNPOD_POD_ID, RUNPOD_API_KEY    this pod and Runpod's pod-scoped key. The key reaches curl on
@@ -13,10 +18,9 @@
 #   OVERBRAINER_API_URL              API base URL (default https://api.runpod.io/v2)
 #   OVERBRAINER_RUN_DIR              the run directory on the pod (job files, .pod/)
 #   OVERBRAINER_POD_ROOT             prefix of the system paths (default: none, i.e. /; tests)
-#   OVERBRAINER_DEADLINE             Unix seconds: delete at or after it (absent when kept)
-#   OVERBRAINER_STARTED              Unix seconds the pod was asked for (start of billing)
+#   OVERBRAINER_MAX_SECONDS          max_hours in seconds: delete at BOOT_AT + it (absent when kept)
 #   OVERBRAINER_MAX_COST_USD         spend cap; with the pod's own `cost` ($/h, read from the API)
-#                                    the pod is deleted at STARTED + cap / rate hours
+#                                    the pod is deleted at BOOT_AT + cap / rate hours
 #   OVERBRAINER_BOOT_GRACE           seconds without a job before deleting (default 1800)
 #   OVERBRAINER_RETRIEVE_GRACE       seconds after the job ended before deleting (default 3600)
 #   OVERBRAINER_KEEP_POD             1: once a job started, never delete (bootstrap failure aside)
@@ -26,7 +30,7 @@
 #                                    tick 60000 ms, 5 proof tries 10000 ms apart, curl 10000 ms.
 #                                    The client passes the tick and the proof wait already
 #                                    multiplied by OVERBRAINER_TIME_SCALE (sh has no floats); the
-#                                    curl cap, deadline and graces are never scaled.
+#                                    curl cap, max_hours and graces are never scaled.
 #
 # Files in $OVERBRAINER_RUN_DIR (the job's, written by overbrainer's job wrapper):
 #   job.pid (process group of the job), exit_code, cancelled
@@ -35,19 +39,22 @@
 #                    missing_key, missing_pod_id, bad_key, no_curl) or `failed bootstrap: <reason>`
 #   watchdog.log     timestamped log (also on stdout, Runpod's container log)
 #   retrieved        written by the client after verified retrieval: delete (unless kept)
-#   cost_cap_at      optional, Unix seconds, written by the client: delete at or after it
+#   cost_cap_in      optional, written by the client: seconds left until its cost cap when it wrote
+#                    it; the first tick that sees it turns it into cost_cap_at (this pod's clock)
+#   cost_cap_at      Unix seconds on this pod's clock: delete at or after it
 #   rate             the pod's $/h as Runpod reported it
 #   delete_reason    why the watchdog deleted the pod
 #   boot_at          `<pod id> <Unix seconds>` of the first watchdog start on this pod
 #   job_started_at, job_ended_at   Unix seconds the watchdog first saw them
 #
 # Delete rule, first match: bootstrap failed (even kept) → `bootstrap_failed`; kept and a job
-# started → never; cost cap passed → `cost_cap`; deadline passed → `deadline`; retrieved marker →
+# started → never; cost cap passed → `cost_cap`; max_hours passed → `deadline`; retrieved marker →
 # `retrieved`; job ended RETRIEVE_GRACE ago → `abandoned`; no job BOOT_GRACE after the first
 # start → `never_started`. Deleting: DELETE /pods/<id> (2xx or 404 = accepted), else action
 # `terminate`, else action `stop` (the pod's volume keeps billing until `overbrainer pod rm`), else
 # `runpodctl pod delete`; all failed → again next tick. Accepted → a GET each tick until Runpod
-# answers 404, then exit 0.
+# answers 404 or shows it TERMINATED (or the pod list, when this key may read it, lacks it), then
+# exit 0.
 
 umask 077
 set +e
@@ -80,10 +87,10 @@ PROBE_WAIT_MS=$(uint_or "${OVERBRAINER_WATCHDOG_PROBE_WAIT_MS:-}" 10000)
 CURL_MS=$(uint_or "${OVERBRAINER_WATCHDOG_CURL_MS:-}" 10000)
 BOOT_GRACE=$(uint_or "${OVERBRAINER_BOOT_GRACE:-}" 1800)
 RETRIEVE_GRACE=$(uint_or "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600)
-STARTED=$(uint_or "${OVERBRAINER_STARTED:-}" '')
-DEADLINE=${OVERBRAINER_DEADLINE:-}
-# A deadline that is set but unreadable counts as passed: no pod without a limit.
-if [ -n "$DEADLINE" ] && ! is_uint "$DEADLINE"; then DEADLINE=0; fi
+MAX_SECONDS=${OVERBRAINER_MAX_SECONDS:-}
+# A limit that is set but unreadable counts as passed: no pod without a limit.
+if [ -n "$MAX_SECONDS" ] && ! is_uint "$MAX_SECONDS"; then MAX_SECONDS=0; fi
+DEADLINE=  # BOOT_AT + MAX_SECONDS, once BOOT_AT is known
 if [ "$CURL_MS" -lt 1 ]; then CURL_MS=1; fi
 
 T=0
@@ -163,7 +170,7 @@ probe() { # sets VERDICT
   if [ -z "$KEY" ]; then VERDICT="failed missing_key"; return; fi
   case $KEY in *[!A-Za-z0-9_.:+/=-]*) VERDICT="failed bad_key"; return ;; esac
   if [ -z "$ID" ]; then VERDICT="failed missing_pod_id"; return; fi
-  case $ID in *[!A-Za-z0-9]*) VERDICT="failed bad_pod_id"; return ;; esac
+  case $ID in *[!A-Za-z0-9_-]*) VERDICT="failed bad_pod_id"; return ;; esac
   if ! command -v curl >/dev/null 2>&1; then VERDICT="failed no_curl"; return; fi
   i=1
   while :; do
@@ -171,7 +178,7 @@ probe() { # sets VERDICT
     log "probe GET $CODE"
     case $CODE in
       200) note_rate; VERDICT=ready; return ;;
-      000|408|429|5[0-9][0-9]) ;;
+      000|404|408|429|5[0-9][0-9]) ;;  # 404: Runpod may not show a pod it has just created
       *) VERDICT="failed http_$CODE"; return ;;
     esac
     if [ "$i" -ge "$PROBE_TRIES" ]; then
@@ -208,12 +215,19 @@ delete_pod() { # reason → 0 when Runpod accepted a delete (or stop)
   return 1
 }
 
+arm_client_cap() { # the client's cost_cap_in (seconds left when written) → cost_cap_at, once
+  [ -f "$POD/cost_cap_at" ] && return 0
+  left=$(first_line "$POD/cost_cap_in") || return 0
+  put "$POD/cost_cap_at" "$((T + left))" && log "cost cap armed: delete at $((T + left))"
+}
+
 cost_cap_at() { # sets CAP: the earliest cap time, from the client's file or the pod's rate
+  arm_client_cap
   best=$(first_line "$POD/cost_cap_at")
-  if [ -n "$MAX_COST" ] && [ -n "$STARTED" ]; then
+  if [ -n "$MAX_COST" ]; then
     if [ ! -f "$POD/rate" ]; then api GET "/pods/$ID"; [ "$CODE" = 200 ] && note_rate; fi
     rate=$(head -n 1 "$POD/rate" 2>/dev/null)
-    at=$(awk -v c="$MAX_COST" -v r="$rate" -v s="$STARTED" \
+    at=$(awk -v c="$MAX_COST" -v r="$rate" -v s="$BOOT_AT" \
       'BEGIN { if (r + 0 <= 0 || c + 0 <= 0) exit 1; printf "%d\n", s + (c / r) * 3600 }' 2>/dev/null)
     if is_uint "$at" && { [ -z "$best" ] || [ "$at" -lt "$best" ]; }; then best=$at; fi
   fi
@@ -262,12 +276,32 @@ reason() { # sets R: the delete reason, or nothing
   if [ "$STARTED_JOB" = 0 ] && [ $((T - BOOT_AT)) -ge "$BOOT_GRACE" ]; then R=never_started; fi
 }
 
+status_of() { # from BODY: the pod's `status`
+  printf '%s\n' "$BODY" \
+    | sed -n 's/.*"status"[[:space:]]*:[[:space:]]*"\([A-Z_]*\)".*/\1/p' 2>/dev/null | head -n 1
+}
+
+gone() { # after an accepted delete: 0 when Runpod no longer shows this pod
+  api GET "/pods/$ID"
+  if [ "$CODE" = 404 ]; then log "pod gone"; return 0; fi
+  if [ "$CODE" = 200 ] && [ "$(status_of)" = TERMINATED ]; then log "pod gone (TERMINATED)"; return 0; fi
+  look=$CODE
+  api GET "/pods"
+  if [ "$CODE" = 200 ]; then
+    case $BODY in
+      *"\"$ID\""*|*'"hasNextPage":true'*|*'"hasNextPage": true'*) ;;  # listed, or maybe on a next page
+      *) log "pod gone (not in the pod list)"; return 0 ;;
+    esac
+  fi
+  CODE=$look
+  return 1
+}
+
 # One check; exit status 0 nothing to do, 10 delete accepted, 20 the pod is gone.
 tick() {
   now
   if [ "$DELETING" = 1 ]; then
-    api GET "/pods/$ID"
-    if [ "$CODE" = 404 ]; then log "pod gone"; return 20; fi
+    gone && return 20
     log "pod still there after the delete (GET $CODE)"
     delete_pod "${WHY:-again}" && return 10
     return 0
@@ -280,14 +314,15 @@ tick() {
 }
 
 mkdir -p "$POD" 2>/dev/null
-log "start pod=${ID:-?} deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s" \
-  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
 
 now
 BOOT_AT=
 set -- $(head -n 1 "$POD/boot_at" 2>/dev/null)
 if [ "${1:-}" = "$ID" ] && is_uint "${2:-}"; then BOOT_AT=$2; fi
 if [ -z "$BOOT_AT" ]; then BOOT_AT=$T; put "$POD/boot_at" "$ID $T"; fi
+if [ -n "$MAX_SECONDS" ]; then DEADLINE=$((BOOT_AT + MAX_SECONDS)); fi
+log "start pod=${ID:-?} boot_at=$BOOT_AT deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s" \
+  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
 
 if [ -n "$BOOT_FAILED" ]; then
   VERDICT="failed bootstrap: $BOOT_FAILED"
