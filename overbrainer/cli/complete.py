@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 from click.shell_completion import CompletionItem
 
+from overbrainer.dataset.paths import ProjectPaths
+
 
 def _project(ctx: click.Context) -> Path:
     return Path(ctx.find_root().params.get("project_dir") or ".")
@@ -28,7 +30,7 @@ def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list
     """Run IDs from runs/*/run.json, with "<state>, <target>" as help, oldest first."""
     items = []
     try:
-        dirs = sorted((_project(ctx) / "runs").iterdir())
+        dirs = sorted(ProjectPaths(_project(ctx)).runs.iterdir())
     except OSError:
         return []
     for d in dirs:

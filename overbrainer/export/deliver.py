@@ -17,11 +17,6 @@ log = logging.getLogger(__name__)
 OLLAMA_SECS = 600
 
 
-def size_text(size: int) -> str:
-    """Decimal megabytes, or gigabytes from 1 GB: `639.4 MB`, `4.1 GB`."""
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
-
-
 def write_export_json(job_dir: Path, *, quantize: str, llama_cpp: str, file: str, sha256: str, size: int,
                       created: str) -> dict:
     doc = {"quantize": quantize, "llama_cpp": llama_cpp, "file": file, "sha256": sha256, "size": size,

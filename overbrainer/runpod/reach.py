@@ -22,8 +22,9 @@ from overbrainer.runpod.gone import look_up
 from overbrainer.runpod.keys import RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.record import PodEndpoint, PodRecord
-from overbrainer.runpod.timing import Timing, flag_set, pause
+from overbrainer.runpod.timing import Timing, flag_set
 from overbrainer.support.redact import strip_controls
+from overbrainer.support.sleep import pause
 
 log = logging.getLogger(__name__)
 

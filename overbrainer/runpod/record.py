@@ -31,6 +31,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.fmt import stamp as rfc3339
 from overbrainer.support.files import read_bytes
 
 VERSION = 1
@@ -90,10 +91,6 @@ DELETED_BY = ("client", "watchdog", "pod_rm", "unknown")
 _HOST = re.compile(r"[A-Za-z0-9.:-]+")
 _USER = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def rfc3339(unix: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
 
 
 def attempt_name(run_id: str, n: int) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runs import ids
 from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
@@ -47,7 +48,7 @@ class TrainResult:
 
 
 def _runs_dir(session: Session) -> Path:
-    return session.project_dir / "runs"
+    return ProjectPaths(session.project_dir).runs
 
 
 def _keeps_running(record: RunRecord) -> str:

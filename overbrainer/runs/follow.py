@@ -23,6 +23,7 @@ from overbrainer.front.events import JobStatus, RunWatched
 from overbrainer.runs import timing
 from overbrainer.runs.record import RunRecord
 from overbrainer.runs.states import Status
+from overbrainer.support.fmt import duration
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +32,6 @@ REQUEST_CHECK_SECS = 30.0
 
 def attach_hint(run_id: str) -> str:
     return f"follow it again with `overbrainer train attach {run_id}`"
-
-
-def duration(seconds: float) -> str:
-    """`30 min`, or `90 s` when not whole minutes."""
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
 
 
 def job_id(record: RunRecord):
@@ -189,10 +183,10 @@ class Follower:
             log.warning("cannot check the snapshot of run %s: %s", self.record.id, e)
             return False
         if self.proof_since is None and now - self.stop_since > timing.STOP_GRACE_SECS:
-            self.cancelled_for = (f"no snapshot {duration(timing.STOP_GRACE_SECS)} after it was asked for: "
+            self.cancelled_for = (f"no snapshot {duration(timing.STOP_GRACE_SECS, words=True)} after it was asked for: "
                                   "the job was cancelled")
         elif self.proof_since is not None and now - self.proof_since > timing.PROOF_GRACE_SECS:
-            self.cancelled_for = (f"the job still ran {duration(timing.PROOF_GRACE_SECS)} after its snapshot: "
+            self.cancelled_for = (f"the job still ran {duration(timing.PROOF_GRACE_SECS, words=True)} after its snapshot: "
                                   "the job was cancelled")
         else:
             return False

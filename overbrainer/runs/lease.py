@@ -21,6 +21,7 @@ import shutil
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.runs import ids
 from overbrainer.runs.record import RunRecord
@@ -54,7 +55,7 @@ def lease(session, config, target_name: str, target: Any, record: RunRecord, *, 
                        start=start, keep=keep) as executor:
             yield executor
         return
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     executor = None
     try:
         executor = interrupt.race(open_executor, config, target_name, target, runs_dir)

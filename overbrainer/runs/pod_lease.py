@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.keys import SSH_DIR
@@ -92,7 +93,7 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
               keep: bool) -> Iterator[Any]:
     from overbrainer.runpod.timing import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
     executor = None
@@ -147,7 +148,7 @@ def end_left_pod(session, config, run_id: str) -> None:
     shows one left (nothing to do, and no API key needed, otherwise)."""
     from overbrainer.runpod.timing import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     if not pod_run.retrieved_but_not_deleted(runs_dir, run_id):
         return
     interrupt = session.front.interrupt()

@@ -16,11 +16,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runs import ids
 from overbrainer.runs.pods_flow import FORCED, _client, unix_of, known_run
 from overbrainer.runs.record import PREPARING, RUNNING
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +34,10 @@ class PodRmRefused(OverbrainerError):
 
 
 def deleted_line(pod_id: str, seconds: float | None, spend: float | None) -> str:
-    """`pod: P deleted[ after 2h 3m][, about $1.06]`."""
+    """`pod: P deleted[ after 2h03m][, about $1.06]`."""
     text = f"pod: {pod_id} deleted"
     if seconds is not None and seconds >= 0:
-        s = int(round(seconds))
-        h, m, sec = s // 3600, s % 3600 // 60, s % 60
-        text += " after " + (f"{h}h {m}m" if h else f"{m}m {sec}s" if m else f"{sec}s")
+        text += " after " + fmt.duration(round(seconds))
     if spend is not None:
         text += f", {cost.format_spend(spend)}"
     return text
@@ -98,7 +98,7 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     from overbrainer.runs.pod_run import fail_run
 
     ids.validate(run_id)
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     known = known_run(runs_dir, run_id)
     if not known.present and not force:
         raise PodRmRefused(f"run {run_id} is not in this project's runs/: if no other checkout owns it, "
@@ -139,7 +139,7 @@ def cancel_stopped(session, config, record) -> str:
     from overbrainer.runpod.timing import Timing
     from overbrainer.runs.pod_run import fail_run
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     run_dir = ids.run_dir(runs_dir, record.id)
     rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     done = Deleted()
