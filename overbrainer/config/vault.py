@@ -19,7 +19,7 @@ from typing import Mapping
 from urllib.parse import quote
 
 from overbrainer.errors import ConfigError, OverbrainerError
-from overbrainer.support import http, redact
+from overbrainer.support import fmt, http, redact
 from overbrainer.support.http import Retries, TooLarge, Unanswered, exchange, retried
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class _Read(Retries):
         return after if after is not None else http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
     def waiting(self, error: BaseException, seconds: float) -> None:
-        log.debug("%s; retrying", error)
+        log.warning("%s; retrying in %s", error, fmt.duration(seconds))
 
 
 def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -90,7 +90,7 @@ def _fetch(session, addr: str, url: str, ref: str) -> http.Answer:
         answer = exchange(session, "GET", url, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), allow_redirects=False,
                           cap=BODY_CAP)
     except Unanswered as e:
-        raise _Transient(f"cannot reach vault at {addr} ({e})") from None
+        raise _Transient(f"cannot reach vault at {http.display_url(addr)} ({e})") from None
     except TooLarge:
         raise OverbrainerError(f"unparseable answer from vault for {ref} (larger than 1 MiB)") from None
     if answer.status in (408, 429) or answer.status >= 500:

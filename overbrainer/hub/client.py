@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from overbrainer import __version__
 from overbrainer.errors import OverbrainerError
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def _retry_after(response: Any) -> str:
     from overbrainer.support.http import retry_after
 
     seconds = retry_after(response.headers.get("Retry-After"), cap=None) if response is not None else None
-    return "" if seconds is None else f" (in {math.ceil(seconds)} s)"
+    return "" if seconds is None else f" (in {fmt.duration(math.ceil(seconds), words=True)})"
 
 
 def explain(error: BaseException, what: str, *, namespace: str | None = None, host: str = "") -> HubError:
