@@ -271,12 +271,8 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: 
                 m.linkname = _check_name(m.linkname, "a hard link")
             elif m.issym() and not m.linkname:
                 raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points nowhere")
-            if name != "." and os.path.islink(target):
-                os.unlink(target)  # never write through an existing symlink
-            elif m.isreg() and os.path.isdir(target):
-                shutil.rmtree(target)
-            elif m.isreg() and os.path.isfile(target) and os.stat(target).st_nlink > 1:
-                os.unlink(target)  # nor through a hard link: it would change another path
+            if name != ".":
+                _clear_the_way(m, target)
             m.name = name
             tf.digest = None
             tf.extract(m, root, set_attrs=not m.issym(), numeric_owner=True, filter=data_filter)
@@ -286,6 +282,18 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: 
                     written[name] = (tf.digest, _stat_key(os.lstat(target)))
             names.append(name)
     return names
+
+
+def _clear_the_way(member: tarfile.TarInfo, target: str) -> None:
+    """Remove what stands where `member` goes and would be written through: an existing symlink,
+    a folder where a file goes, a file hard-linked elsewhere (writing it would change another
+    path)."""
+    if os.path.islink(target):
+        os.unlink(target)
+    elif member.isreg() and os.path.isdir(target):
+        shutil.rmtree(target)
+    elif member.isreg() and os.path.isfile(target) and os.stat(target).st_nlink > 1:
+        os.unlink(target)
 
 
 def _refusal(error: tarfile.FilterError, name: str, dest: Path) -> str:
