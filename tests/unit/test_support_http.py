@@ -211,7 +211,8 @@ def test_the_default_sleep_is_the_interruptible_one():
 
 def test_a_session_reads_the_proxy_once_and_never_netrc(monkeypatch, tmp_path):
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    monkeypatch.setenv("NO_PROXY", "internal.example")
+    for name in ("NO_PROXY", "no_proxy"):  # (the lower-case one wins where both are set)
+        monkeypatch.setenv(name, "internal.example")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
     s = http.session("https://api.example.org/v1", headers={"Authorization": "Bearer k"}, pool=64)
     assert s.proxies.get("https") == "http://proxy.invalid:3128" and not s.trust_env
