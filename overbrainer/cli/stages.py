@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 @contextlib.contextmanager
 def _resumable(app: AppContext) -> Iterator[None]:
     """A stage stopped by an interrupting signal: its summary was printed; say (on stderr, as a
-    note rather than an error) which stage stopped and what resumes it, then exit with the
-    signal's code (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    note rather than an error) which stage stopped and what resumes it (with the `-C DIR` this
+    command was given), then exit with the signal's code (130 for Ctrl-C, 143 for SIGTERM, 129
+    for SIGHUP)."""
     from overbrainer.pipeline.context import StageInterrupted
 
     try:
@@ -43,7 +44,8 @@ def _resumable(app: AppContext) -> Iterator[None]:
         from overbrainer.cli.main import stopped_code
 
         code = stopped_code()
-        message = strip_controls(str(e))
+        project = str(app.project_dir)
+        message = strip_controls(e.hint(None if project == "." else project))
         if app.json_mode:
             sys.stderr.write(json.dumps({"event": "interrupted", "message": message, "exit_code": code}) + "\n")
         else:

@@ -39,7 +39,7 @@ def execute(ctx: StageContext, name: str, role: str | None,
 def result_of(run: StageRun, stats, error: BaseException | None = None, *,
               interrupted: bool = False) -> StageResult:
     return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
-                       handled=run.handled, interrupted=interrupted)
+                       handled=run.handled, interrupted=interrupted, abandoned=run.abandoned)
 
 
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
@@ -133,15 +133,19 @@ def classify(e: BaseException) -> str:
 
 def processor(ctx: StageContext, run: StageRun) -> Processor:
     """The stage's request processor (support/processor.py): `[pipeline] concurrency` in
-    flight, the user's interrupt, the provider's errors classified by `classify`."""
+    flight, the user's interrupt (a second one abandons the requests in flight), the provider's
+    errors classified by `classify`, `[pipeline] stop_grace_secs` for the requests in flight on
+    a stop, and the command's spend cap."""
     return Processor(run, concurrency=ctx.pipeline.concurrency, interrupt=ctx.stop_event,
-                     classify=classify, name=run.name)
+                     classify=classify, name=run.name, grace=ctx.pipeline.stop_grace_secs,
+                     abandon=ctx.abandon_event, budget=ctx.budget)
 
 
 def process(run: StageRun, proc: Processor, work: Work) -> StageResult:
     """Run the stage's work to its end: its result, stopped by a fatal error when one came;
     raises Interrupted (after keeping every result that arrived) on the user's interrupt."""
     ending = proc.run(work)
+    run.abandoned = ending.abandoned
     if ending.error is not None:
         return finish(run, ending.error)
     if ending.interrupted:

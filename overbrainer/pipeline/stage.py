@@ -47,6 +47,7 @@ class StageRun:
         self.any_billed = False
         self.provider: str | None = None
         self.model: str | None = None
+        self.abandoned = 0  # requests in flight when the stop's grace ended, not waited for
 
     # --- events ----------------------------------------------------------------------------
 
@@ -115,9 +116,9 @@ class StageRun:
         self.publish(ItemFailed(self.name, item_id, message, False))
 
     def item_stopped(self, item_id: str, error: BaseException) -> None:
-        """The item whose fatal error stops the stage: the command reports that error; the item
-        is not counted as failed."""
-        log.debug("%s: %s: %s; the stage stops", self.name, item_id, str(error) or type(error).__name__)
+        """An item that met the fatal error stopping the stage: failed like any other (the
+        command then reports the error that stopped the stage)."""
+        self.item_failed(item_id, str(error) or type(error).__name__)
 
     def stats(self) -> StageStats:
         with self._lock:
@@ -177,6 +178,7 @@ class StageResult:
     written: int = 0
     handled: int = 0
     interrupted: bool = False
+    abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
 
     @property
     def stopped(self) -> bool:
@@ -202,6 +204,8 @@ class StageResult:
                "cost": cost_value(st.cost, st.usage)}
         if st.cost_estimate is not None:
             out["cost_estimate"] = round(st.cost_estimate, 8)
+        if self.abandoned:
+            out["abandoned"] = self.abandoned
         if self.stopped:
             out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
         return out
@@ -240,8 +244,12 @@ def summary_line(r: StageResult) -> str:
         head = f"stopped after {r.handled} of {r.total} {items}: {why}; {written}"
     else:
         head = f"{counted(st.done + st.excluded, one, items)}, {written}"
-    return (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
+    line = (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
             f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; {cost_text(st.cost, st.usage)}")
+    if r.abandoned:
+        line += (f"; {counted(r.abandoned, 'request', 'requests')} in flight "
+                 f"{'was' if r.abandoned == 1 else 'were'} abandoned; the provider may bill them")
+    return line
 
 
 def split_line(s: SplitCounts) -> str:

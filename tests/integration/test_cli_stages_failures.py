@@ -95,8 +95,9 @@ def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(projec
     project.env["OVERBRAINER_PROVIDERS__FAKE__API_KEY"] = "sk-wrong-SECRET-77"
     r = cli(["-C", project.dir, "subtopics"], env=project.env)
     assert r.returncode == 1
-    assert r.stdout.startswith("subtopics: stopped after 0 of 2 topics: authentication failed;")
-    assert "0 failed" not in r.stdout.split(";")[0]
+    # The topic that met the error is not left out of the counts: it failed.
+    assert r.stdout.startswith("subtopics: stopped after 1 of 2 topics: authentication failed; "
+                               "0 subtopics written; 0 skipped, 1 failed;")
     assert ("error: provider fake: authentication failed; check its API key "
             "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)") in r.stderr
     assert "sk-wrong-SECRET-77" not in r.stdout + r.stderr
@@ -104,7 +105,8 @@ def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(projec
     assert r.returncode == 1
     summary = json.loads(r.stdout.splitlines()[0])
     assert summary["stopped"] is True and summary["reason"] == "authentication failed"
-    assert (summary["done"], summary["total"], summary["unit"]) == (0, 2, "topics")
+    assert (summary["done"], summary["failed"], summary["total"], summary["unit"]) == (0, 1, 2, "topics")
+    assert [h["failed"] for h in project.history()] == [1, 1]
 
 
 def test_a_5xx_storm_is_cut_short(project, fake_provider, cli):
