@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import pytest
 
@@ -87,6 +88,22 @@ def test_dead_provider_stops_the_stage_and_says_so(project, cli):
     assert " of 8 topics: provider unreachable (connection refused);" in r.stdout
     assert r.stderr.count("request failed (connection refused)") <= 7  # the price lookup's + 6 at most
     assert project.history()[-1]["status"] == "failed"
+
+
+def test_two_items_against_a_closed_port_end_unreachable_within_seconds(project, cli):
+    """The defaults (concurrency 8, 5 retries): 12 attempts in all would never make the streak
+    of 24; a provider never reached is called dead after 3 refused connections."""
+    project.write(topics=2, pipeline={"max_retries": 5, "concurrency": 8})
+    url = closed_url()
+    project.env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = url
+    started = time.monotonic()
+    r = cli(["-C", project.dir, "subtopics"], env=project.env)
+    assert time.monotonic() - started < 20
+    assert r.returncode == 1
+    assert (f"error: provider fake ({url}) is unreachable: connection refused; nothing more was sent"
+            in r.stderr)
+    assert "item(s) failed" not in r.stderr
+    assert r.stdout.startswith("subtopics: stopped after 2 of 2 topics: provider unreachable (connection refused);")
 
 
 def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(project, fake_provider, cli):
