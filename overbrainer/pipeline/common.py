@@ -141,6 +141,21 @@ def processor(ctx: StageContext, run: StageRun) -> Processor:
                      abandon=ctx.abandon_event, budget=ctx.budget)
 
 
+def ask(proc: Processor, client, request, on_retry=None):
+    """One chat under the stage's processor: admitted (its upper bound held under the spend
+    cap, computed only when there is one), sent, and settled with what it cost. Returns the
+    response and its `llm.spend.Spend`."""
+    held = proc.admit(lambda: client.bound(request))
+    try:
+        response = client.chat(request, on_retry=on_retry)
+    except BaseException:
+        proc.settle(held, None)
+        raise
+    spent = client.spend(response)
+    proc.settle(held, spent.cost)
+    return response, spent
+
+
 def process(run: StageRun, proc: Processor, work: Work) -> StageResult:
     """Run the stage's work to its end: its result, stopped by a fatal error when one came;
     raises Interrupted (after keeping every result that arrived) on the user's interrupt."""

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import Interrupted
+from overbrainer.errors import ConfigError, Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,14 @@ class StageContext:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]
 
+    def connect(self, role_name: str):
+        """The client of a role whose chats the spend cap bounds: with a cap set, its model's
+        price must be known (ConfigError otherwise: no request could be bounded)."""
+        client = self.client(role_name)
+        if self.budget is not None and client.price is None:
+            raise ConfigError(unpriced(role_name, client.provider_name, client.model))
+        return client
+
     def templates(self, *names: str):
         from overbrainer.config.templates import load_templates
 
@@ -118,6 +126,12 @@ class StageContext:
     def check(self) -> None:
         if self.stop_event.is_set():
             raise Interrupted(INTERRUPTED)
+
+
+def unpriced(role_name: str, provider: str, model: str) -> str:
+    return (f"max_cost_usd is set, but no price is known for roles.{role_name} ({model} on provider "
+            f"{provider}): its model listing gives none, so no request can be bounded; unset "
+            f"[pipeline] max_cost_usd and --max-cost to run without a cap")
 
 
 def _budget(budget, cap: float | None):

@@ -58,7 +58,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     if not jobs:
         return finish(run)
 
-    client = ctx.client("generator")
+    client = ctx.connect("generator")
     embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
     templates = ctx.templates("questions.txt")
     known: dict[str, set[str]] = {}
@@ -160,7 +160,7 @@ class _Filler:
                                        subtopic=sub.name, count=count, accepted=list(job.accepted))
         out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                        max_retries=self.pipeline.max_retries, spend=self.run.spend,
-                       retrying=lambda m: self.run.retrying(sub.id, m), admit=self.proc.admit)
+                       retrying=lambda m: self.run.retrying(sub.id, m), proc=self.proc)
         self.output.confirm()
         return out[0][:count], out[1], out[2]
 

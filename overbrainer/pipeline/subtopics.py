@@ -38,7 +38,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     if not pending:
         return finish(run)
 
-    client = ctx.client("generator")
+    client = ctx.connect("generator")
     templates = ctx.templates("subtopics.txt")
     role = ctx.role("generator")
     proc = processor(ctx, run)
@@ -48,7 +48,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         prompt = templates.render("subtopics.txt", topic=topic.name, description=topic.description,
                                   count=missing)
         return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=ctx.pipeline.max_retries,
-                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), admit=proc.admit)
+                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), proc=proc)
 
     def keep(job, value) -> None:
         topic, missing = job

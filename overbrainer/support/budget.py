@@ -5,14 +5,19 @@ the requests still in flight, plus its own upper bound, stays within the cap. `r
 makes that check and holds the bound while the request is out; `settle(bound, cost)` gives the
 bound back and records what the request cost (the provider's bill where it says one, else the
 listed-price estimate). So the spend recorded never exceeds the cap as long as no request costs
-more than its bound. Thread-safe: every worker of every stage of the command shares one Budget.
+more than its bound. A request that does not fit while others are in flight waits for them
+(they usually cost far less than their bounds); it is refused only when it does not fit with
+nothing in flight. Thread-safe: every worker of every stage of the command shares one Budget.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from overbrainer.errors import OverbrainerError
+
+_WAIT = 0.05  # how often a waiting request looks at `stopping`
 
 
 class Budget:
@@ -20,25 +25,34 @@ class Budget:
         self.cap = float(cap)
         self.spent = 0.0  # recorded: what the settled requests cost
         self._held = 0.0  # the bounds of the requests in flight
-        self._lock = threading.Lock()
+        self._out = 0  # how many (a float sum never quite returns to 0)
+        self._changed = threading.Condition()
 
-    def reserve(self, bound: float) -> bool:
-        """Hold `bound` for a request about to be sent; False (nothing held) when it does not fit."""
-        with self._lock:
-            if self.spent + self._held + bound > self.cap:
-                return False
+    def reserve(self, bound: float, stopping: Callable[[], bool] = lambda: False) -> bool:
+        """Hold `bound` for a request about to be sent, waiting while requests in flight keep it
+        from fitting; False (nothing held) when it does not fit with none in flight, or once
+        `stopping()` says so."""
+        with self._changed:
+            while self.spent + self._held + bound > self.cap:
+                if not self._out or stopping():
+                    return False
+                self._changed.wait(_WAIT)
             self._held += bound
+            self._out += 1
             return True
 
     def settle(self, bound: float, cost: float | None) -> None:
         """The request holding `bound` ended; it cost `cost` (None or a failed request: nothing)."""
-        with self._lock:
-            self._held = max(0.0, self._held - bound)
+        with self._changed:
+            self._out -= 1
+            self._held = self._held - bound if self._out else 0.0
             if cost:
                 self.spent += cost
+            self._changed.notify_all()
 
-    def reached(self) -> "SpendCapReached":
-        return SpendCapReached(self)
+    def reached(self, bound: float) -> "SpendCapReached":
+        """The error of a stop before a request whose upper bound is `bound`."""
+        return SpendCapReached(self, bound)
 
 
 def usd(amount: float) -> str:
@@ -51,9 +65,11 @@ class SpendCapReached(OverbrainerError):
 
     reason = "spend cap reached"
 
-    def __init__(self, budget: Budget):
+    def __init__(self, budget: Budget, bound: float):
         super().__init__("spend cap reached")
         self.budget = budget
+        self.bound = bound
 
     def __str__(self) -> str:
-        return f"spend cap reached: {usd(self.budget.spent)} of max_cost_usd {usd(self.budget.cap)}"
+        return (f"spend cap reached: {usd(self.budget.spent)} of max_cost_usd {usd(self.budget.cap)}; "
+                f"the next request could cost up to {usd(self.bound)}")

@@ -17,9 +17,10 @@ called `run`, the single writer of the stage's files) — and the processor does
   `keep` like any other, and the requests still in flight get `grace` seconds to come back and
   be kept too (`_drain`); a set `abandon` Event (a second Ctrl-C) ends that wait at once. What is
   still out then is `Ending.abandoned`;
-- **the spend cap**: with a `Budget`, `admit(bound)` holds the request's upper bound (USD) and
-  refuses the request that would not fit; the work then stops with `SpendCapReached` as its
-  error. The worker gives the bound back with what the request cost (`settle`).
+- **the spend cap**: with a `Budget`, `admit(bound)` holds the request's upper bound (USD) (a
+  request that does not fit beside those in flight waits for them) and refuses the request that
+  would not fit with none in flight; the work then stops with `SpendCapReached` as its error.
+  The worker gives the bound back with what the request cost (`settle`).
 
 A stop when the provider is unreachable is a `FATAL` like any other.
 """
@@ -119,18 +120,23 @@ class Processor:
         `bound()` is the request's upper bound in USD: it is held until `settle`, and a request
         that does not fit stops the work (its error: the budget's SpendCapReached). Returns the
         amount held (0 without a budget), for `settle`."""
-        if self._stopping.is_set() or self._interrupt.is_set():
+        if self._is_stopping():
             raise Interrupted(STOPPING)
         if self.budget is None or bound is None:
             return 0.0
         amount = bound()
-        if self.budget.reserve(amount):
+        if self.budget.reserve(amount, self._is_stopping):
             return amount
+        if self._is_stopping():
+            raise Interrupted(STOPPING)
         with self._lock:
             if self._ending.error is None:
-                self._ending.error = self.budget.reached()
+                self._ending.error = self.budget.reached(amount)
         self._stopping.set()
         raise Interrupted(STOPPING)
+
+    def _is_stopping(self) -> bool:
+        return self._stopping.is_set() or self._interrupt.is_set()
 
     def settle(self, held: float, cost: float | None) -> None:
         """The request admitted with `held` came back (or failed): `cost` is what it cost."""

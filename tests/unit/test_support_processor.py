@@ -315,12 +315,14 @@ def test_the_spend_cap_refuses_the_request_that_would_not_fit():
     ending = proc.run(Work(list(range(10)), send, lambda item, value: kept.append(value)))
     assert kept == [0, 1, 2]  # a 4th would make 0.75 + 0.3 > 1.0
     assert isinstance(ending.error, SpendCapReached) and ending.error.reason == "spend cap reached"
-    assert str(ending.error) == "spend cap reached: $0.7500 of max_cost_usd $1.0000"
+    assert str(ending.error) == ("spend cap reached: $0.7500 of max_cost_usd $1.0000; the next request could cost "
+                                 "up to $0.3000")
 
 
 def test_the_spend_cap_counts_the_requests_in_flight():
-    """Four workers at once: the bounds of the requests in flight count, so the spend recorded
-    never passes the cap even when every request costs its bound."""
+    """Four workers at once: the bounds of the requests in flight count (a request that does not
+    fit beside them waits for them to settle), so the spend recorded never passes the cap, and
+    the work stops at the first request that does not fit with none in flight."""
     from overbrainer.support.budget import Budget
 
     budget = Budget(1.0)
@@ -329,12 +331,12 @@ def test_the_spend_cap_counts_the_requests_in_flight():
     sent = []
 
     def send(item):
-        held = proc.admit(lambda: 0.3)
+        held = proc.admit(lambda: 0.25)
         sent.append(item)
-        wait_until(lambda: stopping(proc))  # all in flight together until the cap stops the work
-        proc.settle(held, 0.3)
+        proc.settle(held, 0.125)
         return item
 
-    ending = proc.run(Work(list(range(10)), send, lambda item, value: None))
-    assert len(sent) == 3 and budget.spent == pytest.approx(0.9) and budget.spent <= budget.cap
-    assert ending.error is not None and ending.abandoned == 0
+    ending = proc.run(Work(list(range(20)), send, lambda item, value: None))
+    # The 8th would need 0.875 + 0.25 > 1 with nothing in flight.
+    assert len(sent) == 7 and budget.spent == 0.875 and ending.error is not None
+    assert str(ending.error).startswith("spend cap reached: $0.8750 of max_cost_usd $1.0000;")
