@@ -80,8 +80,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     output = Output(ctx.paths.answers, Example, names if force else None)
     questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
     pending = pending_questions(questions, output.current(), retry_excluded)
-    run.add_skipped(len(questions) - len(pending))
-    run.started(len(pending))
+    run.started(len(pending), skipped=len(questions) - len(pending))
     if not pending:
         return finish(run)
     client = ctx.connect("parent")

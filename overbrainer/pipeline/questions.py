@@ -84,14 +84,12 @@ def _pending(run: StageRun, topics: list, subtopics: list, stored: list) -> list
     accepted: dict[str, list[str]] = {}
     for q in stored:
         accepted.setdefault(q.subtopic_id, []).append(q.text)
-    run.started(len(selected))
     jobs: list[_Job] = []
     for s in selected:
         have = accepted.get(s.id, [])
-        if len(have) >= by_topic[s.topic].questions_per_subtopic:
-            run.item_skipped(s.id)
-        else:
+        if len(have) < by_topic[s.topic].questions_per_subtopic:
             jobs.append(_Job(by_topic[s.topic], s, list(have)))
+    run.started(len(jobs), skipped=len(selected) - len(jobs))
     return jobs
 
 

@@ -55,9 +55,11 @@ class StageRun:
         if self._bus is not None:
             self._bus.publish(ev)
 
-    def started(self, total: int) -> None:
+    def started(self, total: int, skipped: int = 0) -> None:
+        """The stage works on `total` items; `skipped` more were complete already (counted)."""
         self.total = total
-        self.publish(StageStarted(self.name, total))
+        self.add_skipped(skipped)
+        self.publish(StageStarted(self.name, total, skipped))
 
     def uses(self, provider: str | None, model: str | None) -> None:
         self.provider, self.model = provider, model
@@ -95,14 +97,8 @@ class StageRun:
                 self.done += 1
         self.publish(ItemDone(self.name, item_id, usage, cost, excluded))
 
-    def item_skipped(self, item_id: str) -> None:
-        with self._lock:
-            self.handled += 1
-            self.skipped += 1
-        self.publish(ItemDone(self.name, item_id, None, None, False))
-
     def add_skipped(self, n: int) -> None:
-        """Skipped items that are not published one by one (e.g. answers already on disk)."""
+        """Items complete on disk already (not published one by one)."""
         with self._lock:
             self.skipped += n
 
@@ -179,6 +175,7 @@ class StageResult:
     handled: int = 0
     interrupted: bool = False
     abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
+    unpriced: bool = False  # spent nothing, at a price unknown the last time the stage spent
 
     @property
     def stopped(self) -> bool:
@@ -201,7 +198,7 @@ class StageResult:
                "done": st.done, "skipped": st.skipped, "failed": st.failed, "excluded": st.excluded,
                "written": self.written, "stopped": self.stopped, "interrupted": self.interrupted,
                "input_tokens": st.usage.input_tokens, "output_tokens": st.usage.output_tokens,
-               "cost": cost_value(st.cost, st.usage)}
+               "cost": None if self.unpriced else cost_value(st.cost, st.usage)}
         if st.cost_estimate is not None:
             out["cost_estimate"] = round(st.cost_estimate, 8)
         if self.abandoned:
@@ -245,7 +242,8 @@ def summary_line(r: StageResult) -> str:
     else:
         head = f"{counted(st.done + st.excluded, one, items)}, {written}"
     line = (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
-            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; {cost_text(st.cost, st.usage)}")
+            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; "
+            f"{'cost unknown' if r.unpriced else cost_text(st.cost, st.usage)}")
     if r.abandoned:
         line += (f"; {counted(r.abandoned, 'request', 'requests')} in flight "
                  f"{'was' if r.abandoned == 1 else 'were'} abandoned; the provider may bill them")

@@ -27,14 +27,12 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
     stored = output.current()
     rejected = rejected_of(ctx, "subtopic")
-    run.started(len(topics))
     pending = []
     for topic in topics:
         have = sum(1 for s in stored if s.topic == topic.name)
-        if have >= topic.subtopics:
-            run.item_skipped(topic.name)
-        else:
+        if have < topic.subtopics:
             pending.append((topic, topic.subtopics - have))
+    run.started(len(pending), skipped=len(topics) - len(pending))
     if not pending:
         return finish(run)
 
