@@ -56,8 +56,9 @@ def test_every_exclusion_reason_and_resume(project, fake_provider):
     fake_provider.clear()
     texts, _, err = project.stage("answers")
     assert err is None and fake_provider.count == 0
-    # Nothing was asked, so nothing was spent: $0, not "cost unknown".
-    assert texts[0] == "answers: 0 questions, 0 answers written; 5 skipped, 0 failed; tokens 0 in, 0 out; cost $0"
+    # Nothing was asked, but the price was unknown when the stage last spent: it stays unknown.
+    assert texts[0] == ("answers: 0 questions, 0 answers written; 5 skipped, 0 failed; tokens 0 in, 0 out; "
+                        "cost unknown")
 
 
 def test_hidden_reasoning_parent_and_system_prompt(project, fake_provider, caplog):
