@@ -40,10 +40,6 @@ class HostKeyError(OverbrainerError):
     """The target's host key is unknown or differs from known_hosts (never retried)."""
 
 
-class VerifyError(OverbrainerError):
-    """Downloaded files do not match the target's SHA-256 manifest."""
-
-
 @dataclass(frozen=True)
 class Container:
     """The container a job runs in, so cancel can stop it first."""
@@ -164,17 +160,6 @@ def check_env(env: dict[str, str]) -> None:
             raise OverbrainerError(f"invalid job environment variable {name!r}")
 
 
-def check_entries(entries: Iterable[str]) -> list[str]:
-    """Relative paths without `..`, used for download/manifest entry lists."""
-    out = []
-    for e in entries:
-        parts = e.strip("/").split("/")
-        if not e or e.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise OverbrainerError(f"invalid entry {e!r}: a relative path without `..` is required")
-        out.append("/".join(parts))
-    return out
-
-
 class Executor(ABC):
     """Where jobs run. Every path argument is absolute on the target (relative = under workdir)."""
 
@@ -252,7 +237,7 @@ class Executor(ABC):
         and each file is hashed here as it is written, so verifying compares two lists: every
         regular file under `entries` here must have the SHA-256 the target computed from its own
         disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
-        `download failed: …`, or VerifyError (`verify failed: …`)."""
+        `download failed: …`, or exec.transfer.VerifyError (`verify failed: …`)."""
         from overbrainer.exec.transfer import verify
 
         entries, exclude = list(entries), list(exclude)

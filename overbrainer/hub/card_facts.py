@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from overbrainer.hub.card_rules import is_hub_id, model_name
+from overbrainer.hub.card_toml import reproduce
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-# axolotl_extra keys and values that could carry a secret, a host or a path are left out.
-_SECRETISH = re.compile(r"token|key|secret|passw|auth|cred|url|host|endpoint|path|dir|wandb|mlflow|hub|push",
-                        re.IGNORECASE)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,19 +45,6 @@ class CardFacts:
     topics: list[tuple[str, str | None]] = field(default_factory=list)
     license: str | None = None
     reproduce: str = ""
-
-
-def is_hub_id(name: str | None) -> bool:
-    return bool(name) and bool(_HUB_ID.match(name or "")) and not os.path.exists(name or "")
-
-
-def model_name(name: str | None) -> str | None:
-    """A Hub ID as it is; a local path cut to its last component."""
-    if not name:
-        return None
-    if is_hub_id(name):
-        return name
-    return Path(name.rstrip("/\\")).name or None
 
 
 def axolotl_settings(run_dir: Path) -> dict:
@@ -155,8 +138,6 @@ def gguf_types(paths: list[str], run_id: str) -> list[str]:
 
 def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], version: str,
            license: str | None = None) -> CardFacts:
-    from overbrainer.hub.card_toml import reproduce
-
     ax = axolotl_settings(run_dir)
     facts = CardFacts(repo=repo, run_id=run_id, version=version, license=license)
     training = getattr(config, "training", None)
@@ -183,7 +164,3 @@ def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str],
     facts.topics = [(t.name, t.description) for t in getattr(config, "topics", [])]
     facts.reproduce = reproduce(config)
     return facts
-
-
-def secretish(key: str) -> bool:
-    return bool(_SECRETISH.search(key))
