@@ -18,8 +18,8 @@ from typing import Callable
 
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.objects import Pod
-from overbrainer.runpod.record import PodRecord
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.waits import Timing
 
 GONE_LOOKS = 3
 

@@ -229,7 +229,7 @@ def _pod_executor(run_dir: Path, record):
     no Runpod API call). Raises when the pod is not known to be up."""
     from overbrainer.runpod.keys import SSH_DIR, RunKeys
     from overbrainer.runpod.reach import executor_for
-    from overbrainer.runpod.record import PodRecord, PodState
+    from overbrainer.runpod.pod_record import PodRecord, PodState
 
     pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:

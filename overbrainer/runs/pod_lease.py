@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.keys import SSH_DIR
-from overbrainer.runpod.record import PodRecord, PodState
+from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runs import ids, pod_run
 from overbrainer.runs.lease import PODS
 from overbrainer.runs.record import PREPARING, load
@@ -90,7 +90,7 @@ def _client(config):
 @contextmanager
 def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
               keep: bool) -> Iterator[Any]:
-    from overbrainer.runpod.timing import Timing
+    from overbrainer.runpod.waits import Timing
 
     runs_dir = session.project_dir / "runs"
     guard = session.front.open_bus()
@@ -145,7 +145,7 @@ def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrup
 def end_left_pod(session, config, run_id: str) -> None:
     """`train attach` of a run that ended with its results home: delete its pod if pod.json
     shows one left (nothing to do, and no API key needed, otherwise)."""
-    from overbrainer.runpod.timing import Timing
+    from overbrainer.runpod.waits import Timing
 
     runs_dir = session.project_dir / "runs"
     if not pod_run.retrieved_but_not_deleted(runs_dir, run_id):

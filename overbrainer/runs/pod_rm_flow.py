@@ -94,7 +94,7 @@ def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by
 
 def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     from overbrainer.runpod.remove import forget_run
-    from overbrainer.runpod.timing import Timing
+    from overbrainer.runpod.waits import Timing
     from overbrainer.runs.pod_run import fail_run
 
     ids.validate(run_id)
@@ -134,9 +134,9 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
 def cancel_stopped(session, config, record) -> str:
     """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
     gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported."""
-    from overbrainer.runpod.record import PodRecord
+    from overbrainer.runpod.pod_record import PodRecord
     from overbrainer.runpod.remove import forget_run
-    from overbrainer.runpod.timing import Timing
+    from overbrainer.runpod.waits import Timing
     from overbrainer.runs.pod_run import fail_run
 
     runs_dir = session.project_dir / "runs"

@@ -28,7 +28,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
-from overbrainer.runpod.record import PodEndpoint, PodRecord, PodState
+from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
 from overbrainer.runs.record import PREPARING, RUNNING, load
 from overbrainer.runs.start import fail
 
@@ -305,7 +305,7 @@ def detach_message(pod: PodRecord, run_id: str) -> str:
 def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
     """The run's pod for `runs ls` / `runs show`: (its `runs ls` column, its fields: pod ID, state,
     rate in USD/h, spend so far or at deletion); None for a run without pod.json."""
-    from overbrainer.runpod.record import InvalidPodRecord
+    from overbrainer.runpod.pod_record import InvalidPodRecord
 
     try:
         pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
-from overbrainer.runpod.record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
 from overbrainer.runs import ids
 from overbrainer.runs.record import ENDED, PREPARING, load
 
@@ -206,7 +206,7 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
 
 def ls_flow(session, config) -> None:
     from overbrainer.runpod.gone import look_up_all
-    from overbrainer.runpod.timing import Timing
+    from overbrainer.runpod.waits import Timing
     from overbrainer.support.columns import table
 
     from overbrainer.support.lock import holder_alive

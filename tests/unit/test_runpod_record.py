@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.runpod.record import (ADOPTED, AMBIGUOUS, CREATED, NOT_READY, SENT, UNAVAILABLE,
+from overbrainer.runpod.pod_record import (ADOPTED, AMBIGUOUS, CREATED, NOT_READY, SENT, UNAVAILABLE,
                                        IllegalTransition, InvalidPodRecord, PodRecord, PodState,
                                        PodEndpoint)
 
