@@ -20,7 +20,7 @@ from typing import Any
 
 from overbrainer.compare.strip import strip_reasoning
 from overbrainer.errors import ConfigError, OverbrainerError
-from overbrainer.runs import ids
+from overbrainer.jobs import ids
 from overbrainer.support.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,16 @@ from overbrainer.support.atomic import atomic_write_text
 log = logging.getLogger(__name__)
 
 OLLAMA_SECS = 600
+VERSION_FILE = "llama_cpp.txt"  # llama.cpp's version, written by export.sh beside its GGUF's job
+
+
+def read_version(job_dir: Path) -> str:
+    """The first line of the job's `llama_cpp.txt` (cut to 200 characters), else `unknown`."""
+    try:
+        text = (job_dir / VERSION_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    return text.splitlines()[0][:200] if text else "unknown"
 
 
 def size_text(size: int) -> str:

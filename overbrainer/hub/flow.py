@@ -19,7 +19,7 @@ from typing import Any
 from overbrainer import __version__
 from overbrainer.errors import ConfigError, UsageError
 from overbrainer.hub.files import check_run, collect
-from overbrainer.runs import ids
+from overbrainer.jobs import ids
 
 log = logging.getLogger(__name__)
 
