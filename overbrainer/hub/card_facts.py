@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overbrainer.errors import OverbrainerError
 from overbrainer.hub.card_rules import is_hub_id, model_name
 from overbrainer.hub.card_toml import reproduce
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.train.metrics import summarize_file
 
 log = logging.getLogger(__name__)
 
@@ -85,46 +88,30 @@ def _count(path: Path) -> tuple[int | None, bool]:
 
 
 def _metrics(path: Path) -> tuple[float | None, float | None, float | None]:
-    """(final train loss, final eval loss, seconds from the first to the last log)."""
-    loss = eval_loss = None
-    times: list[float] = []
+    """(final train loss, final eval loss, seconds from the first to the last plugin line), read
+    the way every reader of metrics.jsonl reads it (train/metrics.py)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
-                if not isinstance(rec, dict) or rec.get("event") not in ("begin", "log", "eval", "end"):
-                    continue
-                if isinstance(rec.get("time"), (int, float)):
-                    times.append(float(rec["time"]))
-                if isinstance(rec.get("loss"), (int, float)):
-                    loss = float(rec["loss"])
-                if isinstance(rec.get("eval_loss"), (int, float)):
-                    eval_loss = float(rec["eval_loss"])
-    except FileNotFoundError:
-        pass
+        summary = summarize_file(path)
     except OSError as e:
         log.warning("push: card without losses: cannot read metrics.jsonl (%s)", type(e).__name__)
-    secs = max(times) - min(times) if len(times) > 1 else None
-    return loss, eval_loss, secs
+        return None, None, None
+    loss = summary.last_train["loss"] if summary.last_train else None
+    return loss, summary.eval_loss, summary.span()
 
 
 def _pod(run_dir: Path) -> tuple[str | None, float | None]:
+    """(the GPU line, the pod's estimated spend) from the run's pod.json (runpod/pod_record.py)."""
     try:
-        data = json.loads((run_dir / "pod.json").read_text())
-    except FileNotFoundError:
+        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (OverbrainerError, OSError) as e:
+        log.warning("push: card without the GPU line: %s", e)
         return None, None
-    except (OSError, ValueError) as e:
-        log.warning("push: card without the GPU line: cannot read pod.json (%s)", type(e).__name__)
+    if pod is None:
         return None, None
-    gpu = data.get("gpu_type") if isinstance(data.get("gpu_type"), str) else None
-    count = data.get("gpu_count")
-    if gpu and isinstance(count, int) and count > 1:
-        gpu = f"{count} × {gpu}"
-    spend = data.get("estimated_spend")
-    return gpu, float(spend) if isinstance(spend, (int, float)) else None
+    gpu = pod.gpu_type
+    if gpu and pod.gpu_count > 1:
+        gpu = f"{pod.gpu_count} × {gpu}"
+    return gpu, pod.estimated_spend
 
 
 def gguf_types(paths: list[str], run_id: str) -> list[str]:
