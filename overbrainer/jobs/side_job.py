@@ -138,8 +138,6 @@ def _claim(executor, run: RunRecord, record: RunRecord, parent: Path, kind: str)
 
 def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
          label: str) -> SideJobResult:
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
     from overbrainer.jobs.publishing import events, transfer_progress
     from overbrainer.jobs.start import fail, start_job
 
@@ -148,22 +146,7 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
     result = SideJobResult(record.id, job_dir, record.state, record=record)
     front = session.front
     try:
-        for name, content in job.files.items():
-            path = job_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
-        runtime = Runtime.from_target(target)
-        cache = f"{executor.workdir.rstrip('/')}/.cache"
-        env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
-        script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
-                                        stop_marker=False, subdir=f"{job.kind}s/{record.id}")
-        spec = JobSpec(dir=record.remote_dir, script=script, container=container)
-        if job.prepare is not None:
-            interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
-        interrupt.check()
+        spec = _prepare(executor, interrupt, run, record, job_dir, target, job, label)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled")
@@ -194,6 +177,30 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
     if record.state == CANCELLED:
         raise SideJobFailed(f"{label} was cancelled" + (f" ({record.message})" if record.message else ""), result)
     raise SideJobFailed(f"{label} failed: {record.message}", result)
+
+
+def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, target, job: SideJob,
+             label: str):
+    """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
+    from overbrainer.exec.base import JobSpec
+    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
+
+    for name, content in job.files.items():
+        path = job_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    runtime = Runtime.from_target(target)
+    cache = f"{executor.workdir.rstrip('/')}/.cache"
+    env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
+    script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
+                                    stop_marker=False, subdir=f"{job.kind}s/{record.id}")
+    if job.prepare is not None:
+        interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
+    interrupt.check()
+    return JobSpec(dir=record.remote_dir, script=script, container=container)
 
 
 def _result(result: SideJobResult) -> SideJobResult:
