@@ -85,7 +85,7 @@ class InvalidJob(ValueError):
 class JobId:
     """The one reference to a started job: its run dir on the target, the PID of its process
     group's leader, its container if any. It is run.json's `job` object ({"dir": str, "pid": int,
-    "container": null | {"engine", "name"}}): runs/record.py reads it with `from_json`."""
+    "container": null | {"engine", "name"}}): jobs/run_record.py reads it with `from_json`."""
 
     dir: str
     pid: int

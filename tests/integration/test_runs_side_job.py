@@ -1,4 +1,4 @@
-"""runs.side_job: a job that belongs to a run, on the run's local target and on an SSH target (the
+"""jobs.side_job: a job that belongs to a run, on the run's local target and on an SSH target (the
 real sshd), in-process through an Embedded front end whose detach Event is Ctrl-C."""
 
 from __future__ import annotations
