@@ -91,12 +91,6 @@ class Fields:
         """The error for field `name` (`why` is appended to its name: `: unknown value `x``)."""
         return self.kind.invalid(self.where, f"field {self.prefix}{name}{why}")
 
-    def nested(self, name: str, value: Any) -> "Fields":
-        """The fields of the object `value`, found at `name` (an error unless it is an object)."""
-        if not isinstance(value, dict):
-            raise self.bad(name)
-        return Fields(self.kind, value, self.where, f"{self.prefix}{name}.")
-
     def text(self, name: str, optional: bool = True) -> str | None:
         v = self.data.get(name)
         if v is None and optional:
@@ -105,12 +99,12 @@ class Fields:
             raise self.bad(name)
         return v
 
-    def number(self, name: str, *, negative: bool = False) -> float | None:
-        """A finite number (not negative unless `negative`), or None when absent or null."""
+    def number(self, name: str) -> float | None:
+        """A finite number ≥ 0, or None when absent or null."""
         v = self.data.get(name)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (v < 0 and not negative):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise self.bad(name)
         return v
 
