@@ -61,6 +61,13 @@ class AppContext:
 
         return Session(self.project_dir, self.front)
 
+    def post_train(self) -> tuple:
+        """What plugs into the training flows this command calls (runs/post_train.py):
+        `[export] after_training`'s export, which runs inside the training job."""
+        from overbrainer.export.in_job import InJobExport
+
+        return (InJobExport(),)
+
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json."""
         self.front.report(text, data if data is not None else {"message": text})
