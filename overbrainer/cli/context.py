@@ -121,10 +121,12 @@ class AppContext:
 
         with ProjectLock(self.project_dir):
             config = self.load_config()
-            with self._metrics(config):
+            with self.metrics(config):
                 yield config
 
-    def _metrics(self, config) -> contextlib.AbstractContextManager:
+    def metrics(self, config) -> contextlib.AbstractContextManager:
+        """The command's metrics while the block runs (the project lock held), when `[metrics]`
+        is set; nothing otherwise."""
         if not config.metrics.enabled:
             return contextlib.nullcontext()
         from overbrainer.metrics.exporter import serving  # prometheus_client: only when asked for
