@@ -117,7 +117,8 @@ class AppContext:
         """Check overbrainer.toml exists, take the lock (writers), then load the config.
 
         A locked project is refused even when its configuration is invalid, and nothing is
-        created before overbrainer.toml is known to exist.
+        created before overbrainer.toml is known to exist. A writer with `[metrics]` set has
+        its metrics served and written while it holds the lock (docs/metrics.md).
         """
         self.require_project()
         if not write:
@@ -126,7 +127,18 @@ class AppContext:
         from overbrainer.support.lock import ProjectLock
 
         with ProjectLock(self.project_dir):
-            yield self.load_config()
+            config = self.load_config()
+            with self.metrics(config):
+                yield config
+
+    def metrics(self, config) -> contextlib.AbstractContextManager:
+        """The command's metrics while the block runs (the project lock held), when `[metrics]`
+        is set; nothing otherwise."""
+        if not config.metrics.enabled:
+            return contextlib.nullcontext()
+        from overbrainer.metrics.exporter import serving  # prometheus_client: only when asked for
+
+        return serving(self.project_dir, config, self.front)
 
 
 def app(ctx: click.Context | None = None) -> AppContext:

@@ -74,6 +74,8 @@ def attach(app, run_id: str) -> None:
 @pass_app
 def stop(app, run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
+    import contextlib
+
     from overbrainer.jobs import ids
     from overbrainer.runs.flow import stop_flow
     from overbrainer.support.lock import ProjectLock, ProjectLocked
@@ -88,7 +90,9 @@ def stop(app, run_id: str) -> None:
         holder = e.pid or 0  # the holder follows the run: only write the request
     try:
         config = app.load_config()
-        stop_flow(app.session(), config, run_id, holder_pid=holder, after=app.post_train())
+        # Holding the lock, this command may follow the run until it stopped: metrics served then.
+        with app.metrics(config) if holder is None else contextlib.nullcontext():
+            stop_flow(app.session(), config, run_id, holder_pid=holder, after=app.post_train())
     finally:
         lock.release()
 

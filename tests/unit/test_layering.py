@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
 # __init__ (`__version__`), beside errors.py.
 LAYERS: list[tuple[str, frozenset[str]]] = [
     ("cli", frozenset({"cli", "tui", "__main__"})),
-    ("flows", frozenset({"pipeline", "runs", "export", "compare", "hub", "pods", "checks"})),
+    ("flows", frozenset({"pipeline", "runs", "export", "compare", "hub", "pods", "checks", "metrics"})),
     ("jobs", frozenset({"jobs"})),
     ("domain", frozenset({"config", "llm", "dataset", "train", "exec", "runpod"})),
     ("front", frozenset({"front"})),  # beside the domain: imported by the flows, jobs and runpod/
