@@ -154,5 +154,5 @@ def run(app: AppContext, plan: bool, max_cost: float | None) -> None:
         from overbrainer.runs.flow import train_flow
 
         warn_missing_token(config)
-        result = train_flow(app.session(), config)
+        result = train_flow(app.session(), config, after=app.post_train())
         push_after_training(app.session(), config, result)

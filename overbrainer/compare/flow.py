@@ -67,7 +67,7 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
     from overbrainer.compare import report, stats
     from overbrainer.config.templates import load_templates
     from overbrainer.llm.client import connect
-    from overbrainer.runs.ids import rfc3339
+    from overbrainer.jobs.ids import rfc3339
 
     front = session.front
     guard = front.open_bus()

@@ -218,9 +218,17 @@ class Compare:
 
 @frozen
 class Metrics:
+    """[metrics] (docs/metrics.md): served while a locking command runs, and/or written to a
+    textfile at the end of each stage and run."""
+
     listen: str | None = None  # "IP:PORT" as written
     host: str | None = None  # the IP, without brackets
     port: int | None = None
+    textfile: str | None = None  # as written (a `.prom` file); relative to the project directory
+
+    @property
+    def enabled(self) -> bool:
+        return self.listen is not None or self.textfile is not None
 
 
 @dataclass

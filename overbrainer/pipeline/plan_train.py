@@ -107,7 +107,7 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
 def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float] | None:
     """(run ID, its pod's cost scaled to `size` bytes of train.jsonl) of the newest succeeded run
     on `target` whose pod cost and dataset are known; None without one."""
-    from overbrainer.runpod.record import PodRecord
+    from overbrainer.runpod.pod_record import PodRecord
 
     if not size or not runs_dir.is_dir():
         return None
