@@ -48,6 +48,8 @@ def ls_cmd(app) -> None:
         app.report("", {"runs": rows})
     elif lines:
         app.report("\n".join(lines), {"runs": rows})
+    else:  # stdout stays empty for scripts; a person is told why
+        click.echo("no training run yet (`overbrainer train` starts one)", err=True)
 
 
 def _summary(r) -> dict:

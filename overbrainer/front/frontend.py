@@ -6,7 +6,8 @@
   stdout; no bars, no colour.
 - `Embedded(bus, detach, abandon, report)`: library use and a future TUI: the caller's bus (its
   events rendered as log lines), its detach Event interrupts, its abandon Event is the
-  provisioning flag, and results go to its `report` callback as `Report`s.
+  provisioning flag and a stage's second interrupt (the requests in flight are not waited for),
+  and results go to its `report` callback as `Report`s.
 """
 
 from __future__ import annotations
@@ -254,7 +255,7 @@ class Embedded(Frontend):
     def interrupt(self) -> "Interrupt":
         from overbrainer.front.interrupt import Interrupt
 
-        return Interrupt.on(self.detach)
+        return Interrupt.on(self.detach, abandon=self.abandon)
 
     def provisioning_flag(self) -> "Flag":
         from overbrainer.front.interrupt import Flag

@@ -1,7 +1,8 @@
 """Events → log lines (the renderer for pipes, files, cron and CI, and the base of the bars one).
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
-`answers: 40 to process`, progress at each tenth (every item below 10), retries as WARN, final
+`answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
+with nothing left), progress at each tenth (every item below 10), retries as WARN, final
 failures as ERROR, `answers: finished`.
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
@@ -150,7 +151,12 @@ class LineRenderer:
 
     def on_StageStarted(self, ev: StageStarted) -> None:
         self.stages[ev.stage] = StageProgress(ev.total)
-        self.log.info("%s: %d to process", ev.stage, ev.total)
+        if ev.total == 0:
+            self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
+        elif ev.skipped:
+            self.log.info("%s: %d to process (%d already done)", ev.stage, ev.total, ev.skipped)
+        else:
+            self.log.info("%s: %d to process", ev.stage, ev.total)
         self.stage_started(ev.stage, ev.total)
 
     def on_StageModel(self, ev: StageModel) -> None:
