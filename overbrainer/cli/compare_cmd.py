@@ -26,7 +26,7 @@ def compare(app, run_id, limit, rejudge, both_orders, min_win_or_tie) -> None:
     Prints the path of compare.md; compare.json holds every verdict and number.
     """
     from overbrainer.compare.flow import compare_flow
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
 
     for value in (run_id, rejudge):
         if value is not None:

@@ -4,7 +4,6 @@ an unreadable project gives no candidates."""
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
@@ -28,6 +27,9 @@ def _toml(ctx: click.Context) -> dict:
 
 def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Run IDs from runs/*/run.json, with "<state>, <target>" as help, oldest first."""
+    from overbrainer.errors import OverbrainerError
+    from overbrainer.jobs.run_record import RUN_JSON
+
     items = []
     try:
         dirs = sorted(ProjectPaths(_project(ctx)).runs.iterdir())
@@ -37,10 +39,10 @@ def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list
         if d.name.startswith(".") or not d.name.startswith(incomplete):
             continue
         try:
-            record = json.loads((d / "run.json").read_text())
-            help_text = f"{record.get('state', '?')}, {record.get('target', '?')}"
-        except (OSError, ValueError, AttributeError):
+            record = RUN_JSON.read(d / "run.json")
+        except (OverbrainerError, OSError):
             continue
+        help_text = f"{record.get('state', '?')}, {record.get('target', '?')}"
         items.append((record.get("created", ""), CompletionItem(d.name, help=help_text)))
     return [item for _, item in sorted(items, key=lambda pair: (str(pair[0]), pair[1].value))]
 

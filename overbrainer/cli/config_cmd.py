@@ -69,7 +69,7 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
 
 
 def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
-    from overbrainer.config.probe import probe
+    from overbrainer.checks.probe import probe
 
     results = probe(cfg)
     data["probe"] = [r.to_dict() for r in results]

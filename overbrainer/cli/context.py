@@ -61,6 +61,13 @@ class AppContext:
 
         return Session(self.project_dir, self.front)
 
+    def post_train(self) -> tuple:
+        """What plugs into the training flows this command calls (runs/post_train.py):
+        `[export] after_training`'s export, which runs inside the training job."""
+        from overbrainer.export.in_job import InJobExport
+
+        return (InJobExport(),)
+
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json."""
         self.front.report(text, data if data is not None else {"message": text})
@@ -110,7 +117,8 @@ class AppContext:
         """Check overbrainer.toml exists, take the lock (writers), then load the config.
 
         A locked project is refused even when its configuration is invalid, and nothing is
-        created before overbrainer.toml is known to exist.
+        created before overbrainer.toml is known to exist. A writer with `[metrics]` set has
+        its metrics served and written while it holds the lock (docs/metrics.md).
         """
         self.require_project()
         if not write:
@@ -119,7 +127,18 @@ class AppContext:
         from overbrainer.support.lock import ProjectLock
 
         with ProjectLock(self.project_dir):
-            yield self.load_config()
+            config = self.load_config()
+            with self.metrics(config):
+                yield config
+
+    def metrics(self, config) -> contextlib.AbstractContextManager:
+        """The command's metrics while the block runs (the project lock held), when `[metrics]`
+        is set; nothing otherwise."""
+        if not config.metrics.enabled:
+            return contextlib.nullcontext()
+        from overbrainer.metrics.exporter import serving  # prometheus_client: only when asked for
+
+        return serving(self.project_dir, config, self.front)
 
 
 def app(ctx: click.Context | None = None) -> AppContext:

@@ -23,7 +23,7 @@ def export(app, run_id: str, quantize: str | None, ollama: str | None) -> None:
     OVERBRAINER_LLAMA_CPP_DIR), else a pinned release downloaded and verified there.
     """
     from overbrainer.export.flow import export_flow
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:

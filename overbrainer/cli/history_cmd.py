@@ -14,7 +14,7 @@ from overbrainer.dataset.paths import ProjectPaths
 def history(app: AppContext, all_runs: bool) -> None:
     """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
     from overbrainer.pipeline.dataset_ops import history_flow
-    from overbrainer.runs.pod_run import pod_spend
+    from overbrainer.pods.summary import pod_spend
 
     app.require_project()
     # Training on Runpod: what the pods cost, after the stages' totals.

@@ -20,7 +20,7 @@ def pod() -> None:
 @pass_app
 def ls_cmd(app) -> None:
     """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
-    from overbrainer.runs.pods_flow import ls_flow
+    from overbrainer.pods.ls import ls_flow
 
     with app.open_project(write=False) as config:
         ls_flow(app.session(), config)
@@ -32,7 +32,7 @@ def ls_cmd(app) -> None:
 @pass_app
 def rm_cmd(app, run_id: str, force: bool) -> None:
     """Delete the pods of a run and confirm each delete."""
-    from overbrainer.runs.pod_rm_flow import rm_flow
+    from overbrainer.pods.rm import rm_flow
 
     with app.open_project(write=True) as config:
         rm_flow(app.session(), config, run_id=run_id, force=force)
@@ -47,7 +47,7 @@ def rm_cmd(app, run_id: str, force: bool) -> None:
 @pass_app
 def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
     """Secure Cloud GPU types, cheapest first."""
-    from overbrainer.runs.pod_catalog_flow import gpus_flow
+    from overbrainer.pods.catalog import gpus_flow
 
     with app.open_project(write=False) as config:
         gpus_flow(app.session(), config, count=count, min_vram=min_vram, max_price=max_price,
@@ -58,7 +58,7 @@ def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) 
 @pass_app
 def datacenters_cmd(app) -> None:
     """Runpod's data centers and the GPU types in stock in each."""
-    from overbrainer.runs.pod_catalog_flow import datacenters_flow
+    from overbrainer.pods.catalog import datacenters_flow
 
     with app.open_project(write=False) as config:
         datacenters_flow(app.session(), config)
@@ -68,7 +68,7 @@ def datacenters_cmd(app) -> None:
 @pass_app
 def volumes_cmd(app) -> None:
     """The account's network volumes."""
-    from overbrainer.runs.pod_catalog_flow import volumes_flow
+    from overbrainer.pods.catalog import volumes_flow
 
     with app.open_project(write=False) as config:
         volumes_flow(app.session(), config)
@@ -80,7 +80,7 @@ def volumes_cmd(app) -> None:
 @pass_app
 def ssh_cmd(app, run_id: str, do_exec: bool) -> None:
     """Print (or run) the `ssh -F runs/<id>/ssh/config overbrainer-<id>` line of a run's pod."""
-    from overbrainer.runs.pod_catalog_flow import ssh_argv
+    from overbrainer.pods.catalog import ssh_argv
 
     app.require_project()
     argv, line = ssh_argv(app.session(), run_id)

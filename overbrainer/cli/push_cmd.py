@@ -26,7 +26,7 @@ def push(app, run_id: str, repo: str | None, public: bool, overwrite_card: bool,
     The token comes from OVERBRAINER_HF_TOKEN only. A push cut off is resumed by running it again.
     """
     from overbrainer.hub.flow import push_flow
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:

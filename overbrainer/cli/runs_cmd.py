@@ -26,8 +26,8 @@ def _runs_dir(app) -> Path:
 @pass_app
 def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
-    from overbrainer.runs.pod_run import pod_summary
-    from overbrainer.runs.record import list_runs
+    from overbrainer.pods.summary import pod_summary
+    from overbrainer.jobs.run_record import list_runs
     from overbrainer.support.columns import table
 
     runs_dir = _runs_dir(app)
@@ -49,6 +49,8 @@ def ls_cmd(app) -> None:
         app.report("", {"runs": rows})
     elif lines:
         app.report("\n".join(lines), {"runs": rows})
+    else:  # stdout stays empty for scripts; a person is told why
+        click.echo("no training run yet (`overbrainer train` starts one)", err=True)
 
 
 def _summary(r) -> dict:
@@ -67,9 +69,9 @@ def _summary(r) -> dict:
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
     from overbrainer.runpod.cost import format_rate, format_spend
-    from overbrainer.runs.pod_run import pod_summary
+    from overbrainer.pods.summary import pod_summary
     from overbrainer.runs.progress import local_progress
-    from overbrainer.runs.record import load
+    from overbrainer.jobs.run_record import load
 
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)
@@ -126,7 +128,7 @@ def clean_line(raw: bytes) -> str:
 def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     """The job's log (runs/<id>/job.log, or on the SSH target while the run goes on), redacted,
     one clean line per line."""
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
     from overbrainer.runs.logs import LogReader, Stopped, open_log
 
     if tail is not None and tail < 0:

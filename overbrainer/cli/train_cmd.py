@@ -39,7 +39,7 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     """
     if ctx.invoked_subcommand is not None:
         return
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
     from overbrainer.runs.flow import train_flow
 
     app = ctx.obj
@@ -50,7 +50,7 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     with app.open_project(write=True) as config:
         warn_missing_token(config)
         result = train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
-                            keep_pod=keep_pod)
+                            keep_pod=keep_pod, after=app.post_train())
         push_after_training(app.session(), config, result)
 
 
@@ -59,13 +59,14 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
 @pass_app
 def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
     from overbrainer.hub.after_training import push_after_training
     from overbrainer.runs.flow import attach_flow
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        push_after_training(app.session(), config, attach_flow(app.session(), config, run_id))
+        push_after_training(app.session(), config,
+                            attach_flow(app.session(), config, run_id, after=app.post_train()))
 
 
 @train.command("stop")
@@ -73,7 +74,9 @@ def attach(app, run_id: str) -> None:
 @pass_app
 def stop(app, run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
-    from overbrainer.runs import ids
+    import contextlib
+
+    from overbrainer.jobs import ids
     from overbrainer.runs.flow import stop_flow
     from overbrainer.support.lock import ProjectLock, ProjectLocked
 
@@ -87,7 +90,9 @@ def stop(app, run_id: str) -> None:
         holder = e.pid or 0  # the holder follows the run: only write the request
     try:
         config = app.load_config()
-        stop_flow(app.session(), config, run_id, holder_pid=holder)
+        # Holding the lock, this command may follow the run until it stopped: metrics served then.
+        with app.metrics(config) if holder is None else contextlib.nullcontext():
+            stop_flow(app.session(), config, run_id, holder_pid=holder, after=app.post_train())
     finally:
         lock.release()
 
@@ -97,9 +102,9 @@ def stop(app, run_id: str) -> None:
 @pass_app
 def cancel(app, run_id: str) -> None:
     """Cancel a run's job; its record then reads `cancelled`."""
-    from overbrainer.runs import ids
+    from overbrainer.jobs import ids
     from overbrainer.runs.flow import cancel_flow
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        cancel_flow(app.session(), config, run_id)
+        cancel_flow(app.session(), config, run_id, after=app.post_train())

@@ -77,7 +77,8 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
         client = connect(provider, role, config.pipeline, stop=interrupt.event)
         templates = load_templates(session.project_dir, [TEMPLATE])
         judge = Judge(client, templates, compare_dir, setup, answers, both_orders=both_orders)
-        done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1))
+        done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1),
+                         grace=config.pipeline.stop_grace_secs, abandon=interrupt.abandon)
     finally:
         interrupt.restore()
         guard.close()
@@ -110,10 +111,11 @@ def _shown(path: Path, project_dir) -> str:
         return str(path)
 
 
-def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
+def run_judge(judge: Judge, bus, stop, concurrency: int, *, grace: float = 0.0, abandon=None) -> dict:
     """Ask for every missing verdict, `concurrency` in flight (support/processor.py), appending
     each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
-    keep what was written and what had already arrived."""
+    keep what was written, what had already arrived, and what the requests in flight bring back
+    within `grace` seconds (`abandon`: a second Ctrl-C, which does not wait)."""
     from overbrainer.dataset.jsonl import Appender
     from overbrainer.support.processor import FATAL, Processor, Work
 
@@ -123,7 +125,8 @@ def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
         return done
     tally = _JudgeTally(bus)
     tally.publish(StageStarted(STAGE, len(tasks) + len(errors)))
-    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE)
+    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE,
+                     grace=grace, abandon=abandon)
 
     def ask(task):
         return judge.ask(task, on_retry=lambda m: tally.publish(ItemFailed(STAGE, task.id, m, True)),

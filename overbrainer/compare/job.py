@@ -3,7 +3,7 @@ question of the plan, its answers brought home.
 
 - Where: the run's target (local or SSH; a runpod target is a ConfigError for now), in
   `<run remote_dir>/compares/<id>/` there and `runs/<run>/compares/<id>/` here, through
-  runs.side_job (job.log, metrics.jsonl, follow, verified fetch, Ctrl-C cancels).
+  jobs.side_job (job.log, metrics.jsonl, follow, verified fetch, Ctrl-C cancels).
 - The GGUF: the run's directory on the target must hold the file `export.json` names, with its
   SHA-256; when it does not, that one file is sent there (`Executor.upload(entries=…)`). A GGUF
   already there stays. The job reads it as
@@ -75,8 +75,8 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
     directory here and its setup (ID set, written as setup.json)."""
     from overbrainer.exec.runtime import Step
-    from overbrainer.runs import record as records
-    from overbrainer.runs.side_job import SideJob, SideJobFailed, run_side_job, side_target
+    from overbrainer.jobs import run_record as records
+    from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
 
     project = Path(session.project_dir)
     runs_dir = planning.runs_dir(project)

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +20,15 @@ from typing import Any
 from overbrainer.compare.strip import strip_reasoning
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
-from overbrainer.runs import ids
+from overbrainer.export.deliver import RECORD, ExportRecord
+from overbrainer.jobs import ids
 from overbrainer.support import fmt
-from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.record_file import RecordFile
 
 log = logging.getLogger(__name__)
 
 SETUP = "setup.json"
+SETUP_JSON = RecordFile("compare setup")
 COMPARES = "compares"
 DEFAULT_SEED = 42
 
@@ -48,23 +49,11 @@ def runs_dir(project_dir: Path) -> Path:
 
 
 def _export_files(run_dir: Path) -> list[Path]:
-    found = [run_dir / "export.json"]
+    found = [run_dir / RECORD]
     exports = run_dir / "exports"
     if exports.is_dir():
-        found += sorted(exports.glob("*/export.json"))
+        found += sorted(exports.glob(f"*/{RECORD}"))
     return [p for p in found if p.is_file()]
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise OverbrainerError(f"{path} is missing") from None
-    except OSError as e:
-        raise OverbrainerError(f"cannot read {path}: {e.strerror}") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        where = f" (line {e.lineno}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
-        raise OverbrainerError(f"{path} is not valid JSON{where}") from None
 
 
 def run_gguf(run_dir: Path) -> Gguf | None:
@@ -72,17 +61,16 @@ def run_gguf(run_dir: Path) -> Gguf | None:
     best: Gguf | None = None
     for path in _export_files(run_dir):
         try:
-            doc = _read_json(path)
+            doc = ExportRecord.load(path)
         except OverbrainerError as e:
             log.warning("compare: ignoring %s", e)
             continue
-        file = doc.get("file") if isinstance(doc, dict) else None
-        if not isinstance(file, str) or not file or Path(file).is_absolute() or ".." in Path(file).parts:
+        file = doc.file
+        if not file or Path(file).is_absolute() or ".." in Path(file).parts:
             continue
         if not (run_dir / file).is_file():
             continue
-        found = Gguf(run_dir.name, file, doc.get("sha256"), doc.get("quantize"), doc.get("llama_cpp"),
-                     str(doc.get("created") or ""))
+        found = Gguf(run_dir.name, file, doc.sha256, doc.quantize, doc.llama_cpp, doc.created)
         if best is None or found.created > best.created:
             best = found
     return best
@@ -187,7 +175,7 @@ def new_compare_dir(project_dir: Path, run_id: str) -> tuple[str, Path]:
 
 def write_setup(compare_dir: Path, setup: dict) -> Path:
     path = Path(compare_dir) / SETUP
-    atomic_write_text(path, json.dumps(setup, indent=2, ensure_ascii=False) + "\n")
+    SETUP_JSON.write(path, setup)
     return path
 
 
@@ -205,16 +193,17 @@ def find_compare(project_dir: Path, compare_id: str, run_id: str | None) -> Path
 
 
 def load_setup(compare_dir: Path) -> dict:
+    """setup.json's content: `run`, `compare`, `seed` and `questions` (each with an `id` and its
+    `messages`) checked; errors name the file and a position or a field."""
     path = Path(compare_dir) / SETUP
-    doc = _read_json(path)
-    if not isinstance(doc, dict):
-        raise OverbrainerError(f"{path} is not a JSON object")
+    doc = SETUP_JSON.read(path, missing=f"{path} is missing")
+    f = SETUP_JSON.fields(doc, path)
     for key, kind in (("run", str), ("compare", str), ("seed", int), ("questions", list)):
         if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
-            raise OverbrainerError(f"{path}: field `{key}` is missing or not a {kind.__name__}")
+            raise f.bad(key)
     for i, q in enumerate(doc["questions"]):
         if not isinstance(q, dict) or not isinstance(q.get("id"), str) or not isinstance(q.get("messages"), list):
-            raise OverbrainerError(f"{path}: questions[{i}] needs an `id` and `messages`")
+            raise f.bad(f"questions[{i}]")
     return doc
 
 

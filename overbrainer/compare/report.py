@@ -6,14 +6,18 @@ overbrainer.toml, never its URL or key).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, WIN
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.record_file import RecordFile
+
+COMPARE_JSON = RecordFile("compare report")
+HARDWARE_JSON = RecordFile("hardware record")  # written by the job (compare_client.py)
 
 EXAMPLES = 5
 FEW = 100
@@ -164,14 +168,13 @@ def write(compare_dir: Path, doc: dict) -> tuple[Path, Path]:
     """Write compare.json then compare.md; returns their paths."""
     compare_dir = Path(compare_dir)
     json_path, md_path = compare_dir / "compare.json", compare_dir / "compare.md"
-    atomic_write_text(json_path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    COMPARE_JSON.write(json_path, doc)
     atomic_write_text(md_path, markdown(doc))
     return json_path, md_path
 
 
 def read_hardware(compare_dir: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((Path(compare_dir) / "hardware.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        return HARDWARE_JSON.read_if_any(Path(compare_dir) / "hardware.json")
+    except OverbrainerError:
         return None
-    return doc if isinstance(doc, dict) else None

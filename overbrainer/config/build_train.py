@@ -222,12 +222,11 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 # `compare` runs on local and SSH targets; its Runpod image is not used yet.
 NOT_YET: dict[str, tuple[str, ...] | None] = {
     "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
-    "metrics": None,
 }
 
 
 def not_yet_warnings(data: dict[str, Any]) -> list[str]:
-    """`[metrics] listen is not supported by this version yet: ignored`, one per key set
+    """`[compare] image is not supported by this version yet: ignored`, one per key set
     (in overbrainer.toml or the environment) of a feature in NOT_YET."""
     out = []
     for section, missing in NOT_YET.items():
@@ -289,14 +288,20 @@ def metrics(root: Table) -> Metrics:
     if t is None:
         return Metrics()
     listen = t.str("listen")
+    textfile = t.str("textfile", nonempty=True)
     t.finish()
+    if textfile is not None and not textfile.endswith(".prom"):
+        # node_exporter's textfile collector reads only *.prom files: any other name is never seen
+        t.problem("textfile", "must end in .prom (node_exporter's textfile collector reads only *.prom files)",
+                  t.data["textfile"])
+        textfile = None
     if listen is None:
-        return Metrics()
+        return Metrics(textfile=textfile)
     parsed = parse_listen(listen.strip())
     if parsed is None:
         t.problem("listen", "expected IP:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 (no host name)", t.data["listen"])
-        return Metrics()
-    return Metrics(listen=listen.strip(), host=parsed[0], port=parsed[1])
+        return Metrics(textfile=textfile)
+    return Metrics(listen=listen.strip(), host=parsed[0], port=parsed[1], textfile=textfile)
 
 
 def parse_listen(text: str) -> tuple[str, int] | None:

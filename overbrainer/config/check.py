@@ -142,6 +142,7 @@ def lines(config: Config) -> list[tuple[str, str]]:
     out.append(("hub.base_url", show_url(config.hub.base_url) or f"{DEFAULT_HUB_BASE_URL} (default)"))
     out.append(("compare", _section(config.compare)))
     out.append(("metrics.listen", _fmt(config.metrics.listen)))
+    out.append(("metrics.textfile", _fmt(config.metrics.textfile)))
     out.append(("hf_token", _fmt(_secret(config.hf_token))))
     return out
 

@@ -99,6 +99,8 @@ class Pipeline:
     eval_ratio: float = 0.1
     seed: int = 42
     include_system_prompt: bool = False
+    stop_grace_secs: int = 30  # on a stop, how long the requests in flight may take to come back
+    max_cost_usd: float | None = None  # the LLM spend cap of one command (None: no cap)
 
 
 @frozen
@@ -216,9 +218,17 @@ class Compare:
 
 @frozen
 class Metrics:
+    """[metrics] (docs/metrics.md): served while a locking command runs, and/or written to a
+    textfile at the end of each stage and run."""
+
     listen: str | None = None  # "IP:PORT" as written
     host: str | None = None  # the IP, without brackets
     port: int | None = None
+    textfile: str | None = None  # as written (a `.prom` file); relative to the project directory
+
+    @property
+    def enabled(self) -> bool:
+        return self.listen is not None or self.textfile is not None
 
 
 @dataclass

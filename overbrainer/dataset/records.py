@@ -11,7 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from overbrainer.llm.types import FINISH_REASONS, REASONING_KINDS
+# The vocabulary of an answer's meta: the records' own words, which every LLM protocol maps its
+# answers onto (llm/types.py takes them from here).
+# reasoning_kind: what the provider let us see of the model's thinking.
+RAW = "raw"
+SUMMARY = "summary"
+REDACTED = "redacted"
+NONE = "none"
+REASONING_KINDS = (RAW, SUMMARY, REDACTED, NONE)
+# finish_reason: why the answer ended.
+STOP = "stop"
+LENGTH = "length"
+CONTENT_FILTER = "content_filter"
+REFUSAL = "refusal"
+OTHER = "other"
+FINISH_REASONS = (STOP, LENGTH, CONTENT_FILTER, REFUSAL, OTHER)
 
 ROLES = ("system", "user", "assistant")
 # Fixed order: the split summary and `dataset stats` list reasons in this order.
@@ -211,6 +225,17 @@ class Example:
     @property
     def usable(self) -> bool:
         return self.meta.excluded is None
+
+
+def latest(examples) -> list[Example]:
+    """The answer of each question: the last record with its ID (`answers --retry-excluded`
+    appends a new answer that supersedes the excluded one), in the order of those records.
+    Every reader of answers.jsonl takes the answers through this."""
+    last: dict[str, Example] = {}
+    for ex in examples:
+        last.pop(ex.id, None)
+        last[ex.id] = ex
+    return list(last.values())
 
 
 @dataclass(slots=True)

@@ -40,10 +40,6 @@ class HostKeyError(OverbrainerError):
     """The target's host key is unknown or differs from known_hosts (never retried)."""
 
 
-class VerifyError(OverbrainerError):
-    """Downloaded files do not match the target's SHA-256 manifest."""
-
-
 @dataclass(frozen=True)
 class Container:
     """The container a job runs in, so cancel can stop it first."""
@@ -89,7 +85,7 @@ class InvalidJob(ValueError):
 class JobId:
     """The one reference to a started job: its run dir on the target, the PID of its process
     group's leader, its container if any. It is run.json's `job` object ({"dir": str, "pid": int,
-    "container": null | {"engine", "name"}}): runs/record.py reads it with `from_json`."""
+    "container": null | {"engine", "name"}}): jobs/run_record.py reads it with `from_json`."""
 
     dir: str
     pid: int
@@ -162,17 +158,6 @@ def check_env(env: dict[str, str]) -> None:
     for name, value in env.items():
         if not _ENV_NAME.match(name) or "\0" in value:
             raise OverbrainerError(f"invalid job environment variable {name!r}")
-
-
-def check_entries(entries: Iterable[str]) -> list[str]:
-    """Relative paths without `..`, used for download/manifest entry lists."""
-    out = []
-    for e in entries:
-        parts = e.strip("/").split("/")
-        if not e or e.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise OverbrainerError(f"invalid entry {e!r}: a relative path without `..` is required")
-        out.append("/".join(parts))
-    return out
 
 
 class Executor(ABC):
@@ -252,7 +237,7 @@ class Executor(ABC):
         and each file is hashed here as it is written, so verifying compares two lists: every
         regular file under `entries` here must have the SHA-256 the target computed from its own
         disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
-        `download failed: …`, or VerifyError (`verify failed: …`)."""
+        `download failed: …`, or exec.transfer.VerifyError (`verify failed: …`)."""
         from overbrainer.exec.transfer import verify
 
         entries, exclude = list(entries), list(exclude)

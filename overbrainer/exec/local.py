@@ -14,7 +14,7 @@ from typing import Iterable
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
-    Executor, JobId, JobSpec, JobState, check_entries, check_env, check_secrets,
+    Executor, JobId, JobSpec, JobState, check_env, check_secrets,
 )
 from overbrainer.support import fmt
 from overbrainer.support.atomic import atomic_write_bytes
@@ -151,7 +151,7 @@ class LocalExecutor(Executor):
             raise OverbrainerError(f"{src} does not exist")
         if dst.exists() and src.resolve() == dst.resolve():
             return None
-        names = [e for e in check_entries(entries) if os.path.lexists(src / e)]
+        names = [e for e in transfer.check_entries(entries) if os.path.lexists(src / e)]
         return transfer.copy_entries(src, dst, names, exclude, progress=progress) if names else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import shlex
 
-from overbrainer.exec.base import Container, check_entries
+from overbrainer.exec.base import Container
+from overbrainer.exec.transfer import check_entries
 
 q = shlex.quote
 

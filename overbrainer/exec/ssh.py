@@ -2,7 +2,7 @@
 
 One Transport, one exec channel per operation (`sh -c '<script>'`). An operation whose
 connection dropped is retried once on a fresh connection (spawn only if the launcher was never
-sent: its TargetUnreachable carries `sent`, and runs.start looks for the job's job.pid when the
+sent: its TargetUnreachable carries `sent`, and jobs.start looks for the job's job.pid when the
 launcher may have run). Files travel as tar streams over the channel; secrets travel on stdin.
 """
 

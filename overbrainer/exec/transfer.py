@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.base import VerifyError, check_entries
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +36,21 @@ Progress = Callable[[int, Optional[int]], object]  # (bytes done, bytes in all o
 # What an extraction wrote: {relative path: (sha256 of the bytes written, stat key of the file
 # after writing)}. verify trusts a hash only while the file's stat key is unchanged.
 Written = dict[str, tuple[str, tuple[int, ...]]]
+
+
+class VerifyError(OverbrainerError):
+    """Downloaded files do not match the target's SHA-256 manifest."""
+
+
+def check_entries(entries: Iterable[str]) -> list[str]:
+    """Relative paths without `..`, used for download/manifest entry lists."""
+    out = []
+    for e in entries:
+        parts = e.strip("/").split("/")
+        if not e or e.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise OverbrainerError(f"invalid entry {e!r}: a relative path without `..` is required")
+        out.append("/".join(parts))
+    return out
 
 
 class Meter:

@@ -1,27 +1,61 @@
 """What an export leaves here: the GGUF in `runs/<run>/output/gguf/`, `export.json` in the export's
-directory, a `Modelfile` beside the GGUF, and with a name an Ollama model (docs/export.md#files).
+directory (its record: `ExportRecord`, read by compare to find a run's GGUF), a `Modelfile` beside
+the GGUF, and with a name an Ollama model (docs/export.md#files).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.record_file import RecordFile
 
 log = logging.getLogger(__name__)
 
 OLLAMA_SECS = 600
+VERSION_FILE = "llama_cpp.txt"  # llama.cpp's version, written by export.sh beside its GGUF's job
+
+
+def read_version(job_dir: Path) -> str:
+    """The first line of the job's `llama_cpp.txt` (cut to 200 characters), else `unknown`."""
+    try:
+        text = (job_dir / VERSION_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        text = ""
+    return text.splitlines()[0][:200] if text else "unknown"
+
+
+EXPORT_JSON = RecordFile("export record")
+RECORD = "export.json"
+
+
+@dataclass
+class ExportRecord:
+    """`export.json`: the GGUF an export made (`file`, relative to the run directory) and how."""
+    file: str
+    quantize: str | None = None
+    llama_cpp: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    created: str = ""
+
+    @classmethod
+    def load(cls, path: Path) -> "ExportRecord":
+        """The record in `path`; errors name the file and a position or a field."""
+        f = EXPORT_JSON.fields(EXPORT_JSON.read(path), path)
+        return cls(file=f.text("file", optional=False), quantize=f.text("quantize"), llama_cpp=f.text("llama_cpp"),
+                   sha256=f.text("sha256"), size=f.integer("size"), created=f.text("created") or "")
 
 
 def write_export_json(job_dir: Path, *, quantize: str, llama_cpp: str, file: str, sha256: str, size: int,
                       created: str) -> dict:
     doc = {"quantize": quantize, "llama_cpp": llama_cpp, "file": file, "sha256": sha256, "size": size,
            "created": created}
-    atomic_write_text(job_dir / "export.json", json.dumps(doc, indent=2) + "\n")
+    EXPORT_JSON.write(job_dir / RECORD, doc)
     return doc
 
 

@@ -1,7 +1,7 @@
 """The `export` flow: a run's model to one GGUF file, on the run's own target (docs/export.md).
 
 `export_flow(session, config, run_id, *, quantize=None, ollama=None) -> dict`: the gate
-(export.gate) → a side job `export_YYYYMMDD-HHMMSS` in `runs/<run>/exports/` (runs.side_job) that
+(export.gate) → a side job `export_YYYYMMDD-HHMMSS` in `runs/<run>/exports/` (jobs.side_job) that
 runs `export.sh` with `llama_cpp.sh` → the GGUF brought home verified into `runs/<run>/output/gguf/`
 → `export.json`, `Modelfile`, and with a name (`--ollama`, else `[export] ollama_name`) an Ollama
 model. Before the job, a read-only probe checks the run's model and axolotl.yaml are still on the
@@ -19,7 +19,7 @@ from typing import Any
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.export import llama_cpp
-from overbrainer.export.deliver import ollama_create, write_export_json, write_modelfile
+from overbrainer.export.deliver import VERSION_FILE, ollama_create, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
 from overbrainer.support import fmt
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None) -> dict:
     from overbrainer.config.build_train import is_ollama_name
     from overbrainer.exec.runtime import Step
-    from overbrainer.runs.side_job import SideJob, run_side_job, side_target
+    from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
 
     settings = config.export
     quantize = quantize or settings.quantize
@@ -49,7 +49,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
         env={"OVERBRAINER_EXPORT_NAME": run_id, "OVERBRAINER_EXPORT_QUANTIZE": quantize,
              "OVERBRAINER_EXPORT_MODEL": f"../../{source.model}", "OVERBRAINER_EXPORT_CONFIG": f"../../{CONFIG_NAME}",
              **llama_cpp.job_env(target)},
-        fetch=["llama_cpp.txt"],
+        fetch=[VERSION_FILE],
         prepare=lambda executor, remote_job_dir: _upload_if_gone(executor, source, remote_job_dir),
         after=lambda executor, remote_job_dir, job_dir: box.update(
             manifest=executor.fetch(record.remote_dir, str(source.run_dir), [gguf_rel])),
@@ -61,7 +61,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
     gguf = source.run_dir / gguf_rel
     sha256 = dict(box["manifest"])[gguf_rel]
     size = gguf.stat().st_size
-    version = _read_version(result.job_dir)
+    version = read_version(result.job_dir)
     doc = write_export_json(result.job_dir, quantize=quantize, llama_cpp=version, file=gguf_rel, sha256=sha256,
                             size=size, created=result.record.created)
     write_modelfile(gguf, sequence_len(source.run_dir))
@@ -80,14 +80,6 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
             "ollama": name if created else None, **doc}
     session.front.report("\n".join(lines), data)
     return data
-
-
-def _read_version(job_dir: Path) -> str:
-    try:
-        text = (job_dir / "llama_cpp.txt").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        text = ""
-    return text.splitlines()[0][:200] if text else "unknown"
 
 
 def _upload_if_gone(executor, source: Source, remote_job_dir: str) -> None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs import ids
-from overbrainer.runs.record import STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.runs.retrieve import is_retrieved
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
 """`[export] after_training = true`: the export runs inside the training job, after the merge
-(docs/export.md#inside-the-training-job).
+(docs/export.md#inside-the-training-job). `InJobExport` is how it plugs into the training flows
+(runs/post_train.py): its `prepare`, `fetch` and `deliver`.
 
 `step(run_dir, run_id, target, quantize, workdir)` writes `export.sh` and `llama_cpp.sh` into the
 run directory and returns the job's extra Step and its environment: the step comes last, so a
@@ -17,7 +18,7 @@ from typing import Any
 
 from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp
-from overbrainer.export.deliver import write_export_json, write_modelfile
+from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, sequence_len
 from overbrainer.support import fmt
 
@@ -25,6 +26,21 @@ log = logging.getLogger(__name__)
 
 SCRIPT = "export.sh"
 MARK = "export.quantize"  # the type asked for, beside the scripts in the run directory
+
+
+class InJobExport:
+    """`[export] after_training` as a step of the training job (runs/post_train.PostTrain)."""
+
+    fetch = (VERSION_FILE,)
+
+    def prepare(self, config, run_dir: Path, run_id: str, target: Any, workdir: str) -> tuple[Any, dict] | None:
+        settings = getattr(config, "export", None)
+        if settings is None or not settings.after_training:
+            return None
+        return step(run_dir, run_id, target, settings.quantize, workdir)
+
+    def deliver(self, run_dir: Path, run_id: str) -> list[str]:
+        return deliver(run_dir, run_id)
 
 
 def step(run_dir: Path, run_id: str, target: Any, quantize: str, workdir: str) -> tuple[Any, dict[str, str]]:
@@ -55,13 +71,10 @@ def deliver(run_dir: Path, run_id: str) -> list[str]:
         log.warning("train: the export in the job made no GGUF: see runs/%s/job.log, or run "
                     "`overbrainer export %s`", run_id, run_id)
         return []
-    try:
-        version = (run_dir / "llama_cpp.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()[0]
-    except (OSError, IndexError):
-        version = "unknown"
+    version = read_version(run_dir)
     size = gguf.stat().st_size
     created = fmt.stamp(gguf.stat().st_mtime)
-    write_export_json(run_dir, quantize=quantize, llama_cpp=version[:200], file=f"output/gguf/{gguf.name}",
+    write_export_json(run_dir, quantize=quantize, llama_cpp=version, file=f"output/gguf/{gguf.name}",
                       sha256=sha256_file(gguf), size=size, created=created)
     write_modelfile(gguf, sequence_len(run_dir))
     return [f"train: GGUF in runs/{run_id}/output/gguf/{gguf.name} ({quantize}, {fmt.size(size)}), "

@@ -2,7 +2,7 @@
 
 `publish` never blocks on a subscriber: each subscription has a bounded queue, and a subscriber
 that falls behind loses its oldest events; its next `get` returns `Lagged(dropped)` first.
-An optional observer (e.g. a metrics exporter) sees every event synchronously.
+An optional observer sees every event synchronously (the metrics exporter subscribes instead).
 """
 
 from __future__ import annotations

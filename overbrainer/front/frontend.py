@@ -6,7 +6,8 @@
   stdout; no bars, no colour.
 - `Embedded(bus, detach, abandon, report)`: library use and a future TUI: the caller's bus (its
   events rendered as log lines), its detach Event interrupts, its abandon Event is the
-  provisioning flag, and results go to its `report` callback as `Report`s.
+  provisioning flag and a stage's second interrupt (the requests in flight are not waited for),
+  and results go to its `report` callback as `Report`s.
 """
 
 from __future__ import annotations
@@ -135,8 +136,25 @@ class BusGuard:
 
 
 class Frontend(ABC):
+    # What `watch_buses` registered: called with each bus the front end opens (a tuple: no
+    # __init__ to call, and each front end gets its own once one is added).
+    _watchers: tuple[Callable[["EventBus"], None], ...] = ()
+
     @abstractmethod
     def open_bus(self) -> BusGuard: ...
+
+    def watch_buses(self, watcher: Callable[["EventBus"], None]) -> None:
+        """`watcher(bus)` is called with every bus this front end opens from now on, before the
+        flow publishes on it (the metrics exporter subscribes to each). An embedding front end
+        opens its one shared bus many times: the watcher sees it each time."""
+        self._watchers = self._watchers + (watcher,)
+
+    def _opened(self, bus: "EventBus") -> None:
+        for watcher in self._watchers:
+            try:
+                watcher(bus)
+            except Exception:  # noqa: BLE001 - a watcher must never stop a flow
+                log.warning("cannot watch the events of this command", exc_info=log.isEnabledFor(logging.DEBUG))
 
     @abstractmethod
     def interrupt(self) -> "Interrupt": ...
@@ -182,6 +200,7 @@ class Cli(Frontend):
         from overbrainer.front.bus import EventBus
 
         bus = EventBus(self.capacity, observer=self.observer)
+        self._opened(bus)
         return BusGuard(bus, self.make_renderer(), owns_bus=True)
 
     def interrupt(self) -> "Interrupt":
@@ -225,6 +244,7 @@ class Embedded(Frontend):
 
     def open_bus(self) -> BusGuard:
         # The caller's bus is shared: the guard never closes it, only its own renderer.
+        self._opened(self.bus)
         if self._renderer is not None:
             renderer = self._renderer()
         else:
@@ -236,7 +256,7 @@ class Embedded(Frontend):
     def interrupt(self) -> "Interrupt":
         from overbrainer.front.interrupt import Interrupt
 
-        return Interrupt.on(self.detach)
+        return Interrupt.on(self.detach, abandon=self.abandon)
 
     def provisioning_flag(self) -> "Flag":
         from overbrainer.front.interrupt import Flag

@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from overbrainer.front import terminal
 from overbrainer.front.events import Metric, Transfer
-from overbrainer.front.render_lines import Every, LineRenderer, Tenths, _num, _Run, _Stage
+from overbrainer.front.render_lines import Every, LineRenderer, Tenths, is_number, RunProgress, StageProgress
 
 
 class BarRenderer(LineRenderer):
@@ -47,7 +47,7 @@ class BarRenderer(LineRenderer):
     def stage_started(self, stage: str, total: int) -> None:
         self._open(("stage", stage), total=total, desc=stage, unit="item")
 
-    def stage_progress(self, stage: str, st: _Stage) -> None:
+    def stage_progress(self, stage: str, st: StageProgress) -> None:
         bar = self.bars.get(("stage", stage))
         if bar is None:
             return super().stage_progress(stage, st)
@@ -59,15 +59,15 @@ class BarRenderer(LineRenderer):
 
     # --- training -----------------------------------------------------------------------------
 
-    def metric(self, r: _Run, m: Metric) -> None:
+    def metric(self, r: RunProgress, m: Metric) -> None:
         key = ("steps", r.prefix)
         bar = self.bars.get(key)
         if bar is None or (m.max_steps and bar.total != m.max_steps):
             bar = self._open(key, total=m.max_steps, desc=r.prefix, unit="step")
         postfix = {}
-        if _num(m.loss):
+        if is_number(m.loss):
             postfix["loss"] = f"{m.loss:.4f}"
-        if _num(m.epoch):
+        if is_number(m.epoch):
             postfix["epoch"] = f"{m.epoch:.2f}"
         with terminal.LOCK:
             bar.n = m.step
@@ -76,10 +76,10 @@ class BarRenderer(LineRenderer):
         last = bool(m.max_steps) and m.step >= (m.max_steps or 0)
         if last:
             self._close(key)
-        if last or _num(m.eval_loss):
+        if last or is_number(m.eval_loss):
             super().metric(r, m)  # every eval line and the last step are shown as lines
 
-    def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
+    def transfer(self, r: RunProgress, ev: Transfer, gate: Tenths | Every) -> None:
         key = ("transfer", r.prefix, ev.direction)
         bar = self.bars.get(key)
         if bar is None or ev.done == 0:  # a new transfer (0 bytes) gets a bar of its own

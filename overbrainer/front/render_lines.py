@@ -1,7 +1,8 @@
 """Events → log lines (the renderer for pipes, files, cron and CI, and the base of the bars one).
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
-`answers: 40 to process`, progress at each tenth (every item below 10), retries as WARN, final
+`answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
+with nothing left), progress at each tenth (every item below 10), retries as WARN, final
 failures as ERROR, `answers: finished`.
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
@@ -73,7 +74,8 @@ def sci(x: float) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
-def _num(x: float | None) -> bool:
+def is_number(x: float | None) -> bool:
+    """A finite number (a metric the plugin could not compute is None)."""
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 
 
@@ -83,21 +85,22 @@ def describe_metric(m: Metric) -> str:
         parts = [f"step {m.step}/{m.max_steps} ({m.step * 100 // m.max_steps}%)"]
     else:
         parts = [f"step {m.step}"]
-    if _num(m.epoch):
+    if is_number(m.epoch):
         parts.append(f"epoch {m.epoch:.2f}")
-    if _num(m.loss):
+    if is_number(m.loss):
         parts.append(f"loss {m.loss:.4f}")
-    if _num(m.eval_loss):
+    if is_number(m.eval_loss):
         parts.append(f"eval_loss {m.eval_loss:.4f}")
-    if _num(m.learning_rate) and m.learning_rate != 0:  # 0: the warmup's first step, not a setting
+    if is_number(m.learning_rate) and m.learning_rate != 0:  # 0: the warmup's first step, not a setting
         parts.append(f"lr {sci(m.learning_rate)}")
-    if _num(m.grad_norm):
+    if is_number(m.grad_norm):
         parts.append(f"grad_norm {m.grad_norm:.3f}")
     return ", ".join(parts)
 
 
 @dataclass
-class _Stage:
+class StageProgress:
+    """What a renderer has shown of one stage."""
     total: int
     done: int = 0
     tenths: Tenths = field(init=False)
@@ -107,7 +110,8 @@ class _Stage:
 
 
 @dataclass
-class _Run:
+class RunProgress:
+    """What a renderer has shown of one run (or side job): its prefix, step and transfer gates."""
     prefix: str
     steps: Every
     eval: Tenths | None = None
@@ -123,8 +127,8 @@ class LineRenderer:
         self.log = logger
         self.interval = interval
         self.clock = clock
-        self.stages: dict[str, _Stage] = {}
-        self.runs: dict[str, _Run] = {}
+        self.stages: dict[str, StageProgress] = {}
+        self.runs: dict[str, RunProgress] = {}
 
     # --- dispatch -----------------------------------------------------------------------------
 
@@ -139,8 +143,13 @@ class LineRenderer:
     # --- pipeline stages ----------------------------------------------------------------------
 
     def on_StageStarted(self, ev: StageStarted) -> None:
-        self.stages[ev.stage] = _Stage(ev.total)
-        self.log.info("%s: %d to process", ev.stage, ev.total)
+        self.stages[ev.stage] = StageProgress(ev.total)
+        if ev.total == 0:
+            self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
+        elif ev.skipped:
+            self.log.info("%s: %d to process (%d already done)", ev.stage, ev.total, ev.skipped)
+        else:
+            self.log.info("%s: %d to process", ev.stage, ev.total)
         self.stage_started(ev.stage, ev.total)
 
     def on_StageModel(self, ev: StageModel) -> None:
@@ -149,7 +158,7 @@ class LineRenderer:
     def _count(self, stage: str) -> None:
         st = self.stages.get(stage)
         if st is None:
-            st = self.stages[stage] = _Stage(0)
+            st = self.stages[stage] = StageProgress(0)
         st.done += 1
         self.stage_progress(stage, st)
 
@@ -178,7 +187,7 @@ class LineRenderer:
     def stage_started(self, stage: str, total: int) -> None:
         pass
 
-    def stage_progress(self, stage: str, st: _Stage) -> None:
+    def stage_progress(self, stage: str, st: StageProgress) -> None:
         if st.tenths.due(st.done):
             self.log.info("%s: %d/%d", stage, st.done, st.total)
 
@@ -187,10 +196,10 @@ class LineRenderer:
 
     # --- training runs ------------------------------------------------------------------------
 
-    def run(self, run_id: str) -> _Run:
+    def run(self, run_id: str) -> RunProgress:
         r = self.runs.get(run_id)
         if r is None:
-            r = self.runs[run_id] = _Run("train", Every(self.interval, self.clock))
+            r = self.runs[run_id] = RunProgress("train", Every(self.interval, self.clock))
         return r
 
     def on_RunWatched(self, ev: RunWatched) -> None:
@@ -199,14 +208,14 @@ class LineRenderer:
         self.log.debug("%s: following run %s", r.prefix, ev.run_id)
 
     def on_Metric(self, ev: Metric) -> None:
-        if not any(_num(x) for x in (ev.loss, ev.eval_loss, ev.learning_rate, ev.grad_norm)):
+        if not any(is_number(x) for x in (ev.loss, ev.eval_loss, ev.learning_rate, ev.grad_norm)):
             return  # the trainer's closing summary (runtime, mean loss) at a step already shown
         r = self.run(ev.run_id)
         self.metric(r, ev)
 
-    def metric(self, r: _Run, m: Metric) -> None:
+    def metric(self, r: RunProgress, m: Metric) -> None:
         last = bool(m.max_steps) and m.step >= (m.max_steps or 0)
-        if r.steps.due(force=_num(m.eval_loss) or last):
+        if r.steps.due(force=is_number(m.eval_loss) or last):
             self.log.info("%s: %s", r.prefix, describe_metric(m))
 
     def on_Mark(self, ev: Mark) -> None:
@@ -224,7 +233,7 @@ class LineRenderer:
         elif ev.kind == "end":
             self.log.info("%s: finalizing (saving model)", r.prefix)
 
-    def evaluating(self, r: _Run, step: int, total: int | None, first: bool) -> None:
+    def evaluating(self, r: RunProgress, step: int, total: int | None, first: bool) -> None:
         """The first eval mark of an evaluation, then each tenth of it."""
         due = r.eval.due(step) if r.eval is not None else False
         if first or due:
@@ -250,7 +259,7 @@ class LineRenderer:
             gate = r.transfers[key] = (Tenths(ev.total) if ev.total else Every(self.interval, self.clock))
         self.transfer(r, ev, gate)
 
-    def transfer(self, r: _Run, ev: Transfer, gate: Tenths | Every) -> None:
+    def transfer(self, r: RunProgress, ev: Transfer, gate: Tenths | Every) -> None:
         """A line at each tenth of a known total; else at most one per interval, and the end (the
         last event of a transfer has done == total). Nothing for the start (0 bytes)."""
         if isinstance(gate, Tenths):
@@ -265,8 +274,8 @@ class LineRenderer:
     def on_PodStatus(self, ev: PodStatus) -> None:
         """`train: pod abc123 ready (NVIDIA A40, $0.44/h)`; a pod not deleted is a warning."""
         parts = [f"pod {ev.pod_id}" if ev.pod_id else "pod", ev.phase.replace("_", " ")]
-        facts = [f for f in (ev.gpu, f"${ev.rate:.2f}/h" if _num(ev.rate) and ev.rate else None,
-                             f"about ${ev.spend:.2f}" if _num(ev.spend) else None) if f]
+        facts = [f for f in (ev.gpu, f"${ev.rate:.2f}/h" if is_number(ev.rate) and ev.rate else None,
+                             f"about ${ev.spend:.2f}" if is_number(ev.spend) else None) if f]
         text = " ".join(parts) + (f" ({', '.join(facts)})" if facts else "")
         text += f": {ev.message}" if ev.message else ""
         level = logging.WARNING if ev.phase in ("not_deleted", "stray", "not_ready") else logging.INFO

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger(__name__)
+from overbrainer.errors import OverbrainerError
+from overbrainer.hub.card_rules import is_hub_id, model_name
+from overbrainer.hub.card_toml import reproduce
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.train.metrics import summarize_file
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-# axolotl_extra keys and values that could carry a secret, a host or a path are left out.
-_SECRETISH = re.compile(r"token|key|secret|passw|auth|cred|url|host|endpoint|path|dir|wandb|mlflow|hub|push",
-                        re.IGNORECASE)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,19 +48,6 @@ class CardFacts:
     topics: list[tuple[str, str | None]] = field(default_factory=list)
     license: str | None = None
     reproduce: str = ""
-
-
-def is_hub_id(name: str | None) -> bool:
-    return bool(name) and bool(_HUB_ID.match(name or "")) and not os.path.exists(name or "")
-
-
-def model_name(name: str | None) -> str | None:
-    """A Hub ID as it is; a local path cut to its last component."""
-    if not name:
-        return None
-    if is_hub_id(name):
-        return name
-    return Path(name.rstrip("/\\")).name or None
 
 
 def axolotl_settings(run_dir: Path) -> dict:
@@ -102,46 +88,30 @@ def _count(path: Path) -> tuple[int | None, bool]:
 
 
 def _metrics(path: Path) -> tuple[float | None, float | None, float | None]:
-    """(final train loss, final eval loss, seconds from the first to the last log)."""
-    loss = eval_loss = None
-    times: list[float] = []
+    """(final train loss, final eval loss, seconds from the first to the last plugin line), read
+    the way every reader of metrics.jsonl reads it (train/metrics.py)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
-                if not isinstance(rec, dict) or rec.get("event") not in ("begin", "log", "eval", "end"):
-                    continue
-                if isinstance(rec.get("time"), (int, float)):
-                    times.append(float(rec["time"]))
-                if isinstance(rec.get("loss"), (int, float)):
-                    loss = float(rec["loss"])
-                if isinstance(rec.get("eval_loss"), (int, float)):
-                    eval_loss = float(rec["eval_loss"])
-    except FileNotFoundError:
-        pass
+        summary = summarize_file(path)
     except OSError as e:
         log.warning("push: card without losses: cannot read metrics.jsonl (%s)", type(e).__name__)
-    secs = max(times) - min(times) if len(times) > 1 else None
-    return loss, eval_loss, secs
+        return None, None, None
+    loss = summary.last_train["loss"] if summary.last_train else None
+    return loss, summary.eval_loss, summary.span()
 
 
 def _pod(run_dir: Path) -> tuple[str | None, float | None]:
+    """(the GPU line, the pod's estimated spend) from the run's pod.json (runpod/pod_record.py)."""
     try:
-        data = json.loads((run_dir / "pod.json").read_text())
-    except FileNotFoundError:
+        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (OverbrainerError, OSError) as e:
+        log.warning("push: card without the GPU line: %s", e)
         return None, None
-    except (OSError, ValueError) as e:
-        log.warning("push: card without the GPU line: cannot read pod.json (%s)", type(e).__name__)
+    if pod is None:
         return None, None
-    gpu = data.get("gpu_type") if isinstance(data.get("gpu_type"), str) else None
-    count = data.get("gpu_count")
-    if gpu and isinstance(count, int) and count > 1:
-        gpu = f"{count} × {gpu}"
-    spend = data.get("estimated_spend")
-    return gpu, float(spend) if isinstance(spend, (int, float)) else None
+    gpu = pod.gpu_type
+    if gpu and pod.gpu_count > 1:
+        gpu = f"{pod.gpu_count} × {gpu}"
+    return gpu, pod.estimated_spend
 
 
 def gguf_types(paths: list[str], run_id: str) -> list[str]:
@@ -155,8 +125,6 @@ def gguf_types(paths: list[str], run_id: str) -> list[str]:
 
 def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], version: str,
            license: str | None = None) -> CardFacts:
-    from overbrainer.hub.card_toml import reproduce
-
     ax = axolotl_settings(run_dir)
     facts = CardFacts(repo=repo, run_id=run_id, version=version, license=license)
     training = getattr(config, "training", None)
@@ -183,7 +151,3 @@ def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str],
     facts.topics = [(t.name, t.description) for t in getattr(config, "topics", [])]
     facts.reproduce = reproduce(config)
     return facts
-
-
-def secretish(key: str) -> bool:
-    return bool(_SECRETISH.search(key))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from overbrainer.hub.card_rules import model_name, secretish
+
 _ROLE_FIELDS = ("model", "reasoning", "max_tokens", "temperature", "reasoning_effort", "thinking_budget")
 _TRAINING_FIELDS = ("base_model", "adapter", "epochs", "learning_rate", "lora_r", "lora_alpha", "lora_dropout",
                     "sequence_len", "micro_batch_size", "gradient_accumulation_steps", "optimizer",
@@ -48,8 +50,6 @@ def _inline(fields: dict[str, Any]) -> str:
 
 
 def reproduce(config: Any) -> str:
-    from overbrainer.hub.card_facts import model_name, secretish
-
     lines: list[str] = []
     for t in getattr(config, "topics", []):
         lines += ["[[topics]]", f"name = {value(t.name)}"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs.record import NOT_RETRIEVED, STOPPED, SUCCEEDED, load
+from overbrainer.jobs.run_record import NOT_RETRIEVED, STOPPED, SUCCEEDED, load
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from overbrainer import __version__
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, UsageError
 from overbrainer.hub.files import check_run, collect
-from overbrainer.runs import ids
+from overbrainer.jobs import ids
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _token(config: Any, dry_run: bool) -> str | None:
 
 def _license(api: Any, base_model: str | None) -> str | None:
     """The base model's license from its Hub card (best effort: none on any failure)."""
-    from overbrainer.hub.card_facts import is_hub_id
+    from overbrainer.hub.card_rules import is_hub_id
 
     if not is_hub_id(base_model):
         return None

@@ -10,22 +10,23 @@ repo as it was, and running it again finishes it.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer import __version__
-from overbrainer.errors import Interrupted
+from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.hub.card import is_ours
 from overbrainer.hub.client import CountedFile, HubError, Progress, explain, host_of
 from overbrainer.hub.files import CARD_PATH, Upload
 from overbrainer.support.atomic import atomic_write_text
+from overbrainer.support.record_file import RecordFile
 
 log = logging.getLogger(__name__)
 
 RECORD = "push.json"
+PUSH_JSON = RecordFile("push record")
 CANCELLED = "push cancelled: nothing was committed, run it again to resume"
 
 
@@ -41,17 +42,24 @@ def record_path(run_dir: Path) -> Path:
 
 
 def read_record(run_dir: Path) -> dict | None:
+    """push.json's `repo` and `state` (what a resumed push looks at), None when there is none or it
+    cannot be read (a push then starts anew: the Hub still says which files it holds)."""
+    path = record_path(run_dir)
     try:
-        data = json.loads(record_path(run_dir).read_text())
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
+        data = PUSH_JSON.read_if_any(path)
+        if data is None:
+            return None
+        f = PUSH_JSON.fields(data, path)
+        return {"repo": f.text("repo"), "state": f.text("state")}
+    except OverbrainerError as e:
+        log.debug("push: %s", e)
         return None
 
 
 def write_record(run_dir: Path, data: dict) -> None:
     path = record_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    PUSH_JSON.write(path, data)
 
 
 def write_card_copy(run_dir: Path, card: str) -> Path:

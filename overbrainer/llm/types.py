@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The values of `reasoning_kind` and `finish_reason` are the records' vocabulary (dataset/records.py):
+# each protocol maps its own words onto them.
+from overbrainer.dataset.records import (CONTENT_FILTER, FINISH_REASONS, LENGTH, NONE, OTHER, RAW,  # noqa: F401
+                                         REASONING_KINDS, REDACTED, REFUSAL, STOP, SUMMARY)
 from overbrainer.support.usage import Usage
-
-# reasoning_kind values: what the provider let us see of the model's thinking.
-RAW = "raw"
-SUMMARY = "summary"
-REDACTED = "redacted"
-NONE = "none"
-REASONING_KINDS = (RAW, SUMMARY, REDACTED, NONE)
-
-# finish_reason values, mapped from each protocol's own words.
-STOP = "stop"
-LENGTH = "length"
-CONTENT_FILTER = "content_filter"
-REFUSAL = "refusal"
-OTHER = "other"
-FINISH_REASONS = (STOP, LENGTH, CONTENT_FILTER, REFUSAL, OTHER)
 
 
 @dataclass(frozen=True)

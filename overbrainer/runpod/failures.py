@@ -10,8 +10,9 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import errors as api
 
 
-class NoCapacity(api.NoCapacity):
-    """No listed GPU type gave a ready pod (none placed, or none became ready)."""
+class NoTypePlaced(api.NoCapacity):
+    """No listed GPU type gave a ready pod (none placed, or none became ready); an API NoCapacity
+    (`runpod.errors`) is one type's answer, this is the whole walk's."""
 
 
 class Unanswered(OverbrainerError):
@@ -53,7 +54,7 @@ class NotReady(OverbrainerError):
     """A created pod that never became ready (the walk deletes it and tries the next type)."""
 
 
-class Interrupted(base.Interrupted):
+class ProvisioningInterrupted(base.Interrupted):
     """Ctrl-C during provisioning: the pod that existed was deleted (or may be left)."""
 
     def __init__(self, pod_left: bool):

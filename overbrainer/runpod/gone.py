@@ -18,8 +18,8 @@ from typing import Callable
 
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.objects import Pod
-from overbrainer.runpod.record import PodRecord
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.waits import Timing
 
 GONE_LOOKS = 3
 
@@ -96,8 +96,17 @@ def look_up_all(client, pod_ids: list[str], timing: Timing, *,
     return [looks.get(i, Failed("the pod was not looked at")) for i in range(len(pod_ids))]
 
 
-def mark_gone(record: PodRecord, by: str = "unknown", path: Path | None = None) -> None:
-    """Record the run's pod as deleted by `by` (`watchdog` when one of its limits had passed,
-    else `unknown`) and save: call it only after `look_up` answered None."""
+def past_deadline(record: PodRecord, now: float | None = None) -> bool:
+    """Whether the pod's watchdog deadline (`max_hours`) has passed: a pod found gone then was
+    deleted by its watchdog. A kept pod has none."""
+    return (record.deadline_unix is not None and not record.keep
+            and (time.time() if now is None else now) >= record.deadline_unix)
+
+
+def mark_gone(record: PodRecord, by: str | None = None, path: Path | None = None) -> str:
+    """Record the run's pod as deleted by `by` (default: `watchdog` when its deadline had passed,
+    else `unknown`) and save; returns who. Call it only after a look found the pod gone."""
+    by = by or ("watchdog" if past_deadline(record) else "unknown")
     record.mark_deleted(by)
     record.save(path)
+    return by

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runpod.record import PodEndpoint
+from overbrainer.runpod.pod_record import PodEndpoint
 from overbrainer.support.atomic import atomic_write_bytes, atomic_write_text
 
 SSH_DIR = "ssh"

@@ -13,7 +13,7 @@ code: its `detail` is recorded and, when every type answered 400, shown one line
 The caller runs this shielded from Ctrl-C and hands in the provisioning `flag` (anything with
 `is_set()`): it is looked at before the walk (no request at all then), before each create, at
 every reach and verdict poll and in reconcile waits (which still list once); the pod that exists
-is then deleted and `Interrupted` raised.
+is then deleted and `failures.ProvisioningInterrupted` raised.
 """
 
 from __future__ import annotations
@@ -27,19 +27,19 @@ from typing import Any, Callable
 from overbrainer.exec.ssh import SshExecutor
 from overbrainer.front.events import PodStatus
 from overbrainer.runpod import catalog, cost, errors as api
-from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, Interrupted, NoCapacity, NotReady,
+from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, NoTypePlaced, NotReady, ProvisioningInterrupted,
                                          Unanswered, VolumeSize, WatchdogRefused)
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.pod_body import create_body
 from overbrainer.runpod.pod_scripts import PodSettings, host_key_secret_name, pod_env
 from overbrainer.runpod.reach import Stopped, reach, verdict
-from overbrainer.runpod.record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFUSED, REJECTED, UNAVAILABLE, Attempt,
+from overbrainer.runpod.pod_record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFUSED, REJECTED, UNAVAILABLE, Attempt,
                                        PodRecord)
 from overbrainer.runpod.remove import (BOOTSTRAP_FAILED, DUPLICATE, INTERRUPTED, NOT_READY as NOT_READY_REASON,
                                        REFUSED as REFUSED_REASON, NotDeleted, delete_confirmed, forget_run,
                                        remove, sweep)
-from overbrainer.runpod.timing import Timing, flag_set
+from overbrainer.runpod.waits import Timing, flag_set
 from overbrainer.support.redact import register
 from overbrainer.support.sleep import pause
 from overbrainer.support.timescale import scaled
@@ -105,7 +105,7 @@ def start_pod(client, target, *, run_id: str, run_dir: Path, keep: bool, workdir
     except Exception as e:
         _fail(w, e)
         if isinstance(e, Stopped):
-            raise Interrupted(not w.record.no_pod_left) from None
+            raise ProvisioningInterrupted(not w.record.no_pod_left) from None
         raise
 
 
@@ -150,7 +150,7 @@ def _provision(w: _Walk) -> Provisioned:
             return done
     if w.record.attempts and all(a.result == AMBIGUOUS for a in w.record.attempts):
         raise Unanswered()
-    raise NoCapacity(_no_capacity_text(w))
+    raise NoTypePlaced(_no_capacity_text(w))
 
 
 def read_catalog(client, gpu_count: int) -> list[catalog.GpuType]:

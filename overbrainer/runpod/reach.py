@@ -21,8 +21,8 @@ from overbrainer.runpod.failures import BootstrapFailed, NotReady, WatchdogRefus
 from overbrainer.runpod.gone import look_up
 from overbrainer.runpod.keys import RunKeys
 from overbrainer.runpod.objects import Pod
-from overbrainer.runpod.record import PodEndpoint, PodRecord
-from overbrainer.runpod.timing import Timing, flag_set
+from overbrainer.runpod.pod_record import PodEndpoint, PodRecord
+from overbrainer.runpod.waits import Timing, flag_set
 from overbrainer.support import fmt
 from overbrainer.support.redact import strip_controls
 from overbrainer.support.sleep import pause

@@ -22,8 +22,8 @@ from overbrainer.front.events import PodStatus
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.keys import RunKeys, SSH_DIR, forget_keys
 from overbrainer.runpod.pod_scripts import host_key_secret_name
-from overbrainer.runpod.record import PodRecord, PodState
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.pod_record import PodRecord, PodState
+from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,12 @@
 
 Ctrl-C: preparing (token, connection) is raced and leaves nothing behind; starting the job is
 shielded; following is raced and only detaches (the job keeps running); cancelling (the `train
-stop` limits' cancel too, see runs.follow) and retrieval are shielded. `train_flow` is also what
+stop` limits' cancel too, see runs.stop_limits) and retrieval are shielded. `train_flow` is also what
 `overbrainer run` calls after `split`.
+
+`after` (every flow): the steps that plug into the training job (runs/post_train.py: the
+command line gives `[export] after_training`'s export); the job runs them last, the retrieval
+brings home the files they leave, and a succeeded run reports what they made.
 """
 
 from __future__ import annotations
@@ -12,20 +16,24 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
-from overbrainer.runs import ids
-from overbrainer.runs.follow import attach_hint, follow, job_id, to_status
-from overbrainer.runs.record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
-from overbrainer.runs.lease import is_pod, lease, pod_of
-from overbrainer.runs.start import unconfirmed
+from overbrainer.jobs import ids
+from overbrainer.jobs.follow import attach_hint, job_id
+from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.publishing import events, transfer_progress
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.jobs.start import unconfirmed
+from overbrainer.jobs.status import to_status
+from overbrainer.jobs.targets import pick_target, record_target
+from overbrainer.runs.post_train import PostTrain, fetched
+from overbrainer.runs.retrieve import is_retrieved
 from overbrainer.runs.states import Outcome
-from overbrainer.runs.targets import pick_target, record_target
+from overbrainer.runs.stop_limits import StopLimits
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -56,24 +64,6 @@ def _keeps_running(record: RunRecord) -> str:
             f"{attach_hint(record.id)}")
 
 
-@contextmanager
-def _events(front):
-    """The flow's bus for a block; what was published is still shown (for at most 2 s) when the
-    block raises, so the last lines before an error are not lost."""
-    guard = front.open_bus()
-    try:
-        yield guard.bus
-    finally:
-        guard.close()
-
-
-def _transfers(bus, run_id: str, direction: str):
-    """The progress callback of a run's uploads or downloads: `Transfer` events on the bus."""
-    from overbrainer.front.events import Transfer
-
-    return lambda done, total: bus.publish(Transfer(run_id, direction, done, total))
-
-
 def _require_training(config) -> Any:
     training = getattr(config, "training", None)
     if training is None:
@@ -84,10 +74,10 @@ def _require_training(config) -> Any:
 # --- train ------------------------------------------------------------------------------------
 
 def train_flow(session: Session, config, *, target: str | None = None, resume_from: str | None = None,
-               detach: bool = False, keep_pod: bool = False) -> TrainResult:
+               detach: bool = False, keep_pod: bool = False, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Create a run, start its job, follow it and bring its results home (or detach). `keep_pod`:
     a Runpod target's pod is kept once the job ended (only `overbrainer pod rm` deletes it)."""
-    from overbrainer.runs.start import create_run
+    from overbrainer.jobs.start import create_run
     from overbrainer.train.axolotl_config import require_examples, template_warning
 
     training = _require_training(config)
@@ -112,10 +102,10 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
         if secrets is None:
             raise Interrupted("interrupted before the run started")
         record, _ = create_run(runs_dir, config.project.name, name, resume_from)
-        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True,
-                   keep=keep_pod) as executor:
-            return _start_and_follow(session, config, interrupt, executor, record, tgt, secrets, resume,
-                                     detach)
+        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, keep=keep_pod,
+                   retrieved=is_retrieved) as held:
+            return _start_and_follow(session, config, interrupt, held, record, tgt, secrets, resume, detach,
+                                     after)
     finally:
         interrupt.restore()
 
@@ -131,12 +121,14 @@ def _job_secrets(config) -> dict[str, str]:
     return secrets
 
 
-def _start_and_follow(session: Session, config, interrupt, executor, record: RunRecord, tgt, secrets, resume,
-                      detach: bool) -> TrainResult:
+def _start_and_follow(session: Session, config, interrupt, held, record: RunRecord, tgt, secrets, resume,
+                      detach: bool, after: Sequence[PostTrain]) -> TrainResult:
     """Inside the lease: fill the run directory, start the job (shielded), then follow or detach."""
+    from overbrainer.jobs.start import fail, release_claim, start_job
+    from overbrainer.runs.job_spec import job_spec
     from overbrainer.runs.prepare import fill_run_dir, job_root
-    from overbrainer.runs.start import fail, job_spec, release_claim, start_job
 
+    executor = held.executor
     front, runs_dir, name = session.front, _runs_dir(session), record.target
     run_dir = ids.run_dir(runs_dir, record.id)
     if record.resumed_from:
@@ -146,8 +138,9 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         fill_run_dir(run_dir, session.project_dir, config.training, job_root(tgt, record.remote_dir), resume,
                      check=lambda: interrupt.check("interrupted before the run started"))
         interrupt.check("interrupted before the run started")
-        spec = job_spec(tgt, record, config.training, executor.workdir, secrets,
-                        _in_job_export(config, run_dir, record, tgt, executor.workdir))
+        steps = [step for plug in after
+                 if (step := plug.prepare(config, run_dir, record.id, tgt, executor.workdir)) is not None]
+        spec = job_spec(tgt, record, config.training, executor.workdir, secrets, steps)
     except Interrupted:
         if not is_pod(tgt):  # nothing of the run is left; a pod's run stays, failed, with its pod.json
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -158,15 +151,14 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         raise
     front.run_created(record.id)
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
-    pod = pod_of(executor)
     try:
-        with _events(front) as bus:
+        with events(front) as bus:
             interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
-                             _transfers(bus, record.id, "upload"),
+                             transfer_progress(bus, record.id, "upload"),
                              note=f"starting the job of run {record.id}")
     finally:
-        if pod is not None and record.state == RUNNING:  # a job that runs, or may (unconfirmed)
-            pod.job_started()
+        if record.state == RUNNING:  # a job that runs, or may (unconfirmed)
+            held.job_started()
     if interrupt.caught():
         raise Interrupted(_keeps_running(record))
     if detach:
@@ -176,43 +168,30 @@ def _start_and_follow(session: Session, config, interrupt, executor, record: Run
         log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
                  record.id, record.id)
         return TrainResult(record.id, record.state, name, detached=True, lines=[text])
-    return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+    return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
 
 
-def _in_job_export(config, run_dir: Path, record: RunRecord, tgt, workdir: str):
-    """`[export] after_training`: the export step and its environment (export.in_job), else None."""
-    settings = getattr(config, "export", None)
-    if settings is None or not settings.after_training:
-        return None
-    from overbrainer.export import in_job
-
-    return in_job.step(run_dir, record.id, tgt, settings.quantize, workdir)
-
-
-def _follow_and_finish(front, interrupt, executor, record: RunRecord, runs_dir: Path,
+def _follow_and_finish(front, interrupt, held, record: RunRecord, runs_dir: Path, after: Sequence[PostTrain],
                        stop_since: float | None = None) -> TrainResult:
     from overbrainer.runs.retrieve import finish
 
-    pod = pod_of(executor)
-    with _events(front) as bus:
-        if pod is not None:  # under the client's deadline; settled (shielded) on the pod's side
-            followed = pod.follow(executor, record, bus, interrupt, stop_since=stop_since)
-        else:
-            followed = follow(executor, record, bus, interrupt, stop_since=stop_since)
+    with events(front) as bus:  # a pod's: under the client's deadline, settled (shielded) on its side
+        followed = held.follow(record, bus, interrupt, limits=StopLimits(record.id, stop_since))
     if followed is None:
         raise Interrupted(_keeps_running(record))
     run_dir = ids.run_dir(runs_dir, record.id)
-    with _events(front) as bus:  # a bus of its own: the follow's lines are all shown before retrieval's
-        interrupt.shield(finish, executor, record, run_dir, runs_dir, followed.status,
-                         followed.summary.lines, followed.notes, _transfers(bus, record.id, "download"),
-                         note=f"retrieving the results of run {record.id}")
-    return report_outcome(front, record, run_dir)
+    with events(front) as bus:  # a bus of its own: the follow's lines are all shown before retrieval's
+        interrupt.shield(finish, held.executor, record, run_dir, runs_dir, followed.status,
+                         followed.summary.lines, followed.notes, transfer_progress(bus, record.id, "download"),
+                         fetched(after), note=f"retrieving the results of run {record.id}")
+    return report_outcome(front, record, run_dir, after)
 
 
 # --- reporting ------------------------------------------------------------------------------
 
-def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
-    """Report an ended run's summary; raise for failed and cancelled runs (after the report)."""
+def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[PostTrain] = ()) -> TrainResult:
+    """Report an ended run's summary (a succeeded run's with what its post-train steps made); raise
+    for failed and cancelled runs (after the report)."""
     from overbrainer.runs.progress import local_summary
     from overbrainer.train.axolotl_config import recorded_adapter
 
@@ -233,9 +212,8 @@ def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
         if (run_dir / "output" / "merged").is_dir():
             result.merged = f"runs/{rid}/output/merged"
             lines.append(f"train: merged model in runs/{rid}/output/merged")
-        from overbrainer.export.in_job import deliver
-
-        lines += deliver(run_dir, rid)
+        for plug in after:
+            lines += plug.deliver(run_dir, rid)
     elif record.state == STOPPED and record.snapshot is not None:
         step, reason = record.snapshot.step, record.snapshot.reason
         result.output = f"runs/{rid}/{record.snapshot.checkpoint}"
@@ -261,12 +239,13 @@ def report_outcome(front, record: RunRecord, run_dir: Path) -> TrainResult:
 
 def _lease(session: Session, config, record: RunRecord, interrupt):
     """The lease of a run that has a job (its target must still be configured)."""
-    return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt)
+    return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt,
+                 retrieved=is_retrieved)
 
 
-def attach_flow(session: Session, config, run_id: str) -> TrainResult:
+def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Follow a running run again, or collect an ended one whose files are not all here."""
-    from overbrainer.runs.retrieve import collect, is_retrieved
+    from overbrainer.runs.retrieve import collect
 
     _require_training(config)
     runs_dir = _runs_dir(session)
@@ -276,23 +255,23 @@ def attach_flow(session: Session, config, run_id: str) -> TrainResult:
     run_dir = ids.run_dir(runs_dir, run_id)
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
-        from overbrainer.runs.pod_lease import end_left_pod
+        from overbrainer.jobs.pod_lease import end_left_pod
 
-        end_left_pod(session, config, run_id)  # its pod, when a client was killed before deleting it
-        return report_outcome(front, record, run_dir)
+        end_left_pod(session, config, run_id, is_retrieved)  # its pod, when a client was killed before deleting it
+        return report_outcome(front, record, run_dir, after)
     interrupt = front.interrupt()
     try:
-        with _lease(session, config, record, interrupt) as executor:
-            if executor is None:  # its pod no longer exists: what the local files say
-                return report_outcome(front, load(runs_dir, run_id), run_dir)
-            _settle(interrupt, config, executor, record, runs_dir)
+        with _lease(session, config, record, interrupt) as held:
+            if held.gone:  # its pod no longer exists: what the local files say
+                return report_outcome(front, load(runs_dir, run_id), run_dir, after)
+            _settle(interrupt, config, held.executor, record, runs_dir)
             if record.ended:
-                with _events(front) as bus:
-                    interrupt.shield(collect, executor, record, run_dir, runs_dir,
-                                     _transfers(bus, run_id, "download"),
+                with events(front) as bus:
+                    interrupt.shield(collect, held.executor, record, run_dir, runs_dir,
+                                     transfer_progress(bus, run_id, "download"), fetched(after),
                                      note=f"retrieving the results of run {run_id}")
-                return report_outcome(front, record, run_dir)
-            return _follow_and_finish(front, interrupt, executor, record, runs_dir)
+                return report_outcome(front, record, run_dir, after)
+            return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
     finally:
         interrupt.restore()
 
@@ -303,7 +282,8 @@ def _no_pod(record: RunRecord) -> OverbrainerError:
 
 def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
     """A run whose start could not be confirmed: find its job on the target (shielded: it saves)."""
-    from overbrainer.runs.start import job_spec, settle
+    from overbrainer.jobs.start import settle
+    from overbrainer.runs.job_spec import job_spec
 
     if not unconfirmed(record):
         return
@@ -320,7 +300,8 @@ def _check_stoppable(record: RunRecord) -> None:
         raise OverbrainerError(f"run {rid} already ended: {record.state}")
 
 
-def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None = None) -> TrainResult | None:
+def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None = None,
+              after: Sequence[PostTrain] = ()) -> TrainResult | None:
     """Ask the job for a snapshot, then follow it to its end. With `holder_pid` (another process
     holds the project lock) only the request is written."""
     runs_dir = _runs_dir(session)
@@ -329,11 +310,11 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
     front = session.front
     interrupt = front.interrupt()
     try:
-        with _lease(session, config, record, interrupt) as executor:
-            if executor is None:
+        with _lease(session, config, record, interrupt) as held:
+            if held.gone:
                 raise _no_pod(record)
             request = f"{record.remote_dir.rstrip('/')}/snapshot.request"
-            interrupt.shield(executor.put_file, request, "requested")
+            interrupt.shield(held.executor.put_file, request, "requested")
             asked = time.monotonic()
             text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
                     "its current step, then stops")
@@ -344,12 +325,12 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
                 front.report(text, {"run_id": run_id, "requested": True, "following": False})
                 return None
             front.report(text, {"run_id": run_id, "requested": True, "following": True})
-            return _follow_and_finish(front, interrupt, executor, record, runs_dir, stop_since=asked)
+            return _follow_and_finish(front, interrupt, held, record, runs_dir, after, stop_since=asked)
     finally:
         interrupt.restore()
 
 
-def cancel_flow(session: Session, config, run_id: str) -> str:
+def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> str:
     """Cancel a run's job (shielded); a run still `preparing` (its `train` was killed) has its pods
     deleted and is failed. Returns the line reported."""
     runs_dir = _runs_dir(session)
@@ -357,7 +338,7 @@ def cancel_flow(session: Session, config, run_id: str) -> str:
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
     if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
-        from overbrainer.runs.pod_rm_flow import cancel_stopped
+        from overbrainer.pods.rm import cancel_stopped
 
         return cancel_stopped(session, config, record)
     if record.job is None and not unconfirmed(record):
@@ -370,13 +351,13 @@ def cancel_flow(session: Session, config, run_id: str) -> str:
     front = session.front
     interrupt = front.interrupt()
     try:
-        with _lease(session, config, record, interrupt) as executor:
-            if executor is None:
+        with _lease(session, config, record, interrupt) as held:
+            if held.gone:
                 raise _no_pod(load(runs_dir, run_id))
-            _settle(interrupt, config, executor, record, runs_dir)
-            with _events(front) as bus:
-                text, data = interrupt.shield(_cancel, executor, record, runs_dir,
-                                              _transfers(bus, run_id, "download"),
+            _settle(interrupt, config, held.executor, record, runs_dir)
+            with events(front) as bus:
+                text, data = interrupt.shield(_cancel, held.executor, record, runs_dir,
+                                              transfer_progress(bus, run_id, "download"), fetched(after),
                                               note=f"cancelling the job of run {run_id}")
             front.report(text, data)
             return text
@@ -384,7 +365,7 @@ def cancel_flow(session: Session, config, run_id: str) -> str:
         interrupt.restore()
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None) -> tuple[str, dict]:
+def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None, extra: tuple[str, ...] = ()) -> tuple[str, dict]:
     from overbrainer.runs.retrieve import retrieve
 
     rid = record.id
@@ -401,6 +382,6 @@ def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None) -> tuple
         text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
-    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress)
+    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress, extra)
     text = f"train: run {rid} cancelled" + (f" ({record.message})" if record.message else "")
     return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from overbrainer.errors import ConfigError, OverbrainerError
-from overbrainer.runs import timing
+from overbrainer.jobs import polling
 from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ class LogReader:
 
 def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str) -> Iterator[bytes]:
     """New lines until Ctrl-C, or until `ended()` and the log has stopped growing. A read that
-    fails (the target out of reach) is retried with a warning; after `timing.FAILURE_BUDGET` such
+    fails (the target out of reach) is retried with a warning; after `polling.FAILURE_BUDGET` such
     retries in a row the next failure ends the follow with an error."""
     failures = 0
     while True:
@@ -156,20 +156,20 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
             return
         except OverbrainerError as e:
             failures += 1
-            if failures > timing.FAILURE_BUDGET:
+            if failures > polling.FAILURE_BUDGET:
                 raise OverbrainerError(f"cannot follow the log of run {run_id}: {e}", cause=e) from e
-            log.warning("cannot read the log (%d/%d): %s", failures, timing.FAILURE_BUDGET, e)
+            log.warning("cannot read the log (%d/%d): %s", failures, polling.FAILURE_BUDGET, e)
         else:
             failures = 0
             if reader.offset == before and was_over:
                 yield from reader.finish()
                 return
-        if interrupt.wait(timing.poll_secs()):
+        if interrupt.wait(polling.poll_secs()):
             return
 
 
 def run_ended(runs_dir: Path, run_id: str) -> bool:
-    from overbrainer.runs.record import load
+    from overbrainer.jobs.run_record import load
 
     try:
         return load(runs_dir, run_id).ended
@@ -190,8 +190,8 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
     the target while an SSH run has not ended (or its log never came home). `config` is None
     when it does not load: the local log then. Unreachable: the local log with a warning if
     there is one, else `cannot reach target `<n>`: …`."""
-    from overbrainer.runs.record import load
-    from overbrainer.runs.targets import open_executor, record_target
+    from overbrainer.jobs.run_record import load
+    from overbrainer.jobs.targets import open_executor, record_target
 
     path = run_dir / "job.log"
     local = LocalLog(path)
@@ -229,7 +229,7 @@ def _pod_executor(run_dir: Path, record):
     no Runpod API call). Raises when the pod is not known to be up."""
     from overbrainer.runpod.keys import SSH_DIR, RunKeys
     from overbrainer.runpod.reach import executor_for
-    from overbrainer.runpod.record import PodRecord, PodState
+    from overbrainer.runpod.pod_record import PodRecord, PodState
 
     pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs import ids
-from overbrainer.runs.record import STOPPED, RunRecord, load
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import STOPPED, RunRecord, load
 from overbrainer.support.files import link_or_copy
 
 log = logging.getLogger(__name__)

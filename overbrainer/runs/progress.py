@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from overbrainer.runs.record import RUNNING, RunRecord
+from overbrainer.jobs.run_record import RUNNING, RunRecord
 
 
 def local_summary(run_dir: Path):

@@ -1,5 +1,6 @@
-"""Bringing an ended job's results home (docs/runs.md#retrieval): download output/, metrics.jsonl and
-job.log, verify every file against the target's SHA-256 manifest, then set the final state.
+"""Bringing an ended training job's results home (docs/runs.md#retrieval): download output/,
+metrics.jsonl, job.log and what the post-train steps left (`extra`), verify every file against the
+target's SHA-256 manifest, then set the final state.
 
 A succeeded or stopped run whose retrieval failed stays `running` (so `train attach` tries again);
 a failed or cancelled one is saved with an `(artifacts not retrieved: …)` note.
@@ -11,24 +12,20 @@ import logging
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs.record import (CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, add_note,
-                                     has_note, save, strip_note)
-from overbrainer.runs.states import PROOF_LIMIT, Outcome, Status, apply_proof, outcome
+from overbrainer.jobs.retrieve import JOB_FILES, fetch
+from overbrainer.jobs.run_record import (CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, add_note,
+                                         has_note, save, strip_note)
+from overbrainer.jobs.status import Status
+from overbrainer.runs.states import PROOF_LIMIT, Outcome, apply_proof, outcome
 
 log = logging.getLogger(__name__)
 
-ENTRIES = ("output", "metrics.jsonl", "job.log", "llama_cpp.txt")  # the last: an in-job export's
+ENTRIES = ("output", *JOB_FILES)
 EXCLUDE = ("checkpoint-*",)
 
 
 def retrieve_hint(run_id: str) -> str:
     return f"retrieve them with `overbrainer train attach {run_id}`"
-
-
-def fetch(executor, remote: str, local: Path, entries, exclude=(), progress=None) -> list[tuple[str, str]]:
-    """Download `entries` (their bytes to `progress(done, total)`) and verify them; returns the
-    target's manifest."""
-    return executor.fetch(remote, str(local), entries, exclude, progress=progress)
 
 
 def read_proof(executor, record: RunRecord) -> bytes | None:
@@ -40,7 +37,7 @@ def read_proof(executor, record: RunRecord) -> bytes | None:
 
 
 def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: Status, plugin_lines: int,
-           notes: list[str] | None = None, progress=None) -> RunRecord:
+           notes: list[str] | None = None, progress=None, extra: tuple[str, ...] = ()) -> RunRecord:
     """Outcome → snapshot proof → retrieval → saved record. Raises (record left `running`) when a
     succeeded/stopped run's files could not be brought home."""
     result = outcome(status, plugin_lines, record.id)
@@ -49,17 +46,17 @@ def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: S
     if notes and result.state == CANCELLED and not result.message:
         result.message = notes[0]
     log.info("train: retrieving results")
-    retrieve(executor, record, run_dir, runs_dir, result, progress)
+    retrieve(executor, record, run_dir, runs_dir, result, progress, extra)
     return record
 
 
 def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result: Outcome,
-             progress=None) -> None:
-    """Fetch the files the outcome calls for (their bytes to `progress`, one transfer per fetch) and
-    save the final state (see module docstring)."""
+             progress=None, extra: tuple[str, ...] = ()) -> None:
+    """Fetch the files the outcome calls for (their bytes to `progress`, one transfer per fetch; `extra`:
+    what the post-train steps left) and save the final state (see module docstring)."""
     rid = record.id
     try:
-        manifest = fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE, progress)
+        manifest = fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
         if result.state == STOPPED:
             fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"],
                   progress=progress)
@@ -99,11 +96,12 @@ def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
     return True
 
 
-def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress=None) -> None:
+def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress=None,
+            extra: tuple[str, ...] = ()) -> None:
     """Retrieve an ended run's files again; on success strip the note (the state is unchanged)."""
     entries_ok = True
     try:
-        fetch(executor, record.remote_dir, run_dir, ENTRIES, EXCLUDE, progress)
+        fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
         if record.state == STOPPED and record.snapshot is not None:
             fetch(executor, record.remote_dir, run_dir, [record.snapshot.checkpoint, "snapshot.json"],
                   progress=progress)

@@ -1,32 +1,15 @@
-"""The outcome rules (docs/runs.md#states): job status + plugin lines → state and message, then the
-snapshot proof (succeeded/cancelled → stopped when valid)."""
+"""The outcome rules of a training job (docs/runs.md#states): job status + plugin lines → state and
+message, then the snapshot proof (succeeded/cancelled → stopped when valid)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-from overbrainer.runs.record import (CANCELLED, FAILED, REASONS, STOPPED, SUCCEEDED, Snapshot)
+from overbrainer.jobs.run_record import CANCELLED, FAILED, REASONS, STOPPED, SUCCEEDED, Snapshot
+from overbrainer.jobs.status import Status
 
 PROOF_LIMIT = 64 * 1024
-
-
-@dataclass(frozen=True)
-class Status:
-    """A job's status as the flows see it: running | exited (with code) | cancelled | lost."""
-    kind: str
-    code: int | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.kind == "running"
-
-    def describe(self) -> str:
-        if self.kind == "exited":
-            return f"exited with code {self.code}"
-        if self.kind == "lost":
-            return "lost (stopped without an exit code)"
-        return self.kind
 
 
 @dataclass

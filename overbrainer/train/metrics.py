@@ -154,6 +154,9 @@ class MetricsSummary:
     epoch: float | None = None
     phases: Phases = field(default_factory=Phases)
     first_train: dict[str, Any] | None = None  # the first `log` that carried a loss (pace)
+    first_time: float | None = None  # the earliest and latest `time` of the plugin lines
+    last_time: float | None = None
+    timed: int = 0  # plugin lines with a `time`
 
     def feed(self, line: str | bytes) -> dict[str, Any] | None:
         """Fold one line; returns its record, or None for a malformed line."""
@@ -176,6 +179,11 @@ class MetricsSummary:
         kind = rec["event"]
         if kind in PLUGIN_EVENTS:
             self.lines += 1
+            t = rec.get("time")
+            if t is not None:
+                self.timed += 1
+                self.first_time = t if self.first_time is None else min(self.first_time, t)
+                self.last_time = t if self.last_time is None else max(self.last_time, t)
         if kind == "begin":
             self.begun = True
             self.max_steps = rec.get("max_steps") or self.max_steps
@@ -206,6 +214,13 @@ class MetricsSummary:
         if steps <= 0 or secs <= 0:
             return None
         return steps / secs
+
+    def span(self) -> float | None:
+        """Seconds from the first to the last plugin line (the plugin's clock); None with fewer
+        than two timed lines."""
+        if self.timed < 2 or self.first_time is None or self.last_time is None:
+            return None
+        return self.last_time - self.first_time
 
     def time_left(self) -> float | None:
         """Seconds until `max_steps` at the current pace, or None when unknown."""

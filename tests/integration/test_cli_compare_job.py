@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.exec.transfer import sha256_file
-from overbrainer.runs import record as records
+from overbrainer.jobs import run_record as records
 from tests.fixtures.cli import clean_env
 from tests.fixtures.compare import eval_record
 

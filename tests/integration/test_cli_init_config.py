@@ -194,11 +194,11 @@ def test_a_closed_stdout_ends_the_command_quietly(project, tmp_path):
     assert r.stderr == b""
 
 
-def test_a_project_of_the_original_tool_with_metrics_set_opens_with_a_warning(cli, project):
+def test_a_project_of_the_original_tool_with_metrics_set_opens_without_a_warning(cli, project):
     toml = project / "overbrainer.toml"
     toml.write_text(toml.read_text() + '\n[hub]\nafter_training = true\n\n[metrics]\nlisten = "127.0.0.1:9464"\n')
     r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
     assert r.returncode == 0, r.stderr
-    assert "WARN [metrics] listen is not supported by this version yet: ignored" in r.stderr
+    assert "WARN" not in r.stderr and "metrics.listen = 127.0.0.1:9464" in r.stdout
     assert "after_training" not in r.stderr  # [hub] after_training is built
     assert "  export " in cli(["--help"]).stdout  # a command now

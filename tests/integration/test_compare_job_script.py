@@ -104,15 +104,15 @@ def test_resume_asks_only_what_is_missing(tmp_path, llama_cpp_dir, smollm2_gguf)
     assert [(m["step"], m["total"]) for m in steps] == [(1, 3), (2, 3), (3, 3)]
 
 
-def test_dead_server_fails_with_its_log_and_discards_an_uploaded_model(tmp_path, llama_cpp_dir):
+def test_dead_server_fails_with_its_log(tmp_path, llama_cpp_dir):
     work = job_dir(tmp_path)
     (work / "model.gguf").write_bytes(b"not a gguf at all")
-    done = run_job(work, llama_cpp_dir, "model.gguf", OVERBRAINER_COMPARE_DISCARD_MODEL="1")
+    done = run_job(work, llama_cpp_dir, "model.gguf")
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "compare: llama-server exited before it was ready"
     tail = done.stderr.split("compare: server.log ends with:\n", 1)[1].splitlines()[:-1]
     assert 0 < len(tail) <= 20 and any("failed to load model" in line for line in tail)
-    assert not (work / "model.gguf").exists()
+    assert (work / "model.gguf").is_file()  # the job never removes the GGUF it served
     assert not (work / "child_answers.jsonl").exists() or (work / "child_answers.jsonl").read_text() == ""
 
 
@@ -122,4 +122,4 @@ def test_missing_llama_server_is_named(tmp_path, smollm2_gguf):
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == \
         f"llama.cpp: {tmp_path} (OVERBRAINER_LLAMA_CPP_DIR) has no llama-server, in it or its bin/"
-    assert smollm2_gguf.is_file()  # not uploaded for the job: kept
+    assert smollm2_gguf.is_file()

@@ -13,8 +13,7 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import transfer
-from overbrainer.exec.base import VerifyError
-from overbrainer.exec.transfer import extract_tar, local_manifest, verify
+from overbrainer.exec.transfer import VerifyError, extract_tar, local_manifest, verify
 
 ENTRIES = ["output", "metrics.jsonl", "job.log"]
 EXCLUDE = ["checkpoint-*"]

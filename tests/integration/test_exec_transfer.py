@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.base import VerifyError
 from overbrainer.exec.local import LocalExecutor
-from overbrainer.exec.transfer import UnsafeArchive, extract_tar, local_manifest, sha256_file, verify
+from overbrainer.exec.transfer import UnsafeArchive, VerifyError, extract_tar, local_manifest, sha256_file, verify
 
 ENTRIES = ["output", "metrics.jsonl", "job.log"]
 

@@ -16,9 +16,9 @@ from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import Unavailable
 from overbrainer.runpod.gone import Failed, Found, Gone, look_up, look_up_all, mark_gone
 from overbrainer.runpod.keys import RunKeys
-from overbrainer.runpod.record import PodRecord, PodState
+from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.remove import NotDeleted, forget_run, remove, sweep
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.waits import Timing
 from tests.fixtures.runpod import Fault
 
 GPU = "NVIDIA GeForce RTX 4090"

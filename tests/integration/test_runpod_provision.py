@@ -20,12 +20,12 @@ from overbrainer.front.interrupt import Flag
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.errors import NoCredits
-from overbrainer.runpod.failures import (BootstrapFailed, Interrupted, NoCapacity, Unanswered, VolumeSize,
-                                         WatchdogRefused, run_message)
+from overbrainer.runpod.failures import (BootstrapFailed, NoTypePlaced, ProvisioningInterrupted, Unanswered,
+                                         VolumeSize, WatchdogRefused, run_message)
 from overbrainer.runpod.provision import start_pod
-from overbrainer.runpod.record import PodRecord, PodState
+from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.remove import NotDeleted, remove
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.waits import Timing
 from tests.fixtures.runpod import Fault
 
 A6000, A100, RTX4090 = "NVIDIA RTX A6000", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"
@@ -166,7 +166,7 @@ def test_nothing_fits_and_each_type_refused_say_why(fake, tmp_path):
 
     run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
     fake.no_capacity = {A6000, RTX4090}
-    with pytest.raises(NoCapacity) as failed:
+    with pytest.raises(NoTypePlaced) as failed:
         run.start()
     lines = str(failed.value).splitlines()
     assert lines[0].startswith("no gpu_types entry could be placed: every create answered 400")
@@ -181,7 +181,7 @@ def test_nothing_fits_and_each_type_refused_say_why(fake, tmp_path):
     run = Run(fake, tmp_path, "r3", gpu_types=[A6000], network_volume_id="vol1abc", data_center_ids=["EU-RO-1"])
     bodies: list[dict] = []
     fake.on_request = lambda m, p, b: bodies.append(b) if (m, p) == ("POST", "/pods") else None
-    with pytest.raises(NoCapacity, match=r"placed \(check network_volume_id and data_center_ids\): every"):
+    with pytest.raises(NoTypePlaced, match=r"placed \(check network_volume_id and data_center_ids\): every"):
         run.start()
     assert bodies[0]["mounts"] == {"network": [{"volumeId": "vol1abc", "path": "/workspace/data"}]}
     assert bodies[0]["dataCenterIds"] == ["EU-RO-1"] and bodies[0]["env"]["OVERBRAINER_VOLUME_GB"] == "50"
@@ -301,7 +301,7 @@ def test_a_failed_bootstrap_is_refused_and_its_pod_deleted(fake, tmp_path):
 def test_ctrl_c_before_the_walk_sends_nothing(fake, tmp_path):
     run = Run(fake, tmp_path)
     run.flag.event.set()
-    with pytest.raises(Interrupted, match="interrupted before the job started: it has no pod left"):
+    with pytest.raises(ProvisioningInterrupted, match="interrupted before the job started: it has no pod left"):
         run.start()
     assert fake.calls == [] and run.record().attempts == [] and not run.client_key().exists()
 
@@ -309,7 +309,7 @@ def test_ctrl_c_before_the_walk_sends_nothing(fake, tmp_path):
 def test_ctrl_c_while_reaching_deletes_the_pod(fake, tmp_path):
     run = Run(fake, tmp_path)
     first_look(fake, lambda pod_id: run.flag.event.set())
-    with pytest.raises(Interrupted, match="it has no pod left") as stopped:
+    with pytest.raises(ProvisioningInterrupted, match="it has no pod left") as stopped:
         run.start()
     assert stopped.value.exit_code == 130 and run.posts() == 1
     assert len(fake.calls_to("DELETE", "/pods/.*")) == 1
@@ -322,7 +322,7 @@ def test_ctrl_c_in_a_reconcile_wait_still_lists_once_and_deletes_the_pod(fake, t
     fake.ambiguous_create("500")
     fake.on_request = lambda m, p, b: run.flag.event.set() if (m, p) == ("POST", "/pods") else None
     timing = dataclasses.replace(Timing.default(), reconcile_waits=(30.0, 30.0))
-    with pytest.raises(Interrupted, match="it has no pod left"):
+    with pytest.raises(ProvisioningInterrupted, match="it has no pod left"):
         run.start(timing)
     assert len(fake.calls_to("GET", "/pods")) == 1  # the wait was cut short, the list read once
     assert len(fake.calls_to("DELETE", "/pods/.*")) == 1
@@ -332,7 +332,7 @@ def test_ctrl_c_in_a_reconcile_wait_still_lists_once_and_deletes_the_pod(fake, t
 def test_ctrl_c_during_the_create_deletes_the_pod_it_made(fake, tmp_path):
     run = Run(fake, tmp_path, gpu_types=[A6000, RTX4090])
     fake.on_request = lambda m, p, b: run.flag.event.set() if (m, p) == ("POST", "/pods") else None
-    with pytest.raises(Interrupted, match="it has no pod left"):
+    with pytest.raises(ProvisioningInterrupted, match="it has no pod left"):
         run.start()
     assert run.posts() == 1 and run.results() == ["created"] and run.record().state == PodState.DELETED
     assert len(fake.calls_to("DELETE", "/pods/.*")) == 1 and not run.client_key().exists()

@@ -21,9 +21,9 @@ from overbrainer.config.model import RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import ACTIONS, RunpodClient
-from overbrainer.runpod.failures import NoCapacity
+from overbrainer.runpod.failures import NoTypePlaced
 from overbrainer.runpod.provision import start_pod
-from overbrainer.runpod.timing import Timing
+from overbrainer.runpod.waits import Timing
 from tests.fixtures import runpod_schema
 
 A6000, RTX4090 = "NVIDIA RTX A6000", "NVIDIA GeForce RTX 4090"
@@ -52,7 +52,7 @@ def _walk(fake, tmp_path, name: str, keep: bool = False, **target) -> None:
     """start_pod over every candidate; each create answers the capacity 400."""
     fake.no_capacity = set(fake.gpus)
     with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
-        with pytest.raises(NoCapacity):
+        with pytest.raises(NoTypePlaced):
             start_pod(client, RunpodTarget(name="pod", kind="runpod", max_hours=2.0, **target), run_id=name,
                       run_dir=tmp_path / "runs" / name, keep=keep, workdir="/workspace/overbrainer",
                       api_url=client.base_url, flag=Flag(threading.Event()), timing=Timing.default())

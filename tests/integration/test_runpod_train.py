@@ -212,6 +212,41 @@ def test_ctrl_c_while_provisioning_leaves_no_pod(tmp_path, fake_axolotl, fake, s
     assert fake.secrets == {}
 
 
+def test_an_embedded_front_ends_abandon_stops_a_provisioning_and_leaves_no_pod(tmp_path, fake_axolotl, fake,
+                                                                                monkeypatch):
+    """The lease takes the front end's provisioning flag: an embedding caller's `abandon` (not its
+    detach) stops the walk once its pod was created; the pod is deleted and confirmed."""
+    import threading
+
+    from overbrainer.config.load import load_config
+    from overbrainer.errors import Interrupted
+    from overbrainer.front.bus import EventBus
+    from overbrainer.front.frontend import Embedded
+    from overbrainer.front.session import Session
+    from overbrainer.runs.flow import train_flow
+
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", TIME_SCALE)
+    detach, abandon = threading.Event(), threading.Event()
+
+    def hook(method, path, body):
+        if method == "POST" and path == "/pods":
+            abandon.set()
+    fake.on_request = hook
+    session = Session(p.dir, Embedded(EventBus(), detach, abandon, lambda report: None))
+    with pytest.raises(Interrupted, match="^interrupted before the job started: it has no pod left$"):
+        train_flow(session, load_config(p.dir, environ=dict(p.env)))
+    assert not detach.is_set()
+    [rid] = p.run_ids()
+    rec = p.record(rid)
+    assert rec["state"] == "failed" and rec["message"] == "interrupted before the job started: it has no pod left"
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
+    assert [c.key for c in p.deletes()] == ["account"]
+    assert len(fake.calls_to("POST", "/pods")) == 1  # the walk stopped: no other type was tried
+    assert fake.billing() == [] and fake.secrets == {}
+
+
 def _sshd_pids(fake, pod_id: str) -> list[int]:
     from tests.fixtures.runpod_pods import pids_in_namespace
 

@@ -11,7 +11,7 @@ import pytest
 from overbrainer.errors import Interrupted
 from overbrainer.exec.local import LocalExecutor
 from overbrainer.front.session import Session
-from overbrainer.runs import record as rec
+from overbrainer.jobs import run_record as rec
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
 from tests.integration.test_runs_retrieve import followed, started
 from tests.integration.test_runs_support import make_project
@@ -52,7 +52,8 @@ def test_ctrl_c_while_preparing_leaves_nothing_on_the_target(tmp_path, fake_axol
     from overbrainer.config.load import load_config
     from overbrainer.front.bus import EventBus
     from overbrainer.front.frontend import Embedded
-    from overbrainer.runs import flow, lease
+    from overbrainer.jobs import lease
+    from overbrainer.runs import flow
 
     p = make_project(tmp_path, fake_axolotl)
     remote = tmp_path / "remote"

@@ -15,9 +15,11 @@ from overbrainer.exec.local import LocalExecutor
 from overbrainer.front.bus import EventBus
 from overbrainer.front.frontend import Embedded
 from overbrainer.front.session import Session
-from overbrainer.runs import flow, lease, start, timing
-from overbrainer.runs.follow import job_id
-from overbrainer.runs.record import load
+from overbrainer.jobs import lease, start
+from overbrainer.runs import flow
+from overbrainer.runs import stop_limits as limits
+from overbrainer.jobs.follow import job_id
+from overbrainer.jobs.run_record import load
 from tests.integration.test_runs_support import make_project
 
 
@@ -175,7 +177,7 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
     LocalExecutor(p.runs).cancel(job_id(load(p.runs, rid)))
     record = load(p.runs, rid)
     record.state = "stopped"  # e.g. the stop limit's cancel after a snapshot proof
-    from overbrainer.runs.record import save
+    from overbrainer.jobs.run_record import save
 
     save(p.runs, record)
     c = p.run("train", "cancel", rid)
@@ -189,7 +191,7 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
 @pytest.fixture
 def stop_limits(monkeypatch):
     monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
-    monkeypatch.setattr(timing, "STOP_GRACE_SECS", 0.5)
+    monkeypatch.setattr(limits, "STOP_GRACE_SECS", 0.5)
 
 
 def _slow_run(tmp_path, fake_axolotl):

@@ -17,11 +17,11 @@ from overbrainer.exec.local import LocalExecutor
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import JobStatus, Metric, RunWatched
 from overbrainer.front.interrupt import Interrupt
-from overbrainer.runs import record as rec
-from overbrainer.runs.follow import follow, job_id
+from overbrainer.jobs import run_record as rec
+from overbrainer.jobs.follow import follow, job_id
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
-from overbrainer.runs.start import claim_target, create_run, start_job
-from overbrainer.runs.states import Status
+from overbrainer.jobs.start import claim_target, create_run, start_job
+from overbrainer.jobs.status import Status
 
 JOB_OK = """
 printf '%s\\n' '{"event":"begin","time":1,"max_steps":2}' >> metrics.jsonl

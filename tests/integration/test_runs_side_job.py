@@ -1,4 +1,4 @@
-"""runs.side_job: a job that belongs to a run, on the run's local target and on an SSH target (the
+"""jobs.side_job: a job that belongs to a run, on the run's local target and on an SSH target (the
 real sshd), in-process through an Embedded front end whose detach Event is Ctrl-C."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from overbrainer.exec.runtime import Step
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import JobStatus, RunWatched
 from overbrainer.front.session import Session
-from overbrainer.runs import record as rec
-from overbrainer.runs.side_job import SideJob, SideJobFailed, run_side_job
+from overbrainer.jobs import run_record as rec
+from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job
 
 RUN = "demo_20260101-000000"
 
@@ -66,7 +66,7 @@ def project(request, tmp_path, monkeypatch):
         return Project(tmp_path, "local")
     sshd = request.getfixturevalue("sshd")
     from overbrainer.exec.ssh import SshExecutor
-    from overbrainer.runs import lease
+    from overbrainer.jobs import lease
 
     remote = tmp_path / "remote"
     monkeypatch.setattr(lease, "open_executor",

@@ -66,6 +66,7 @@ def test_every_commented_section_loads_when_uncommented(tmp_path):
     assert set(c.targets) == {"local", "homelab", "gpu_cloud"}
     assert c.roles.embedder is not None and c.roles.judge is not None
     assert c.warnings == [], "the template sets nothing this version only warns about"
+    assert c.metrics.listen == "127.0.0.1:9464" and c.metrics.textfile.endswith(".prom")
 
 
 def test_gitignore_is_merged(tmp_path):

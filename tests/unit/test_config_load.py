@@ -323,6 +323,9 @@ def test_target_names():
     ('[metrics]\nlisten = "127.0.0.1"', "metrics.listen: expected IP:PORT"),
     ('[metrics]\nlisten = "127.0.0.1:70000"', "metrics.listen: expected IP:PORT"),
     ('[metrics]\nlisten = "::1:9464"', "metrics.listen: expected IP:PORT"),
+    ('[metrics]\ntextfile = ""', "metrics.textfile: must not be empty"),
+    ('[metrics]\ntextfile = "/var/lib/node_exporter/overbrainer"', "metrics.textfile: must end in .prom"),
+    ('[metrics]\nport = 9464', "unknown field `metrics.port`"),
     ('[runpod]\nfoo = 1', "unknown field `runpod.foo`"),
 ])
 def test_other_section_rule(snippet, expected):
@@ -428,20 +431,31 @@ def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
 def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_still_load():
     c = load(BASE + '\n[export]\nafter_training = true\nquantize = "Q8_0"\n[hub]\nprivate = false\nafter_training = true\n'
              '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\nimage = "x/y:1"\n[metrics]\nlisten = "127.0.0.1:9464"\n')
-    # compare serves the child on local and SSH targets; its Runpod image is not used yet; export
-    # and the push after training exist
-    assert c.warnings == [
-        "[compare] image is not supported by this version yet: ignored",
-        "[metrics] listen is not supported by this version yet: ignored",
-    ]
+    # compare serves the child on local and SSH targets; its Runpod image is not used yet; export,
+    # the push after training and the metrics exist
+    assert c.warnings == ["[compare] image is not supported by this version yet: ignored"]
+    assert c.metrics.listen == "127.0.0.1:9464"
     assert load(BASE).warnings == []
 
 
 def test_an_unsupported_key_set_from_the_environment_warns_too():
-    c = load(BASE, {"OVERBRAINER_METRICS__LISTEN": "127.0.0.1:9464"})
-    assert c.warnings == ["[metrics] listen is not supported by this version yet: ignored"]
-    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true",
-                       "OVERBRAINER_HUB__AFTER_TRAINING": "true"}).warnings == []  # they exist now
+    c = load(BASE, {"OVERBRAINER_COMPARE__IMAGE": "x/y:1"})
+    assert c.warnings == ["[compare] image is not supported by this version yet: ignored"]
+    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true", "OVERBRAINER_HUB__AFTER_TRAINING": "true",
+                       "OVERBRAINER_METRICS__LISTEN": "127.0.0.1:9464"}).warnings == []  # they exist now
+
+
+def test_metrics_keys_from_the_file_and_the_environment():
+    c = load(BASE + '\n[metrics]\nlisten = "[::1]:9464"\ntextfile = "metrics/demo.prom"\n')
+    assert (c.metrics.listen, c.metrics.host, c.metrics.port, c.metrics.textfile) == (
+        "[::1]:9464", "::1", 9464, "metrics/demo.prom")
+    assert c.metrics.enabled and not load(BASE).metrics.enabled
+    c = load(BASE, {"OVERBRAINER_METRICS__LISTEN": "0.0.0.0:0", "OVERBRAINER_METRICS__TEXTFILE": "/tmp/x.prom"})
+    assert (c.metrics.host, c.metrics.port, c.metrics.textfile) == ("0.0.0.0", 0, "/tmp/x.prom")
+    with pytest.raises(ConfigError) as e:
+        load(BASE, {"OVERBRAINER_METRICS__TEXTFILE": "/tmp/overbrainer.txt"})
+    assert e.value.problems == ["metrics.textfile: must end in .prom (node_exporter's textfile collector reads "
+                                "only *.prom files) (from OVERBRAINER_METRICS__TEXTFILE)"]
 
 
 def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():

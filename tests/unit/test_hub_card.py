@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from overbrainer.hub.card import MARKER, render, yaml_scalar
-from overbrainer.hub.card_facts import CardFacts, gguf_types, model_name
+from overbrainer.hub.card_facts import CardFacts, gguf_types
+from overbrainer.hub.card_rules import model_name
 
 SNAPSHOT_GGUF = """---
 base_model: Qwen/Qwen3-0.6B

@@ -13,7 +13,7 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.keys import RunKeys, alias, forget_keys, ssh_line
-from overbrainer.runpod.record import PodEndpoint
+from overbrainer.runpod.pod_record import PodEndpoint
 from tests.fixtures.sshd_server import SshServer, _free_port
 
 RUN = "demo_20260101-120000"

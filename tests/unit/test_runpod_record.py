@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.runpod.record import (ADOPTED, AMBIGUOUS, CREATED, NOT_READY, SENT, UNAVAILABLE,
+from overbrainer.runpod.pod_record import (ADOPTED, AMBIGUOUS, CREATED, NOT_READY, SENT, UNAVAILABLE,
                                        IllegalTransition, InvalidPodRecord, PodRecord, PodState,
                                        PodEndpoint)
 
@@ -237,3 +237,11 @@ def test_the_file_mode_follows_the_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE(os.stat(record.path).st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["pod.json"]  # no temp file left
+
+
+def test_a_pod_json_that_is_not_utf8_is_named_by_line_and_column_as_run_json_is(tmp_path):
+    path = tmp_path / "pod.json"
+    path.write_bytes(b'{\n  "run_id": "r\xff"}')
+    with pytest.raises(InvalidPodRecord) as e:
+        PodRecord.load(path)
+    assert str(e.value) == f"{path} is not a valid pod.json (line 2, column 15)"

@@ -11,8 +11,8 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import JobId
 from overbrainer.front.bus import EventBus
 from overbrainer.front.interrupt import Interrupt
-from overbrainer.runs.follow import follow
-from overbrainer.runs.record import RunRecord
+from overbrainer.jobs.follow import follow
+from overbrainer.jobs.run_record import RunRecord
 
 DEADLINE = 10.0
 

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs import ids
+from overbrainer.jobs import ids
 from overbrainer.support import fmt
 
 NOW = dt.datetime(2026, 9, 22, 14, 30, 5, tzinfo=dt.timezone.utc)
@@ -29,7 +29,7 @@ def test_base_id_is_utc_to_the_second():
     local = NOW.astimezone(dt.timezone(dt.timedelta(hours=5)))
     assert ids.base_id("x", local) == "x_20260922-143005"
     assert fmt.stamp(NOW) == "2026-09-22T14:30:05Z"  # run.json's `created`
-    assert ids.export_id(NOW) == "export_20260922-143005"
+    assert ids.side_id("export", NOW) == "export_20260922-143005"
 
 
 @pytest.mark.parametrize("bad", ["", "..", ".", "a/b", "/abs", "a b", "ü", "a\nb", "a.b"])

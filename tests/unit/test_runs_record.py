@@ -3,9 +3,9 @@ import json
 import pytest
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs import record as rec
+from overbrainer.jobs import run_record as rec
 from overbrainer.exec.base import Container, JobId
-from overbrainer.runs.record import RunRecord, Snapshot
+from overbrainer.jobs.run_record import RunRecord, Snapshot
 
 MARKER = "SECRET-MARKER-7f3a"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from overbrainer.runs import record as rec
+from overbrainer.jobs import run_record as rec
 
 
 def _data(**snapshot):

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from overbrainer.runs.states import Outcome, Status, apply_proof, outcome, parse_proof
+from overbrainer.jobs.status import Status
+from overbrainer.runs.states import Outcome, apply_proof, outcome, parse_proof
 
 RID = "p_20260922-143005"
 

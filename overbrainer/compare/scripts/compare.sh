@@ -11,7 +11,6 @@
 #   OVERBRAINER_COMPARE_MAX_TOKENS     limit on each answer (read by the client)
 #   OVERBRAINER_COMPARE_TEMPERATURE    sampling temperature (read by the client)
 #   OVERBRAINER_COMPARE_START_SECS     how long the server may take to be ready (the client)
-#   OVERBRAINER_COMPARE_DISCARD_MODEL  set: the GGUF was uploaded for this job, removed at exit
 #   OVERBRAINER_LLAMA_CPP*             where llama.cpp comes from (llama_cpp.sh)
 #   OVERBRAINER_METRICS                progress lines (the client appends them)
 #
@@ -53,9 +52,6 @@ on_exit() {
     code=$?
     trap - EXIT INT TERM
     stop_server
-    if [ -n "${OVERBRAINER_COMPARE_DISCARD_MODEL:-}" ] && [ -n "$model" ]; then
-        rm -f -- "$model"
-    fi
     exit "$code"
 }
 trap on_exit EXIT

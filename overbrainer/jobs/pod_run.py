@@ -1,5 +1,5 @@
-"""The steps of a run on a Runpod pod around the generic run flows: following its job under the
-client's deadline, settling what the watch found, ending the pod, reconnecting to it.
+"""The steps of a job on a Runpod pod around the generic ones: following it under the client's
+deadline, settling what the watch found, ending the pod, reconnecting to it.
 
 Rules kept here:
 - The watch (job polls, metrics) never calls the Runpod API and never deletes: dropping it on
@@ -14,7 +14,8 @@ Rules kept here:
   sweeps the run's other marker pods and forgets its keys; unretrieved results keep the pod.
 - A client killed between the retrieval and `end_pod` leaves a run that ended with its results
   home and a pod.json that does not say deleted: `train attach` and every `train` / `run` on a
-  runpod target end such pods first (`retrieved_but_not_deleted`, `end_retrieved_pods`).
+  runpod target end such pods first (`retrieved_but_not_deleted`, `end_retrieved_pods`). Whether
+  a run's results are home is the job kind's rule, given as `retrieved(record, run_dir)`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs.run_record import PREPARING, RUNNING, load
+from overbrainer.jobs.start import fail
 from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
+from overbrainer.runpod.gone import mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
-from overbrainer.runpod.record import PodEndpoint, PodRecord, PodState
-from overbrainer.runs.record import PREPARING, RUNNING, load
-from overbrainer.runs.start import fail
+from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
 from overbrainer.support.sleep import sleep_until
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ class NoEndpoint(OverbrainerError):
 
 
 def gone_message(pod: PodRecord) -> str:
-    if pod.deadline_unix is not None and not pod.keep and time.time() >= pod.deadline_unix:
+    if past_deadline(pod):
         return DEADLINE_MESSAGE
     return f"pod {pod.pod_id} no longer exists"
 
@@ -87,12 +89,12 @@ def client_deadline(pod: PodRecord, margin: float) -> float | None:
     return pod.deadline_unix + margin
 
 
-def follow_on_pod(ctx, executor, record, bus, interrupt, *, stop_since: float | None = None):
-    """`runs.follow.follow` under the client's deadline, then settled (shielded): None after
+def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
+    """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
     Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
     (the run is then failed) or the watch's own error (the run stays running)."""
     from overbrainer.front.interrupt import Interrupt
-    from overbrainer.runs.follow import follow
+    from overbrainer.jobs.follow import follow
 
     deadline = client_deadline(ctx.pod, ctx.timing.deadline_margin)
     tripped = threading.Event()
@@ -109,7 +111,7 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, stop_since: float | 
     error: OverbrainerError | None = None
     followed = None
     try:
-        followed = follow(executor, record, bus, Interrupt.on(tripped), stop_since=stop_since)
+        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits)
     except OverbrainerError as e:
         error = e
     finally:
@@ -145,17 +147,16 @@ def _unreachable(ctx, run_id: str, error: OverbrainerError):
         raise error
     if remote is not None:
         raise error
-    message = mark_gone(ctx, run_id)
+    message = settle_gone(ctx, run_id)
     raise PodGone(f"run {run_id} failed: {message}", cause=error)
 
 
-def mark_gone(ctx, run_id: str) -> str:
-    """Record the pod found gone (by the watchdog when one of its limits passed), forget the
-    run's keys, and fail the run when it was running; returns the reason."""
-    from overbrainer.runpod.gone import mark_gone as record_gone
-
+def settle_gone(ctx, run_id: str) -> str:
+    """The run's side of a pod found gone: pod.json records it deleted (`gone.mark_gone`: by the
+    watchdog when its deadline passed), the run's keys are forgotten, and the run fails when it
+    was preparing or running; returns the reason."""
     message = gone_message(ctx.pod)
-    record_gone(ctx.pod, "watchdog" if message == DEADLINE_MESSAGE else "unknown", ctx.pod_path)
+    mark_gone(ctx.pod, path=ctx.pod_path)
     ctx.forget()
     try:
         state = load(ctx.runs_dir, run_id).state
@@ -212,12 +213,10 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
     return pod.state.value
 
 
-def retrieved_but_not_deleted(runs_dir: Path, only: str | None = None) -> list[tuple]:
-    """(run, pod record) of every run (or of run `only`) that ended with its results home while
-    its pod.json still shows a pod that is not kept: its client was killed after the retrieval
-    and before the delete. Unreadable records are left alone."""
-    from overbrainer.runs.retrieve import is_retrieved
-
+def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None) -> list[tuple]:
+    """(run, pod record) of every run (or of run `only`) that ended with its results home
+    (`retrieved(record, run_dir)`) while its pod.json still shows a pod that is not kept: its
+    client was killed after the retrieval and before the delete. Unreadable records are left alone."""
     runs_dir = Path(runs_dir)
     names = [only] if only is not None else sorted(d.name for d in runs_dir.iterdir()) if runs_dir.is_dir() else []
     found = []
@@ -230,7 +229,7 @@ def retrieved_but_not_deleted(runs_dir: Path, only: str | None = None) -> list[t
             run = load(runs_dir, name)
         except (OverbrainerError, OSError):
             continue
-        if run.ended and is_retrieved(run, run_dir):
+        if run.ended and retrieved(run, run_dir):
             found.append((run, pod))
     return found
 
@@ -270,7 +269,7 @@ def reconnect(ctx, run):
         return None
     remote = look_up(ctx.client, pod.pod_id, ctx.timing)
     if remote is None:
-        mark_gone(ctx, run.id)
+        settle_gone(ctx, run.id)
         return None
     if remote.status == "EXITED":
         raise PodStopped(f"pod {pod.pod_id} of run {run.id} is stopped and will not run again by itself; "
@@ -303,41 +302,3 @@ def detach_message(pod: PodRecord, run_id: str) -> str:
         text += f"; its watchdog deletes it at {pod.deadline} at the latest"
     return text
 
-
-def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
-    """The run's pod for `runs ls` / `runs show`: (its `runs ls` column, its fields: pod ID, state,
-    rate in USD/h, spend so far or at deletion); None for a run without pod.json."""
-    from overbrainer.runpod.record import InvalidPodRecord
-
-    try:
-        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
-    except (InvalidPodRecord, OSError):
-        return "pod record unreadable", {"unreadable": True}
-    if pod is None:
-        return None
-    spend = pod.spend_so_far()
-    return pod.summary(), {"pod_id": pod.pod_id, "state": pod.state.value, "rate_per_hour": pod.cost_per_hour,
-                           "spend": round(spend, 4) if spend is not None else None,
-                           "deleted_by": pod.deleted_by, "stray_pods": list(pod.stray_pods)}
-
-
-def pod_spend(runs_dir: Path) -> tuple[str, dict] | None:
-    """What the project's pods cost, for `history`: one line and its fields; None without pods."""
-    from overbrainer.runs.record import list_runs
-
-    runs, total, unknown = 0, 0.0, 0
-    for record in list_runs(runs_dir):
-        found = pod_summary(Path(runs_dir) / record.id)
-        if found is None or found[1].get("pod_id") is None:
-            continue
-        runs += 1
-        if found[1]["spend"] is None:
-            unknown += 1
-        else:
-            total += found[1]["spend"]
-    if not runs:
-        return None
-    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {cost.format_spend(total)}"
-    if unknown:
-        line += f" ({unknown} without a known rate)"
-    return line, {"runs": runs, "spend": round(total, 4), "unknown": unknown}

@@ -1,4 +1,6 @@
-"""Creating a run (claimed locally and on the target) and starting its job (docs/runs.md#run-ids-and-claims).
+"""Creating a run (claimed locally and on the target) and starting its job, whatever its kind
+(docs/runs.md#run-ids-and-claims): the run directory is uploaded, the JobSpec spawned, the record
+saved `running` with its job.
 
 Record-safety: a start that fails saves the run `failed` with the error; a job that spawned but
 whose record could not be saved is cancelled (nothing could find it again). A spawn cut off after
@@ -17,12 +19,11 @@ import secrets as _secrets
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import TargetUnreachable
-from overbrainer.runs import ids
-from overbrainer.runs.record import FAILED, PREPARING, RUNNING, RunRecord, save
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunRecord, save
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -81,41 +82,6 @@ def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
         executor.probe(f"rm -f -- {d}/.claim; rmdir -- {d} 2>/dev/null; exit 0", timeout=10)
     except OverbrainerError as e:
         log.warning("cannot remove the claimed directory %s on the target: %s", remote_dir, e)
-
-
-# --- the job command --------------------------------------------------------------------------
-
-def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str],
-             extra: tuple[Any, dict[str, str]] | None = None):
-    """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true, then
-    `extra`'s step with its environment: the in-job export), built for the target's runtime;
-    secrets travel by name only."""
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import Runtime, Step
-    from overbrainer.train.job import CONFIG_NAME, wants_merge
-
-    runtime = Runtime.from_target(target)
-    steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
-    if wants_merge(training):
-        steps.append(Step("merge", ("axolotl", "merge-lora", CONFIG_NAME)))
-    env: dict[str, str] = {}
-    if extra is not None:
-        steps.append(extra[0])
-        env = extra[1]
-    cache = f"{workdir.rstrip('/')}/.hf-cache"
-    script, container = runtime.job(record.id, record.remote_dir, cache, steps, env=env,
-                                    secret_names=sorted(secrets))
-    return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
-
-
-def launcher_args(target: Any) -> tuple[str, ...]:
-    """More than one GPU (`gpu_count` > 1, a Runpod pod): Axolotl's own launcher starts one
-    training process per GPU (`--launcher accelerate -- --num_processes=N`); DeepSpeed or FSDP
-    come from the Axolotl config (`axolotl_extra`). One GPU: Axolotl's default, no arguments."""
-    count = getattr(target, "gpu_count", 1) or 1
-    if count <= 1:
-        return ()
-    return ("--launcher", "accelerate", "--", f"--num_processes={int(count)}")
 
 
 # --- start ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Run IDs: `<slug>_<YYYYMMDD-HHMMSS>` (UTC), `_2`…`_99` on collision; legacy IDs still load.
+"""Run IDs: `<slug>_<YYYYMMDD-HHMMSS>` (UTC), `_2`…`_99` on collision; legacy IDs still load. A side
+job's ID is `<kind>_<YYYYMMDD-HHMMSS>` the same way.
 
 Every ID is validated before it touches a path: only ASCII letters, digits, `-` and `_`.
 """
@@ -38,17 +39,9 @@ def base_id(project_name: str, now: _dt.datetime | None = None) -> str:
     return f"{slug(project_name)}_{timestamp(now)}"
 
 
-def export_id(now: _dt.datetime | None = None) -> str:
-    return f"export_{timestamp(now)}"
-
-
-def compare_id(now: _dt.datetime | None = None) -> str:
-    return f"compare_{timestamp(now)}"
-
-
 def side_id(kind: str, now: _dt.datetime | None = None) -> str:
-    """The ID of a run's side job (`export_…`, `compare_…`)."""
-    return {"export": export_id, "compare": compare_id}[kind](now)
+    """The ID of a run's side job of kind `kind` (`export_…`, `compare_…`)."""
+    return f"{validate(kind)}_{timestamp(now)}"
 
 
 def candidates(base: str):

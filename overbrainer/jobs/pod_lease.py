@@ -1,8 +1,9 @@
-"""The Runpod lease (see runs.lease): a pod created for a new run, or the run's pod again.
+"""The Runpod lease (see jobs.lease): a pod created for a new run, or the run's pod again.
 
-Creating runs shielded, never raced (an abandoned create could leave a billing pod): Ctrl-C only
-sets the provisioning flag, which each step of `start_pod` checks; the pod that exists is then
-deleted and confirmed, and the run fails `interrupted before the job started`. Once the pod is
+Creating runs shielded, never raced (an abandoned create could leave a billing pod). The front
+end's provisioning flag (Ctrl-C on the command line, its `abandon` event when embedded), or the
+flow's Interrupt catching a signal or a detach, is checked at each step of `start_pod`: the pod
+that exists is then deleted and confirmed, and the run fails `interrupted before the job started`. Once the pod is
 ready, the cost cap is armed on it (`.pod/cost_cap_in`, `.pod/snapshot_in`: seconds left, which
 its watchdog counts on its own clock) before the run's directory is claimed there.
 
@@ -24,13 +25,13 @@ from typing import Any, Iterator
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.jobs import ids, pod_run
+from overbrainer.jobs.run_record import PREPARING, load
+from overbrainer.jobs.start import claim_target, fail, unconfirmed
 from overbrainer.runpod import cost
+from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.keys import SSH_DIR
-from overbrainer.runpod.record import PodRecord, PodState
-from overbrainer.runs import ids, pod_run
-from overbrainer.runs.lease import PODS
-from overbrainer.runs.record import PREPARING, load
-from overbrainer.runs.start import claim_target, fail, unconfirmed
+from overbrainer.runpod.pod_record import PodRecord, PodState
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ NOT_STARTED = "interrupted before the job started"
 class PodContext:
     """What the pod steps of one lease share: the API client, the run's `pod.json`, the timing."""
 
-    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish):
+    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish, retrieved=None):
         self.client = client
         self.runs_dir = runs_dir
         self.run_id = run_id
@@ -49,9 +50,12 @@ class PodContext:
         self.pod: PodRecord | None = PodRecord.load_if_any(self.pod_path)
         self.timing = timing
         self.publish = publish
+        self.retrieved = retrieved  # (run record, run dir) -> whether the results are home
+        self.flag = None  # the front end's provisioning flag, while provisioning
 
-    def follow(self, executor, record, bus, interrupt, *, stop_since: float | None = None):
-        return pod_run.follow_on_pod(self, executor, record, bus, interrupt, stop_since=stop_since)
+    def stopped(self, interrupt) -> bool:
+        """Whether the flow was interrupted, or the provisioning abandoned."""
+        return interrupt.caught() or (self.flag is not None and self.flag.is_set())
 
     def job_started(self) -> None:
         """The job was spawned (or may have been): the pod is `running` from now on."""
@@ -82,30 +86,44 @@ class PodContext:
         self.forget()
 
 
-def _client(config):
-    from overbrainer.runpod.api import RunpodClient
+class PodLease:
+    """The Lease of a Runpod target (jobs.lease.Lease's interface): the pod's executor, None once
+    the pod no longer exists (`gone`), and the pod's side of the job."""
 
-    return RunpodClient.from_config(config)
+    def __init__(self, executor, ctx: PodContext):
+        self.executor = executor
+        self.ctx = ctx
+
+    @property
+    def gone(self) -> bool:
+        return self.executor is None
+
+    def follow(self, record, bus, interrupt, *, limits=None, job: str | None = None):
+        """The watch under the client's deadline, settled (shielded) on the pod's side."""
+        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits)
+
+    def job_started(self) -> None:
+        self.ctx.job_started()
 
 
 @contextmanager
 def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
-              keep: bool) -> Iterator[Any]:
-    from overbrainer.runpod.timing import Timing
+              keep: bool, retrieved) -> Iterator[PodLease]:
+    from overbrainer.runpod.waits import Timing
 
     runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
     executor = None
     try:
-        client = _client(config)
-        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish)
+        client = RunpodClient.from_config(config)
+        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved)
         if start:
-            from overbrainer.runs.pods_flow import warn_orphans
+            from overbrainer.jobs.pod_ledger import warn_orphans
 
             _end_retrieved(ctx, runs_dir, None, interrupt)
             warn_orphans(client, runs_dir, record.id, stale=True)
-            executor = _provision(ctx, target, record, interrupt, keep)
+            executor = _provision(ctx, session.front, target, record, interrupt, keep)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,
                                         note=f"reconnecting to the pod of run {record.id}")
@@ -115,12 +133,9 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
             client.close()
         raise
     guard.close()
-    if executor is not None:
-        PODS[id(executor)] = ctx
     try:
-        yield executor
+        yield PodLease(executor, ctx)
     finally:
-        PODS.pop(id(executor), None)
         guard = session.front.open_bus()
         ctx.publish = guard.bus.publish
         try:
@@ -137,24 +152,24 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
 def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrupt) -> None:
     """End the pods of ended runs whose results are home but whose delete never happened (a
     client killed in between), shielded: deletes are never cut short."""
-    found = pod_run.retrieved_but_not_deleted(runs_dir, run_id)
+    found = pod_run.retrieved_but_not_deleted(runs_dir, ctx.retrieved, run_id)
     if found:
         interrupt.shield(pod_run.end_retrieved_pods, ctx.client, runs_dir, found, ctx.timing, publish=ctx.publish,
                          note="deleting the pods of runs that ended")
 
 
-def end_left_pod(session, config, run_id: str) -> None:
-    """`train attach` of a run that ended with its results home: delete its pod if pod.json
-    shows one left (nothing to do, and no API key needed, otherwise)."""
-    from overbrainer.runpod.timing import Timing
+def end_left_pod(session, config, run_id: str, retrieved) -> None:
+    """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`):
+    delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
+    from overbrainer.runpod.waits import Timing
 
     runs_dir = ProjectPaths(session.project_dir).runs
-    if not pod_run.retrieved_but_not_deleted(runs_dir, run_id):
+    if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
         return
     interrupt = session.front.interrupt()
     try:
-        with _client(config) as client, session.front.open_bus() as guard:
-            ctx = PodContext(client, runs_dir, run_id, Timing.default(), guard.bus.publish)
+        with RunpodClient.from_config(config) as client, session.front.open_bus() as guard:
+            ctx = PodContext(client, runs_dir, run_id, Timing.default(), guard.bus.publish, retrieved)
             _end_retrieved(ctx, runs_dir, run_id, interrupt)
     finally:
         interrupt.restore()
@@ -162,24 +177,26 @@ def end_left_pod(session, config, run_id: str) -> None:
 
 # --- provisioning ---------------------------------------------------------------------------------
 
-def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
+def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
     from overbrainer.runpod.pod_scripts import WORKDIR
     from overbrainer.runpod.provision import start_pod
 
-    flag = _CaughtFlag(interrupt)
+    ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
             start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=WORKDIR,
-            api_url=ctx.client.base_url, flag=flag, timing=ctx.timing, publish=ctx.publish,
+            api_url=ctx.client.base_url, flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
             note=f"creating the pod of run {record.id}")
     except BaseException as e:
         _provisioning_failed(ctx, record, e, interrupt)
         raise
+    finally:
+        ctx.flag.close()  # stop watching for Ctrl-C itself (a flag already set stays set)
     ctx.pod = provisioned.record
     executor = provisioned.executor
     try:
-        if interrupt.caught():
+        if ctx.stopped(interrupt):
             raise Interrupted(NOT_STARTED)
         _arm_cost_cap(ctx, executor, record, keep)
         claim_target(executor, ctx.runs_dir, record, _claim_owner(ctx.pod.host_key))
@@ -197,15 +214,16 @@ def _provision(ctx: PodContext, target, record, interrupt, keep: bool):
     return executor
 
 
-class _CaughtFlag:
-    """The provisioning flag of this flow: set as soon as its Interrupt noted Ctrl-C (in the
-    signal handler already, before the watcher thread sets the event)."""
+class _Stop:
+    """What `start_pod` checks: the front end's provisioning flag, or the flow's Interrupt (noted
+    in the signal handler already, before its watcher thread sets the event): a pod that the lease
+    would delete anyway once ready is not waited for."""
 
-    def __init__(self, interrupt):
-        self.interrupt = interrupt
+    def __init__(self, ctx: PodContext, interrupt):
+        self.ctx, self.interrupt = ctx, interrupt
 
     def is_set(self) -> bool:
-        return self.interrupt.caught()
+        return self.ctx.stopped(self.interrupt)
 
 
 def _claim_owner(host_key: str | None) -> str:
@@ -241,7 +259,7 @@ def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrup
     pod = PodRecord.load_if_any(ctx.pod_path)
     ctx.pod = pod
     left = pod is not None and not pod.no_pod_left
-    if isinstance(error, Interrupted) or interrupt.caught():
+    if isinstance(error, Interrupted) or ctx.stopped(interrupt):
         message = NOT_STARTED + (": a pod of it may be left: check `overbrainer pod ls`" if left
                                  else ": it has no pod left")
     else:
@@ -254,26 +272,26 @@ def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrup
 def _release(ctx: PodContext, executor, interrupt, error: BaseException | None = None) -> None:
     """End the lease by what the run's files say (see the module docstring)."""
     from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, remove, sweep
-    from overbrainer.runs.retrieve import is_retrieved
 
     pod = ctx.pod = ctx.pod.reload() if ctx.pod is not None else None
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return
     run = load(ctx.runs_dir, ctx.run_id)
+    stopped = ctx.stopped(interrupt)
     if run.job is None and not unconfirmed(run):
         reason = (COST_CAP_UNSET if isinstance(error, pod_run.CostCapUnset)
-                  else INTERRUPTED if interrupt.caught() else NOT_READY)
+                  else INTERRUPTED if stopped else NOT_READY)
         try:
             remove(ctx.client, pod, ctx.pod_path, reason, "client", ctx.timing, publish=ctx.publish)
         except NotDeleted as e:
-            fail(ctx.runs_dir, run, f"{NOT_STARTED if interrupt.caught() else run.message or 'failed'}; {e}")
+            fail(ctx.runs_dir, run, f"{NOT_STARTED if stopped else run.message or 'failed'}; {e}")
             raise
-        if run.state == PREPARING or interrupt.caught():
-            why = NOT_STARTED if interrupt.caught() or error is None else (str(error) or type(error).__name__)
+        if run.state == PREPARING or stopped:
+            why = NOT_STARTED if stopped or error is None else (str(error) or type(error).__name__)
             fail(ctx.runs_dir, run, why + (": it has no pod left" if why == NOT_STARTED else ""))
         ctx.sweep_and_forget(sweep)
         return
     if not run.ended:
         log.warning("%s", pod_run.detach_message(pod, run.id))
         return
-    pod_run.end_pod(ctx, executor, run, ctx.run_dir, is_retrieved(run, ctx.run_dir))
+    pod_run.end_pod(ctx, executor, run, ctx.run_dir, ctx.retrieved(run, ctx.run_dir))

@@ -1,4 +1,5 @@
-"""How often flows poll a job. OVERBRAINER_TIME_SCALE (support.timescale) shrinks it in tests."""
+"""How often a job on its target is polled, and how many failed polls in a row a follow survives.
+OVERBRAINER_TIME_SCALE (support.timescale) shrinks the interval in tests."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ from overbrainer.support.timescale import scaled
 
 POLL_SECS = 2.0
 FAILURE_BUDGET = 5           # retried polls; the next consecutive failure ends the follow
-STOP_GRACE_SECS = 30 * 60    # no snapshot this long after `train stop` asked: cancel
-PROOF_GRACE_SECS = 10 * 60   # a proof but the job still runs this long after: cancel
 
 
 def poll_secs() -> float:

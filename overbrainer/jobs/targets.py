@@ -1,6 +1,6 @@
 """From a configured target to an Executor: `unknown target`, a missing host, connection errors.
 
-A Runpod pod is reached over SSH too, but only through the run's lease (runs.lease): it is created
+A Runpod pod is reached over SSH too, but only through the run's lease (jobs.lease): it is created
 for the run, or found again from the run's pod.json.
 """
 
@@ -68,7 +68,7 @@ def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=N
             return SshExecutor(host, getattr(target, "workdir", "overbrainer"), label=f"target `{name}`")
         except OSError as e:
             raise OverbrainerError(f"cannot reach target `{name}`: {e.strerror or e}", cause=e) from e
-    if kind == "runpod":  # a pod exists per run: runs.lease creates or finds it
+    if kind == "runpod":  # a pod exists per run: jobs.lease creates or finds it
         raise OverbrainerError(f"target `{name}` is a runpod target: its pod is reached through the run's "
                                "lease")
     raise ConfigError(f"target `{name}` has an unknown kind")

@@ -1,33 +1,40 @@
-"""Following a started job (docs/runs.md#following-a-job): poll every 2 s, tail metrics.jsonl
-from its last offset, publish Metric/Mark/JobStatus events, a failure budget of 5 retried polls,
-then drain.
+"""Following a started job of any kind (docs/runs.md#following-a-job): poll every 2 s, tail
+metrics.jsonl from its last offset, publish Metric/Mark/JobStatus events, a failure budget of 5
+retried polls, then drain.
 
 `follow` returns None when Ctrl-C came (the job keeps running). It runs the loop under
 `Interrupt.race`, so a blocking call to the target never holds the user up; the abandoned loop
 makes no call and logs no warning once the race ended (a pod the client then deletes is never
-polled again); a cancel called for
-by the `train stop` limits leaves the loop and runs under `Interrupt.shield` (Ctrl-C cannot cut
-it half-way), then the loop goes on to the job's end. The limits' durations are
-`timing.STOP_GRACE_SECS` and `timing.PROOF_GRACE_SECS`.
+polled again). A job kind may give `limits` (training gives the `train stop` limits,
+runs/stop_limits.py): asked at each poll while the job runs, they may call for a cancel, which
+leaves the loop and runs under `Interrupt.shield` (Ctrl-C cannot cut it half-way); then the loop
+goes on to the job's end.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.front.events import JobStatus, RunWatched
-from overbrainer.runs import timing
-from overbrainer.runs.record import RunRecord
-from overbrainer.runs.states import Status
-from overbrainer.support.fmt import duration
+from overbrainer.jobs import polling
+from overbrainer.jobs.run_record import RunRecord
+from overbrainer.jobs.status import Status, to_status
 
 log = logging.getLogger(__name__)
 
-REQUEST_CHECK_SECS = 30.0
+
+class Limits(Protocol):
+    """What may cancel a job while it is followed (training's `train stop` limits)."""
+
+    def due(self, read: Callable[[str], bytes]) -> str | None:
+        """Asked at each poll while the job runs, `read(name)` reading a small file of the job's
+        directory: the reason to cancel the job now, or None."""
+
+    def cancelled(self) -> None:
+        """The cancel they called for was done."""
 
 
 def attach_hint(run_id: str) -> str:
@@ -37,10 +44,6 @@ def attach_hint(run_id: str) -> str:
 def job_id(record: RunRecord):
     """The run's job (an exec.base.JobId, as run.json holds it)."""
     return record.job
-
-
-def to_status(state: Any) -> Status:
-    return Status(state.kind, getattr(state, "code", None))
 
 
 @dataclass
@@ -55,9 +58,9 @@ class Followed:
 
 
 class Follower:
-    """One follow of one run. `stop_since` (monotonic) applies the stop limits of `train stop`."""
+    """One follow of one job; `limits` may call for its cancel (see the module docstring)."""
 
-    def __init__(self, executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None,
+    def __init__(self, executor, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
                  job: str | None = None):
         from overbrainer.train.metrics import MetricsSummary, line_reader
 
@@ -69,9 +72,7 @@ class Follower:
         self.reader = line_reader()
         self.summary = MetricsSummary()
         self.metrics_path = f"{record.remote_dir.rstrip('/')}/metrics.jsonl"
-        self.stop_since = stop_since
-        self.proof_since: float | None = None
-        self.next_request_check = time.monotonic() + REQUEST_CHECK_SECS
+        self.limits = limits
         self.cancelled_for: str | None = None
         self.last: Status | None = None
         self.watched = False
@@ -114,11 +115,11 @@ class Follower:
                 if self.interrupt.caught():
                     return None
                 failures[0] += 1
-                if failures[0] > timing.FAILURE_BUDGET:
+                if failures[0] > polling.FAILURE_BUDGET:
                     raise OverbrainerError(f"cannot follow run {self.record.id}: {e}; "
                                            f"{attach_hint(self.record.id)}", cause=e) from e
-                log.warning("cannot reach the job (%d/%d): %s", failures[0], timing.FAILURE_BUDGET, e)
-                if self.interrupt.wait(timing.poll_secs()):
+                log.warning("cannot reach the job (%d/%d): %s", failures[0], polling.FAILURE_BUDGET, e)
+                if self.interrupt.wait(polling.poll_secs()):
                     return None
 
     # --- the loop ---------------------------------------------------------------------------
@@ -140,9 +141,9 @@ class Follower:
                 break
             if self.interrupt.caught():
                 return None
-            if self._stop_limits():
+            if self._limits_due():
                 return Followed(status, self.summary, self.reader.offset, [self.cancelled_for], cancel_needed=True)
-            if self.interrupt.wait(timing.poll_secs()):
+            if self.interrupt.wait(polling.poll_secs()):
                 return None
         # Drain what the job wrote last, until a read makes no progress.
         while True:
@@ -162,54 +163,40 @@ class Follower:
         notes = [self.cancelled_for] if self.cancelled_for else []
         return Followed(self.last, self.summary, self.reader.offset, notes)
 
-    # --- `train stop` limits ----------------------------------------------------------------
+    # --- the limits -------------------------------------------------------------------------
 
     def _read_small(self, name: str) -> bytes:
         return self.executor.read_from(f"{self.record.remote_dir.rstrip('/')}/{name}", 0, 64 * 1024)
 
-    def _stop_limits(self) -> bool:
-        """True when a limit calls for cancelling the job (`cancel_job`, shielded, does it)."""
-        now = time.monotonic()
-        try:
-            if self.stop_since is None and now >= self.next_request_check:
-                self.next_request_check = now + REQUEST_CHECK_SECS
-                if self._read_small("snapshot.request").strip():
-                    self.stop_since = now
-            if self.stop_since is None:
-                return False
-            if self.proof_since is None and self._read_small("snapshot.json").strip():
-                self.proof_since = now
-        except OverbrainerError as e:
-            log.warning("cannot check the snapshot of run %s: %s", self.record.id, e)
+    def _limits_due(self) -> bool:
+        """True when the limits call for cancelling the job (`cancel_job`, shielded, does it)."""
+        if self.limits is None:
             return False
-        if self.proof_since is None and now - self.stop_since > timing.STOP_GRACE_SECS:
-            self.cancelled_for = (f"no snapshot {duration(timing.STOP_GRACE_SECS, words=True)} after it was asked for: "
-                                  "the job was cancelled")
-        elif self.proof_since is not None and now - self.proof_since > timing.PROOF_GRACE_SECS:
-            self.cancelled_for = (f"the job still ran {duration(timing.PROOF_GRACE_SECS, words=True)} after its snapshot: "
-                                  "the job was cancelled")
-        else:
+        reason = self.limits.due(self._read_small)
+        if reason is None:
             return False
+        self.cancelled_for = reason
         return True
 
     def cancel_job(self) -> bool:
-        """The stop limits' cancel (run it shielded); False when it failed (tried again next poll)."""
+        """The limits' cancel (run it shielded); False when it failed (tried again next poll)."""
         try:
             self.executor.cancel(self.job)
         except OverbrainerError as e:
             log.warning("cannot cancel the job of run %s: %s", self.record.id, e)
             return False
         log.warning("%s", self.cancelled_for)
-        self.stop_since = self.proof_since = None
-        self.next_request_check = float("inf")
+        if self.limits is not None:
+            self.limits.cancelled()
         return True
 
 
-def follow(executor, record: RunRecord, bus, interrupt, *, stop_since: float | None = None,
+def follow(executor, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
            job: str | None = None) -> Followed | None:
-    """Follow a job to its end, raced by Ctrl-C (None: the job keeps running); a stop-limit cancel
-    runs shielded, and a Ctrl-C during it then raises `Interrupted`. `job`: a side job's kind."""
-    follower = Follower(executor, record, bus, interrupt, stop_since=stop_since, job=job)
+    """Follow a job to its end, raced by Ctrl-C (None: the job keeps running); a cancel the limits
+    call for runs shielded, and a Ctrl-C during it then raises `Interrupted`. `job`: a side job's
+    kind."""
+    follower = Follower(executor, record, bus, interrupt, limits=limits, job=job)
     while True:
         followed = interrupt.race(follower.run)
         if followed is None or not followed.cancel_needed:

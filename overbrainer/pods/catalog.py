@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs import ids
 from overbrainer.runpod import catalog
+from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
-from overbrainer.runs import ids
-from overbrainer.runs.pods_flow import _client
 
 
 def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:
@@ -21,7 +21,7 @@ def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None,
               data_center=None) -> None:
     from overbrainer.runpod.provision import read_catalog
 
-    with _client(config) as client:
+    with RunpodClient.from_config(config) as client:
         gpus = catalog.for_listing(read_catalog(client, count), min_vram_gb=min_vram, max_price=max_price,
                                    in_stock=in_stock, data_center=data_center)
     rows, data = [], []
@@ -38,7 +38,7 @@ def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None,
 
 
 def datacenters_flow(session, config) -> None:
-    with _client(config) as client:
+    with RunpodClient.from_config(config) as client:
         dcs = client.data_centers()
     rows = [[d.id, d.name or "-", d.region or "-", ", ".join(d.gpu_types_in_stock) or "-"] for d in dcs]
     data = [{"id": d.id, "name": d.name, "region": d.region, "gpu_types_in_stock": list(d.gpu_types_in_stock)}
@@ -48,7 +48,7 @@ def datacenters_flow(session, config) -> None:
 
 
 def volumes_flow(session, config) -> None:
-    with _client(config) as client:
+    with RunpodClient.from_config(config) as client:
         vols = client.volumes()
     rows = [[v.id, v.name or "-", str(v.size_gb) if v.size_gb is not None else "-", v.data_center or "-"]
             for v in vols]

@@ -1,5 +1,6 @@
-"""A job that belongs to a run (an export, a compare): started on the run's own target, followed,
-its files brought home verified, like a training job, but in a directory of its own.
+"""A job that belongs to a run, of any kind (export and compare are two): started on the run's own
+target, followed, its files brought home verified, like a training job, but in a directory of its
+own.
 
     job = SideJob("export", files={"export.sh": text}, steps=[Step("export", ("sh", "export.sh"),
                   from_path=True)], env={...}, fetch=["export.json"], label=f"export of run {rid}")
@@ -9,7 +10,7 @@ Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… o
 by an exclusive mkdir here and a `.claim` there) and `<run.remote_dir>/<kind>s/<job_id>` on the
 target (for a local target, the same directory). Its record is a `RunRecord` saved as `run.json`
 in its directory (`record.save(runs/<run>/<kind>s, record)`); the job writes `job.log` and
-`metrics.jsonl` there, so `runs.follow` shows its stage lines and `Executor.fetch` verifies what
+`metrics.jsonl` there, so `jobs.follow` shows its stage lines and `Executor.fetch` verifies what
 comes back against the target's SHA-256 manifest.
 
 - `files` are written into the local job directory and uploaded with it (the job's scripts);
@@ -41,20 +42,18 @@ from typing import Any, Callable
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
 from overbrainer.front.events import RunWatched
-from overbrainer.runs import ids
-from overbrainer.runs.record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs import ids
+from overbrainer.jobs.retrieve import JOB_FILES, last_line
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
-KINDS = ("export", "compare")
-ALWAYS_FETCHED = ("job.log", "metrics.jsonl")
-REASON_MAX = 400
-
 
 @dataclass
 class SideJob:
-    """What to run: see the module docstring."""
+    """What to run: see the module docstring. `kind` names its directories (`<kind>s/`), its ID
+    (`<kind>_…`) and its progress lines."""
     kind: str
     files: dict[str, str | bytes]
     steps: list[Any]  # exec.runtime.Step
@@ -100,10 +99,9 @@ def side_target(config, run: RunRecord, kind: str) -> Any:
 
 def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
-    from overbrainer.runs.lease import lease
+    from overbrainer.jobs.lease import lease
 
-    if job.kind not in KINDS:
-        raise ValueError(f"unknown side job kind {job.kind!r}")
+    ids.validate(job.kind)
     if not run.remote_dir:
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
     target = side_target(config, run, job.kind)
@@ -116,8 +114,8 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetim
     interrupt = session.front.interrupt()
     try:
         try:
-            with lease(session, config, run.target, target, record, interrupt=interrupt) as executor:
-                return _run(session, executor, interrupt, run, record, parent, target, job, label)
+            with lease(session, config, run.target, target, record, interrupt=interrupt) as held:
+                return _run(session, held, interrupt, run, record, parent, target, job, label)
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
@@ -140,50 +138,33 @@ def _claim(executor, run: RunRecord, record: RunRecord, parent: Path, kind: str)
     return job_dir
 
 
-def _run(session, executor, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
+def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
          label: str) -> SideJobResult:
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
-    from overbrainer.runs.flow import _events, _transfers
-    from overbrainer.runs.follow import follow
-    from overbrainer.runs.start import fail, start_job
+    from overbrainer.jobs.publishing import events, transfer_progress
+    from overbrainer.jobs.start import fail, start_job
 
+    executor = held.executor
     job_dir = interrupt.shield(_claim, executor, run, record, parent, job.kind)
     result = SideJobResult(record.id, job_dir, record.state, record=record)
     front = session.front
     try:
-        for name, content in job.files.items():
-            path = job_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
-        runtime = Runtime.from_target(target)
-        cache = f"{executor.workdir.rstrip('/')}/.cache"
-        env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
-        script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
-                                        stop_marker=False, subdir=f"{job.kind}s/{record.id}")
-        spec = JobSpec(dir=record.remote_dir, script=script, container=container)
-        if job.prepare is not None:
-            interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
-        interrupt.check()
+        spec = _prepare(executor, interrupt, run, record, job_dir, target, job, label)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled")
     except OverbrainerError as e:
         fail(parent, record, str(e))
         raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
-    with _events(front) as bus:
+    with events(front) as bus:
         bus.publish(RunWatched(record.id, job.kind))  # the upload's lines carry the job's kind too
         try:
             interrupt.shield(start_job, executor, record, job_dir, parent, spec,
-                             _transfers(bus, record.id, "upload"), note=f"starting the {label}")
+                             transfer_progress(bus, record.id, "upload"), note=f"starting the {label}")
         except OverbrainerError as e:
             raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
     if not interrupt.caught():
-        with _events(front) as bus:
-            followed = follow(executor, record, bus, interrupt, job=job.kind)
+        with events(front) as bus:
+            followed = held.follow(record, bus, interrupt, job=job.kind)
     else:
         followed = None
     if followed is None:  # Ctrl-C: the job is cancelled, not left running
@@ -198,6 +179,30 @@ def _run(session, executor, interrupt, run: RunRecord, record: RunRecord, parent
     if record.state == CANCELLED:
         raise SideJobFailed(f"{label} was cancelled" + (f" ({record.message})" if record.message else ""), result)
     raise SideJobFailed(f"{label} failed: {record.message}", result)
+
+
+def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, target, job: SideJob,
+             label: str):
+    """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
+    from overbrainer.exec.base import JobSpec
+    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
+
+    for name, content in job.files.items():
+        path = job_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    runtime = Runtime.from_target(target)
+    cache = f"{executor.workdir.rstrip('/')}/.cache"
+    env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
+    script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
+                                    stop_marker=False, subdir=f"{job.kind}s/{record.id}")
+    if job.prepare is not None:
+        interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
+    interrupt.check()
+    return JobSpec(dir=record.remote_dir, script=script, container=container)
 
 
 def _result(result: SideJobResult) -> SideJobResult:
@@ -226,7 +231,7 @@ def _end(parent: Path, record: RunRecord, state: str, message: str | None) -> No
 
 def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
     """Bring the job's files home, verified; the error text when that failed."""
-    entries = list(dict.fromkeys([*ALWAYS_FETCHED, *job.fetch]))
+    entries = list(dict.fromkeys([*JOB_FILES, *job.fetch]))
     try:
         executor.fetch(record.remote_dir, str(job_dir), entries)
     except OverbrainerError as e:
@@ -262,17 +267,3 @@ def _cancel_and_fetch(executor, record: RunRecord, job_dir: Path, parent: Path, 
         return
     error = _fetch(executor, record, job_dir, job)
     _end(parent, record, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))
-
-
-def last_line(path: Path) -> str | None:
-    """The last non-empty line of a log (cut to 400 characters), or None."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - 16384))
-            tail = f.read()
-    except OSError:
-        return None
-    lines = [ln.strip() for ln in tail.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1][:REASON_MAX] if lines else None

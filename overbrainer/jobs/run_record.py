@@ -1,21 +1,19 @@
-"""`runs/<id>/run.json`: the run record (docs/runs.md#runjson), written atomically.
-
-Read errors name the file and a position (`line L, column C`) or a field, never the content.
+"""`runs/<id>/run.json`: the record of a run (docs/runs.md#runjson), and of each side job in its own
+directory, read and written through support/record_file.py (atomic rewrites; read errors name the
+file and a position, `line L, column C`, or a field, never the content).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overbrainer.exec.base import InvalidJob, JobId
 from overbrainer.errors import OverbrainerError
-from overbrainer.runs import ids
-from overbrainer.support.atomic import atomic_write_text
-from overbrainer.support.files import read_bytes
+from overbrainer.exec.base import InvalidJob, JobId
+from overbrainer.jobs import ids
+from overbrainer.support.record_file import RecordFile
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +30,9 @@ _KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "s
 
 class InvalidRecord(OverbrainerError):
     pass
+
+
+RUN_JSON = RecordFile("run record", InvalidRecord)
 
 
 @dataclass
@@ -81,19 +82,13 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> "RunRecord":
-        def bad(name: str) -> InvalidRecord:
-            return InvalidRecord(f"{where} is not a valid run record (field {name})")
-
         if not isinstance(data, dict):
-            raise InvalidRecord(f"{where} is not a valid run record (not a JSON object)")
+            raise RUN_JSON.invalid(where, "not a JSON object")
+        f = RUN_JSON.fields(data, where)
+        bad = f.bad
 
         def text(name: str, optional: bool = False) -> str | None:
-            v = data.get(name)
-            if v is None and optional:
-                return None
-            if not isinstance(v, str):
-                raise bad(name)
-            return v
+            return f.text(name, optional)
 
         run_id = text("id")
         if not ids.is_valid(run_id):
@@ -133,41 +128,19 @@ def record_path(runs_dir: Path, run_id: str) -> Path:
 
 def save(runs_dir: Path, record: RunRecord) -> None:
     """Pretty-printed JSON + newline, atomically (temp file in the run dir, then rename)."""
-    path = record_path(runs_dir, record.id)
-    text = json.dumps(record.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    try:
-        atomic_write_text(path, text)
-    except OSError as e:
-        raise OverbrainerError(f"cannot write {path}: {e.strerror or e}") from e
-
-
-def _position(raw: bytes, offset: int) -> tuple[int, int]:
-    before = raw[:offset]
-    line = before.count(b"\n") + 1
-    column = offset - (before.rfind(b"\n") + 1) + 1
-    return line, column
+    RUN_JSON.write(record_path(runs_dir, record.id), record.to_dict())
 
 
 def parse(raw: bytes, where: str) -> RunRecord:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line, column = _position(raw, e.start)
-        raise InvalidRecord(f"{where} is not a valid run record (line {line}, column {column})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InvalidRecord(f"{where} is not a valid run record (line {e.lineno}, column {e.colno})") from None
-    return RunRecord.from_dict(data, where)
+    return RunRecord.from_dict(RUN_JSON.parse(raw, where), where)
 
 
 def load(runs_dir: Path, run_id: str) -> RunRecord:
     """The record of `run_id`; `no run `<id>` in runs/` when it does not exist."""
     path = record_path(runs_dir, run_id)
-    raw = read_bytes(path, missing=f"no run `{run_id}` in runs/")
-    record = parse(raw, str(path))
+    record = RunRecord.from_dict(RUN_JSON.read(path, missing=f"no run `{run_id}` in runs/"), str(path))
     if record.id != run_id:
-        raise InvalidRecord(f"{path} is not a valid run record (field id)")
+        raise RUN_JSON.invalid(path, "field id")
     return record
 
 

@@ -18,14 +18,20 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs import ids
+from overbrainer.jobs.pod_ledger import known_run, unix_of
+from overbrainer.jobs.pod_run import fail_run
+from overbrainer.jobs.run_record import PREPARING, RUNNING
 from overbrainer.runpod import cost
-from overbrainer.runs import ids
-from overbrainer.runs.pods_flow import FORCED, _client, unix_of, known_run
-from overbrainer.runs.record import PREPARING, RUNNING
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, forget_run, remove
+from overbrainer.runpod.waits import Timing
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
+FORCED = "pod deleted by `pod rm` before its results were retrieved"
 STOPPED = "provisioning stopped before the job started (its process was killed); {by} left no pod of it"
 
 
@@ -64,8 +70,6 @@ class Deleted:
 def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by: str) -> Deleted:
     """Delete the run's recorded pod (unless `keep_training`), its strays and its other marker
     pods, each confirmed; `rec` (the run's pod.json, or None) records what happened."""
-    from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, remove
-
     done = Deleted()
     keep = rec.pod_id if rec is not None and rec.live else None
     marked = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep]
@@ -93,10 +97,6 @@ def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by
 
 
 def rm_flow(session, config, *, run_id: str, force: bool) -> None:
-    from overbrainer.runpod.remove import forget_run
-    from overbrainer.runpod.timing import Timing
-    from overbrainer.runs.pod_run import fail_run
-
     ids.validate(run_id)
     runs_dir = ProjectPaths(session.project_dir).runs
     known = known_run(runs_dir, run_id)
@@ -111,7 +111,7 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
         raise PodRmRefused(f"run {run_id} is still starting: nothing deleted (any of its pods may become "
                            f"its training pod); stop it with `overbrainer train cancel {run_id}` first, "
                            f"or pass --force")
-    with _client(config) as client:
+    with RunpodClient.from_config(config) as client:
         training_kept = running and not force and rec is not None and rec.live
         done = delete_run_pods(client, run_id, rec, Timing.default(), keep_training=training_kept, by="pod_rm")
         if training_kept:
@@ -134,17 +134,12 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
 def cancel_stopped(session, config, record) -> str:
     """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
     gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported."""
-    from overbrainer.runpod.record import PodRecord
-    from overbrainer.runpod.remove import forget_run
-    from overbrainer.runpod.timing import Timing
-    from overbrainer.runs.pod_run import fail_run
-
     runs_dir = ProjectPaths(session.project_dir).runs
     run_dir = ids.run_dir(runs_dir, record.id)
     rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     done = Deleted()
     if rec is not None:
-        with _client(config) as client:
+        with RunpodClient.from_config(config) as client:
             done = delete_run_pods(client, record.id, rec, Timing.default(), keep_training=False, by="client")
             if not done.failed and rec.no_pod_left:
                 forget_run(client, run_dir, record.id)

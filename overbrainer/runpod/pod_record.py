@@ -19,126 +19,20 @@ States (snake_case):
 
 from __future__ import annotations
 
-import enum
-import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
-from overbrainer.support.atomic import atomic_write_text
-from overbrainer.support.fmt import stamp as rfc3339
-from overbrainer.support.files import read_bytes
-
-VERSION = 1
-FILE = "pod.json"
-
-
-class InvalidPodRecord(OverbrainerError):
-    """pod.json cannot be read: bad JSON, unknown version, a field of the wrong shape."""
-
-
-class IllegalTransition(OverbrainerError):
-    """A state change the machine forbids (a bug in the caller, or a record edited meanwhile)."""
-
-
-class PodState(str, enum.Enum):
-    CREATING = "creating"
-    PROVISIONING = "provisioning"
-    READY = "ready"
-    RUNNING = "running"
-    DELETING = "deleting"
-    DELETED = "deleted"
-    KEPT = "kept"
-    AWAITING_RETRIEVAL = "awaiting_retrieval"
-
+# The fields' types and checks (pod_fields.py) are named here too: they are this record's.
+from overbrainer.runpod.pod_fields import (  # noqa: F401
+    ADOPTED, AMBIGUOUS, CREATED, DELETED_BY, FILE, FORBIDDEN, LIVE, NOT_READY, POD_JSON, REFUSED, REJECTED, RESULTS,
+    RESULT_NEXT, RUN_ID, SENT, TRANSITIONS, UNAVAILABLE, VERSION, Attempt, IllegalTransition, InvalidPodRecord,
+    PodEndpoint, PodState, attempt_name, read_fields, rfc3339)
 
 S = PodState
-# Where each state may go next (staying put is always allowed). A pod found gone goes to
-# `deleted` from any state holding a pod: that is `mark_deleted`, allowed from all of them.
-TRANSITIONS: dict[PodState, frozenset[PodState]] = {
-    S.CREATING: frozenset({S.PROVISIONING, S.DELETING}),
-    S.PROVISIONING: frozenset({S.READY, S.DELETING, S.DELETED}),
-    S.READY: frozenset({S.RUNNING, S.DELETING, S.DELETED}),
-    S.RUNNING: frozenset({S.DELETING, S.DELETED, S.KEPT, S.AWAITING_RETRIEVAL}),
-    S.KEPT: frozenset({S.DELETING, S.DELETED}),
-    S.AWAITING_RETRIEVAL: frozenset({S.DELETING, S.DELETED, S.KEPT}),
-    S.DELETING: frozenset({S.DELETED, S.CREATING}),
-    S.DELETED: frozenset({S.CREATING}),
-}
-LIVE = frozenset({S.PROVISIONING, S.READY, S.RUNNING, S.KEPT, S.AWAITING_RETRIEVAL, S.DELETING})
-
-# Attempt results. `sent` is saved before the POST; the answer settles it.
-SENT, CREATED, UNAVAILABLE, FORBIDDEN, AMBIGUOUS, ADOPTED, NOT_READY, REFUSED, REJECTED = (
-    "sent", "created", "unavailable", "forbidden", "ambiguous", "adopted", "not_ready", "refused",
-    "rejected")
-RESULTS = (SENT, CREATED, UNAVAILABLE, FORBIDDEN, AMBIGUOUS, ADOPTED, NOT_READY, REFUSED, REJECTED)
-_RESULT_NEXT = {
-    SENT: {CREATED, UNAVAILABLE, FORBIDDEN, AMBIGUOUS, REJECTED},
-    AMBIGUOUS: {ADOPTED},
-    CREATED: {NOT_READY, REFUSED},
-    ADOPTED: {NOT_READY, REFUSED},
-}
-
-# Who deleted the pod: the client, the watchdog (found gone after a limit passed, or GET and
-# DELETE both said unknown), `pod rm`, or nobody knows.
-DELETED_BY = ("client", "watchdog", "pod_rm", "unknown")
-
-_HOST = re.compile(r"[A-Za-z0-9.:-]+")
-_USER = re.compile(r"[A-Za-z0-9._-]+")
-RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def attempt_name(run_id: str, n: int) -> str:
-    """The name of the n-th create call of a run (n from 1): it finds the pod of an unclear create."""
-    return f"overbrainer-{run_id}-{n}"
-
-
-@dataclass(frozen=True)
-class PodEndpoint:
-    """Where the pod's sshd answers (Runpod's `ssh.direct`), checked so it is safe in an ssh
-    config file: host `[A-Za-z0-9.:-]+`, user `[A-Za-z0-9._-]+`, port 1–65535."""
-
-    host: str
-    port: int
-    user: str = "root"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.host, str) or not _HOST.fullmatch(self.host):
-            raise ValueError("invalid SSH host")
-        if not isinstance(self.user, str) or not _USER.fullmatch(self.user):
-            raise ValueError("invalid SSH user")
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
-            raise ValueError("invalid SSH port")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user}
-
-
-@dataclass
-class Attempt:
-    """One create call: saved `sent` before its POST, then settled by the answer."""
-
-    name: str
-    gpu_type: str
-    sent_at: str
-    deadline_unix: int | None
-    result: str = SENT
-    detail: str | None = None
-    pod_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"name": self.name, "gpu_type": self.gpu_type, "sent_at": self.sent_at,
-                                "deadline_unix": self.deadline_unix, "result": self.result}
-        if self.detail is not None:
-            data["detail"] = self.detail
-        if self.pod_id is not None:
-            data["pod_id"] = self.pod_id
-        return data
 
 
 @dataclass
@@ -190,9 +84,7 @@ class PodRecord:
     def load(cls, path: Path) -> "PodRecord":
         """The record in `path`. Errors name the file and a position or field, never content."""
         path = Path(path)
-        raw = read_bytes(path, missing=f"{path} does not exist")
-        from overbrainer.runpod.record_parse import parse  # the field checks live there
-        record = parse(raw, str(path))
+        record = cls(**read_fields(POD_JSON.read(path), str(path)))
         record.path = path
         return record
 
@@ -213,11 +105,7 @@ class PodRecord:
         path = Path(path) if path is not None else self.path
         if path is None:
             raise ValueError("PodRecord.save needs a path the first time")
-        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
-        try:
-            atomic_write_text(path, text)
-        except OSError as e:
-            raise OverbrainerError(f"cannot write {path}: {e.strerror or e}") from e
+        POD_JSON.write(path, self.to_dict())
         self.path = path
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,7 +172,7 @@ class PodRecord:
     def settle(self, attempt: Attempt, result: str, *, detail: str | None = None,
                pod_id: str | None = None) -> None:
         """Record the answer to `attempt` (the caller saves)."""
-        if result not in _RESULT_NEXT.get(attempt.result, ()):
+        if result not in RESULT_NEXT.get(attempt.result, ()):
             raise IllegalTransition(f"{self._where()}: attempt {attempt.name} cannot go from "
                                     f"{attempt.result} to {result}")
         attempt.result = result

@@ -1,13 +1,13 @@
-"""The pods of this project's runs and of the account: `pod ls`, `pod rm`, and the orphan warnings
-at `train`.
+"""The ledger of the pods of this project's runs and of the account: which run each pod belongs to,
+what it costs, and which are orphans (`pod ls` lists the rows, the Runpod lease warns of orphans
+before a new pod).
 
 A pod belongs to overbrainer when it carries a run marker (`env.OVERBRAINER_RUN_ID`) or an
 `overbrainer-*` name. A run still `preparing` while no overbrainer holds the project (a `train`
-killed during provisioning: `stale`) is not in progress: its pods are orphans. Listing never
+killed during provisioning: `stale`) is not in progress: its pods are orphans. The ledger never
 deletes a pod: a recorded pod the account list lacks is looked at with the gone rule (3 Runpod
 404s and absence from the list, or TERMINATED); a gone one is recorded `deleted`, an unclear look
-shows `UNCHECKED`. `pod rm` deletes and confirms (a pod is deleted only when
-Runpod stops showing it), and forgets the run's keys and host-key secret once no pod is left.
+shows `UNCHECKED`.
 """
 
 from __future__ import annotations
@@ -18,27 +18,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import ENDED, PREPARING, load
 from overbrainer.runpod import cost
-from overbrainer.runpod.record import InvalidPodRecord, PodRecord, PodState
-from overbrainer.runs import ids
-from overbrainer.runs.record import ENDED, PREPARING, load
+from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
 
 log = logging.getLogger(__name__)
 
 NAME_PREFIX = "overbrainer-"
-FORCED = "pod deleted by `pod rm` before its results were retrieved"
 EMPTY = "pod: no overbrainer pod on this account"
 IN_PROGRESS_NOTES = ("run preparing", "run running")
 STOPPED_NOTE = "run preparing, its process stopped"
 _CELL = 64
-
-
-def _client(config):
-    from overbrainer.runpod.api import RunpodClient
-
-    return RunpodClient.from_config(config)
 
 
 def _cell(value, limit: int = _CELL) -> str:
@@ -171,7 +163,7 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
     """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
     a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
     (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
-    from overbrainer.runpod.gone import Found, Gone
+    from overbrainer.runpod.gone import Found, Gone, mark_gone
 
     now = time.time()
     recorded = _recorded(runs_dir)
@@ -193,9 +185,7 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
         if isinstance(result, Found):
             rows.append(_row(result.pod, known, now, stale))
         elif isinstance(result, Gone):
-            past = rec.deadline_unix is not None and not rec.keep and now >= rec.deadline_unix
-            rec.mark_deleted("watchdog" if past else "unknown")
-            rec.save(rec.path)
+            mark_gone(rec)
             rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", "gone", rec.estimated_spend))
         else:
@@ -203,28 +193,6 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
             rows.append(Row(known.run_id, rec.pod_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", note, rec.spend_so_far(now)))
     return rows
-
-
-def ls_flow(session, config) -> None:
-    from overbrainer.runpod.gone import look_up_all
-    from overbrainer.runpod.timing import Timing
-    from overbrainer.support.columns import table
-
-    from overbrainer.support.lock import holder_alive
-
-    timing = Timing.default()
-    stale = not holder_alive(session.project_dir)
-    with _client(config) as client:
-        rows = account_rows(client, ProjectPaths(session.project_dir).runs,
-                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
-    total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
-    data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}
-    if not rows:
-        session.report(EMPTY, data)
-        return
-    lines = table([["RUN", "POD", "STATUS", "GPU", "$/H", "CREATED", "NOTE"]] + [r.cells() for r in rows])
-    lines.append(f"spend so far: {cost.format_spend(total)}")
-    session.report("\n".join(lines), data)
 
 
 def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> list[str]:

@@ -1,0 +1,1 @@
+"""Flows that check the project against the outside world: `config check --probe` (checks/probe.py)."""

@@ -1,0 +1,95 @@
+"""The target lease: the one place a flow that runs a job on a target gets its executor.
+
+    with lease(session, config, name, target, record, interrupt=..., start=True) as held:
+        held.executor.spawn(...); held.job_started(); held.follow(record, bus, interrupt)
+
+It yields one `Lease`, whatever the target: the executor and the pod's side of the job (`follow`,
+`job_started`: plain for a local or SSH target). Local and SSH leases connect (raced against
+Ctrl-C: a connection is safe to abandon) and close the executor on release. A Runpod lease
+(`jobs.pod_lease`) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
+pod's host key, and on release ends the pod: deleted once the results are verified home, else left
+to its watchdog with a message saying so. `retrieved(record, run_dir)` says whether an ended run's
+results are home (the job kind's rule): the Runpod lease deletes a pod only then.
+
+`start=True` is a new run (saved `preparing`, its ID and local directory already claimed): the
+lease claims its directory on the target, so `record.remote_dir` is set inside the block (and
+`record.id` may take the next free suffix when another checkout shares an SSH workdir). A local
+or SSH lease that fails before that claim removes the new run's directory: nothing is left, as if
+the run never started. Otherwise the lease is for a run that has a job (attach, stop, cancel).
+"""
+
+from __future__ import annotations
+
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.errors import Interrupted
+from overbrainer.jobs import ids
+from overbrainer.jobs.follow import Followed, Limits, follow
+from overbrainer.jobs.run_record import RunRecord
+from overbrainer.jobs.start import claim_target
+from overbrainer.jobs.targets import open_executor
+
+Retrieved = Callable[[RunRecord, Path], bool]
+
+
+class Lease:
+    """What a lease gives its block: `executor` (None only when a Runpod run's pod no longer
+    exists: `gone`; pod.json then says deleted) and the pod's side of following the job."""
+
+    def __init__(self, executor):
+        self.executor = executor
+
+    @property
+    def gone(self) -> bool:
+        return self.executor is None
+
+    def follow(self, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
+               job: str | None = None) -> Followed | None:
+        """`jobs.follow.follow` on this target (a pod's: under the client's deadline)."""
+        return follow(self.executor, record, bus, interrupt, limits=limits, job=job)
+
+    def job_started(self) -> None:
+        """The job was spawned (or may have been): nothing to note on a local or SSH target."""
+
+
+def is_pod(target: Any) -> bool:
+    return getattr(target, "kind", "local") == "runpod"
+
+
+@contextmanager
+def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
+          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None) -> Iterator[Lease]:
+    """The Lease of `target` for the run `record`, for the block (see the module docstring).
+    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`)."""
+    if is_pod(target):
+        from overbrainer.jobs.pod_lease import pod_lease
+
+        if retrieved is None:
+            raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
+        with pod_lease(session, config, target_name, target, record, interrupt=interrupt,
+                       start=start, keep=keep, retrieved=retrieved) as held:
+            yield held
+        return
+    runs_dir = ProjectPaths(session.project_dir).runs
+    executor = None
+    try:
+        executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
+        if executor is None:
+            raise Interrupted("interrupted before the run started" if start
+                              else f"interrupted: run {record.id} was not touched")
+        if start:
+            claim_target(executor, runs_dir, record)
+    except BaseException:
+        if executor is not None:
+            executor.close()
+        if start:
+            shutil.rmtree(ids.run_dir(runs_dir, record.id), ignore_errors=True)
+        raise
+    try:
+        yield Lease(executor)
+    finally:
+        executor.close()

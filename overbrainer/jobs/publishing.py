@@ -1,0 +1,25 @@
+"""Where a job's flow publishes: a bus of the front end's for one block of work, and the progress
+callback of a transfer, as `Transfer` events on it."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+
+@contextmanager
+def events(front) -> Iterator:
+    """The front end's bus for a block; what was published is still shown (for at most 2 s) when
+    the block raises, so the last lines before an error are not lost."""
+    guard = front.open_bus()
+    try:
+        yield guard.bus
+    finally:
+        guard.close()
+
+
+def transfer_progress(bus, run_id: str, direction: str):
+    """The progress callback of a run's uploads or downloads: `Transfer` events on the bus."""
+    from overbrainer.front.events import Transfer
+
+    return lambda done, total: bus.publish(Transfer(run_id, direction, done, total))

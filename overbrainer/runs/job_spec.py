@@ -1,0 +1,42 @@
+"""The command of a training job (docs/runs.md#job-control-on-the-target): `axolotl train`, then
+`axolotl merge-lora` with `merge = true`, then the steps that plug into the training (`[export]
+after_training`'s export), built for the target's runtime."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from overbrainer.jobs.run_record import RunRecord
+
+
+def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str],
+             after: Sequence[tuple[Any, dict[str, str]]] = ()):
+    """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true, then
+    each post-train step of `after` with its environment: the in-job export), built for the
+    target's runtime; secrets travel by name only."""
+    from overbrainer.exec.base import JobSpec
+    from overbrainer.exec.runtime import Runtime, Step
+    from overbrainer.train.job import CONFIG_NAME, wants_merge
+
+    runtime = Runtime.from_target(target)
+    steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
+    if wants_merge(training):
+        steps.append(Step("merge", ("axolotl", "merge-lora", CONFIG_NAME)))
+    env: dict[str, str] = {}
+    for step, step_env in after:
+        steps.append(step)
+        env.update(step_env)
+    cache = f"{workdir.rstrip('/')}/.hf-cache"
+    script, container = runtime.job(record.id, record.remote_dir, cache, steps, env=env,
+                                    secret_names=sorted(secrets))
+    return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
+
+
+def launcher_args(target: Any) -> tuple[str, ...]:
+    """More than one GPU (`gpu_count` > 1, a Runpod pod): Axolotl's own launcher starts one
+    training process per GPU (`--launcher accelerate -- --num_processes=N`); DeepSpeed or FSDP
+    come from the Axolotl config (`axolotl_extra`). One GPU: Axolotl's default, no arguments."""
+    count = getattr(target, "gpu_count", 1) or 1
+    if count <= 1:
+        return ()
+    return ("--launcher", "accelerate", "--", f"--num_processes={int(count)}")
