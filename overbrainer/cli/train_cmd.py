@@ -82,7 +82,7 @@ def stop(app, run_id: str) -> None:
 
     ids.validate(run_id)
     app.require_project()
-    lock = ProjectLock(app.project_dir)
+    lock = ProjectLock(app.project_dir, command=app.command_name())
     holder = None
     try:
         lock.acquire()
