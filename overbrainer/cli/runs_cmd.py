@@ -1,4 +1,5 @@
-"""`overbrainer runs ls|show|logs`: read-only views of runs/<id>/. They never take the lock."""
+"""`overbrainer runs ls|show|logs`: read-only views of runs/<id>/, which never take the lock; and
+`runs rm`, which deletes ended runs' folders (holding the lock)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,22 @@ def show_cmd(app, run_id: str) -> None:
     if record.message:
         lines.append(f"message:   {record.message}")
     app.report("\n".join(lines), data)
+
+
+@runs.command("rm")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_ID...", shell_complete=complete.run_ids)
+@pass_app
+def rm_cmd(app, run_ids: tuple[str, ...]) -> None:
+    """Delete the folders of ended runs (never a running run, nor one whose pod is not deleted).
+
+    One line per run; exit 1 when any was refused. It takes the project lock, but needs no valid
+    configuration."""
+    from overbrainer.runs.rm import rm_flow
+    from overbrainer.support.lock import ProjectLock
+
+    app.require_project()
+    with ProjectLock(app.project_dir, command=app.command_name()):
+        rm_flow(app.session(), list(run_ids))
 
 
 def clean_line(raw: bytes) -> str:
