@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool
     the split (and what training would get) changes."""
     name = config.training.target
     target = config.target(name)
-    train = Path(project_dir) / "data" / "train.jsonl"
+    train = ProjectPaths(project_dir).train
     size = train.stat().st_size if train.is_file() else None
     plan = TrainPlan(name, target.kind, tokens=None if size is None else -(-size // BYTES_PER_TOKEN))
     if size and not (retrain or data_changes) and _skipped(plan, Path(project_dir), config.training):
@@ -86,7 +87,7 @@ def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool
     if target.max_cost_usd is not None and (plan.cost_max is None or target.max_cost_usd < plan.cost_max):
         plan.cost_max = target.max_cost_usd
         notes.append(f"the pod's max_cost_usd ${target.max_cost_usd:.2f}")
-    past = _past_run(Path(project_dir) / "runs", name, size)
+    past = _past_run(ProjectPaths(project_dir).runs, name, size)
     if past is not None:
         plan.cost = min(past[1], plan.cost_max) if plan.cost_max is not None else past[1]
         notes.append(f"expected from run {past[0]}, scaled to the dataset's size")
@@ -100,7 +101,7 @@ def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
     """Whether `run` would not train on the data as it is (its reason set on `plan`)."""
     from overbrainer.runs.fingerprint import fingerprint, verdict
 
-    found = verdict(project_dir / "runs", fingerprint(project_dir / "data", training))
+    found = verdict(ProjectPaths(project_dir).runs, fingerprint(ProjectPaths(project_dir).data, training))
     if found.trains:
         return False
     plan.cost = plan.cost_max = 0.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Sequence
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.runs.fingerprint import fingerprint, verdict
 from overbrainer.runs.flow import TrainResult, train_flow
@@ -29,8 +30,9 @@ def train_if_changed(session: Session, config, *, retrain: bool = False,
     if retrain:
         log.info("train: --retrain: training whatever earlier runs did")
         return train_flow(session, config, after=after)
-    fp = fingerprint(session.project_dir / "data", config.training)
-    found = verdict(session.project_dir / "runs", fp)
+    paths = ProjectPaths(session.project_dir)
+    fp = fingerprint(paths.data, config.training)
+    found = verdict(paths.runs, fp)
     if found.kind in ("done", "running"):
         run = found.run
         session.report(found.line(), {"stage": "train", "up_to_date": True, "run_id": run.id, "state": run.state})

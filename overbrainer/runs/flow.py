@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
@@ -58,7 +59,7 @@ class TrainResult:
 
 
 def _runs_dir(session: Session) -> Path:
-    return session.project_dir / "runs"
+    return ProjectPaths(session.project_dir).runs
 
 
 def _keeps_running(record: RunRecord) -> str:
@@ -97,7 +98,7 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)
-    fp = fingerprint((resume.run_dir if resume else session.project_dir) / "data", training)
+    fp = fingerprint(resume.run_dir / "data" if resume else ProjectPaths(session.project_dir).data, training)
     front = session.front
     interrupt = front.interrupt()
     try:

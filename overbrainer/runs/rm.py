@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import PREPARING, RECORD, RUN_JSON, RUNNING, RunRecord, load
@@ -48,7 +49,7 @@ class RunsKept(OverbrainerError):
 
 def rm_flow(session: Session, run_ids: list[str]) -> list[Removal]:
     """Delete each run that may be deleted; report one line per run; RunsKept when any was refused."""
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     done: list[Removal] = []
     for run_id in dict.fromkeys(run_ids):
         removal = _remove(runs_dir, run_id)
