@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
+from overbrainer.cli.help import HelpGroup
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.errors import ConfigError, OverbrainerError
 
 
-@click.group("config")
+@click.group("config", cls=HelpGroup)
 def config() -> None:
     """Show and check the resolved configuration."""
 
 
-@config.command("check")
+@config.command("check", short_help="Print the resolved configuration; --probe proves it works.")
 @click.option("--resolve", is_flag=True,
               help="Also resolve every secret (literal or vault: reference) and say which failed.")
 @click.option("--probe", is_flag=True,

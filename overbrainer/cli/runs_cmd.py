@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
+from overbrainer.cli.help import HelpGroup
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 
-@click.group("runs")
+@click.group("runs", cls=HelpGroup)
 def runs() -> None:
     """List training runs, show one, read its log."""
 
@@ -112,7 +113,7 @@ def show_cmd(app, run_id: str) -> None:
     app.report("\n".join(lines), data)
 
 
-@runs.command("rm")
+@runs.command("rm", short_help="Delete the folders of ended runs.")
 @click.argument("run_ids", nargs=-1, required=True, metavar="RUN_ID...", shell_complete=complete.run_ids)
 @pass_app
 def rm_cmd(app, run_ids: tuple[str, ...]) -> None:
@@ -137,7 +138,7 @@ def clean_line(raw: bytes) -> str:
     return redact(strip_controls(text))
 
 
-@runs.command("logs")
+@runs.command("logs", short_help="A run's job log, redacted; --follow as it grows.")
 @click.argument("run_id", shell_complete=complete.run_ids)
 @click.option("--tail", "tail", type=int, default=None, metavar="N", help="Only the last N lines.")
 @click.option("--follow", is_flag=True, help="Keep printing new lines until the run ends or Ctrl-C.")
