@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from overbrainer.cli.help import HelpGroup
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import ConfigError, OverbrainerError
 
 

@@ -7,9 +7,9 @@ import os
 
 import click
 
-from overbrainer.cli.help import HelpGroup
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.cli.help import HelpGroup
 
 
 @click.group("pod", cls=HelpGroup)

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import click
 
-from overbrainer.cli.help import HelpGroup
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.cli.help import HelpGroup
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
+
 
 @click.group("runs", cls=HelpGroup)
 def runs() -> None:
@@ -28,8 +29,8 @@ def _runs_dir(app) -> Path:
 @pass_app
 def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
-    from overbrainer.pods.summary import pod_summary
     from overbrainer.jobs.run_record import list_runs
+    from overbrainer.pods.summary import pod_summary
     from overbrainer.support.columns import table
 
     runs_dir = _runs_dir(app)
@@ -70,10 +71,10 @@ def _summary(r) -> dict:
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
-    from overbrainer.runpod.cost import format_rate, format_spend
-    from overbrainer.pods.summary import pod_summary
-    from overbrainer.runs.progress import local_progress
     from overbrainer.jobs.run_record import load
+    from overbrainer.pods.summary import pod_summary
+    from overbrainer.runpod.cost import format_rate, format_spend
+    from overbrainer.runs.progress import local_progress
 
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)

@@ -26,8 +26,7 @@ from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.lease import is_pod, lease
 from overbrainer.jobs.publishing import events, transfer_progress
-from overbrainer.jobs.run_record import (CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load,
-                                         save)
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.jobs.start import unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
@@ -107,9 +106,7 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
             raise Interrupted("interrupted before the run started")
         checked = None if is_pod(tgt) else checked_executor(config, name, tgt, runs_dir, interrupt)
         try:
-            record, _ = create_run(runs_dir, config.project.name, name, resume_from)
-            record.fingerprint = fp.to_json()
-            save(runs_dir, record)
+            record, _ = create_run(runs_dir, config.project.name, name, resume_from, fingerprint=fp.to_json())
         except BaseException:
             if checked is not None:
                 checked.close()
