@@ -60,6 +60,15 @@ def is_pod(target: Any) -> bool:
     return getattr(target, "kind", "local") == "runpod"
 
 
+def connect(config, target_name: str, target: Any, runs_dir, interrupt):
+    """A local or SSH target's executor, connected (raced against Ctrl-C), before any run exists:
+    what a flow checks the target with first; hand it to `lease(executor=)`, or close it."""
+    executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
+    if executor is None:
+        raise Interrupted("interrupted before the run started")
+    return executor
+
+
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
           start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,

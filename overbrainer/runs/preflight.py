@@ -114,12 +114,9 @@ def raced_check(executor, name: str, target: Any, interrupt) -> str:
 def checked_executor(config, name: str, target: Any, runs_dir, interrupt):
     """A local or SSH target, connected (raced), on which `axolotl` runs: checked before the run
     is created, so that a target without it leaves nothing behind (AxolotlMissing, exit 2)."""
-    from overbrainer.errors import Interrupted
-    from overbrainer.jobs.targets import open_executor
+    from overbrainer.jobs.lease import connect
 
-    executor = interrupt.race(open_executor, config, name, target, runs_dir)
-    if executor is None:
-        raise Interrupted("interrupted before the run started")
+    executor = connect(config, name, target, runs_dir, interrupt)
     try:
         raced_check(executor, name, target, interrupt)
     except BaseException:
