@@ -48,6 +48,13 @@ class Interrupted(OverbrainerError):
     exit_code = 130
 
 
+class Busy(OverbrainerError):
+    """Another overbrainer holds the project (exit code 75, EX_TEMPFAIL: try again later). The
+    message names the holder's PID and command."""
+
+    exit_code = 75
+
+
 class ItemsFailed(OverbrainerError):
     """Some items of a stage failed; the summary was printed already. Exit code 1."""
 
@@ -59,6 +66,7 @@ NOT_SUPPORTED = "is not supported by this version yet"
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): the project is busy; a cron wrapper may skip quietly
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped like Ctrl-C, by a timeout, systemd, docker stop…
 EXIT_HANGUP = 129  # 128 + SIGHUP: stopped like Ctrl-C, by a closed terminal or a dropped SSH session

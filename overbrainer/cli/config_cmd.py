@@ -5,25 +5,29 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import ConfigError, OverbrainerError
 
 
-@click.group("config")
+@click.group("config", cls=HelpGroup)
 def config() -> None:
     """Show and check the resolved configuration."""
 
 
-@config.command("check")
+@config.command("check", short_help="Print the resolved configuration; --probe proves it works.")
 @click.option("--resolve", is_flag=True,
               help="Also resolve every secret (literal or vault: reference) and say which failed.")
 @click.option("--probe", is_flag=True,
-              help="Also send one cheap request (model listing, or a 1-token chat) to each role's provider.")
+              help="Also prove the setup works: each role's model listed and a 1-token chat answered with "
+                   "its key; with [training], each target reached and running axolotl (Runpod: the key and "
+                   "the GPU types).")
 @pass_app
 def check(app: AppContext, resolve: bool, probe: bool) -> None:
     """Print the resolved configuration, one `key = value` line per key (secrets as ***).
 
     Exits 2 when a role's provider has no URL or the parent cannot return the reasoning asked
-    for; 1 when a secret cannot be resolved or a probed provider does not answer."""
+    for; 1 when a secret cannot be resolved or a probe fails (one line each, naming the provider
+    or target and what to fix)."""
     from overbrainer.config import check as show
     from overbrainer.config import ready
 
@@ -70,13 +74,18 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
 
 def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
     from overbrainer.checks.probe import probe
+    from overbrainer.checks.probe_targets import probe_targets
 
     results = probe(cfg)
+    targets = probe_targets(cfg)
     data["probe"] = [r.to_dict() for r in results]
+    data["probe_targets"] = [t.to_dict() for t in targets]
     if not app.json_mode:
-        for r in results:
+        for r in [*results, *targets]:
             app.report(r.line(), r.to_dict())
-    failed = [r.role for r in results if not r.ok]
+        if cfg.training is None:
+            app.report("probe targets: none probed (no [training] section)", {"probe_targets": []})
+    failed = [r.role for r in results if not r.ok] + [f"target {t.target}" for t in targets if not t.ok]
     if failed:
         return OverbrainerError(f"probe failed for {', '.join(failed)}: see the lines above")
     return None

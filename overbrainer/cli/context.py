@@ -126,10 +126,17 @@ class AppContext:
             return
         from overbrainer.support.lock import ProjectLock
 
-        with ProjectLock(self.project_dir):
+        with ProjectLock(self.project_dir, command=self.command_name()):
             config = self.load_config()
             with self.metrics(config):
                 yield config
+
+    @staticmethod
+    def command_name() -> str | None:
+        """What this process runs, as the project lock names it for a second command
+        (`overbrainer train attach`): the command's path, never its arguments."""
+        ctx = click.get_current_context(silent=True)
+        return ctx.command_path if ctx is not None else None
 
     def metrics(self, config) -> contextlib.AbstractContextManager:
         """The command's metrics while the block runs (the project lock held), when `[metrics]`

@@ -5,14 +5,15 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.cli.help import HelpGroup
 
 
-@click.group("dataset")
+@click.group("dataset", cls=HelpGroup)
 def dataset() -> None:
     """Inspect and prune the dataset."""
 
 
-@dataset.command("stats")
+@dataset.command("stats", short_help="Per-topic counts, exclusions, tokens and cost so far.")
 @pass_app
 def stats(app: AppContext) -> None:
     """Per topic: subtopics, questions, answered, excluded by reason; tokens and cost so far.
@@ -23,7 +24,7 @@ def stats(app: AppContext) -> None:
         stats_flow(app.session(), config)
 
 
-@dataset.command("reject")
+@dataset.command("reject", short_help="Remove a subtopic or question and never generate it again.")
 @click.argument("item_id", metavar="ID")
 @pass_app
 def reject(app: AppContext, item_id: str) -> None:

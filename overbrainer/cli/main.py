@@ -10,6 +10,8 @@ import sys
 import click
 
 from overbrainer import __version__
+from overbrainer.cli.examples import epilog
+from overbrainer.cli.help import HelpGroup, add_examples
 from overbrainer.errors import (EXIT_FAILURE, EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE,
                                 OverbrainerError)
 
@@ -41,7 +43,7 @@ _GLOBAL_WITH_VALUE = ("-C", "--project-dir")
 _GLOBAL_FLAGS = ("--json",)
 
 
-class LazyGroup(click.Group):
+class LazyGroup(HelpGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -50,7 +52,7 @@ class LazyGroup(click.Group):
         if spec is None:
             return _not_yet(name) if name in NOT_YET else None
         module = importlib.import_module(spec[0])
-        return getattr(module, spec[1])
+        return add_examples(getattr(module, spec[1]), name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -114,7 +116,8 @@ def _help_width() -> int:
     return max(min(columns, 80) - 2, 50)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
+@click.group(cls=LazyGroup, epilog=epilog(""),
+             context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
 @click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
               type=click.Path(file_okay=False), help="The project directory (where .env is read).")
 @click.option("--json", "json_mode", is_flag=True, help="Machine output: JSON objects on stdout, JSON events on stderr.")
@@ -124,8 +127,9 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     """Distil a large parent LLM into a small open-weights child model.
 
     Results go to stdout, progress and logs to stderr. Exit codes: 0 success, 1 failure,
-    2 usage or configuration error, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM,
-    129 by SIGHUP.
+    2 usage or configuration error, 75 project busy (another overbrainer holds it), 130
+    interrupted (Ctrl-C), 143 stopped by SIGTERM, 129 by SIGHUP. `overbrainer COMMAND --help`
+    explains each command, with examples.
     """
     from overbrainer.cli.context import AppContext
 

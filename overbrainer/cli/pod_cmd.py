@@ -9,14 +9,15 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.cli.help import HelpGroup
 
 
-@click.group("pod")
+@click.group("pod", cls=HelpGroup)
 def pod() -> None:
     """Runpod pods: list, delete, the GPU catalog, the ssh line of a run's pod."""
 
 
-@pod.command("ls")
+@pod.command("ls", short_help="This project's pods and every overbrainer pod of the account.")
 @pass_app
 def ls_cmd(app) -> None:
     """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
@@ -40,10 +41,13 @@ def rm_cmd(app, run_id: str, force: bool) -> None:
 
 @pod.command("gpus")
 @click.option("--count", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per pod.")
-@click.option("--min-vram", "min_vram", type=click.FloatRange(min=1), default=None, metavar="GB")
-@click.option("--max-price", "max_price", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD")
+@click.option("--min-vram", "min_vram", type=click.FloatRange(min=1), default=None, metavar="GB",
+              help="Only types with at least this much memory per GPU, in GB.")
+@click.option("--max-price", "max_price", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="Only types whose Secure Cloud list price is at most this, in USD per GPU per hour.")
 @click.option("--in-stock", "in_stock", is_flag=True, help="Only types in stock now.")
-@click.option("--data-center", "data_center", default=None, metavar="ID")
+@click.option("--data-center", "data_center", default=None, metavar="ID",
+              help="Only types this data center offers (with --in-stock: in stock there); `pod datacenters` lists them.")
 @pass_app
 def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
     """Secure Cloud GPU types, cheapest first."""
@@ -74,7 +78,7 @@ def volumes_cmd(app) -> None:
         volumes_flow(app.session(), config)
 
 
-@pod.command("ssh")
+@pod.command("ssh", short_help="Print (or run) the ssh command line of a run's pod.")
 @click.argument("run_id", shell_complete=complete.run_ids)
 @click.option("--exec", "do_exec", is_flag=True, help="Run ssh instead of printing its command line.")
 @pass_app

@@ -1,4 +1,5 @@
-"""`overbrainer runs ls|show|logs`: read-only views of runs/<id>/. They never take the lock."""
+"""`overbrainer runs ls|show|logs`: read-only views of runs/<id>/, which never take the lock; and
+`runs rm`, which deletes ended runs' folders (holding the lock)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.cli.help import HelpGroup
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 
-@click.group("runs")
+
+@click.group("runs", cls=HelpGroup)
 def runs() -> None:
     """List training runs, show one, read its log."""
 
@@ -26,8 +29,8 @@ def _runs_dir(app) -> Path:
 @pass_app
 def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
-    from overbrainer.pods.summary import pod_summary
     from overbrainer.jobs.run_record import list_runs
+    from overbrainer.pods.summary import pod_summary
     from overbrainer.support.columns import table
 
     runs_dir = _runs_dir(app)
@@ -68,10 +71,10 @@ def _summary(r) -> dict:
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
-    from overbrainer.runpod.cost import format_rate, format_spend
-    from overbrainer.pods.summary import pod_summary
-    from overbrainer.runs.progress import local_progress
     from overbrainer.jobs.run_record import load
+    from overbrainer.pods.summary import pod_summary
+    from overbrainer.runpod.cost import format_rate, format_spend
+    from overbrainer.runs.progress import local_progress
 
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)
@@ -111,6 +114,22 @@ def show_cmd(app, run_id: str) -> None:
     app.report("\n".join(lines), data)
 
 
+@runs.command("rm", short_help="Delete the folders of ended runs.")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_ID...", shell_complete=complete.run_ids)
+@pass_app
+def rm_cmd(app, run_ids: tuple[str, ...]) -> None:
+    """Delete the folders of ended runs (never a running run, nor one whose pod is not deleted).
+
+    One line per run; exit 1 when any was refused. It takes the project lock, but needs no valid
+    configuration."""
+    from overbrainer.runs.rm import rm_flow
+    from overbrainer.support.lock import ProjectLock
+
+    app.require_project()
+    with ProjectLock(app.project_dir, command=app.command_name()):
+        rm_flow(app.session(), list(run_ids))
+
+
 def clean_line(raw: bytes) -> str:
     """A log line made safe to print: decoded, control characters stripped, secrets redacted."""
     from overbrainer.support.redact import redact, strip_controls
@@ -120,7 +139,7 @@ def clean_line(raw: bytes) -> str:
     return redact(strip_controls(text))
 
 
-@runs.command("logs")
+@runs.command("logs", short_help="A run's job log, redacted; --follow as it grows.")
 @click.argument("run_id", shell_complete=complete.run_ids)
 @click.option("--tail", "tail", type=int, default=None, metavar="N", help="Only the last N lines.")
 @click.option("--follow", is_flag=True, help="Keep printing new lines until the run ends or Ctrl-C.")

@@ -129,10 +129,16 @@ def split(app: AppContext, topic: str | None) -> None:
 @click.command(short_help="Run every stage in order, then train when [training] is set.")
 @_PLAN
 @_MAX_COST
+@click.option("--retrain", is_flag=True,
+              help="Train even when a run already trained on this data and these [training] settings.")
 @pass_app
-def run(app: AppContext, plan: bool, max_cost: float | None) -> None:
+def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> None:
     """subtopics → questions → answers → split on every topic, stopping at the first stage that
-    fails; the configuration is re-read between stages when it changed."""
+    fails; the configuration is re-read between stages when it changed.
+
+    With [training], it then trains only when no run trained on this data and these settings yet
+    (`train: up to date with run <id>` otherwise); after a run that failed on them it stops with
+    exit 1 and says how to retry (`overbrainer train`)."""
     from overbrainer.config.load import load_config
     from overbrainer.pipeline.run_flow import ConfigWatch, run_all
 
@@ -140,7 +146,7 @@ def run(app: AppContext, plan: bool, max_cost: float | None) -> None:
         from overbrainer.pipeline.plan import plan_flow
 
         with app.open_project(write=False) as config:
-            plan_flow(app.session(), config, "run", max_cost=max_cost)
+            plan_flow(app.session(), config, "run", max_cost=max_cost, retrain=retrain)
         return
     with app.open_project(write=True) as config:
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
@@ -151,8 +157,9 @@ def run(app: AppContext, plan: bool, max_cost: float | None) -> None:
             log.info("no [training] section: run stops after split")
             return
         from overbrainer.hub.after_training import push_after_training, warn_missing_token
-        from overbrainer.runs.flow import train_flow
+        from overbrainer.runs.changed import train_if_changed
 
         warn_missing_token(config)
-        result = train_flow(app.session(), config, after=app.post_train())
-        push_after_training(app.session(), config, result)
+        result = train_if_changed(app.session(), config, retrain=retrain, after=app.post_train())
+        if result is not None:
+            push_after_training(app.session(), config, result)

@@ -7,10 +7,11 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import UsageError
 
 
-class _TrainGroup(click.Group):
+class _TrainGroup(HelpGroup):
     """Options of the bare `train` conflict with a sub-command."""
 
     def invoke(self, ctx: click.Context):
@@ -69,7 +70,7 @@ def attach(app, run_id: str) -> None:
                             attach_flow(app.session(), config, run_id, after=app.post_train()))
 
 
-@train.command("stop")
+@train.command("stop", short_help="Ask a run's job to save a snapshot and stop.")
 @click.argument("run_id", shell_complete=complete.run_ids)
 @pass_app
 def stop(app, run_id: str) -> None:
@@ -82,7 +83,7 @@ def stop(app, run_id: str) -> None:
 
     ids.validate(run_id)
     app.require_project()
-    lock = ProjectLock(app.project_dir)
+    lock = ProjectLock(app.project_dir, command=app.command_name())
     holder = None
     try:
         lock.acquire()

@@ -119,6 +119,20 @@ class Runtime:
         cmd = " ".join([tool] + [q(a) for a in step.args[1:]])
         return f"{line} && {cmd}"
 
+    def tool_command(self, args: Iterable[str]) -> str:
+        """A command that runs `args` where a job's step finds its tool (the venv's bin/ first on
+        PATH natively, the image in a container), without a job's set-up: what the check before a
+        run sends (`axolotl --version`). No GPU, no mount: it only proves the tool runs."""
+        args = list(args)
+        if not args:
+            raise ValueError("a command needs a tool")
+        if self.in_container:
+            argv = [self.engine, "run", "--rm", self.image, "sh", "-c", " ".join(q(a) for a in args)]
+            return " ".join(q(a) for a in argv)
+        cmd = " ".join([self.tool(args[0])] + [q(a) for a in args[1:]])
+        bin_dir = self.venv_bin()
+        return f"export {_prepend('PATH', dir_expr(bin_dir))} && {cmd}" if bin_dir else cmd
+
     def job(self, run_id: str, run_dir: str, cache_dir: str, steps: Iterable[Step], *,
             env: dict[str, str] | None = None, secret_names: Iterable[str] = (),
             stop_marker: bool = True, subdir: str | None = None) -> tuple[str, Container | None]:

@@ -60,11 +60,23 @@ def is_pod(target: Any) -> bool:
     return getattr(target, "kind", "local") == "runpod"
 
 
+def connect(config, target_name: str, target: Any, runs_dir, interrupt):
+    """A local or SSH target's executor, connected (raced against Ctrl-C), before any run exists:
+    what a flow checks the target with first; hand it to `lease(executor=)`, or close it."""
+    executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
+    if executor is None:
+        raise Interrupted("interrupted before the run started")
+    return executor
+
+
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None) -> Iterator[Lease]:
+          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,
+          executor=None) -> Iterator[Lease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
-    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`)."""
+    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`). `executor` (local and
+    SSH only): one the flow connected already, for its checks before the run was created; the
+    lease takes it over (and closes it)."""
     if is_pod(target):
         from overbrainer.jobs.pod_lease import pod_lease
 
@@ -75,9 +87,9 @@ def lease(session, config, target_name: str, target: Any, record: RunRecord, *, 
             yield held
         return
     runs_dir = ProjectPaths(session.project_dir).runs
-    executor = None
     try:
-        executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
+        if executor is None:
+            executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
         if executor is None:
             raise Interrupted("interrupted before the run started" if start
                               else f"interrupted: run {record.id} was not touched")

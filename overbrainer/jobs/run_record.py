@@ -25,7 +25,7 @@ ENDED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
 REASONS = ("requested", "deadline", "cost", "disk")
 NOT_RETRIEVED = " (artifacts not retrieved: "
 _KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "snapshot",
-          "resumed_from", "snapshots")
+          "resumed_from", "snapshots", "fingerprint")
 
 
 class InvalidRecord(OverbrainerError):
@@ -58,6 +58,7 @@ class RunRecord:
     message: str | None = None
     snapshot: Snapshot | None = None
     resumed_from: str | None = None
+    fingerprint: dict[str, str] | None = None  # what the job ran on (a training run: runs/fingerprint.py)
     extra: dict[str, Any] = field(default_factory=dict)  # unknown fields, kept on rewrite
 
     @property
@@ -75,6 +76,8 @@ class RunRecord:
                                 "reason": self.snapshot.reason}
         if self.resumed_from is not None:
             data["resumed_from"] = self.resumed_from
+        if self.fingerprint is not None:
+            data["fingerprint"] = dict(self.fingerprint)
         data["snapshots"] = True
         for k, v in self.extra.items():
             data.setdefault(k, v)
@@ -114,10 +117,15 @@ class RunRecord:
         resumed = text("resumed_from", optional=True)
         if resumed is not None and not ids.is_valid(resumed):
             raise bad("resumed_from")
+        fingerprint = data.get("fingerprint")
+        if fingerprint is not None and (not isinstance(fingerprint, dict)
+                                        or not all(isinstance(v, str) for v in fingerprint.values())):
+            raise bad("fingerprint")
         return cls(
             id=run_id, target=text("target"), created=text("created"),
             remote_dir=text("remote_dir"), state=state, job=job,
             message=text("message", optional=True), snapshot=snapshot, resumed_from=resumed,
+            fingerprint=fingerprint,
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 

@@ -36,14 +36,15 @@ def remote_dir_of(executor, run_id: str) -> str:
 
 
 def create_run(runs_dir: Path, project_name: str, target_name: str, resumed_from: str | None = None,
-               now: _dt.datetime | None = None) -> tuple[RunRecord, Path]:
-    """Claim `runs/<id>` (exclusive mkdir) and save the run `preparing`, before any target is
-    reached: a pod is only ever created for a run that exists. Its directory on the target is
-    claimed once an executor exists (`claim_target`)."""
+               now: _dt.datetime | None = None, fingerprint: dict[str, str] | None = None) -> tuple[RunRecord, Path]:
+    """Claim `runs/<id>` (exclusive mkdir) and save the run `preparing` (with the `fingerprint` of
+    what it will run on, when given), before any target is reached: a pod is only ever created for
+    a run that exists. Its directory on the target is claimed once an executor exists
+    (`claim_target`)."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     run_id, run_dir = ids.claim_new(runs_dir, ids.base_id(project_name, now))
     record = RunRecord(id=run_id, target=target_name, created=fmt.stamp(now), remote_dir="",
-                       state=PREPARING, resumed_from=resumed_from)
+                       state=PREPARING, resumed_from=resumed_from, fingerprint=fingerprint)
     save(runs_dir, record)
     return record, run_dir
 

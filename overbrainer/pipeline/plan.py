@@ -199,9 +199,10 @@ COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questi
 
 
 def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
-              retry_excluded: bool = False, max_cost: float | None = None) -> dict:
-    """`<command> --plan`: one line per stage (training too when `run` would train), then the
-    total; nothing is sent but the providers' model listings (and Runpod's GPU catalog)."""
+              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict:
+    """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
+    would train, and what that may cost), then the total; nothing is sent but the providers' model
+    listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
     from overbrainer.pipeline.context import StageContext
 
     ctx = StageContext(session.project_dir, config, max_cost=max_cost)
@@ -222,7 +223,8 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     if command == "run" and config.training is not None:
         from overbrainer.pipeline.plan_train import train_plan
 
-        train = train_plan(session.project_dir, config)
+        train = train_plan(session.project_dir, config, retrain=retrain,
+                           data_changes=any(p.need.requests for p in plans))
         session.report(train.line(), train.data())
     total = totals(plans, train)
     session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)

@@ -7,6 +7,10 @@
   The expected cost is the last succeeded run on the same target that says what its pod cost,
   scaled by the dataset's size (data/train.jsonl now against the copy in that run's folder);
   without such a run there is no expectation, only the bound.
+- No training at all when `run` would not train (runs/fingerprint.py): the LLM stages have nothing
+  to send (so the split will not change) and a run already trained on data/train.jsonl,
+  data/eval.jsonl and these `[training]` settings (`up to date with run <id>`), or failed on them
+  (`run` would stop and say how to retry). `run --plan --retrain` plans the training regardless.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ class TrainPlan:
     cost: float | None = None  # expected
     cost_max: float | None = None
     basis: str = ""  # what the figures rest on, or why one is unknown
+    skip: str | None = None  # why `run` would not train (then nothing is rented)
+    run_id: str | None = None  # the run that makes training needless, or that failed on this data
 
     def line(self) -> str:
+        if self.skip is not None:
+            return self.skip
         data = "the dataset is not split yet" if self.tokens is None else f"about {self.tokens} tokens to train on"
         head = f"train: target {self.target} ({self.kind}); {data}"
         if self.kind != "runpod":
@@ -50,15 +58,20 @@ class TrainPlan:
         return {"stage": "train", "requests": 0, "target": self.target, "kind": self.kind, "tokens": self.tokens,
                 "gpu": self.gpu, "rate_per_hour": self.rate, "max_hours": self.max_hours,
                 "cost_usd": None if self.cost is None else round(self.cost, 4),
-                "cost_max_usd": None if self.cost_max is None else round(self.cost_max, 4), "basis": self.basis}
+                "cost_max_usd": None if self.cost_max is None else round(self.cost_max, 4), "basis": self.basis,
+                "trains": self.skip is None, "run_id": self.run_id}
 
 
-def train_plan(project_dir, config) -> TrainPlan:
+def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool = False) -> TrainPlan:
+    """The training part of `run --plan`. `data_changes`: the LLM stages would send requests, so
+    the split (and what training would get) changes."""
     name = config.training.target
     target = config.target(name)
     train = ProjectPaths(project_dir).train
     size = train.stat().st_size if train.is_file() else None
     plan = TrainPlan(name, target.kind, tokens=None if size is None else -(-size // BYTES_PER_TOKEN))
+    if size and not (retrain or data_changes) and _skipped(plan, Path(project_dir), config.training):
+        return plan
     if target.kind != "runpod":
         plan.cost = plan.cost_max = 0.0
         plan.basis = "no rent"
@@ -82,6 +95,23 @@ def train_plan(project_dir, config) -> TrainPlan:
         notes.append("no earlier run on this target to learn the time from")
     plan.basis = "; ".join(notes)
     return plan
+
+
+def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
+    """Whether `run` would not train on the data as it is (its reason set on `plan`)."""
+    from overbrainer.runs.fingerprint import fingerprint, verdict
+
+    found = verdict(ProjectPaths(project_dir).runs, fingerprint(ProjectPaths(project_dir).data, training))
+    if found.trains:
+        return False
+    plan.cost = plan.cost_max = 0.0
+    plan.run_id = found.run.id
+    plan.basis = "no training"
+    if found.kind == "failed":
+        plan.skip = f"train: `run` would stop without training: {found.refusal()}"
+    else:
+        plan.skip = found.line() + ": `run` would not train (nothing rented; `--retrain` trains anyway)"
+    return True
 
 
 def _dearest(config, target) -> tuple[str | None, float | None, str | None]:

@@ -30,7 +30,9 @@ from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, S
 from overbrainer.jobs.start import unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
+from overbrainer.runs.fingerprint import fingerprint
 from overbrainer.runs.post_train import PostTrain, fetched
+from overbrainer.runs.preflight import checked_executor, raced_check
 from overbrainer.runs.retrieve import is_retrieved
 from overbrainer.runs.states import Outcome
 from overbrainer.runs.stop_limits import StopLimits
@@ -95,15 +97,22 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)
+    fp = fingerprint(resume.run_dir / "data" if resume else ProjectPaths(session.project_dir).data, training)
     front = session.front
     interrupt = front.interrupt()
     try:
         secrets = interrupt.race(_job_secrets, config)
         if secrets is None:
             raise Interrupted("interrupted before the run started")
-        record, _ = create_run(runs_dir, config.project.name, name, resume_from)
+        checked = None if is_pod(tgt) else checked_executor(config, name, tgt, runs_dir, interrupt)
+        try:
+            record, _ = create_run(runs_dir, config.project.name, name, resume_from, fingerprint=fp.to_json())
+        except BaseException:
+            if checked is not None:
+                checked.close()
+            raise
         with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, keep=keep_pod,
-                   retrieved=is_retrieved) as held:
+                   retrieved=is_retrieved, executor=checked) as held:
             return _start_and_follow(session, config, interrupt, held, record, tgt, secrets, resume, detach,
                                      after)
     finally:
@@ -135,6 +144,8 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
         log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
                  resume.checkpoint)
     try:
+        if is_pod(tgt):  # the pod is up: check that it runs axolotl before anything is uploaded
+            raced_check(executor, name, tgt, interrupt)
         fill_run_dir(run_dir, session.project_dir, config.training, job_root(tgt, record.remote_dir), resume,
                      check=lambda: interrupt.check("interrupted before the run started"))
         interrupt.check("interrupted before the run started")

@@ -1,6 +1,9 @@
-"""One writer per project: a non-blocking fcntl.flock on .overbrainer/lock, the holder's PID inside.
+"""One writer per project: a non-blocking fcntl.flock on .overbrainer/lock.
 
+The file holds the holder's PID on its first line and, on a second line, the command it runs
+(`overbrainer train attach`: the command's name only, never its arguments, so never a secret).
 The kernel frees the lock when its holder dies, so there is no staleness logic. Readers never lock.
+A second writer fails at once with `Busy` (exit 75, EX_TEMPFAIL) naming the holder.
 """
 
 from __future__ import annotations
@@ -10,16 +13,23 @@ import fcntl
 import os
 from pathlib import Path
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import Busy, OverbrainerError
+
+_HOLDER_BYTES = 512  # what is read of the lock file: the PID line and the command line
+_COMMAND_LIMIT = 120
 
 
-class ProjectLocked(OverbrainerError):
-    """Another process holds the project. `pid` is its PID, or None when unknown."""
+class ProjectLocked(Busy):
+    """Another process holds the project (exit 75). `pid` is its PID, or None when unknown;
+    `command` what it runs, when it said."""
 
-    def __init__(self, pid: int | None):
+    def __init__(self, pid: int | None, command: str | None = None):
         who = f"pid {pid}" if pid else "unknown pid"
-        super().__init__(f"another overbrainer ({who}) is using this project")
+        if command:
+            who += f", `{command}`"
+        super().__init__(f"another overbrainer ({who}) is using this project; try again once it has ended")
         self.pid = pid
+        self.command = command
 
 
 class ProjectLock:
@@ -28,8 +38,9 @@ class ProjectLock:
     Raises ProjectLocked at once when another process holds it.
     """
 
-    def __init__(self, project_dir: str | os.PathLike):
+    def __init__(self, project_dir: str | os.PathLike, command: str | None = None):
         self.project_dir = Path(project_dir)
+        self.command = _clean(command)
         self.path = self.project_dir / ".overbrainer" / "lock"
         self._fd: int | None = None
 
@@ -51,9 +62,10 @@ class ProjectLock:
             except OSError as e:
                 if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise OverbrainerError(f"cannot lock the project ({self.path}): {e.strerror}") from e
-                raise ProjectLocked(_read_pid(fd)) from None
+                raise ProjectLocked(*_read_holder(fd)) from None
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            text = f"{os.getpid()}\n" + (f"{self.command}\n" if self.command else "")
+            os.pwrite(fd, text.encode(), 0)
         except BaseException:
             os.close(fd)
             raise
@@ -85,7 +97,7 @@ def holder_alive(project_dir: str | os.PathLike) -> bool:
     except OSError:
         return False
     try:
-        pid = _read_pid(fd)
+        pid, _ = _read_holder(fd)
     finally:
         os.close(fd)
     if pid is None:
@@ -97,9 +109,21 @@ def holder_alive(project_dir: str | os.PathLike) -> bool:
     return True
 
 
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        return int(text) if text.isdigit() else None
-    except OSError:
+def _clean(command: str | None) -> str | None:
+    """A command line fit for the lock file and an error line: printable, one line, short."""
+    if not command:
         return None
+    text = "".join(c if c.isprintable() else " " for c in command)
+    return " ".join(text.split())[:_COMMAND_LIMIT] or None
+
+
+def _read_holder(fd: int) -> tuple[int | None, str | None]:
+    """(PID, command) of the lock file's holder; None for what it does not say."""
+    try:
+        raw = os.pread(fd, _HOLDER_BYTES, 0).decode("utf-8", "replace")
+    except OSError:
+        return None, None
+    lines = raw.split("\n")
+    first = lines[0].strip()
+    pid = int(first) if first.isdigit() else None
+    return pid, _clean(lines[1]) if len(lines) > 1 else None

@@ -79,24 +79,28 @@ def test_config_check_names_the_variable_of_an_unset_provider_url(project, cli):
     assert json.loads(r.stdout)["problems"] == [f"providers.fake.base_url is not set: set {URL_VAR} (in .env or the shell)"]
 
 
-def test_config_check_probe_asks_each_provider_role_once(project, fake_provider, cli):
-    fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2)}
+def test_config_check_probe_asks_each_provider_role_with_a_1_token_chat(project, fake_provider, cli):
+    fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2), "deepseek/deepseek-r1": (0.5, 2.0)}
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert f"probe generator: fake ({project.url}) ok: model listing has qwen/qwen3-235b" in lines
-    assert any(line.startswith(f"probe parent: fake ({project.url}) ok: answered the model listing") for line in lines)
-    assert [q.path for q in fake_provider.requests] == ["/models", "/models"]
+    assert (f"probe generator: fake ({project.url}) ok: model qwen/qwen3-235b listed; an authenticated 1-token "
+            "chat with qwen/qwen3-235b answered") in lines
+    assert (f"probe parent: fake ({project.url}) ok: model deepseek/deepseek-r1 listed; an authenticated 1-token "
+            "chat with deepseek/deepseek-r1 answered") in lines
+    assert "probe targets: none probed (no [training] section)" in lines
+    assert [q.path for q in fake_provider.requests] == ["/models", "/chat/completions"] * 2
+    assert [req.body["max_tokens"] for req in fake_provider.chat_requests()] == [1, 1]
 
-    # A server without a model listing gets a 1-token chat.
+    # A server without a model listing gets the chat only.
     fake_provider.clear()
     fake_provider.script_models(Fault.not_found(), Fault.not_found())
     r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=project.env)
     assert r.returncode == 0, r.stderr
     probes = json.loads(r.stdout)["probe"]
     assert [(p["role"], p["ok"], p["detail"]) for p in probes] == [
-        ("generator", True, "answered a 1-token chat (no model listing)"),
-        ("parent", True, "answered a 1-token chat (no model listing)")]
+        ("generator", True, "no model listing; an authenticated 1-token chat with qwen/qwen3-235b answered"),
+        ("parent", True, "no model listing; an authenticated 1-token chat with deepseek/deepseek-r1 answered")]
     assert [req.body["max_tokens"] for req in fake_provider.chat_requests()] == [1, 1]
 
 
@@ -108,7 +112,8 @@ def test_config_check_probe_reports_a_provider_that_fails(project, fake_provider
     env = {**project.env, "OVERBRAINER_PROVIDERS__DEAD__BASE_URL": dead}
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=env)
     assert r.returncode == 1
-    assert f"probe parent: dead ({dead}) FAILED: request failed (connection refused)" in r.stdout.splitlines()
+    assert (f"probe parent: dead ({dead}) FAILED: request failed (connection refused): check "
+            "OVERBRAINER_PROVIDERS__DEAD__BASE_URL") in r.stdout.splitlines()
     assert any(line.startswith("probe generator: fake") and " ok: " in line for line in r.stdout.splitlines())
     assert r.stderr.strip().endswith("error: probe failed for parent: see the lines above")
     r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=env)

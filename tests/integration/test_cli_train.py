@@ -316,7 +316,7 @@ def test_stop_while_another_process_holds_the_lock_only_asks(tmp_path, fake_axol
     p.wait_metrics(rid, 2)
     with ProjectLock(p.dir):
         busy = p.run("train", "attach", rid)
-        assert busy.returncode == 1 and f"another overbrainer (pid {os.getpid()}) is using this project" in busy.stderr
+        assert busy.returncode == 75 and f"another overbrainer (pid {os.getpid()}) is using this project" in busy.stderr
         s = p.run("train", "stop", rid)
     assert s.returncode == 0, s.stderr
     assert s.stdout.splitlines()[1] == (

@@ -1,7 +1,9 @@
-"""One writer per project: fcntl.flock on .overbrainer/lock with the holder's PID inside."""
+"""One writer per project: fcntl.flock on .overbrainer/lock with the holder's PID (and command)
+inside; a second writer exits 75 (EX_TEMPFAIL) naming them."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -37,9 +39,42 @@ def holder(tmp_path):
 def test_a_second_writer_fails_at_once_naming_the_holder(holder, cli):
     project, proc = holder
     r = cli(["-C", project, "split"])
-    assert r.returncode == 1
-    assert f"error: another overbrainer (pid {proc.pid}) is using this project" in r.stderr
+    assert r.returncode == 75
+    assert r.stderr.strip() == (f"error: another overbrainer (pid {proc.pid}) is using this project; "
+                                "try again once it has ended")
     assert not (project / "data").exists()
+
+
+def test_a_busy_project_exits_75_naming_the_holders_pid_and_command(project, fake_provider, cli):
+    """A cron wrapper can tell "still running" (75) from "broken" (1): the holder is a real
+    command, and the lock file names it (its name, not its arguments)."""
+    import time
+
+    from tests.fixtures.cli import clean_env
+
+    project.write(topics=1, subtopics=1, questions=1)
+    fake_provider.latency = 30  # the holder waits on its first request
+    holder = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "subtopics"],
+                              env=clean_env(project.env),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lock = project.dir / ".overbrainer" / "lock"
+        deadline = time.monotonic() + 30
+        while not (lock.is_file() and lock.read_text().count("\n") == 2) or not fake_provider.chat_requests():
+            assert time.monotonic() < deadline, "the holder never took the lock"
+            time.sleep(0.05)
+        assert lock.read_text() == f"{holder.pid}\noverbrainer subtopics\n"
+        r = cli(["-C", project.dir, "questions"], env=project.env)
+        assert r.returncode == 75, r.stderr
+        assert r.stderr.strip() == (f"error: another overbrainer (pid {holder.pid}, `overbrainer subtopics`) is "
+                                    "using this project; try again once it has ended")
+        r = cli(["--json", "-C", project.dir, "run"], env=project.env)
+        assert r.returncode == 75
+        assert json.loads(r.stderr.strip().splitlines()[-1])["exit_code"] == 75
+        assert len(fake_provider.chat_requests()) == 1  # neither sent anything
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_readers_never_lock(holder, cli):

@@ -127,3 +127,24 @@ def test_a_failed_write_takes_back_what_init_wrote(tmp_path, monkeypatch):
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
     monkeypatch.setattr(init_module, "atomic_write_text", real)
     assert (init_module.init_project(tmp_path).project_dir / "overbrainer.toml").is_file()
+
+
+def test_the_training_block_alone_uncomments_into_a_valid_configuration(tmp_path):
+    """What a user does first: delete the `# ` of the [training] block, and nothing else."""
+    init_project(tmp_path)
+    out, inside = [], False
+    for line in (tmp_path / "overbrainer.toml").read_text().splitlines():
+        if line.startswith("# [training]"):
+            inside = True
+        elif inside and not line.startswith("# "):
+            inside = False
+        out.append(line[2:] if inside else line)
+    (tmp_path / "overbrainer.toml").write_text("\n".join(out) + "\n")
+    c = load_config(tmp_path, LOCAL)
+    assert c.training is not None and c.warnings == []
+    assert (c.training.target, c.training.adapter, c.training.base_model) == ("local", "qlora", "Qwen/Qwen3-4B")
+    assert c.training.axolotl_extra == {"chat_template": "qwen3"}
+    from overbrainer.train.axolotl_config import build_config
+
+    built = build_config(c.training, "/work/run", has_eval=True)
+    assert (built["adapter"], built["base_model"], built["chat_template"]) == ("qlora", "Qwen/Qwen3-4B", "qwen3")

@@ -1,0 +1,95 @@
+"""`config check --probe` proves the setup works: a wrong key fails it (even where the model listing
+needs no key, as on OpenRouter) and so does a model the provider does not list; Anthropic's
+thinking budget does not get the probe refused; each training target is reached and runs axolotl,
+and a Runpod target's key and GPU types are checked against the catalog. Exit 1 on any failure,
+one line each."""
+
+from __future__ import annotations
+
+import json
+
+from tests.integration.test_runs_support import make_project
+
+KEY_VAR = "OVERBRAINER_PROVIDERS__FAKE__API_KEY"
+
+
+def test_a_wrong_key_fails_the_probe_even_where_the_listing_is_public(project, fake_provider, cli):
+    project.write(dialect="openrouter", api_key="sk-or-wrong")
+    fake_provider.dialect = "openrouter"
+    fake_provider.api_key = "sk-or-right"
+    fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2), "deepseek/deepseek-r1": (0.5, 2.0)}
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 1
+    assert (f"probe generator: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
+            f"API key ({KEY_VAR})") in r.stdout.splitlines()
+    assert r.stderr.strip().splitlines()[-1] == "error: probe failed for generator, parent: see the lines above"
+    assert "sk-or-wrong" not in r.stdout + r.stderr
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env={**project.env, KEY_VAR: "sk-or-right"})
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_model_the_provider_does_not_list_fails_the_probe(project, fake_provider, cli):
+    fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2)}
+    r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 1
+    probes = {p["role"]: p for p in json.loads(r.stdout)["probe"]}
+    assert probes["generator"]["ok"] is True
+    assert probes["parent"] == {
+        "role": "parent", "provider": "fake", "base_url": project.url, "ok": False,
+        "detail": "model deepseek/deepseek-r1 is not in provider fake's model listing (1 models): check the "
+                  "model name in [roles]"}
+    assert len(fake_provider.chat_requests()) == 1  # the unlisted model is not asked
+
+
+def test_an_anthropic_role_with_a_thinking_budget_is_probed_without_thinking(project, fake_provider, cli):
+    project.write(protocol="anthropic", parent_model="claude-sonnet-4-5", generator_model="claude-haiku-4-5",
+                  generator={"reasoning": True, "thinking_budget": 2048})
+    fake_provider.models = {"claude-sonnet-4-5-20250929": (3, 15), "claude-haiku-4-5-20251001": (1, 5)}
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "model claude-haiku-4-5 listed; an authenticated 1-token chat with claude-haiku-4-5 answered" in r.stdout
+    bodies = [q.body for q in fake_provider.chat_requests()]
+    assert [b["max_tokens"] for b in bodies] == [1, 1] and not any("thinking" in b for b in bodies)
+
+
+def test_each_training_target_is_reached_and_must_run_axolotl(tmp_path, fake_axolotl, fake_provider, cli):
+    p = make_project(tmp_path, fake_axolotl)
+    env = {**p.env, "OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake_provider.url}
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "probe target local (local) ok: reached; axolotl, version 0.19.0" in r.stdout.splitlines()
+    empty = tmp_path / "empty"
+    (empty / "bin").mkdir(parents=True)
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env={**env, "OVERBRAINER_TARGETS__LOCAL__VENV": str(empty)})
+    assert r.returncode == 1
+    line = [x for x in r.stdout.splitlines() if x.startswith("probe target local")][0]
+    assert line.startswith(f"probe target local (local) FAILED: axolotl is not installed in {empty}/bin (")
+    assert line.endswith(f"install it with: python3.11 -m venv {empty} && {empty}/bin/pip install torch "
+                         "axolotl==0.19.0")
+    assert r.stderr.strip().splitlines()[-1] == "error: probe failed for target local: see the lines above"
+    assert not p.runs.exists()
+
+
+def test_a_runpod_target_needs_a_working_key_and_listed_gpu_types(tmp_path, fake_axolotl, fake_provider,
+                                                                  fake_runpod, cli):
+    p = make_project(tmp_path, fake_axolotl)
+    toml = p.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text() + '\n[targets.gpu]\nkind = "runpod"\nmax_hours = 1\n'
+                    'gpu_types = ["NVIDIA GeForce RTX 4090", "NVIDIA RTX 9999"]\n')
+    env = {**p.env, "OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake_provider.url,
+           "OVERBRAINER_RUNPOD__BASE_URL": fake_runpod.url, "OVERBRAINER_RUNPOD__API_KEY": "rpa_wrong"}
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 1
+    assert ("probe target gpu (runpod) FAILED: Runpod refused the API key (401): check OVERBRAINER_RUNPOD__API_KEY"
+            in r.stdout.splitlines())
+    env["OVERBRAINER_RUNPOD__API_KEY"] = fake_runpod.account_key
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 1
+    assert ("probe target gpu (runpod) FAILED: `NVIDIA RTX 9999` is not in Runpod's GPU catalog: `overbrainer "
+            "pod gpus` lists the GPU types") in r.stdout.splitlines()
+    toml.write_text(toml.read_text().replace(', "NVIDIA RTX 9999"', ""))
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("probe target gpu (runpod) ok: the API key reads the GPU catalog; every GPU type asked for is offered "
+            "(in stock now: NVIDIA GeForce RTX 4090)") in r.stdout.splitlines()
+    assert [c.path for c in fake_runpod.calls] == ["/catalog/gpus"] * 3  # nothing rented
