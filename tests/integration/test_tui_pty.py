@@ -137,3 +137,42 @@ def test_sigterm_ends_the_tui_with_143(project, tmp_path):
     finally:
         run.close()
     assert b"Traceback" not in run.output
+
+
+def test_a_stage_started_in_the_tui_counts_in_its_metrics(project, tmp_path):
+    """[metrics] watches the TUI's one bus: a split started from the Pipeline view is in the textfile."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    project.write(topics=1, subtopics=2, questions=2)
+    for stage in ("subtopics", "questions", "answers"):
+        assert project.stage(stage)[2] is None
+    project.env["OVERBRAINER_METRICS__TEXTFILE"] = "metrics.prom"
+    textfile = project.dir / "metrics.prom"
+
+    def split_done() -> float | None:
+        try:
+            text = textfile.read_text()
+        except FileNotFoundError:
+            return None
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if s.name == "overbrainer_stage_items_total" and s.labels.get("stage") == "split" \
+                        and s.labels.get("result") == "done" and s.value:
+                    return s.value
+        return None
+
+    run = _tui(project, tmp_path)
+    try:
+        run.expect(b"Configuration")
+        run.send(b"3")
+        run.expect(b"nothing started yet")
+        run.send(b"\x1b[B\x1b[B\x1b[B\r")  # down three times to split, Enter (split spends nothing: no question)
+        deadline = time.monotonic() + 30
+        while split_done() is None:
+            assert time.monotonic() < deadline, f"no split in {textfile}; the screen had {run.output[-2000:]!r}"
+            run.read(0.1)
+        run.send(b"q")
+        assert run.wait() == 0
+    finally:
+        run.close()
+    assert split_done() == 4.0 and len(project.records("train")) + len(project.records("eval")) == 4
