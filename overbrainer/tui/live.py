@@ -44,6 +44,8 @@ class StageLive:
     def cost_text(self) -> str:
         if self.cost_unknown and not self.cost:
             return "cost unknown"
+        if not self.cost:
+            return "$0"  # spent nothing (as `history` says it)
         return f"${self.cost:.4f}" + ("+" if self.cost_unknown else "")
 
 
@@ -108,7 +110,8 @@ class Live:
         return found
 
     def _on_StageStarted(self, ev: StageStarted) -> None:
-        self.stages[ev.stage] = StageLive(ev.stage, total=ev.total)
+        model = self.stages[ev.stage].model if ev.stage in self.stages else None  # said just before
+        self.stages[ev.stage] = StageLive(ev.stage, total=ev.total, model=model)
         self.current_stage = ev.stage
 
     def _on_StageModel(self, ev: StageModel) -> None:

@@ -148,7 +148,7 @@ def test_run_from_the_tui_writes_what_the_command_writes(tmp_path, project, cli)
     assert task.lines() == r.stdout.splitlines()  # the same summaries as the command
     assert _data_files(twin.dir) == _data_files(project.dir)
     assert [row[0] for row in driver.app.state_rows] == ["subtopics", "questions", "answers", "split"]
-    assert driver.app.state_rows[2][2:4] == ["8/8", "8"]  # answers: 8 handled, 8 done
+    assert driver.app.state_rows[2][1:4] == ["deepseek/deepseek-r1", "8/8", "8"]  # the parent, 8 handled, 8 done
     assert [h["stage"] for h in twin.history()] == ["subtopics", "questions", "answers", "split"]
     assert "answers: finished" in driver.log_text()  # the command line's progress lines, in Logs
 

@@ -125,7 +125,7 @@ def test_the_dataset_tree_marks_each_question_by_its_answer(tmp_path):
 
 def test_events_fold_into_stage_and_run_progress():
     live = Live()
-    for e in (ev.StageStarted("answers", 4), ev.StageModel("answers", "par"),
+    for e in (ev.StageModel("answers", "par"), ev.StageStarted("answers", 4),
               ev.ItemDone("answers", "a", Usage(10, 20), 0.01),
               ev.ItemDone("answers", "b", Usage(5, 5), None, excluded=True),
               ev.ItemDone("answers", "c"), ev.ItemFailed("answers", "d", "HTTP 503", retryable=True),
@@ -189,7 +189,7 @@ def test_the_steering_keys_say_what_they_do_to_the_running_task():
     live = Live()
     stage = _Task("pipeline", label="answers")
     live.apply(ev.StageStarted("answers", 10))
-    assert steering.status(stage, live) == "answers: answers 0/10, 0 retries, $0.0000 (s in Pipeline stops it)"
+    assert steering.status(stage, live) == "answers: answers 0/10, 0 retries, $0 (s in Pipeline stops it)"
     assert steering.consequence(stage, live).startswith("the stage stops at a safe point")
     assert steering.cannot_detach(stage, live).startswith("no run is followed now")
     assert steering.cannot_abandon(stage, live) == "a abandons a Runpod provisioning: answers makes no pod"
