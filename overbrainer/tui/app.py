@@ -76,6 +76,7 @@ class OverbrainerApp(App[None]):
         self._sub = tasks.bus.subscribe()
         self._lines = LineRenderer(logging.getLogger("overbrainer.progress"))
         self._ticks = 0
+        self._shown_status = ""
         self._seen_done: Task | None = None
         self._next: tuple[str, str, Flow, dict] | None = None
 
@@ -157,7 +158,9 @@ class OverbrainerApp(App[None]):
             text = f"quitting: {text}"
         if self.notice and not (task is not None and task.running):
             text += f" | {self.notice}"
-        self._status_line.update(text)
+        if text != self._shown_status:  # redrawn only when it changed
+            self._shown_status = text
+            self._status_line.update(text)
 
     # --- views --------------------------------------------------------------------------------
 
@@ -201,10 +204,13 @@ class OverbrainerApp(App[None]):
         return task
 
     def after_current(self, label: str, kind: str, flow: Flow, **kw: Any) -> None:
-        """Interrupt the running task, then start this one once it ended."""
+        """Interrupt the running task, then start this one once it ended (at once when none runs)."""
+        task = self.tasks.current
+        if task is None or not task.running:
+            self.start_task(label, kind, flow, **kw)
+            return
         self._next = (label, kind, flow, kw)
-        if self.tasks.current is not None:
-            self.tasks.current.interrupt()
+        task.interrupt()
 
     def confirm(self, text: str, then: Any) -> None:
         """Ask `text`; call `then()` on yes."""
@@ -216,11 +222,13 @@ class OverbrainerApp(App[None]):
         return isinstance(self.screen, ModalScreen)
 
     def _steered(self) -> Task | None:
-        """The running task a steering key acts on (none while a dialog is up)."""
+        """The running task a steering key acts on."""
         task = self.tasks.current
-        return task if task is not None and task.running and not self._modal() else None
+        return task if task is not None and task.running else None
 
     def action_detach(self) -> None:
+        if self._modal():
+            return
         task = self._steered()
         why = steering.cannot_detach(task, self.live) if task is not None else "nothing runs"
         if why:
@@ -230,6 +238,8 @@ class OverbrainerApp(App[None]):
         self.notify(f"detaching from run {task.run_id}: its job goes on")
 
     def action_abandon(self) -> None:
+        if self._modal():
+            return
         task = self._steered()
         why = steering.cannot_abandon(task, self.live) if task is not None else "nothing runs"
         if why:
@@ -240,7 +250,7 @@ class OverbrainerApp(App[None]):
 
     def action_interrupt(self) -> None:
         task = self._steered()
-        if task is not None:
+        if task is not None and not self._modal():
             task.interrupt()
             self.notify(f"interrupting {task.label}: {steering.consequence(task, self.live)}")
 

@@ -30,30 +30,51 @@ class RunRow:
     pod: str
 
 
+class _Followed:
+    """One metrics.jsonl read so far: where the reading stopped, and what it gave."""
+
+    def __init__(self, inode: int):
+        from overbrainer.train.metrics import line_reader
+
+        self.inode = inode
+        self.reader = line_reader()
+        self.summary = MetricsSummary()
+        self.losses: list[float] = []
+
+    def add(self, line: str) -> None:
+        rec = self.summary.feed(line)
+        if rec is not None and rec["event"] == "log" and rec.get("loss") is not None:
+            self.losses.append(float(rec["loss"]))
+            del self.losses[:-LOSSES]
+
+
 class MetricsCache:
-    """The summary and loss series of each metrics.jsonl, read again only when it changed."""
+    """The summary and loss series of each metrics.jsonl, read on from where it was left (a
+    growing file is never read again from its start; a replaced or shorter one is)."""
 
     def __init__(self) -> None:
-        self._seen: dict[Path, tuple[tuple[int, int], MetricsSummary, list[float]]] = {}
+        self._seen: dict[Path, _Followed] = {}
 
     def get(self, path: Path) -> tuple[MetricsSummary, list[float]]:
+        from overbrainer.train.metrics import READ_LIMIT
+
         try:
             st = os.stat(path)
         except OSError:
             return MetricsSummary(), []
-        key = (st.st_size, st.st_mtime_ns)
-        found = self._seen.get(path)
-        if found is not None and found[0] == key:
-            return found[1], found[2]
-        from overbrainer.train.metrics import read_lines
-
-        summary, losses = MetricsSummary(), []
-        for line in read_lines(path):
-            rec = summary.feed(line)
-            if rec is not None and rec["event"] == "log" and rec.get("loss") is not None:
-                losses.append(float(rec["loss"]))
-        self._seen[path] = (key, summary, losses[-LOSSES:])
-        return summary, losses[-LOSSES:]
+        seen = self._seen.get(path)
+        if seen is None or seen.inode != st.st_ino or st.st_size < seen.reader.offset:
+            seen = self._seen[path] = _Followed(st.st_ino)
+        if st.st_size > seen.reader.offset:
+            try:
+                with open(path, "rb") as f:
+                    f.seek(seen.reader.offset)
+                    while chunk := f.read(READ_LIMIT):
+                        for line in seen.reader.feed(chunk):
+                            seen.add(line)
+            except OSError:
+                pass  # read again at the next refresh
+        return seen.summary, seen.losses
 
 
 def progress(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tuple[MetricsSummary, list[float]]:

@@ -52,6 +52,11 @@ async def _following(pilot, app):
     return task
 
 
+async def _listed(pilot, app, run_id: str):
+    """Once the Training view lists the run and has it selected."""
+    await until(pilot, lambda: app.view("training").selected() == run_id, f"run {run_id} listed")
+
+
 async def _followed(pilot, app, task, steps: int = 2):
     def seen():
         run = app.live.runs.get(task.run_id)
@@ -67,8 +72,9 @@ def test_a_run_started_from_the_tui_succeeds_and_shows_its_loss(tmp_path, fake_a
     async def scenario(pilot, app):
         task = await _start_run(pilot, app)
         await until(pilot, lambda: not task.running, "the run to end")
-        await pilot.pause(1.2)  # the Training view's refresh (every second)
         table = app.query_one("#runs", DataTable)
+        await until(pilot, lambda: table.row_count and str(table.get_row_at(0)[1]) == "succeeded"
+                    and len(app.query_one("#loss", Sparkline).data) == 2, "the view to show the run's end")
         app.state_row = [str(c) for c in table.get_row_at(0)]
         app.state_losses = list(app.query_one("#loss", Sparkline).data)
         app.state_detail = str(app.query_one("#run", Static).render())
@@ -94,7 +100,7 @@ def test_d_detaches_the_followed_run_its_job_goes_on_then_enter_follows_and_c_ca
         await pilot.press("d")
         await until(pilot, lambda: not task.running, "the detach")
         app.state_detached = (task, p.record(task.run_id))
-        await pilot.pause(1.2)  # the view lists the run
+        await _listed(pilot, app, task.run_id)
         await pilot.press("enter")  # follows the selected run again: `train attach`
         attach = await until(pilot, lambda: app.tasks.current is not task and app.tasks.current, "the attach")
         await _followed(pilot, app, attach, steps=3)
@@ -120,7 +126,7 @@ def test_s_stops_the_followed_run_with_a_snapshot(tmp_path, fake_axolotl, monkey
 
     async def scenario(pilot, app):
         task = await _following(pilot, app)
-        await pilot.pause(1.2)  # the view lists the run
+        await _listed(pilot, app, task.run_id)
         await _confirmed(pilot, app, "s", "train stop")
 
     with driver:

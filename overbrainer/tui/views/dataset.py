@@ -12,10 +12,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
-from overbrainer.errors import OverbrainerError
 from overbrainer.tui import dataset_model as model
 from overbrainer.tui.tasks import DATASET
-from overbrainer.tui.views import plain
+from overbrainer.tui.views import in_background, plain
 
 
 HINT = "arrows move, Enter opens a topic or subtopic; the selected question's answer shows here; x rejects"
@@ -40,19 +39,20 @@ class DatasetView(Horizontal):
             return
         self.stale = False
         ws = self.app.workspace
+        names = [t.name for t in ws.config.topics] if ws.config is not None else []
+        in_background(self, lambda: model.build(ws.project_dir, names), self.show)
+
+    def show(self, topics) -> None:
         tree = self.query_one("#tree", Tree)
         tree.clear()
         tree.root.expand()
-        try:
-            names = [t.name for t in ws.config.topics] if ws.config is not None else []
-            topics = model.build(ws.project_dir, names)
-        except OverbrainerError as e:
-            self.query_one("#item", Static).update(f"cannot read the data files: {e}")
+        detail = self.query_one("#item", Static)
+        if isinstance(topics, Exception):
+            detail.update(f"cannot read the data files: {topics}")
             return
         for topic in topics:
             tree.root.add(plain(topic.label()), data=topic, allow_expand=bool(topic.subtopics))
-        self.query_one("#item", Static).update(
-            HINT if topics else "no topic yet: run the pipeline (3)")
+        detail.update(HINT if topics else "no topic yet: run the pipeline (3)")
 
     def focus_main(self) -> None:
         self.query_one("#tree", Tree).focus()

@@ -40,7 +40,10 @@ class LogsView(Vertical):
         self.seen = logs.last_seq if not lines else max(self.seen, lines[-1].seq)
         if lines:
             self.query_one("#log", Log).write_lines([line.text() for line in lines])
-        self.query_one("#level", Static).update(f"showing {self.level} and above (l: change)")
+        level = self.query_one("#level", Static)
+        text = f"showing {self.level} and above (l: change)"
+        if str(level.render()) != text:
+            level.update(text)
 
     def action_level(self) -> None:
         self.level = LEVELS[(LEVELS.index(self.level) + 1) % len(LEVELS)]

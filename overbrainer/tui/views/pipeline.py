@@ -10,6 +10,7 @@ from textual.widgets import DataTable, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from overbrainer.dataset.stages import STAGES
+from overbrainer.tui import steering
 from overbrainer.tui.tasks import PIPELINE
 from overbrainer.tui.views import plain
 
@@ -49,6 +50,7 @@ class PipelineView(Vertical):
     BINDINGS = [Binding("s", "stop", "Stop")]
 
     stale = True
+    shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield OptionList(*(Option(plain(text), id=name) for name, text in CHOICES), id="choices")
@@ -90,25 +92,27 @@ class PipelineView(Vertical):
             self.app.notify("no stage is running", severity="warning")
             return
         task.interrupt()
-        self.app.notify(f"stopping {task.label} at a safe point")
+        self.app.notify(f"stopping {task.label}: {steering.consequence(task, self.app.live)}")
 
     def refresh_view(self) -> None:
         app = self.app
         live = app.live
         task = next((t for t in reversed(app.tasks.history) if t.kind == PIPELINE), None)
+        rows = [(name, st.model or "-", f"{st.handled}/{st.total}", str(st.done), str(st.skipped), str(st.failed),
+                 str(st.excluded), str(st.retries), str(st.input_tokens), str(st.output_tokens), st.cost_text())
+                for name in STAGES if (st := live.stages.get(name)) is not None]
+        current = live.stages.get(live.current_stage or "")
+        shown = (task.outcome() if task is not None else None, rows, task.lines() if task is not None else [],
+                 (current.total, current.handled) if current is not None else None)
+        if shown == self.shown:  # redrawn only when something changed
+            return
+        self.shown = shown
         self.query_one("#task", Static).update(
-            "nothing started yet: Enter starts the highlighted stage" if task is None else task.outcome())
+            "nothing started yet: Enter starts the highlighted stage" if task is None else shown[0])
         table = self.query_one("#stages", DataTable)
         table.clear()
-        for name in STAGES:
-            st = live.stages.get(name)
-            if st is None:
-                continue
-            table.add_row(name, plain(st.model or "-"), f"{st.handled}/{st.total}", str(st.done), str(st.skipped),
-                          str(st.failed), str(st.excluded), str(st.retries), str(st.input_tokens),
-                          str(st.output_tokens), st.cost_text())
-        current = live.stages.get(live.current_stage or "")
-        bar = self.query_one("#progress", ProgressBar)
+        for row in rows:
+            table.add_row(*(plain(cell) for cell in row))
         if current is not None:
-            bar.update(total=max(current.total, 1), progress=current.handled)
-        self.query_one("#stage-results", Static).update("\n".join(task.lines()) if task is not None else "")
+            self.query_one("#progress", ProgressBar).update(total=max(current.total, 1), progress=current.handled)
+        self.query_one("#stage-results", Static).update("\n".join(shown[2]))

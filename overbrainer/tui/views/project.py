@@ -3,17 +3,13 @@ unset), the dataset's counts, and the spend per stage and model from `history`, 
 
 from __future__ import annotations
 
-import logging
 import os
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from overbrainer.errors import OverbrainerError
-from overbrainer.tui.views import plain
-
-log = logging.getLogger(__name__)
+from overbrainer.tui.views import in_background, plain
 
 
 class ProjectView(VerticalScroll):
@@ -48,14 +44,18 @@ class ProjectView(VerticalScroll):
         from overbrainer.tui.project_model import gather
 
         ws = self.app.workspace
-        error = self.query_one("#config-error", Static)
-        try:
-            config = ws.load_config(reload_env=not self.app.tasks.busy)
+        reload_env = not self.app.tasks.busy  # the environment is the running flow's too
+
+        def compute():
+            config = ws.load_config(reload_env=reload_env)
             environ = os.environ if ws.environ is None else ws.environ
-            keys = ws.dotenv.keys if ws.dotenv is not None else ()
-            facts = gather(ws.project_dir, config, environ, keys)
-        except OverbrainerError as e:
-            error.update(f"cannot read the project: {e}")
+            return gather(ws.project_dir, config, environ, ws.dotenv.keys if ws.dotenv is not None else ())
+        in_background(self, compute, self.show)
+
+    def show(self, facts) -> None:
+        error = self.query_one("#config-error", Static)
+        if isinstance(facts, Exception):
+            error.update(f"cannot read the project: {facts}")
             return
         error.update("")
         table = self.query_one("#config", DataTable)

@@ -51,6 +51,8 @@ class TrainingView(Vertical):
     def __init__(self) -> None:
         super().__init__()
         self.cache = runs_model.MetricsCache()
+        self.rows: list | None = None
+        self.shown: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
@@ -77,11 +79,15 @@ class TrainingView(Vertical):
         return key.value
 
     def refresh_view(self) -> None:
-        app = self.app
-        runs_dir = app.workspace.project_dir / "runs"
+        rows = runs_model.rows(self.app.workspace.project_dir / "runs", self.cache, self.app.live)
+        if rows != self.rows:  # redrawn only when something changed
+            self._fill(rows)
+        self._detail()
+
+    def _fill(self, rows: list) -> None:
         table = self.query_one("#runs", DataTable)
         chosen = self.selected()
-        rows = runs_model.rows(runs_dir, self.cache, app.live)
+        self.rows = rows
         table.clear()
         for r in rows:
             table.add_row(*(plain(v) for v in (r.id, r.state, r.target, r.created, r.step, r.loss, r.eta, r.pod)),
@@ -89,16 +95,26 @@ class TrainingView(Vertical):
         ids = [r.id for r in rows]
         if chosen in ids:
             table.move_cursor(row=ids.index(chosen))
+
+    def _detail(self) -> None:
+        app = self.app
         run_id = self.selected()
-        lines, losses = (runs_model.detail(runs_dir, run_id, self.cache, app.live) if run_id
-                         else (["no run yet: n starts one"], []))
+        lines, losses = (runs_model.detail(app.workspace.project_dir / "runs", run_id, self.cache, app.live)
+                         if run_id else (["no run yet: n starts one"], []))
+        task = next((t for t in reversed(app.tasks.history) if t.kind == TRAINING or t.run_id), None)
+        results = [task.outcome(), *task.lines()] if task is not None else []
+        shown = (lines, len(losses), losses[-1:], results)
+        if shown == self.shown:
+            return
+        self.shown = shown
         self.query_one("#run", Static).update("\n".join(lines))
         self.query_one("#loss", Sparkline).data = losses
         self.query_one("#chart-title", Static).update(
             f"loss: {losses[0]:.4f} → {losses[-1]:.4f} ({len(losses)} logs)" if losses else "loss: none yet")
-        task = next((t for t in reversed(app.tasks.history) if t.kind == TRAINING or t.run_id), None)
-        self.query_one("#train-results", Static).update(
-            "\n".join([task.outcome(), *task.lines()]) if task is not None else "")
+        self.query_one("#train-results", Static).update("\n".join(results))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.follow(event.row_key.value)
@@ -135,11 +151,10 @@ class TrainingView(Vertical):
             app.notify("no run selected", severity="warning")
             return
         flow = make(app.workspace, run_id)
-        task = app.tasks.current
-        busy = task is not None and task.running
 
         def go() -> None:
-            if busy and task.run_id == run_id and steering.following(task, app.live):
+            task = app.tasks.current
+            if task is not None and task.running and task.run_id == run_id and steering.following(task, app.live):
                 app.after_current(f"train {verb} {run_id}", TRAINING, flow, run_id=run_id)
             else:
                 app.start_task(f"train {verb} {run_id}", TRAINING, flow, run_id=run_id)
