@@ -20,6 +20,11 @@ _TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this t
                       shell_complete=complete.topics)
 _FORCE = click.option("--force", is_flag=True,
                       help="Regenerate: first drop the selected topics' output of this stage.")
+_PLAN = click.option("--plan", is_flag=True,
+                     help="Print what would be sent and what it would cost, per stage, and send nothing.")
+_MAX_COST = click.option("--max-cost", type=click.FloatRange(min=0, min_open=True, max=1e9), metavar="USD",
+                         default=None, help="Send no LLM request that could take this command's spend past USD "
+                                            "(overrides [pipeline] max_cost_usd).")
 
 
 log = logging.getLogger(__name__)
@@ -28,8 +33,9 @@ log = logging.getLogger(__name__)
 @contextlib.contextmanager
 def _resumable(app: AppContext) -> Iterator[None]:
     """A stage stopped by an interrupting signal: its summary was printed; say (on stderr, as a
-    note rather than an error) which stage stopped and what resumes it, then exit with the
-    signal's code (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    note rather than an error) which stage stopped and what resumes it (with the `-C DIR` this
+    command was given), then exit with the signal's code (130 for Ctrl-C, 143 for SIGTERM, 129
+    for SIGHUP)."""
     from overbrainer.pipeline.context import StageInterrupted
 
     try:
@@ -43,7 +49,8 @@ def _resumable(app: AppContext) -> Iterator[None]:
         from overbrainer.cli.main import stopped_code
 
         code = stopped_code()
-        message = strip_controls(str(e))
+        project = str(app.project_dir)
+        message = strip_controls(e.hint(None if project == "." else project))
         if app.json_mode:
             sys.stderr.write(json.dumps({"event": "interrupted", "message": message, "exit_code": code}) + "\n")
         else:
@@ -52,39 +59,62 @@ def _resumable(app: AppContext) -> Iterator[None]:
         raise click.exceptions.Exit(code) from e
 
 
-def _stage(app: AppContext, stage: str, topic: str | None, force: bool) -> None:
+def _stage(app: AppContext, stage: str, topic: str | None, force: bool, *, plan: bool = False,
+           max_cost: float | None = None, retry_excluded: bool = False) -> None:
+    if plan:
+        from overbrainer.pipeline.plan import plan_flow
+
+        with app.open_project(write=False) as config:
+            plan_flow(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
+                      max_cost=max_cost)
+        return
     from overbrainer.pipeline.run_flow import run_stage
 
     with _resumable(app), app.open_project(write=True) as config:
-        run_stage(app.session(), config, stage, topic=topic, force=force)
+        run_stage(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
+                  max_cost=max_cost)
 
 
 @click.command(short_help="Generate the subtopics of each topic.")
 @_TOPIC
 @_FORCE
+@_PLAN
+@_MAX_COST
 @pass_app
-def subtopics(app: AppContext, topic: str | None, force: bool) -> None:
+def subtopics(app: AppContext, topic: str | None, force: bool, plan: bool, max_cost: float | None) -> None:
     """Ask the generator for the subtopics each topic still misses (data/subtopics.jsonl)."""
-    _stage(app, "subtopics", topic, force)
+    _stage(app, "subtopics", topic, force, plan=plan, max_cost=max_cost)
 
 
 @click.command(short_help="Generate questions for each subtopic.")
 @_TOPIC
 @_FORCE
+@_PLAN
+@_MAX_COST
 @pass_app
-def questions(app: AppContext, topic: str | None, force: bool) -> None:
+def questions(app: AppContext, topic: str | None, force: bool, plan: bool, max_cost: float | None) -> None:
     """Fill every subtopic with questions (data/questions.jsonl), deduplicated per topic.
     Topics without any subtopic get theirs first."""
-    _stage(app, "questions", topic, force)
+    _stage(app, "questions", topic, force, plan=plan, max_cost=max_cost)
 
 
 @click.command(short_help="Ask the parent model to answer every question.")
 @_TOPIC
 @_FORCE
+@click.option("--retry-excluded", is_flag=True,
+              help="Ask again only the questions whose latest answer is excluded (cut short, refused, empty, "
+                   "no reasoning); the new answer supersedes it.")
+@_PLAN
+@_MAX_COST
 @pass_app
-def answers(app: AppContext, topic: str | None, force: bool) -> None:
+def answers(app: AppContext, topic: str | None, force: bool, retry_excluded: bool, plan: bool,
+            max_cost: float | None) -> None:
     """Ask the parent to answer every question not answered yet (data/answers.jsonl)."""
-    _stage(app, "answers", topic, force)
+    if force and retry_excluded:
+        from overbrainer.errors import UsageError
+
+        raise UsageError("--force and --retry-excluded do not go together: --force asks every question again")
+    _stage(app, "answers", topic, force, plan=plan, max_cost=max_cost, retry_excluded=retry_excluded)
 
 
 @click.command(short_help="Write data/train.jsonl and data/eval.jsonl.")
@@ -97,17 +127,25 @@ def split(app: AppContext, topic: str | None) -> None:
 
 
 @click.command(short_help="Run every stage in order, then train when [training] is set.")
+@_PLAN
+@_MAX_COST
 @pass_app
-def run(app: AppContext) -> None:
+def run(app: AppContext, plan: bool, max_cost: float | None) -> None:
     """subtopics → questions → answers → split on every topic, stopping at the first stage that
     fails; the configuration is re-read between stages when it changed."""
     from overbrainer.config.load import load_config
     from overbrainer.pipeline.run_flow import ConfigWatch, run_all
 
+    if plan:
+        from overbrainer.pipeline.plan import plan_flow
+
+        with app.open_project(write=False) as config:
+            plan_flow(app.session(), config, "run", max_cost=max_cost)
+        return
     with app.open_project(write=True) as config:
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
-            run_all(app.session(), config, watch=watcher)
+            run_all(app.session(), config, watch=watcher, max_cost=max_cost)
         config = watcher.config or config  # reloaded before training when it changed
         if config.training is None:
             log.info("no [training] section: run stops after split")

@@ -14,6 +14,7 @@ from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
+from overbrainer.support import fmt
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,6 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
     from overbrainer.compare import report, stats
     from overbrainer.config.templates import load_templates
     from overbrainer.llm.client import connect
-    from overbrainer.jobs.ids import rfc3339
 
     front = session.front
     guard = front.open_bus()
@@ -77,7 +77,8 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
         client = connect(provider, role, config.pipeline, stop=interrupt.event)
         templates = load_templates(session.project_dir, [TEMPLATE])
         judge = Judge(client, templates, compare_dir, setup, answers, both_orders=both_orders)
-        done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1))
+        done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1),
+                         grace=config.pipeline.stop_grace_secs, abandon=interrupt.abandon)
     finally:
         interrupt.restore()
         guard.close()
@@ -91,7 +92,7 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
                         price_out=prices.parent_price_out, child_per_hour=prices.child_price_per_hour)
     doc = report.build(setup, answers, verdicts, summary, costs, judge=judge.label,
                        judge_is_parent=config.roles.judge is None, verdicts_file=judge.path.name,
-                       hardware=report.read_hardware(compare_dir), created=rfc3339())
+                       hardware=report.read_hardware(compare_dir), created=fmt.stamp())
     _, md_path = report.write(compare_dir, doc)
     shown = _shown(md_path, session.project_dir)
     session.report(shown, {"compare": setup["compare"], "run": setup["run"], "report": shown,
@@ -110,10 +111,11 @@ def _shown(path: Path, project_dir) -> str:
         return str(path)
 
 
-def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
+def run_judge(judge: Judge, bus, stop, concurrency: int, *, grace: float = 0.0, abandon=None) -> dict:
     """Ask for every missing verdict, `concurrency` in flight (support/processor.py), appending
     each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
-    keep what was written and what had already arrived."""
+    keep what was written, what had already arrived, and what the requests in flight bring back
+    within `grace` seconds (`abandon`: a second Ctrl-C, which does not wait)."""
     from overbrainer.dataset.jsonl import Appender
     from overbrainer.support.processor import FATAL, Processor, Work
 
@@ -123,7 +125,8 @@ def run_judge(judge: Judge, bus, stop, concurrency: int) -> dict:
         return done
     tally = _JudgeTally(bus)
     tally.publish(StageStarted(STAGE, len(tasks) + len(errors)))
-    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE)
+    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE,
+                     grace=grace, abandon=abandon)
 
     def ask(task):
         return judge.ask(task, on_retry=lambda m: tally.publish(ItemFailed(STAGE, task.id, m, True)),

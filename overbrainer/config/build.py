@@ -6,6 +6,7 @@ training area live in build_train.py.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Mapping
 
@@ -210,6 +211,8 @@ def _pipeline(root: Table) -> Pipeline:
         eval_ratio=t.float("eval_ratio", d.eval_ratio, rule=(lambda x: 0 < x < 1, "must be in (0, 1)")),
         seed=t.int("seed", d.seed, min=0, max=SEED_MAX),
         include_system_prompt=t.bool("include_system_prompt", d.include_system_prompt),
+        stop_grace_secs=t.int("stop_grace_secs", d.stop_grace_secs, min=0, max=3600),
+        max_cost_usd=t.float("max_cost_usd", rule=(lambda x: 0 < x < math.inf, "must be greater than 0")),
     )
     t.finish()
     return p

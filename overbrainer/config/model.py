@@ -99,6 +99,8 @@ class Pipeline:
     eval_ratio: float = 0.1
     seed: int = 42
     include_system_prompt: bool = False
+    stop_grace_secs: int = 30  # on a stop, how long the requests in flight may take to come back
+    max_cost_usd: float | None = None  # the LLM spend cap of one command (None: no cap)
 
 
 @frozen

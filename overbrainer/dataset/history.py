@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.dataset.stages import STAGES, StageStats
+from overbrainer.support.fmt import stamp
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +25,6 @@ STATUSES = ("ok", "failed", "interrupted")
 
 def history_path(project_dir: str | os.PathLike) -> Path:
     return Path(project_dir) / ".overbrainer" / "history.jsonl"
-
-
-def rfc3339(moment: datetime | None = None) -> str:
-    moment = moment or datetime.now(timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -155,7 +151,7 @@ class HistoryRecorder:
         """provider and model: the role the stage uses (None for split)."""
         with self._lock:
             self._stage = stage
-            self._started = rfc3339(self._clock())
+            self._started = stamp(self._clock())
             self._provider, self._model = provider, model
 
     def finish(self, status: str | None = None, stats: StageStats | None = None, *,
@@ -181,7 +177,7 @@ class HistoryRecorder:
             if status is None:
                 status = "failed" if stats.failed > 0 else "ok"
             entry = HistoryEntry(
-                stage=self._stage, started_at=self._started, ended_at=rfc3339(self._clock()), status=status,
+                stage=self._stage, started_at=self._started, ended_at=stamp(self._clock()), status=status,
                 provider=self._provider, model=self._model, done=stats.done, skipped=stats.skipped,
                 failed=stats.failed, excluded=stats.excluded, input_tokens=stats.usage.input_tokens,
                 output_tokens=stats.usage.output_tokens, cost=stats.cost, split=split_counts,
@@ -196,6 +192,10 @@ class HistoryRecorder:
 
 
 # --- `history` output ---------------------------------------------------------------------------
+
+def spent_nothing(e: HistoryEntry) -> bool:
+    return e.input_tokens == 0 and e.output_tokens == 0
+
 
 @dataclass
 class Cost:
@@ -246,11 +246,12 @@ class Total:
     def add(self, e: HistoryEntry) -> None:
         # split calls no model, and a run that used no token (everything on disk already, as in
         # a nightly cron rerun) spent nothing: both cost nothing, rather than an unknown amount.
-        spent_nothing = e.stage == "split" or (e.input_tokens == 0 and e.output_tokens == 0)
-        cost = Cost("none") if spent_nothing and e.cost is None else Cost.first(e.cost)
+        nothing = e.stage == "split" or spent_nothing(e)
+        cost = Cost("none") if nothing and e.cost is None else Cost.first(e.cost)
         self.cost = self.cost.merge(cost)
         self.runs += 1
-        self.done += e.done
+        # Every split rewrites the dataset: its examples are those of the latest, not a sum.
+        self.done = e.done if e.stage == "split" else self.done + e.done
         self.failed += e.failed
         self.input_tokens += e.input_tokens
         self.output_tokens += e.output_tokens
@@ -287,18 +288,39 @@ def totals(entries: list[HistoryEntry]) -> tuple[dict[str, Total], Total]:
 
 
 def _total_line(name: str, t: Total) -> str:
-    """`answers    2 run(s), 12 questions done, 0 failed; tokens …; $0.0120`; the grand total
-    (`name` total) counts runs, tokens and cost only."""
-    counts = "" if name == "total" else f", {t.done} {UNITS.get(name, 'items')} done, {t.failed} failed"
+    """`answers    2 run(s), 12 questions done, 0 failed; tokens …; $0.0120` (`split`: the
+    examples of the latest split); the grand total (`name` total) counts runs, tokens and cost
+    only."""
+    if name == "total":
+        counts = ""
+    elif name == "split":
+        counts = f", {t.done} examples in the latest, {t.failed} failed"
+    else:
+        counts = f", {t.done} {UNITS.get(name, 'items')} done, {t.failed} failed"
     return f"{name:<9}  {t.runs} run(s){counts}; tokens {t.input_tokens} in, {t.output_tokens} out; {t.cost}"
 
 
-def entry_line(e: HistoryEntry) -> str:
+def priced_before(entries: list[HistoryEntry], stage: str) -> bool | None:
+    """Whether the last line of `stage` that spent tokens knew its cost (None: no such line).
+    A line that spent nothing says `cost unknown` rather than `$0` when that one did not know:
+    a rerun does not turn an unknown price into a known one."""
+    for e in reversed(entries):
+        if e.stage == stage and not spent_nothing(e):
+            return e.cost is not None
+    return None
+
+
+def entry_line(e: HistoryEntry, priced: bool | None = None) -> str:
+    """One line of `history --all`; `priced`: priced_before() the entry (a line that spent
+    nothing says `cost unknown` when False)."""
     if e.split is not None:
         return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  train {e.split['train']}, eval {e.split['eval']}, "
                 f"excluded {e.excluded}, orphaned {e.split['orphaned']}")
     note = " (backfilled)" if e.backfilled else ""
-    cost = Cost("none") if e.cost is None and e.input_tokens == 0 and e.output_tokens == 0 else Cost.first(e.cost)
+    if e.cost is None and spent_nothing(e):
+        cost = Cost("unknown") if priced is False else Cost("none")
+    else:
+        cost = Cost.first(e.cost)
     return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  {e.model or '-'}  {e.done} done, {e.skipped} skipped, "
             f"{e.failed} failed, {e.excluded} excluded; tokens {e.input_tokens} in, {e.output_tokens} out; "
             f"{cost}{note}")
@@ -311,7 +333,13 @@ def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list
     if all:
         from overbrainer.support.columns import realign
 
-        return realign([entry_line(e) for e in entries], cells=5)  # time, stage, status, model, counts
+        priced: dict[str, bool] = {}  # per stage: priced_before() as the lines go
+        lines = []
+        for e in entries:
+            lines.append(entry_line(e, priced.get(e.stage)))
+            if not spent_nothing(e):
+                priced[e.stage] = e.cost is not None
+        return realign(lines, cells=5)  # time, stage, status, model, counts
     per, total = totals(entries)
     return [_total_line(s, t) for s, t in per.items()] + [_total_line("total", total)]
 

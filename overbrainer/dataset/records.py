@@ -227,6 +227,17 @@ class Example:
         return self.meta.excluded is None
 
 
+def latest(examples) -> list[Example]:
+    """The answer of each question: the last record with its ID (`answers --retry-excluded`
+    appends a new answer that supersedes the excluded one), in the order of those records.
+    Every reader of answers.jsonl takes the answers through this."""
+    last: dict[str, Example] = {}
+    for ex in examples:
+        last.pop(ex.id, None)
+        last[ex.id] = ex
+    return list(last.values())
+
+
 @dataclass(slots=True)
 class Rejected:
     """A line of rejected.jsonl: `kind` subtopic (with `name`) or question (with `subtopic_id`, `text`)."""

@@ -91,7 +91,7 @@ def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
     keep_answers = [a for a in answers if a.id not in gone_answers]
     result.subtopics = len(subtopics) - len(keep_subtopics)
     result.questions = len(questions) - len(keep_questions)
-    result.answers = len(answers) - len(keep_answers)
+    result.answers = len({a.id for a in answers}) - len({a.id for a in keep_answers})  # answers, not records
     result.recorded = record is not None and (record.kind, record.id) not in already
     result.dry_run = dry_run
     if dry_run:

@@ -19,7 +19,7 @@ from typing import Iterable
 
 import xxhash
 
-from .records import EXCLUSIONS, Example, Question
+from .records import EXCLUSIONS, Example, Question, latest
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,8 @@ def split(examples: Iterable[Example], questions: Iterable[Question | str], topi
           eval_ratio: float, seed: int, *, counted: str | Iterable[str] | None = None) -> SplitResult:
     """Split the answers. `topics`: the configured topics (names or objects with `.name`);
     `questions`: Question records or their IDs; `counted`: a topic name (--topic) or names that
-    restrict what is counted (the files always hold every topic's usable answers)."""
+    restrict what is counted (the files always hold every topic's usable answers). Of several
+    answers to one question only the last counts (records.latest)."""
     configured = {t if isinstance(t, str) else t.name for t in topics}
     known = {q if isinstance(q, str) else q.id for q in questions}
     if counted is None:
@@ -135,7 +136,7 @@ def split(examples: Iterable[Example], questions: Iterable[Question | str], topi
     result = SplitResult([], [])
     reasons = dict.fromkeys(EXCLUSIONS, 0)
     usable: list[Example] = []
-    for ex in examples:
+    for ex in latest(examples):
         c = is_counted(ex.topic)
         result.total += c
         reason = ex.meta.excluded

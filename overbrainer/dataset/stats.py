@@ -9,7 +9,7 @@ from typing import Iterable
 from .history import Cost, read_history, totals
 from .jsonl import read_records
 from .paths import ProjectPaths
-from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic
+from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic, latest
 from overbrainer.support.words import plural
 
 
@@ -85,7 +85,7 @@ def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
     for q in read_records(paths.questions, Question):
         get(q.topic).questions += 1
     reasons: dict[str, dict[str, int]] = {}
-    for ex in read_records(paths.answers, Example):
+    for ex in latest(read_records(paths.answers, Example)):
         t = get(ex.topic)
         t.answered += 1
         if ex.meta.excluded is None:

@@ -16,11 +16,12 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.export import llama_cpp
-from overbrainer.export.deliver import (VERSION_FILE, ollama_create, read_version, size_text, write_export_json,
-                                        write_modelfile)
+from overbrainer.export.deliver import VERSION_FILE, ollama_create, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
     name = ollama or settings.ollama_name
     if name is not None and not is_ollama_name(name):
         raise UsageError(f"--ollama {name}: not a valid Ollama model name ([host/][namespace/]model[:tag])")
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     source = check_run(runs_dir, run_id)
     record = source.record
     target = side_target(config, record, "export")
@@ -65,7 +66,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
                             size=size, created=result.record.created)
     write_modelfile(gguf, sequence_len(source.run_dir))
     shown_dir = f"runs/{run_id}/output/gguf"
-    lines.append(f"export: GGUF in {shown_dir}/{gguf_name} ({quantize}, {size_text(size)}), Modelfile beside it")
+    lines.append(f"export: GGUF in {shown_dir}/{gguf_name} ({quantize}, {fmt.size(size)}), Modelfile beside it")
     created = None
     if name is not None:
         created = ollama_create(name, gguf.parent, shown_dir)

@@ -28,8 +28,11 @@ class Event:
 
 @dataclass(frozen=True)
 class StageStarted(Event):
+    """`total`: the items the stage will work on; `skipped`: those already complete on disk."""
+
     stage: str
     total: int
+    skipped: int = 0
 
 
 @dataclass(frozen=True)

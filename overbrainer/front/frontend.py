@@ -6,8 +6,8 @@
   stdout; no bars, no colour.
 - `Embedded(bus, detach, abandon, report)`: library use and `overbrainer tui` (tui/tasks.py): the
   caller's bus (its events rendered as log lines, unless `renderer` says otherwise), its detach
-  Event interrupts, its abandon Event is the provisioning flag, and results go to its `report`
-  callback as `Report`s.
+  Event interrupts, its abandon Event is the provisioning flag and a stage's second interrupt (the
+  requests in flight are not waited for), and results go to its `report` callback as `Report`s.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from overbrainer.front import terminal
+from overbrainer.support import fmt
 from overbrainer.support.redact import redact
 
 if TYPE_CHECKING:  # the bus, the events and Interrupt load only when a flow runs (`config check` only reports)
@@ -116,7 +117,7 @@ class BusGuard:
         assert self._thread is not None
         self._thread.join(grace)
         if self._thread.is_alive():
-            log.debug("the renderer did not drain within %.1f s: stopping it", grace)
+            log.debug("the renderer did not drain within %s: stopping it", fmt.duration(grace, words=True))
             sub.close(drain=False)
 
     def abort(self) -> None:
@@ -255,7 +256,7 @@ class Embedded(Frontend):
     def interrupt(self) -> "Interrupt":
         from overbrainer.front.interrupt import Interrupt
 
-        return Interrupt.on(self.detach)
+        return Interrupt.on(self.detach, abandon=self.abandon)
 
     def provisioning_flag(self) -> "Flag":
         from overbrainer.front.interrupt import Flag

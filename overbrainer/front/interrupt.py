@@ -17,9 +17,12 @@ A watcher thread reads the pipe, says what a shield is finishing, and only then 
 Outside every Interrupt, the command line makes SIGTERM and SIGHUP raise KeyboardInterrupt, as
 Ctrl-C does.
 
+A second signal sets `abandon` too (a stage waiting for the requests it has in flight stops
+waiting: support/processor.py).
+
 When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
 behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
-instead (the embedded front end's detach event).
+instead (the embedded front end's detach event; `abandon=` its own second event).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import weakref
 from typing import Any, Callable, TypeVar
 
 from overbrainer.errors import Interrupted
+from overbrainer.support.sleep import pause
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +138,8 @@ class Interrupt:
 
     def _setup(self, event: threading.Event, mode: str) -> None:
         self.event = event
+        self.abandon = threading.Event()  # a second signal
+        self._count = 0
         self._mode = mode
         self._noted_flag = False
         self._first_note: str | None = None
@@ -146,10 +152,13 @@ class Interrupt:
         self._notes: list[str] = []
 
     @classmethod
-    def on(cls, event: threading.Event) -> "Interrupt":
-        """Interrupted when `event` is set (by the caller, e.g. a TUI detaching a task)."""
+    def on(cls, event: threading.Event, abandon: threading.Event | None = None) -> "Interrupt":
+        """Interrupted when `event` is set (by the caller, e.g. a TUI detaching a task); `abandon`
+        plays the second signal."""
         self = cls.__new__(cls)
         self._setup(event, _EVENT)
+        if abandon is not None:
+            self.abandon = abandon
         return self
 
     @classmethod
@@ -164,6 +173,7 @@ class Interrupt:
     def _noted(self, signum: int) -> None:
         # Runs in the main thread between two bytecodes: no locks, no logging here. The note of
         # the shield running now is read here, before that shield can end and drop it.
+        self._count += 1
         if not self._noted_flag:
             self._first_note = self._notes[-1] if self._notes else None
             self.signum = signum
@@ -189,6 +199,8 @@ class Interrupt:
                     # Said before the event is set: whoever waits on it sees the warning logged.
                     log.warning("interrupted: finishing %s first", self._first_note)
                 self._trip()
+                if self._count > 1:
+                    self.abandon.set()
         finally:
             os.close(rfd)
             os.close(wfd)
@@ -216,6 +228,9 @@ class Interrupt:
     def caught(self) -> bool:
         return self._noted_flag or self.event.is_set()
 
+    is_set = caught  # an Interrupt is a stop of support/sleep.py's waits
+
+
     def check(self, message: str = "interrupted") -> None:
         """Raise `Interrupted(message)` if Ctrl-C came (for flows at their safe points)."""
         if self.caught():
@@ -223,10 +238,7 @@ class Interrupt:
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True (at once) if interrupted."""
-        if self.caught():
-            return True
-        self.event.wait(seconds)
-        return self.caught()
+        return self.caught() or pause(seconds, self.event) or self.caught()
 
     def shield(self, fn: Callable[..., T], *args: Any, note: str | None = None, **kwargs: Any) -> T:
         """Run fn to its end; a Ctrl-C meanwhile is only noted (and `note` says what finishes)."""

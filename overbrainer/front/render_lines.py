@@ -1,7 +1,8 @@
 """Events → log lines (the renderer for pipes, files, cron and CI, and the base of the bars one).
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
-`answers: 40 to process`, progress at each tenth (every item below 10), retries as WARN, final
+`answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
+with nothing left), progress at each tenth (every item below 10), retries as WARN, final
 failures as ERROR, `answers: finished`.
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from overbrainer.support import fmt
 from overbrainer.front.events import (
     Event, ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, PodStatus, RunWatched, StageFinished,
     StageModel, StageStarted, Transfer,
@@ -70,14 +72,6 @@ def sci(x: float) -> str:
     """2e-4 → "2.00e-4"."""
     mantissa, _, exp = f"{x:.2e}".partition("e")
     return f"{mantissa}e{int(exp)}"
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 def is_number(x: float | None) -> bool:
@@ -150,7 +144,12 @@ class LineRenderer:
 
     def on_StageStarted(self, ev: StageStarted) -> None:
         self.stages[ev.stage] = StageProgress(ev.total)
-        self.log.info("%s: %d to process", ev.stage, ev.total)
+        if ev.total == 0:
+            self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
+        elif ev.skipped:
+            self.log.info("%s: %d to process (%d already done)", ev.stage, ev.total, ev.skipped)
+        else:
+            self.log.info("%s: %d to process", ev.stage, ev.total)
         self.stage_started(ev.stage, ev.total)
 
     def on_StageModel(self, ev: StageModel) -> None:
@@ -269,7 +268,7 @@ class LineRenderer:
             due = ev.done > 0 and gate.due(force=ev.total is not None and ev.done >= ev.total)
         if due:
             verb = "uploading" if ev.direction == "upload" else "downloading"
-            amount = human_bytes(ev.done) + (f" of {human_bytes(ev.total)}" if ev.total else "")
+            amount = fmt.size(ev.done) + (f" of {fmt.size(ev.total)}" if ev.total else "")
             self.log.info("%s: %s %s", r.prefix, verb, amount)
 
     def on_PodStatus(self, ev: PodStatus) -> None:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
 from overbrainer.jobs.run_record import PREPARING, load
@@ -110,7 +111,7 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
               keep: bool, retrieved) -> Iterator[PodLease]:
     from overbrainer.runpod.waits import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
     executor = None
@@ -162,7 +163,7 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
     from overbrainer.runpod.waits import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
         return
     interrupt = session.front.interrupt()

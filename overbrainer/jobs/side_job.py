@@ -39,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -104,10 +106,10 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetim
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
     target = side_target(config, run, job.kind)
     label = job.label or f"{job.kind} of run {run.id}"
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     parent = jobs_dir(runs_dir, run.id, job.kind)
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    record = RunRecord(id=ids.side_id(job.kind, now), target=run.target, created=ids.rfc3339(now),
+    record = RunRecord(id=ids.side_id(job.kind, now), target=run.target, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
     interrupt = session.front.interrupt()
     try:

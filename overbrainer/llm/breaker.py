@@ -2,6 +2,10 @@
 
 Every attempt (each HTTP try, retries included) reports to the breaker. It trips when
 
+- no connection could be made at all: every attempt so far (at least 3) failed the same way,
+  connection refused, DNS or TLS, and the provider never answered (a dead port or host is dead
+  whatever the concurrency; a timeout or a 5xx is not counted here: a server still loading its
+  model says 503), or
 - the last `3 × concurrency` attempts all failed the same transport way (connection refused, DNS,
   TLS, timeout, cut off, 5xx) with no answer in between, or
 - transport failures went on for `max(10 min, 3 × request timeout)` without one success.
@@ -19,8 +23,14 @@ import threading
 import time
 from typing import Callable
 
+from overbrainer.support.fmt import duration
+
 MIN_WINDOW = 600.0  # seconds
 STREAK_PER_SLOT = 3
+# Failures to connect at all (the words of llm/http.py's transport kinds): 3 in a row with no
+# answer ever trip the breaker.
+NO_CONNECTION = frozenset({"connection refused", "DNS lookup failed", "TLS handshake failed", "cannot connect"})
+NEVER_CONNECTED = 3
 
 
 class Breaker:
@@ -34,6 +44,7 @@ class Breaker:
         self._kind: str | None = None
         self._streak = 0
         self._failing_since: float | None = None
+        self._answered_once = False  # the provider answered something in this command
 
     def configure(self, concurrency: int, request_timeout: float) -> None:
         """Limits for `concurrency` requests in flight (the largest of the roles using it)."""
@@ -44,11 +55,13 @@ class Breaker:
     def success(self) -> None:
         with self._lock:
             self._kind, self._streak, self._failing_since = None, 0, None
+            self._answered_once = True
 
     def answered(self) -> None:
         """The provider answered, but not with a success (e.g. 400, 429): a streak ends."""
         with self._lock:
             self._kind, self._streak = None, 0
+            self._answered_once = True
 
     def failure(self, kind: str, reason: str) -> bool:
         """A transport failure of `kind`; True when it trips the breaker (`reason` is kept)."""
@@ -62,7 +75,8 @@ class Breaker:
                 self._kind, self._streak = kind, 1
             if self._failing_since is None:
                 self._failing_since = now
-            if self._streak >= self.limit:
+            never = not self._answered_once and kind in NO_CONNECTION
+            if self._streak >= self.limit or (never and self._streak >= NEVER_CONNECTED):
                 why = reason
             elif now - self._failing_since >= self.window:
                 why = f"{reason} (no answer for {_duration(now - self._failing_since)})"
@@ -74,5 +88,5 @@ class Breaker:
 
 
 def _duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    return f"{minutes} min" if minutes else f"{seconds:.0f} s"
+    """Whole minutes (`16 min`), or whole seconds under one."""
+    return duration(60 * (seconds // 60) if seconds >= 60 else round(seconds), words=True)

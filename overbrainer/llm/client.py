@@ -10,6 +10,7 @@ for the provider's model listing; a cost is computed once the listing has been r
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 from typing import Any, Callable
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 PROTOCOLS = {"openai": openai_protocol, "anthropic": anthropic_protocol}
 EMBED_CHUNK = 256
 DEFAULT_MAX_TOKENS = 16384
+# What a request's framing may add to its prompt (roles, chat template, a JSON schema), in tokens.
+PROMPT_FRAMING = 256
 # A 400/422 whose message names one of these refuses structured output (not a transport error).
 _NAMES_STRUCTURED = re.compile(r"response_format|json_schema|structured output|json mode", re.I)
 
@@ -91,6 +94,20 @@ class LlmClient:
         """The listed-price estimate of one request that used `usage`."""
         price = self.price
         return None if price is None else price.cost(usage)
+
+    def max_tokens(self, req: ChatRequest) -> int:
+        """The output limit `req` is sent with."""
+        return req.max_tokens or self._max_tokens
+
+    def bound(self, req: ChatRequest) -> float:
+        """The most `req` can cost at the listed prices: its prompt counted a token per byte (a
+        token is never shorter than a byte), plus its framing, plus `max_tokens` of output;
+        infinite when the model's price is unknown."""
+        price = self.price
+        if price is None:
+            return math.inf
+        prompt = len(req.user.encode()) + len((req.system or "").encode()) + PROMPT_FRAMING
+        return price.bound(prompt, self.max_tokens(req))
 
     def spend(self, response: ChatResponse) -> Spend:
         """What `response` cost: the provider's bill when its dialect reports one, else the
@@ -172,7 +189,7 @@ class LlmClient:
         """Send one chat (with HTTP retries). A structured request the provider refuses (a 400/422
         naming response_format) is sent once more without it (on_retry says so), and this client
         stops asking for structured output. Any other error (transport ones too) is raised."""
-        max_tokens = req.max_tokens or self._max_tokens
+        max_tokens = self.max_tokens(req)
         structured = req.structured and self._structured_ok
         try:
             return self._ask(req, max_tokens, structured, on_retry, stop)

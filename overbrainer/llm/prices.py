@@ -46,6 +46,12 @@ class Price:
                   + (usage.output_tokens - reasoning) * self.output_per_million + reasoning_cost)
         return tokens / 1e6 + self.request
 
+    def bound(self, input_tokens: int, max_tokens: int) -> float:
+        """The most one request can cost: `input_tokens` in and `max_tokens` out, every output
+        token at the dearer of the output and reasoning prices."""
+        out = max(self.output_per_million, self.reasoning_per_million or 0.0)
+        return (input_tokens * self.input_per_million + max_tokens * out) / 1e6 + self.request
+
 
 def _per_million(value: Any, unit: Any) -> float | None:
     if isinstance(value, str):  # OpenRouter: USD per token, as a string

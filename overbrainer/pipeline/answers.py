@@ -2,16 +2,18 @@
 requests in flight, each answer appended by the processing (the only writing) thread as it
 completes.
 
-A question counts as done once any answer with its ID exists, excluded ones included. A stop (a
-fatal provider error, the user's interrupt) sends nothing new, after every answer already
-received was saved (support/processor.py).
+A question counts as done once any answer with its ID exists, excluded ones included. With
+`retry_excluded` the pending questions are those whose latest answer is excluded: the new answer
+is appended and supersedes it (dataset.records.latest); nothing is removed. A stop (a fatal
+provider error, the user's interrupt, the spend cap) sends nothing new, and keeps every answer
+received, those in flight within the grace included (support/processor.py).
 """
 
 from __future__ import annotations
 
 import logging
 
-from overbrainer.pipeline.common import Output, execute, finish, process, processor, read
+from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor, read
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
@@ -21,11 +23,12 @@ log = logging.getLogger(__name__)
 STAGE = "answers"
 
 
-def run_answers(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
+def run_answers(ctx: StageContext, topics: list, *, force: bool = False,
+                retry_excluded: bool = False) -> StageResult:
     from overbrainer.config.ready import refuse_hidden_reasoning
 
     refuse_hidden_reasoning(ctx.config)  # before anything is removed or spent
-    return execute(ctx, STAGE, "parent", lambda run: _body(ctx, run, topics, force))
+    return execute(ctx, STAGE, "parent", lambda run: _body(ctx, run, topics, force, retry_excluded))
 
 
 def classify(response, reasoning: bool) -> str | None:
@@ -69,16 +72,18 @@ def _with_kind(response, kind: str):
     return dataclasses.replace(response, reasoning_kind=kind)
 
 
-def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.records import Example
+def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_excluded: bool) -> StageResult:
+    from overbrainer.dataset.records import Example, Question
     from overbrainer.llm.types import ChatRequest
 
     names = {t.name for t in topics}
     output = Output(ctx.paths.answers, Example, names if force else None)
-    pending = _pending(ctx, run, names, output)
+    questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
+    pending = pending_questions(questions, output.current(), retry_excluded)
+    run.started(len(pending), skipped=len(questions) - len(pending))
     if not pending:
         return finish(run)
-    client = ctx.client("parent")
+    client = ctx.connect("parent")
     role = ctx.role("parent")
     hides = _hides(client.protocol, client.model)
     if role.reasoning and hides:
@@ -89,11 +94,11 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     proc = processor(ctx, run)
 
     def send(q):
-        proc.admit()
-        return client.chat(ChatRequest(user=q.text, system=systems[q.topic]),
-                           on_retry=lambda m: run.retrying(q.id, m))
+        return ask(proc, client, ChatRequest(user=q.text, system=systems[q.topic]),
+                   lambda m: run.retrying(q.id, m))
 
-    def keep(q, response) -> None:
+    def keep(q, value) -> None:
+        response, spent = value
         example = build_example(q, response, model=client.model,
                                 system=systems[q.topic] if include_system else None,
                                 reasoning=bool(role.reasoning), hides=hides)
@@ -102,7 +107,6 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         if response.flagged is not None:
             log.warning("answers: %s: the provider's moderation flagged the question (%s); "
                         "excluded as refused", q.id, response.flagged)
-        spent = client.spend(response)
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         run.item_done(q.id, response.usage, spent.cost, excluded=example.meta.excluded is not None)
 
@@ -110,19 +114,22 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id))
 
 
-def _pending(ctx: StageContext, run: StageRun, names: set[str], output) -> list:
-    """The selected topics' questions with no answer yet (each once); the others are skipped."""
-    from overbrainer.dataset.records import Question
+def pending_questions(questions: list, answers: list, retry_excluded: bool = False) -> list:
+    """The questions to ask (each once, in file order): those with no answer yet, or with
+    `retry_excluded` those whose latest answer is excluded."""
+    from overbrainer.dataset.records import latest
 
-    questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
-    answered = {e.id for e in output.current()}
+    if retry_excluded:
+        wanted = {e.id for e in latest(answers) if e.meta.excluded is not None}
+        ask_for = wanted.__contains__
+    else:
+        answered = {e.id for e in answers}
+        ask_for = lambda qid: qid not in answered  # noqa: E731
     pending, seen = [], set()
     for q in questions:
-        if q.id not in answered and q.id not in seen:
+        if ask_for(q.id) and q.id not in seen:
             seen.add(q.id)
             pending.append(q)
-    run.add_skipped(len(questions) - len(pending))
-    run.started(len(pending))
     return pending
 
 

@@ -30,16 +30,18 @@ def ask_list(
     max_retries: int,
     spend: Callable[[Usage, float | None], None],
     retrying: Callable[[str], None],
-    admit: Callable[[], None] | None = None,
+    proc,
 ) -> tuple[list[str], Usage, float | None]:
     """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
-    error after the last attempt. `admit()` is called before each attempt (the stage's
-    processor: it raises Interrupted once the stage is stopping); `spend(usage, cost, estimate,
-    billed)` (llm.spend.Spend's fields) after each attempt that got an answer; `retrying(message)`
-    before each re-ask (and on HTTP retries)."""
+    error after the last attempt. Each attempt goes through the stage's processor `proc`
+    (common.ask: it raises Interrupted once the stage is stopping, and holds the attempt's upper
+    bound under the spend cap); `spend(usage, cost, estimate, billed)` (llm.spend.Spend's fields)
+    after each attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP
+    retries)."""
     from overbrainer.llm.errors import LlmError
     from overbrainer.llm.listparse import string_array
     from overbrainer.llm.types import LENGTH, ChatRequest
+    from overbrainer.pipeline.common import ask
 
     limit = max_tokens
     cap = max_tokens * 4
@@ -49,16 +51,13 @@ def ask_list(
     attempt = 0
     while attempt < attempts:
         attempt += 1
-        if admit is not None:
-            admit()
         # The client sends a structured request once more without response_format when the
         # provider rejects it (and says so through `retrying`); its error is final here.
         request = ChatRequest(user=prompt, max_tokens=limit, structured=True,
                               min_tokens=min(max_tokens, LIST_NEEDS))
-        response = client.chat(request, on_retry=retrying)
+        response, spent = ask(proc, client, request, retrying)
         if response.flagged is not None:  # the same prompt would be flagged again
             raise LlmError(f"the provider's moderation flagged the prompt ({response.flagged})")
-        spent = client.spend(response)
         c = spent.cost
         usage = usage + response.usage
         if c is not None:

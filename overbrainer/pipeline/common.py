@@ -32,14 +32,25 @@ def execute(ctx: StageContext, name: str, role: str | None,
             box.append(result)
     except Interrupted as e:
         # Recorded as interrupted; the caller still prints how far the stage got.
-        return result_of(run, run.stats(), e, interrupted=True)
+        return _unpriced(ctx, result_of(run, run.stats(), e, interrupted=True))
+    return _unpriced(ctx, result)
+
+
+def _unpriced(ctx: StageContext, result: StageResult) -> StageResult:
+    """A stage that spent nothing says `cost unknown`, not `$0`, when the last time it spent
+    its cost was unknown (dataset.history.priced_before)."""
+    st = result.stats
+    if result.split is None and st.cost is None and st.usage.input_tokens == 0 and st.usage.output_tokens == 0:
+        from overbrainer.dataset.history import priced_before, read_history
+
+        result.unpriced = priced_before(read_history(ctx.project_dir), result.stage) is False
     return result
 
 
 def result_of(run: StageRun, stats, error: BaseException | None = None, *,
               interrupted: bool = False) -> StageResult:
     return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
-                       handled=run.handled, interrupted=interrupted)
+                       handled=run.handled, interrupted=interrupted, abandoned=run.abandoned)
 
 
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
@@ -133,15 +144,34 @@ def classify(e: BaseException) -> str:
 
 def processor(ctx: StageContext, run: StageRun) -> Processor:
     """The stage's request processor (support/processor.py): `[pipeline] concurrency` in
-    flight, the user's interrupt, the provider's errors classified by `classify`."""
+    flight, the user's interrupt (a second one abandons the requests in flight), the provider's
+    errors classified by `classify`, `[pipeline] stop_grace_secs` for the requests in flight on
+    a stop, and the command's spend cap."""
     return Processor(run, concurrency=ctx.pipeline.concurrency, interrupt=ctx.stop_event,
-                     classify=classify, name=run.name)
+                     classify=classify, name=run.name, grace=ctx.pipeline.stop_grace_secs,
+                     abandon=ctx.abandon_event, budget=ctx.budget)
+
+
+def ask(proc: Processor, client, request, on_retry=None):
+    """One chat under the stage's processor: admitted (its upper bound held under the spend
+    cap, computed only when there is one), sent, and settled with what it cost. Returns the
+    response and its `llm.spend.Spend`."""
+    held = proc.admit(lambda: client.bound(request))
+    try:
+        response = client.chat(request, on_retry=on_retry)
+    except BaseException:
+        proc.settle(held, None)
+        raise
+    spent = client.spend(response)
+    proc.settle(held, spent.cost)
+    return response, spent
 
 
 def process(run: StageRun, proc: Processor, work: Work) -> StageResult:
     """Run the stage's work to its end: its result, stopped by a fatal error when one came;
     raises Interrupted (after keeping every result that arrived) on the user's interrupt."""
     ending = proc.run(work)
+    run.abandoned = ending.abandoned
     if ending.error is not None:
         return finish(run, ending.error)
     if ending.interrupted:

@@ -1,5 +1,6 @@
 """What every stage works with: the configuration, the project paths, the bus, the interrupt
-event, and the LLM clients, built lazily per role with one PriceBook shared by the command."""
+events, the command's spend cap, and the LLM clients, built lazily per role with one PriceBook
+shared by the command."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 from pathlib import Path
 
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import Interrupted
+from overbrainer.errors import ConfigError, Interrupted
 
 log = logging.getLogger(__name__)
 
@@ -17,28 +18,41 @@ INTERRUPTED = "interrupted: the stage resumes on its next run"
 
 class StageInterrupted(Interrupted):
     """The user's interrupt stopped a stage command. Its message names the stage and how to
-    resume; it is worded for any interrupting signal, and printed as is (not as an error)."""
+    resume; it is worded for any interrupting signal, and printed as is (not as an error).
+    `hint(project)` is the same message with the `-C DIR` the command was given."""
 
     def __init__(self, stage: str, command: str | None = None):
-        super().__init__(f"interrupted: {stage} stopped; rerun `overbrainer {command or stage}` "
-                         "(or `run`) to resume")
         self.stage = stage
+        self.command = command or stage
+        super().__init__(self.hint(None))
+
+    def hint(self, project: str | None) -> str:
+        import shlex
+
+        where = f"-C {shlex.quote(project)} " if project else ""
+        return (f"interrupted: {self.stage} stopped; rerun `overbrainer {where}{self.command}` "
+                f"(or `overbrainer {where}run`) to resume")
 
 
 class StageContext:
-    """`interrupt` is an overbrainer.front.interrupt.Interrupt, a bare threading.Event, or None."""
+    """`interrupt` is an overbrainer.front.interrupt.Interrupt, a bare threading.Event, or None;
+    `max_cost` (USD, `--max-cost`) overrides `[pipeline] max_cost_usd`."""
 
-    def __init__(self, project_dir, config, *, bus=None, interrupt=None, prices=None):
+    def __init__(self, project_dir, config, *, bus=None, interrupt=None, prices=None,
+                 max_cost: float | None = None):
         self.project_dir = Path(project_dir)
         self.paths = ProjectPaths(self.project_dir)
         self.config = config
         self.bus = bus
+        # `abandon`: a second interrupt; the requests in flight are not waited for.
         if interrupt is None:
-            self.stop_event = threading.Event()
+            self.stop_event, self.abandon_event = threading.Event(), threading.Event()
         elif isinstance(interrupt, threading.Event):
-            self.stop_event = interrupt
+            self.stop_event, self.abandon_event = interrupt, threading.Event()
         else:
-            self.stop_event = interrupt.event
+            self.stop_event, self.abandon_event = interrupt.event, interrupt.abandon
+        self._max_cost = max_cost
+        self.budget = _budget(None, max_cost or config.pipeline.max_cost_usd)
         self._prices = prices
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -51,6 +65,7 @@ class StageContext:
         with self._lock:
             self.config = config
             self._clients.clear()
+        self.budget = _budget(self.budget, self._max_cost or config.pipeline.max_cost_usd)
 
     @property
     def pipeline(self):
@@ -90,6 +105,14 @@ class StageContext:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]
 
+    def connect(self, role_name: str):
+        """The client of a role whose chats the spend cap bounds: with a cap set, its model's
+        price must be known (ConfigError otherwise: no request could be bounded)."""
+        client = self.client(role_name)
+        if self.budget is not None and client.price is None:
+            raise ConfigError(unpriced(role_name, client.provider_name, client.model))
+        return client
+
     def templates(self, *names: str):
         from overbrainer.config.templates import load_templates
 
@@ -103,3 +126,21 @@ class StageContext:
     def check(self) -> None:
         if self.stop_event.is_set():
             raise Interrupted(INTERRUPTED)
+
+
+def unpriced(role_name: str, provider: str, model: str) -> str:
+    return (f"max_cost_usd is set, but no price is known for roles.{role_name} ({model} on provider "
+            f"{provider}): its model listing gives none, so no request can be bounded; unset "
+            f"[pipeline] max_cost_usd and --max-cost to run without a cap")
+
+
+def _budget(budget, cap: float | None):
+    """The command's spend cap (support/budget.py) for `cap`, keeping what `budget` counted."""
+    from overbrainer.support.budget import Budget
+
+    if cap is None:
+        return None
+    if budget is None:
+        return Budget(cap)
+    budget.cap = float(cap)
+    return budget

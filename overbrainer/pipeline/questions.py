@@ -58,7 +58,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     if not jobs:
         return finish(run)
 
-    client = ctx.client("generator")
+    client = ctx.connect("generator")
     embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
     templates = ctx.templates("questions.txt")
     known: dict[str, set[str]] = {}
@@ -84,14 +84,12 @@ def _pending(run: StageRun, topics: list, subtopics: list, stored: list) -> list
     accepted: dict[str, list[str]] = {}
     for q in stored:
         accepted.setdefault(q.subtopic_id, []).append(q.text)
-    run.started(len(selected))
     jobs: list[_Job] = []
     for s in selected:
         have = accepted.get(s.id, [])
-        if len(have) >= by_topic[s.topic].questions_per_subtopic:
-            run.item_skipped(s.id)
-        else:
+        if len(have) < by_topic[s.topic].questions_per_subtopic:
             jobs.append(_Job(by_topic[s.topic], s, list(have)))
+    run.started(len(jobs), skipped=len(selected) - len(jobs))
     return jobs
 
 
@@ -160,7 +158,7 @@ class _Filler:
                                        subtopic=sub.name, count=count, accepted=list(job.accepted))
         out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                        max_retries=self.pipeline.max_retries, spend=self.run.spend,
-                       retrying=lambda m: self.run.retrying(sub.id, m), admit=self.proc.admit)
+                       retrying=lambda m: self.run.retrying(sub.id, m), proc=self.proc)
         self.output.confirm()
         return out[0][:count], out[1], out[2]
 

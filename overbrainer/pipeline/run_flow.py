@@ -28,13 +28,14 @@ Report = Callable[[str, dict], None]
 
 
 @contextlib.contextmanager
-def stage_context(session: "Session", config) -> Iterator[StageContext]:
+def stage_context(session: "Session", config, *, max_cost: float | None = None) -> Iterator[StageContext]:
     """A StageContext on the session's front end: its bus rendering and its Interrupt catching
-    Ctrl-C (and SIGTERM) while the flow runs."""
+    Ctrl-C (and SIGTERM) while the flow runs; `max_cost` (`--max-cost`) over `[pipeline]
+    max_cost_usd`."""
     guard = session.front.open_bus()
     interrupt = session.front.interrupt()
     try:
-        yield StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt)
+        yield StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt, max_cost=max_cost)
     finally:
         interrupt.restore()
         guard.close()
@@ -54,20 +55,24 @@ def conclude(result: StageResult, report: Report, command: str | None = None) ->
     return result
 
 
-def run_stage(session: "Session", config, stage: str, *, topic: str | None = None,
-              force: bool = False) -> list[StageResult]:
-    """One stage command (`subtopics`, `questions`, `answers`, `split`)."""
-    with stage_context(session, config) as ctx:
-        return _stage(ctx, stage, session.report, topic, force)
+def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
+              retry_excluded: bool = False, max_cost: float | None = None) -> list[StageResult]:
+    """One stage command (`subtopics`, `questions`, `answers`, `split`); `retry_excluded`:
+    `answers --retry-excluded`; `max_cost`: `--max-cost`."""
+    with stage_context(session, config, max_cost=max_cost) as ctx:
+        return _stage(ctx, stage, session.report, topic, force, retry_excluded)
 
 
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
-           force: bool) -> list[StageResult]:
+           force: bool, retry_excluded: bool = False) -> list[StageResult]:
     if stage == "split":
         from overbrainer.pipeline.split_stage import run_split_stage
 
         return [conclude(run_split_stage(ctx, topic), report, stage)]
+    from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
+
     topics = ctx.select_topics(topic)
+    refuse_unpriced(ctx, COMMAND_STAGES[stage], topics, force=force, retry_excluded=retry_excluded)
     results: list[StageResult] = []
     if stage == "subtopics":
         from overbrainer.pipeline.subtopics import run_subtopics
@@ -91,7 +96,8 @@ def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
     elif stage == "answers":
         from overbrainer.pipeline.answers import run_answers
 
-        results.append(conclude(run_answers(ctx, topics, force=force), report, stage))
+        results.append(conclude(run_answers(ctx, topics, force=force, retry_excluded=retry_excluded), report,
+                                "answers --retry-excluded" if retry_excluded else stage))
     else:  # pragma: no cover - the CLI only passes known names
         raise ValueError(stage)
     return results
@@ -134,23 +140,26 @@ class ConfigWatch:
         return config
 
 
-def run_all(session: "Session", config, *, watch: ConfigWatch | None = None) -> list[StageResult]:
+def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
+            max_cost: float | None = None) -> list[StageResult]:
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
-    configuration was reloaded, else `config`."""
+    configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run."""
     from overbrainer.config.ready import refuse_hidden_reasoning
 
     refuse_hidden_reasoning(config)  # before the first stage spends anything
-    with stage_context(session, config) as ctx:
+    with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch)
 
 
 def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[StageResult]:
     from overbrainer.pipeline.answers import run_answers
+    from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
     from overbrainer.pipeline.questions import run_questions
     from overbrainer.pipeline.split_stage import run_split_stage
     from overbrainer.pipeline.subtopics import run_subtopics
 
+    refuse_unpriced(ctx, COMMAND_STAGES["run"], list(ctx.config.topics))
     flows = {
         "subtopics": lambda: run_subtopics(ctx, list(ctx.config.topics)),
         "questions": lambda: run_questions(ctx, list(ctx.config.topics)),

@@ -47,6 +47,7 @@ class StageRun:
         self.any_billed = False
         self.provider: str | None = None
         self.model: str | None = None
+        self.abandoned = 0  # requests in flight when the stop's grace ended, not waited for
 
     # --- events ----------------------------------------------------------------------------
 
@@ -54,9 +55,11 @@ class StageRun:
         if self._bus is not None:
             self._bus.publish(ev)
 
-    def started(self, total: int) -> None:
+    def started(self, total: int, skipped: int = 0) -> None:
+        """The stage works on `total` items; `skipped` more were complete already (counted)."""
         self.total = total
-        self.publish(StageStarted(self.name, total))
+        self.add_skipped(skipped)
+        self.publish(StageStarted(self.name, total, skipped))
 
     def uses(self, provider: str | None, model: str | None) -> None:
         self.provider, self.model = provider, model
@@ -94,14 +97,8 @@ class StageRun:
                 self.done += 1
         self.publish(ItemDone(self.name, item_id, usage, cost, excluded))
 
-    def item_skipped(self, item_id: str) -> None:
-        with self._lock:
-            self.handled += 1
-            self.skipped += 1
-        self.publish(ItemDone(self.name, item_id, None, None, False))
-
     def add_skipped(self, n: int) -> None:
-        """Skipped items that are not published one by one (e.g. answers already on disk)."""
+        """Items complete on disk already (not published one by one)."""
         with self._lock:
             self.skipped += n
 
@@ -115,9 +112,9 @@ class StageRun:
         self.publish(ItemFailed(self.name, item_id, message, False))
 
     def item_stopped(self, item_id: str, error: BaseException) -> None:
-        """The item whose fatal error stops the stage: the command reports that error; the item
-        is not counted as failed."""
-        log.debug("%s: %s: %s; the stage stops", self.name, item_id, str(error) or type(error).__name__)
+        """An item that met the fatal error stopping the stage: failed like any other (the
+        command then reports the error that stopped the stage)."""
+        self.item_failed(item_id, str(error) or type(error).__name__)
 
     def stats(self) -> StageStats:
         with self._lock:
@@ -177,6 +174,8 @@ class StageResult:
     written: int = 0
     handled: int = 0
     interrupted: bool = False
+    abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
+    unpriced: bool = False  # spent nothing, at a price unknown the last time the stage spent
 
     @property
     def stopped(self) -> bool:
@@ -199,9 +198,11 @@ class StageResult:
                "done": st.done, "skipped": st.skipped, "failed": st.failed, "excluded": st.excluded,
                "written": self.written, "stopped": self.stopped, "interrupted": self.interrupted,
                "input_tokens": st.usage.input_tokens, "output_tokens": st.usage.output_tokens,
-               "cost": cost_value(st.cost, st.usage)}
+               "cost": None if self.unpriced else cost_value(st.cost, st.usage)}
         if st.cost_estimate is not None:
             out["cost_estimate"] = round(st.cost_estimate, 8)
+        if self.abandoned:
+            out["abandoned"] = self.abandoned
         if self.stopped:
             out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
         return out
@@ -240,8 +241,13 @@ def summary_line(r: StageResult) -> str:
         head = f"stopped after {r.handled} of {r.total} {items}: {why}; {written}"
     else:
         head = f"{counted(st.done + st.excluded, one, items)}, {written}"
-    return (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
-            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; {cost_text(st.cost, st.usage)}")
+    line = (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
+            f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; "
+            f"{'cost unknown' if r.unpriced else cost_text(st.cost, st.usage)}")
+    if r.abandoned:
+        line += (f"; {counted(r.abandoned, 'request', 'requests')} in flight "
+                 f"{'was' if r.abandoned == 1 else 'were'} abandoned; the provider may bill them")
+    return line
 
 
 def split_line(s: SplitCounts) -> str:

@@ -27,18 +27,16 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
     stored = output.current()
     rejected = rejected_of(ctx, "subtopic")
-    run.started(len(topics))
     pending = []
     for topic in topics:
         have = sum(1 for s in stored if s.topic == topic.name)
-        if have >= topic.subtopics:
-            run.item_skipped(topic.name)
-        else:
+        if have < topic.subtopics:
             pending.append((topic, topic.subtopics - have))
+    run.started(len(pending), skipped=len(topics) - len(pending))
     if not pending:
         return finish(run)
 
-    client = ctx.client("generator")
+    client = ctx.connect("generator")
     templates = ctx.templates("subtopics.txt")
     role = ctx.role("generator")
     proc = processor(ctx, run)
@@ -48,7 +46,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         prompt = templates.render("subtopics.txt", topic=topic.name, description=topic.description,
                                   count=missing)
         return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=ctx.pipeline.max_retries,
-                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), admit=proc.admit)
+                        spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), proc=proc)
 
     def keep(job, value) -> None:
         topic, missing = job

@@ -3,6 +3,7 @@ and `pod ssh` (the ssh line of a run's pod)."""
 
 from __future__ import annotations
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.runpod import catalog
@@ -60,7 +61,7 @@ def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
     """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>`."""
     from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
 
-    config = ids.run_dir(session.project_dir / "runs", run_id) / SSH_DIR / CONFIG
+    config = ids.run_dir(ProjectPaths(session.project_dir).runs, run_id) / SSH_DIR / CONFIG
     if not config.is_file():
         raise OverbrainerError(f"runs/{run_id}/{SSH_DIR}/{CONFIG} does not exist: run {run_id} has no pod to "
                                f"log in to")

@@ -7,29 +7,34 @@ called `run`, the single writer of the stage's files) — and the processor does
 
 - `concurrency` items in flight at all times (support/workqueue.py);
 - every error classified by the stage's `classify(error)`: `ITEM` counts the item as failed
-  (`tally.item_failed`) and the stage goes on; `FATAL` stops it (`tally.item_stopped` names the
+  (`tally.item_failed`) and the stage goes on; `FATAL` stops it (`tally.item_stopped` counts the
   item that met it); `RAISE` stops it and is raised once the results are kept;
-- a stop (fatal error, the user's interrupt, an unexpected error) sends nothing new: workers ask
-  `admit()` before each send, which raises `Interrupted` once the processor is stopping, and a
-  worker that meets a fatal or unexpected error stops the sending itself, before the processing
-  thread has taken that error;
-- **a stop keeps what already arrived**: every result that came back before the stop was paid
-  for, so it goes through `keep` like any other, then `run` returns how the work ended.
+- a stop (fatal error, the user's interrupt, the spend cap, an unexpected error) sends nothing
+  new: workers ask `admit()` before each send, which raises `Interrupted` once the processor is
+  stopping, and a worker that meets a fatal or unexpected error stops the sending itself, before
+  the processing thread has taken that error;
+- **a stop keeps what was paid for**: every result that came back before the stop goes through
+  `keep` like any other, and the requests still in flight get `grace` seconds to come back and
+  be kept too (`_drain`); a set `abandon` Event (a second Ctrl-C) ends that wait at once. What is
+  still out then is `Ending.abandoned`;
+- **the spend cap**: with a `Budget`, `admit(bound)` holds the request's upper bound (USD) (a
+  request that does not fit beside those in flight waits for them) and refuses the request that
+  would not fit with none in flight; the work then stops with `SpendCapReached` as its error.
+  The worker gives the bound back with what the request cost (`settle`).
 
-This is where the stop rules live, and where they will grow: a grace for the requests in flight
-on a stop (`_drain`), a spend check before each send (`admit`), a stop when the provider is
-unreachable (a `FATAL` like any other), and how the item that met a fatal error is counted
-(`tally.item_stopped`).
+A stop when the provider is unreachable is a `FATAL` like any other.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
 
 from overbrainer.errors import Interrupted
+from overbrainer.support.budget import Budget
 from overbrainer.support.workqueue import Outcome, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -65,10 +70,12 @@ class Work(Generic[T]):
 @dataclass
 class Ending:
     """How `run` ended: `error` is the fatal error that stopped it (None when it was not one),
-    `interrupted` when the user's interrupt did."""
+    `interrupted` when the user's interrupt did; `abandoned`: the requests still in flight when
+    the stop's grace ended (or a second Ctrl-C came), whose results were not waited for."""
 
     error: BaseException | None = None
     interrupted: bool = False
+    abandoned: int = 0
 
     @property
     def stopped(self) -> bool:
@@ -82,16 +89,23 @@ def error_text(e: BaseException) -> str:
 class Processor:
     """`Processor(run, concurrency=4, interrupt=event, classify=fn).run(Work(items, send, keep, ident))`.
 
-    One processor runs one stage's work once. `interrupt` is the user's interrupt (an Event).
+    One processor runs one stage's work once. `interrupt` is the user's interrupt (an Event);
+    `grace` the seconds a stop waits for the requests in flight, `abandon` the Event that ends
+    that wait; `budget` the command's spend cap (None: no cap).
     """
 
     def __init__(self, tally: Tally, *, concurrency: int, interrupt: threading.Event | None,
-                 classify: Callable[[BaseException], str], name: str = "work"):
+                 classify: Callable[[BaseException], str], name: str = "work", grace: float = 0.0,
+                 abandon: threading.Event | None = None, budget: Budget | None = None):
         self._tally = tally
         self._concurrency = max(1, int(concurrency or 1))
         self._interrupt = interrupt if interrupt is not None else threading.Event()
         self._classify = classify
         self._name = name
+        self._grace = max(0.0, float(grace or 0))
+        self._abandon = abandon
+        self.budget = budget
+        self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._closed = threading.Event()
         self._ending = Ending()
@@ -100,11 +114,34 @@ class Processor:
 
     # --- worker side -----------------------------------------------------------------------
 
-    def admit(self) -> None:
+    def admit(self, bound: Callable[[], float] | None = None) -> float:
         """Called by a worker before each request it sends: raises Interrupted once the work is
-        stopping (a fatal error, the user's interrupt), so nothing new is sent."""
-        if self._stopping.is_set() or self._interrupt.is_set():
+        stopping (a fatal error, the user's interrupt), so nothing new is sent. With a budget,
+        `bound()` is the request's upper bound in USD: it is held until `settle`, and a request
+        that does not fit stops the work (its error: the budget's SpendCapReached). Returns the
+        amount held (0 without a budget), for `settle`."""
+        if self._is_stopping():
             raise Interrupted(STOPPING)
+        if self.budget is None or bound is None:
+            return 0.0
+        amount = bound()
+        if self.budget.reserve(amount, self._is_stopping):
+            return amount
+        if self._is_stopping():
+            raise Interrupted(STOPPING)
+        with self._lock:
+            if self._ending.error is None:
+                self._ending.error = self.budget.reached(amount)
+        self._stopping.set()
+        raise Interrupted(STOPPING)
+
+    def _is_stopping(self) -> bool:
+        return self._stopping.is_set() or self._interrupt.is_set()
+
+    def settle(self, held: float, cost: float | None) -> None:
+        """The request admitted with `held` came back (or failed): `cost` is what it cost."""
+        if self.budget is not None and held:
+            self.budget.settle(held, cost)
 
     def check_keeping(self) -> None:
         """Called by a worker that writes its results itself (questions) before it writes: raises
@@ -159,10 +196,16 @@ class Processor:
             self._queue.stop()
 
     def _drain(self, queue: WorkQueue, work: Work) -> None:
-        """A stop: nothing new is sent; the results that already arrived are kept."""
+        """A stop: nothing new is sent; the results that already arrived are kept, and those of
+        the requests in flight as they come back, for up to `grace` seconds."""
         self._stop()
+        waiting = queue.in_flight
+        if waiting and self._grace:
+            log.warning("%s: %s; waiting up to %s for %d request(s) in flight%s", self._name,
+                        "interrupted" if self._ending.interrupted else "stopping", _seconds(self._grace),
+                        waiting, " (interrupt again to abandon them)" if self._ending.interrupted else "")
         try:
-            for outcome in queue.drain():
+            for outcome in queue.drain(time.monotonic() + self._grace, self._abandoned):
                 self._take(work, outcome)
         except BaseException:
             # What `keep` raised (a disk error) is what the caller reports: the reason of the
@@ -171,6 +214,17 @@ class Processor:
             if why is not None:
                 log.error("%s: stopped: %s", self._name, error_text(why))
             raise
+        self._ending.abandoned = queue.in_flight
+        if self._ending.abandoned:
+            log.warning("%s: %d request(s) in flight abandoned; the provider may bill them", self._name,
+                        self._ending.abandoned)
+
+    def _abandoned(self) -> bool:
+        """The wait for the requests in flight ends: a second interrupt (`abandon`), or a first
+        one when the stop was not the user's."""
+        if self._abandon is not None and self._abandon.is_set():
+            return True
+        return not self._ending.interrupted and self._interrupt.is_set()
 
     def _take(self, work: Work, outcome: Outcome) -> None:
         if outcome.error is None:
@@ -192,12 +246,20 @@ class Processor:
         if kind == ITEM:
             self._tally.item_failed(item_id, error_text(e))
             return
-        if self._ending.error is not None or self._raised is not None:
-            log.debug("%s: %s: %s (after the stop)", self._name, item_id, error_text(e))
-            return
+        with self._lock:
+            first = self._ending.error is None and self._raised is None
+            if first and kind == FATAL:
+                self._ending.error = e
+            elif first:
+                self._raised = e
         if kind == FATAL:
-            self._ending.error = e
-            self._tally.item_stopped(item_id, e)
-        else:
-            self._raised = e
+            self._tally.item_stopped(item_id, e)  # the first reports the stop; later ones are counted
+        elif not first:
+            log.debug("%s: %s: %s (after the stop)", self._name, item_id, error_text(e))
+        if not first:
+            return
         self._stop()
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"

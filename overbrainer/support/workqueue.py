@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
@@ -114,14 +115,32 @@ class WorkQueue(Generic[T]):
     def stop(self) -> None:
         self._stopped.set()
 
-    def drain(self) -> list[Outcome[T]]:
-        """Stop the queue and return the outcomes that completed but were not yet collected."""
+    def drain(self, until: float | None = None,
+              abandon: Callable[[], bool] | None = None) -> Iterator[Outcome[T]]:
+        """Stop the queue and yield the outcomes not collected yet: those already completed, and,
+        until the monotonic time `until` (None: no wait) or until `abandon()` says so, those of
+        the calls still running as they complete. `in_flight` afterwards is the calls abandoned."""
         self.stop()
-        out = []
         while True:
+            outcome = self._next(until, abandon)
+            if outcome is None:
+                return
+            self._outstanding -= 1
+            yield outcome
+
+    def _next(self, until: float | None, abandon: Callable[[], bool] | None) -> Outcome[T] | None:
+        while True:
+            busy = self._busy  # read first: a worker queues its outcome before it leaves `busy`
             try:
-                out.append(self._results.get_nowait())
+                return self._results.get_nowait()
             except queue.Empty:
-                break
-        self._outstanding -= len(out)
-        return out
+                pass
+            if busy == 0 or until is None or (abandon is not None and abandon()):
+                return None
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                return self._results.get(timeout=min(remaining, _POLL / 2))
+            except queue.Empty:
+                continue

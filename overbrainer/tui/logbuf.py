@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-from overbrainer.front.logs import StderrHandler, level_name, utc_time
+from overbrainer.front.logs import StderrHandler, level_name
+from overbrainer.support.fmt import stamp
 from overbrainer.support.redact import RedactingFilter, redact, strip_controls
 
 LIMIT = 5000
@@ -53,7 +54,7 @@ class LogBuffer(logging.Handler):
                 message += "\n" + strip_controls(redact(record.exc_text))
             with self._guard:
                 self._seq += 1
-                self._lines.append(Line(self._seq, utc_time(record.created), level_name(record.levelno), message))
+                self._lines.append(Line(self._seq, stamp(record.created), level_name(record.levelno), message))
         except RecursionError:
             raise
         except Exception:  # noqa: BLE001

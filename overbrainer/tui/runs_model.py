@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from overbrainer.train.metrics import MetricsSummary, format_duration
+from overbrainer.support import fmt
+from overbrainer.train.metrics import MetricsSummary
 from overbrainer.tui.live import LOSSES, Live
 
 
@@ -94,7 +95,7 @@ def _step(summary: MetricsSummary) -> str:
 
 def _eta(record: Any, summary: MetricsSummary) -> str:
     left = summary.time_left() if record.state == "running" else None
-    return format_duration(left) if left is not None else "-"
+    return fmt.duration(left) if left is not None else "-"
 
 
 def _pod(run_dir: Path) -> tuple[str, dict | None]:
@@ -163,10 +164,8 @@ def _live_lines(seen: Any) -> list[str]:
         out.append(f"pod {pod.pod_id or ''} {pod.phase.replace('_', ' ')}"
                    + (f" ({pod.gpu})" if pod.gpu else "") + (f": {pod.message}" if pod.message else ""))
     if seen.transfer is not None:
-        from overbrainer.front.render_lines import human_bytes
-
         direction, done, total = seen.transfer
-        out.append(f"{direction}: {human_bytes(done)}" + (f" of {human_bytes(total)}" if total else ""))
+        out.append(f"{direction}: {fmt.size(done)}" + (f" of {fmt.size(total)}" if total else ""))
     return out
 
 

@@ -1,5 +1,6 @@
 """Ctrl-C (a real SIGINT to the command) while the judge works: the verdicts written so far stay,
-the command exits 130 naming how to resume, and the rerun asks only what is missing."""
+the verdicts in flight are waited for and kept, the command exits 130 naming how to resume, and
+the rerun asks only what is missing."""
 
 from __future__ import annotations
 
@@ -54,8 +55,17 @@ def test_ctrl_c_while_judging_keeps_verdicts_and_the_rerun_completes(project, fa
             time.sleep(0.01)
         else:
             raise AssertionError("the judge did not get going")
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+        reader.start()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=DEADLINE)
+        while not any("waiting up to 30 s for 2 request(s) in flight" in line for line in list(lines)):
+            assert time.monotonic() < end + DEADLINE and proc.poll() is None, lines
+            time.sleep(0.01)
+        gate.set()  # the two verdicts in flight come back during the grace
+        proc.wait(timeout=DEADLINE)
+        reader.join(DEADLINE)
+        err = "".join(lines)
     finally:
         gate.set()
         if proc.poll() is None:
@@ -64,7 +74,7 @@ def test_ctrl_c_while_judging_keeps_verdicts_and_the_rerun_completes(project, fa
     assert proc.returncode == 130, err
     assert f"the verdicts so far are kept; resume with `overbrainer compare --rejudge {staged.compare_id}`" in err
     kept = _lines(files[0])
-    assert sorted(v["id"] for v in kept) == ["q00", "q01", "q02", "q05"]
+    assert sorted(v["id"] for v in kept) == ["q00", "q01", "q02", "q03", "q04", "q05"]  # q03, q04 were in flight
     assert not (staged.compare_dir / "compare.json").exists()
 
     fake_provider.clear()
@@ -74,7 +84,7 @@ def test_ctrl_c_while_judging_keeps_verdicts_and_the_rerun_completes(project, fa
                        timeout=DEADLINE * 2)
     assert r.returncode == 0, r.stderr
     asked = sorted(int(r.prompt.split("number ")[1][:2]) for r in fake_provider.chat_requests())
-    assert asked == [3, 4, 6, 7, 8, 9]  # only what the file missed
+    assert asked == [6, 7, 8, 9]  # only what the file missed
     final = _lines(files[0])
     assert sorted(v["id"] for v in final) == sorted(OUTCOMES)  # each question exactly once
     assert staged.compare_json["summary"]["wins"] == 9

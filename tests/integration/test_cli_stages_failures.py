@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 
 import pytest
 
@@ -89,14 +90,31 @@ def test_dead_provider_stops_the_stage_and_says_so(project, cli):
     assert project.history()[-1]["status"] == "failed"
 
 
+def test_two_items_against_a_closed_port_end_unreachable_within_seconds(project, cli):
+    """The defaults (concurrency 8, 5 retries): 12 attempts in all would never make the streak
+    of 24; a provider never reached is called dead after 3 refused connections."""
+    project.write(topics=2, pipeline={"max_retries": 5, "concurrency": 8})
+    url = closed_url()
+    project.env["OVERBRAINER_PROVIDERS__FAKE__BASE_URL"] = url
+    started = time.monotonic()
+    r = cli(["-C", project.dir, "subtopics"], env=project.env)
+    assert time.monotonic() - started < 20
+    assert r.returncode == 1
+    assert (f"error: provider fake ({url}) is unreachable: connection refused; nothing more was sent"
+            in r.stderr)
+    assert "item(s) failed" not in r.stderr
+    assert r.stdout.startswith("subtopics: stopped after 2 of 2 topics: provider unreachable (connection refused);")
+
+
 def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(project, fake_provider, cli):
     project.write(topics=2, pipeline={"concurrency": 1})
     fake_provider.api_key = "sk-the-right-one"
     project.env["OVERBRAINER_PROVIDERS__FAKE__API_KEY"] = "sk-wrong-SECRET-77"
     r = cli(["-C", project.dir, "subtopics"], env=project.env)
     assert r.returncode == 1
-    assert r.stdout.startswith("subtopics: stopped after 0 of 2 topics: authentication failed;")
-    assert "0 failed" not in r.stdout.split(";")[0]
+    # The topic that met the error is not left out of the counts: it failed.
+    assert r.stdout.startswith("subtopics: stopped after 1 of 2 topics: authentication failed; "
+                               "0 subtopics written; 0 skipped, 1 failed;")
     assert ("error: provider fake: authentication failed; check its API key "
             "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)") in r.stderr
     assert "sk-wrong-SECRET-77" not in r.stdout + r.stderr
@@ -104,7 +122,8 @@ def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(projec
     assert r.returncode == 1
     summary = json.loads(r.stdout.splitlines()[0])
     assert summary["stopped"] is True and summary["reason"] == "authentication failed"
-    assert (summary["done"], summary["total"], summary["unit"]) == (0, 2, "topics")
+    assert (summary["done"], summary["failed"], summary["total"], summary["unit"]) == (0, 1, 2, "topics")
+    assert [h["failed"] for h in project.history()] == [1, 1]
 
 
 def test_a_5xx_storm_is_cut_short(project, fake_provider, cli):

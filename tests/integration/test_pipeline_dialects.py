@@ -79,7 +79,8 @@ def test_a_balance_below_what_a_list_needs_stops_the_command(project, fake_provi
     fake_provider.script(Fault.cannot_afford(16384, 120))
     r = cli(["-C", project.dir, "subtopics"], env=project.env)
     assert r.returncode == 1, r.stderr
-    assert r.stdout.startswith("subtopics: stopped after 0 of 2 topics: credits; ")
+    assert r.stdout.startswith("subtopics: stopped after 1 of 2 topics: credits; 0 subtopics written; 0 skipped, "
+                               "1 failed; ")
     assert "error: credits: provider fake: This request requires more credits, or fewer max_tokens. You " \
            "requested up to 16384 tokens, but can only afford 120." in r.stderr
     # Not retried with what the balance covers (a worker may have taken the next topic already).

@@ -163,11 +163,12 @@ def test_questions_lexical_then_embedding_dedup_with_rejected_seed(project, fake
 def test_questions_fatal_error_stops_the_stage(project, fake_provider):
     project.write(topics=1, subtopics=2, questions=3, pipeline={"concurrency": 1})
     project.stage("subtopics")
+    fake_provider.clear()
     fake_provider.script(Fault.not_found())
     texts, _, err = project.stage("questions")
     assert type(err).__name__ == "LlmError" and err.fatal
-    assert texts[0].startswith("questions: stopped after 0 of 2 subtopics: HTTP 404: model not found; "
-                               "0 questions written; 0 skipped, 0 failed; tokens 0 in, 0 out; cost $0")
-    assert project.history()[-1]["status"] == "failed"
-    # The worker may have taken the next subtopic before the error was seen; no more than that.
-    assert len(project.records("questions")) <= 3
+    assert texts[0].startswith("questions: stopped after 1 of 2 subtopics: HTTP 404: model not found; "
+                               "0 questions written; 0 skipped, 1 failed; tokens 0 in, 0 out; cost $0")
+    assert project.history()[-1]["status"] == "failed" and project.history()[-1]["failed"] == 1
+    # The worker that met the error takes no other subtopic.
+    assert project.records("questions") == [] and len(fake_provider.chat_requests()) == 1

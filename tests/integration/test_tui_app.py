@@ -153,7 +153,7 @@ def test_s_stops_a_stage_at_a_safe_point_and_it_resumes(project, fake_provider):
         driver.run(scenario)
     task = driver.tasks.current
     assert task.interrupted and task.outcome() == (
-        "interrupted: answers stopped; rerun `overbrainer answers` (or `run`) to resume")
+        "interrupted: answers stopped; rerun `overbrainer answers` (or `overbrainer run`) to resume")
     kept = len(project.records("answers"))
     assert 2 <= kept < 30
     assert task.lines()[0].startswith(f"answers: stopped after {kept} of 30 questions: interrupted; {kept} answers written")

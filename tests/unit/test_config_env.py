@@ -41,6 +41,15 @@ def test_env_overrides_the_file_with_type_coercion():
     assert c.project.name == "from_env"
 
 
+def test_the_stop_grace_and_the_spend_cap_from_the_file_or_the_environment():
+    c = load(BASE, {})
+    assert c.pipeline.stop_grace_secs == 30 and c.pipeline.max_cost_usd is None
+    c = load(BASE + "\n[pipeline]\nstop_grace_secs = 5\nmax_cost_usd = 2.5\n", {})
+    assert c.pipeline.stop_grace_secs == 5 and c.pipeline.max_cost_usd == 2.5
+    c = load(BASE, {"OVERBRAINER_PIPELINE__STOP_GRACE_SECS": "0", "OVERBRAINER_PIPELINE__MAX_COST_USD": "0.75"})
+    assert c.pipeline.stop_grace_secs == 0 and c.pipeline.max_cost_usd == 0.75
+
+
 def test_env_can_add_a_role_and_a_provider():
     c = load(BASE, {"OVERBRAINER_ROLES__JUDGE__PROVIDER": "extra", "OVERBRAINER_ROLES__JUDGE__MODEL": "j",
                     "OVERBRAINER_PROVIDERS__EXTRA__PROTOCOL": "openai",
@@ -60,6 +69,9 @@ def test_env_provider_without_protocol_is_missing_a_field():
     ("OVERBRAINER_PIPELINE__EVAL_RATIO", "nan", "pipeline.eval_ratio: must be in (0, 1)"),
     ("OVERBRAINER_PIPELINE__EVAL_RATIO", "ten", "pipeline.eval_ratio: expected a number"),
     ("OVERBRAINER_PIPELINE__INCLUDE_SYSTEM_PROMPT", "maybe", "pipeline.include_system_prompt: expected a boolean"),
+    ("OVERBRAINER_PIPELINE__STOP_GRACE_SECS", "-1", "pipeline.stop_grace_secs: must be at least 0"),
+    ("OVERBRAINER_PIPELINE__MAX_COST_USD", "0", "pipeline.max_cost_usd: must be greater than 0"),
+    ("OVERBRAINER_PIPELINE__MAX_COST_USD", "inf", "pipeline.max_cost_usd: must be greater than 0"),
     ("OVERBRAINER_PIPELINE__CONCURENCY", "4", "unknown field `pipeline.concurency` (from OVERBRAINER_PIPELINE__CONCURENCY)"),
     ("OVERBRAINER_NOPE", "1", "unknown field `nope` (from OVERBRAINER_NOPE)"),
     ("OVERBRAINER_TOPICS__OWNERSHIP__SUBTOPICS", "4", "unknown field `topics` (from OVERBRAINER_TOPICS__OWNERSHIP__SUBTOPICS)"),

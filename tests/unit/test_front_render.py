@@ -192,7 +192,8 @@ def test_json_lines_parse_and_carry_nothing_else():
                        "usage": {"input_tokens": 3, "output_tokens": 4}, "cost": 0.01, "excluded": False}
     assert objs[1]["event"] == "metric" and objs[1]["loss"] is None
     assert objs[2] == {"event": "lagged", "dropped": 2}
-    assert json.loads(event_line(StageStarted("split", 1))) == {"event": "stage_started", "stage": "split", "total": 1}
+    assert json.loads(event_line(StageStarted("split", 1))) == {"event": "stage_started", "stage": "split", "total": 1,
+                                                               "skipped": 0}
 
 
 def test_bars_only_on_a_terminal():

@@ -63,3 +63,35 @@ def test_a_success_restarts_the_clock_and_a_trip_is_final():
     assert b.failure("timed out", "timed out")
     b.success()  # an answer that was already on its way changes nothing
     assert b.tripped.is_set() and b.failure("x", "x")
+
+
+def test_a_provider_never_reached_trips_after_3_failures_to_connect_at_any_concurrency():
+    for kind in ("connection refused", "DNS lookup failed", "TLS handshake failed"):
+        b = Breaker(clock=Clock())
+        b.configure(concurrency=64, request_timeout=60)  # the streak rule would wait for 192
+        assert not b.failure(kind, kind) and not b.failure(kind, kind)
+        assert b.failure(kind, kind) and b.reason == kind
+
+
+def test_the_3_failure_rule_needs_a_provider_that_never_answered_and_a_failure_to_connect():
+    b = Breaker(clock=Clock())
+    b.configure(concurrency=8, request_timeout=60)
+    b.answered()  # it was there once: only the streak of 24 (or the time limit) trips it
+    assert not any(b.failure("connection refused", "connection refused") for _ in range(23))
+    assert b.failure("connection refused", "connection refused")
+    for kind in ("timed out", "server error", "the answer was cut off"):  # a server loading its model
+        b = Breaker(clock=Clock())
+        b.configure(concurrency=8, request_timeout=60)
+        assert not any(b.failure(kind, kind) for _ in range(23))
+    b = Breaker(clock=Clock())
+    b.configure(concurrency=8, request_timeout=60)
+    assert not b.failure("connection refused", "connection refused")
+    assert not b.failure("DNS lookup failed", "DNS lookup failed")  # not the same way
+    assert not b.failure("connection refused", "connection refused")
+
+
+def test_the_failures_to_connect_are_the_http_layer_s_words():
+    from overbrainer.llm import http
+    from overbrainer.llm.breaker import NO_CONNECTION
+
+    assert NO_CONNECTION == {http.REFUSED, http.DNS, http.TLS, http.CONNECT}

@@ -175,7 +175,7 @@ def test_an_interrupt_seen_by_a_worker_ends_the_work_as_interrupted():
     assert ending.interrupted and kept == [0, 1, 2]
 
 
-def test_failures_that_arrive_during_the_stop_are_counted_and_a_second_fatal_is_not_reported():
+def test_failures_that_arrive_during_the_stop_are_counted_and_a_second_fatal_does_not_replace_the_first():
     tally = Tally()
     proc = processor(tally, concurrency=5)
     work, kept = staged(proc, ["first", "fatal", "fatal2", "bad1", "bad2"],
@@ -183,7 +183,7 @@ def test_failures_that_arrive_during_the_stop_are_counted_and_a_second_fatal_is_
                          "bad1": ItemError("bad1"), "bad2": ItemError("bad2")})
     ending = proc.run(work)
     assert str(ending.error) == "first" and kept == ["first"]
-    assert [i for i, _ in tally.stopped] == ["fatal"]
+    assert [i for i, _ in tally.stopped] == ["fatal", "fatal2"]  # each item that met one is counted
     assert sorted(tally.failed) == [("bad1", "bad1"), ("bad2", "bad2")]
 
 
@@ -216,3 +216,127 @@ def test_nothing_to_do_ends_at_once():
     proc = processor()
     ending = proc.run(Work([], lambda item: item, lambda item, value: None))
     assert not ending.stopped and proc.in_flight == 0
+
+
+def blocked(proc: Processor, interrupt: threading.Event, release: threading.Event, workers: int):
+    """Work of 20 items on `workers` workers: item 0 comes back at once and its keep sets the
+    interrupt once every worker holds a request in flight (items 1 to `workers`), which stay in
+    flight until `release`."""
+    sent, kept = [], []
+
+    def send(item):
+        proc.admit()
+        sent.append(item)
+        if item:
+            release.wait(30)
+        return item
+
+    def keep(item, value):
+        if item == 0:
+            wait_until(lambda: proc.in_flight == workers)
+            interrupt.set()
+        kept.append(value)
+
+    return Work(list(range(20)), send, keep), sent, kept
+
+
+def test_a_stop_waits_for_the_requests_in_flight_and_keeps_their_results():
+    """Ctrl-C: nothing new is sent, and the two requests in flight (paid for) come back within
+    the grace and are kept."""
+    interrupt, release = threading.Event(), threading.Event()
+    proc = Processor(Tally(), concurrency=3, interrupt=interrupt, classify=classify, name="t", grace=30)
+    work, sent, kept = blocked(proc, interrupt, release, 3)
+    threading.Thread(target=lambda: (wait_until(lambda: stopping(proc)), release.set()), daemon=True).start()
+    ending = proc.run(work)
+    assert ending.interrupted and ending.abandoned == 0
+    assert sorted(sent) == [0, 1, 2, 3] and sorted(kept) == [0, 1, 2, 3]
+
+
+def test_a_second_interrupt_abandons_the_requests_in_flight_at_once():
+    interrupt, release, abandon = threading.Event(), threading.Event(), threading.Event()
+    proc = Processor(Tally(), concurrency=3, interrupt=interrupt, classify=classify, name="t", grace=60,
+                     abandon=abandon)
+    work, sent, kept = blocked(proc, interrupt, release, 3)
+    threading.Thread(target=lambda: (wait_until(interrupt.is_set), abandon.set()), daemon=True).start()
+    started = time.monotonic()
+    try:
+        ending = proc.run(work)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 30  # not the grace
+    assert ending.interrupted and ending.abandoned == 3 and kept == [0]
+
+
+def test_the_grace_is_bounded():
+    interrupt, release = threading.Event(), threading.Event()
+    proc = Processor(Tally(), concurrency=2, interrupt=interrupt, classify=classify, name="t", grace=0.2)
+    work, sent, kept = blocked(proc, interrupt, release, 2)
+    try:
+        ending = proc.run(work)
+    finally:
+        release.set()
+    assert ending.interrupted and ending.abandoned == 2 and kept == [0]
+
+
+def test_a_fatal_error_waits_for_the_requests_in_flight_too():
+    tally = Tally()
+    proc = Processor(tally, concurrency=4, interrupt=None, classify=classify, name="t", grace=30)
+    release = threading.Event()
+    sent, kept = [], []
+
+    def send(item):
+        proc.admit()
+        sent.append(item)
+        if item == 0:
+            wait_until(lambda: len(sent) == 4)
+            raise Fatal("authentication failed")
+        release.wait(30)  # in flight when the fatal error comes, back after it
+        return item
+
+    threading.Thread(target=lambda: (wait_until(lambda: stopping(proc)), release.set()), daemon=True).start()
+    ending = proc.run(Work(list(range(10)), send, lambda item, value: kept.append(value)))
+    assert str(ending.error) == "authentication failed" and ending.abandoned == 0
+    assert sorted(kept) == [1, 2, 3] and sorted(sent) == [0, 1, 2, 3]
+    assert [i for i, _ in tally.stopped] == ["0"]
+
+
+def test_the_spend_cap_refuses_the_request_that_would_not_fit():
+    from overbrainer.support.budget import Budget, SpendCapReached
+
+    budget = Budget(1.0)
+    proc = Processor(Tally(), concurrency=1, interrupt=None, classify=classify, name="t", budget=budget)
+    kept = []
+
+    def send(item):
+        held = proc.admit(lambda: 0.3)  # the request's upper bound
+        proc.settle(held, 0.25)  # what it cost
+        return item
+
+    ending = proc.run(Work(list(range(10)), send, lambda item, value: kept.append(value)))
+    assert kept == [0, 1, 2]  # a 4th would make 0.75 + 0.3 > 1.0
+    assert isinstance(ending.error, SpendCapReached) and ending.error.reason == "spend cap reached"
+    assert str(ending.error) == ("spend cap reached: $0.7500 of max_cost_usd $1.0000; the next request could cost "
+                                 "up to $0.3000")
+
+
+def test_the_spend_cap_counts_the_requests_in_flight():
+    """Four workers at once: the bounds of the requests in flight count (a request that does not
+    fit beside them waits for them to settle), so the spend recorded never passes the cap, and
+    the work stops at the first request that does not fit with none in flight."""
+    from overbrainer.support.budget import Budget
+
+    budget = Budget(1.0)
+    proc = Processor(Tally(), concurrency=4, interrupt=None, classify=classify, name="t", grace=30,
+                     budget=budget)
+    sent = []
+
+    def send(item):
+        held = proc.admit(lambda: 0.25)
+        sent.append(item)
+        proc.settle(held, 0.125)
+        return item
+
+    ending = proc.run(Work(list(range(20)), send, lambda item, value: None))
+    # The 8th would need 0.875 + 0.25 > 1 with nothing in flight.
+    assert len(sent) == 7 and budget.spent == 0.875 and ending.error is not None
+    assert str(ending.error).startswith("spend cap reached: $0.8750 of max_cost_usd $1.0000;")

@@ -1,0 +1,238 @@
+"""`--plan`: what a command would send and what it would cost, without sending a generation
+request (docs/stages.md#plan).
+
+Per LLM stage: the requests still to make (pipeline/needs.py), the tokens expected and their cost,
+and an upper bound at `max_tokens`. Expected tokens come from this project's own history when it
+has one (the answers on disk for `answers`, history.jsonl's tokens per item for the list stages),
+else from the prompts' sizes: a prompt counts a token per 4 bytes, a list answer a token per 4
+bytes of the items it should hold (32 tokens an item when the project has none to measure), an
+answer `max_tokens`. The bound counts every prompt byte as a token (as the spend cap does), plus
+`max_tokens` of output per request. Prices are the provider's listing (llm/prices.py: one read
+per provider, not a generation request); a model with no listed price says so. Training, when
+the command would train: pipeline/plan_train.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from overbrainer.errors import OverbrainerError
+from overbrainer.pipeline.needs import Need, needs
+
+log = logging.getLogger(__name__)
+
+BYTES_PER_TOKEN = 4
+LIST_ITEM_TOKENS = 32
+UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question"}
+
+
+@dataclass
+class StagePlan:
+    need: Need
+    model: str = ""
+    provider: str = ""
+    max_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    basis: str = "prompts"  # history | prompts
+    cost: float | None = None
+    cost_max: float | None = None
+    unpriced: str | None = None  # why the cost is unknown
+
+    def line(self) -> str:
+        n = self.need
+        about = "about " if n.estimated else ""
+        head = f"{n.stage}: {about}{_count(n.requests, 'request')}"
+        if not n.requests:
+            return f"{head}: nothing to ask"
+        head += f" to {n.role} {self.model}"
+        if n.estimated:
+            head += " (estimated from the configured counts: earlier stages have not run yet)"
+        basis = "from this project's history" if self.basis == "history" else "from the prompts' sizes"
+        if n.stage == "answers" and self.basis != "history":
+            basis += " and max_tokens"
+        tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
+        if self.unpriced:
+            return f"{head}; {tokens}; cost unknown ({self.unpriced})"
+        return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
+                f"(at max_tokens {self.max_tokens})")
+
+    def data(self) -> dict:
+        n = self.need
+        return {"stage": n.stage, "requests": n.requests, "estimated": n.estimated, "role": n.role,
+                "provider": self.provider or None, "model": self.model or None,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
+                "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
+                "price_known": self.unpriced is None}
+
+
+def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
+                retry_excluded: bool = False) -> list[StagePlan]:
+    from overbrainer.dataset.history import read_history
+
+    history = read_history(ctx.project_dir)
+    return [_priced(ctx, need, history) for need in needs(ctx, stages, topics, force=force,
+                                                            retry_excluded=retry_excluded)]
+
+
+def _priced(ctx, need: Need, history) -> StagePlan:
+    from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
+
+    role = ctx.role(need.role)
+    plan = StagePlan(need, model=role.model, provider=role.provider,
+                     max_tokens=int(role.max_tokens or DEFAULT_MAX_TOKENS))
+    if not need.requests:
+        plan.cost = plan.cost_max = 0.0
+        return plan
+    _expect(ctx, plan, history)
+    price, why = _price(ctx, need.role)
+    if price is None:
+        plan.unpriced = why
+        return plan
+    fees = (need.requests - 1) * price.request
+    from overbrainer.support.usage import Usage
+
+    plan.cost = price.cost(Usage(plan.input_tokens, plan.output_tokens)) + fees
+    plan.cost_max = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING,
+                                need.requests * plan.max_tokens) + fees
+    return plan
+
+
+def _expect(ctx, plan: StagePlan, history) -> None:
+    """The expected tokens: the project's own figures per item, else the prompts' sizes."""
+    need = plan.need
+    per = _measured(ctx, need.stage, history)
+    if per is not None:
+        plan.basis = "history"
+        plan.input_tokens, plan.output_tokens = round(per[0] * need.items), round(per[1] * need.items)
+        return
+    plan.input_tokens = -(-need.prompt_bytes // BYTES_PER_TOKEN)
+    if need.stage == "answers":
+        plan.output_tokens = need.requests * plan.max_tokens
+    else:
+        plan.output_tokens = need.list_items * _item_tokens(ctx, need.stage)
+
+
+def _measured(ctx, stage: str, history) -> tuple[float, float] | None:
+    """(input, output) tokens per item as this project spent them, or None."""
+    if stage == "answers":
+        from overbrainer.dataset.records import Example, latest
+        from overbrainer.pipeline.common import read
+
+        metas = [e.meta for e in latest(read(ctx.paths.answers, Example))
+                 if e.meta.input_tokens or e.meta.output_tokens]
+        if metas:
+            return (sum(m.input_tokens for m in metas) / len(metas),
+                    sum(m.output_tokens for m in metas) / len(metas))
+    lines = [e for e in history if e.stage == stage and e.done + e.excluded > 0
+             and (e.input_tokens or e.output_tokens)]
+    items = sum(e.done + e.excluded for e in lines)
+    if not items:
+        return None
+    return sum(e.input_tokens for e in lines) / items, sum(e.output_tokens for e in lines) / items
+
+
+def _item_tokens(ctx, stage: str) -> int:
+    from overbrainer.dataset.records import Question, Subtopic
+    from overbrainer.pipeline.common import read
+
+    if stage == "subtopics":
+        sizes = [len(s.name.encode()) for s in read(ctx.paths.subtopics, Subtopic)]
+    else:
+        sizes = [len(q.text.encode()) for q in read(ctx.paths.questions, Question)]
+    if not sizes:
+        return LIST_ITEM_TOKENS
+    return -(-sum(sizes) // (len(sizes) * BYTES_PER_TOKEN)) + 2  # quotes and a comma
+
+
+def _price(ctx, role_name: str):
+    """(Price, None) from the provider's listing, or (None, why it is unknown)."""
+    try:
+        client = ctx.client(role_name)
+    except OverbrainerError as e:
+        return None, str(e)
+    price = client.price
+    if price is None:
+        return None, f"no price listed for {client.model} by provider {client.provider_name}"
+    return price, None
+
+
+def totals(plans: list[StagePlan], train=None) -> dict:
+    """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
+    known = [p for p in plans if p.unpriced is None]
+    cost = sum(p.cost for p in known)
+    cost_max = sum(p.cost_max for p in known)
+    complete = len(known) == len(plans)
+    if train is not None:
+        cost += train.cost or 0.0
+        if train.cost_max is None:
+            complete = False
+        else:
+            cost_max += train.cost_max
+    return {"stage": "total", "requests": sum(p.need.requests for p in plans),
+            "estimated": any(p.need.estimated for p in plans), "cost_usd": _rounded(cost),
+            "cost_max_usd": _rounded(cost_max), "complete": complete}
+
+
+def total_line(total: dict, cap: float | None) -> str:
+    about = "about " if total["estimated"] else ""
+    plus = "" if total["complete"] else " + what is unknown above"
+    line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
+            f"at most ${total['cost_max_usd']:.4f}{plus}")
+    if cap is not None:
+        line += f"; max_cost_usd ${cap:.4f} stops the LLM stages before a request that would pass it"
+    return line
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 8)
+
+
+# The stages each command plans: `questions` asks first for the subtopics of topics with none.
+COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questions"], "answers": ["answers"],
+                  "run": ["subtopics", "questions", "answers", "split"]}
+
+
+def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
+              retry_excluded: bool = False, max_cost: float | None = None) -> dict:
+    """`<command> --plan`: one line per stage (training too when `run` would train), then the
+    total; nothing is sent but the providers' model listings (and Runpod's GPU catalog)."""
+    from overbrainer.pipeline.context import StageContext
+
+    ctx = StageContext(session.project_dir, config, max_cost=max_cost)
+    topics = ctx.select_topics(topic)
+    stages = [s for s in COMMAND_STAGES[command] if s != "split"]
+    plans = []
+    if command == "questions":
+        from overbrainer.pipeline.questions import topics_without_subtopics
+
+        plans = stage_plans(ctx, ["subtopics"], topics_without_subtopics(ctx, topics))
+        stages = ["questions"]
+    plans += stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
+    for p in plans:
+        session.report(p.line(), p.data())
+    if command == "run":
+        session.report("split: no request", {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0})
+    train = None
+    if command == "run" and config.training is not None:
+        from overbrainer.pipeline.plan_train import train_plan
+
+        train = train_plan(session.project_dir, config)
+        session.report(train.line(), train.data())
+    total = totals(plans, train)
+    session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)
+    return total
+
+
+def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
+    """Under a spend cap, before anything is sent: every role that will send (its stage has
+    requests to make) must have a known price, else ConfigError (exit 2) saying which."""
+    if ctx.budget is None:
+        return
+    for role in sorted({n.role for n in needs(ctx, stages, topics, **kw) if n.requests}):
+        ctx.connect(role)

@@ -1,0 +1,127 @@
+"""The training part of `run --plan`: what the target's rent may come to, read without renting.
+
+- `local` and `ssh` targets are your own machines: no rent.
+- A `runpod` target: the upper bound is the dearest GPU type the pod may land on (its list price
+  from Runpod's GPU catalog × `gpu_count`) × `max_hours`, never more than the target's
+  `max_cost_usd` (the pod deletes itself there). Reading the catalog is not renting anything.
+  The expected cost is the last succeeded run on the same target that says what its pod cost,
+  scaled by the dataset's size (data/train.jsonl now against the copy in that run's folder);
+  without such a run there is no expectation, only the bound.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.errors import OverbrainerError
+
+log = logging.getLogger(__name__)
+
+BYTES_PER_TOKEN = 4
+
+
+@dataclass
+class TrainPlan:
+    target: str
+    kind: str
+    tokens: int | None = None  # data/train.jsonl's size in tokens (4 bytes a token), None: not split yet
+    rate: float | None = None  # USD/h of the pod at most (runpod)
+    gpu: str | None = None
+    max_hours: float | None = None
+    cost: float | None = None  # expected
+    cost_max: float | None = None
+    basis: str = ""  # what the figures rest on, or why one is unknown
+
+    def line(self) -> str:
+        data = "the dataset is not split yet" if self.tokens is None else f"about {self.tokens} tokens to train on"
+        head = f"train: target {self.target} ({self.kind}); {data}"
+        if self.kind != "runpod":
+            return f"{head}; no rent (your own machine)"
+        pod = (f"{self.gpu} at ${self.rate:.2f}/h" if self.rate is not None else "pod price unknown")
+        bound = f"at most ${self.cost_max:.2f}" if self.cost_max is not None else "no upper bound known"
+        expected = f"expected ${self.cost:.2f}" if self.cost is not None else "no expected cost"
+        return f"{head}; {pod}; {expected}; {bound} ({self.basis})"
+
+    def data(self) -> dict:
+        return {"stage": "train", "requests": 0, "target": self.target, "kind": self.kind, "tokens": self.tokens,
+                "gpu": self.gpu, "rate_per_hour": self.rate, "max_hours": self.max_hours,
+                "cost_usd": None if self.cost is None else round(self.cost, 4),
+                "cost_max_usd": None if self.cost_max is None else round(self.cost_max, 4), "basis": self.basis}
+
+
+def train_plan(project_dir, config) -> TrainPlan:
+    name = config.training.target
+    target = config.target(name)
+    train = ProjectPaths(project_dir).train
+    size = train.stat().st_size if train.is_file() else None
+    plan = TrainPlan(name, target.kind, tokens=None if size is None else -(-size // BYTES_PER_TOKEN))
+    if target.kind != "runpod":
+        plan.cost = plan.cost_max = 0.0
+        plan.basis = "no rent"
+        return plan
+    plan.max_hours = target.max_hours
+    plan.gpu, plan.rate, why = _dearest(config, target)
+    notes = []
+    if plan.rate is not None:
+        plan.cost_max = plan.rate * target.max_hours
+        notes.append(f"${plan.rate:.2f}/h × max_hours {target.max_hours:g}")
+    if why:
+        notes.append(why)
+    if target.max_cost_usd is not None and (plan.cost_max is None or target.max_cost_usd < plan.cost_max):
+        plan.cost_max = target.max_cost_usd
+        notes.append(f"the pod's max_cost_usd ${target.max_cost_usd:.2f}")
+    past = _past_run(ProjectPaths(project_dir).runs, name, size)
+    if past is not None:
+        plan.cost = min(past[1], plan.cost_max) if plan.cost_max is not None else past[1]
+        notes.append(f"expected from run {past[0]}, scaled to the dataset's size")
+    else:
+        notes.append("no earlier run on this target to learn the time from")
+    plan.basis = "; ".join(notes)
+    return plan
+
+
+def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
+    """(GPU type, USD/h of the pod, None) for the dearest type the pod may land on, or
+    (None, None, why) when the catalog cannot say."""
+    from overbrainer.runpod import catalog
+    from overbrainer.runpod.api import RunpodClient
+    from overbrainer.runpod.provision import read_catalog
+
+    try:
+        with RunpodClient.from_config(config) as client:
+            types = read_catalog(client, target.gpu_count)
+        candidates = catalog.pick(catalog.Wanted.of(target), types)
+    except OverbrainerError as e:
+        return None, None, f"cannot read Runpod's GPU catalog: {e}"
+    priced = [c for c in candidates if c.price_per_gpu is not None]
+    if not priced:
+        return None, None, "Runpod's GPU catalog lists no price for these GPU types"
+    dearest = max(priced, key=lambda c: c.price_per_gpu)
+    why = None if len(priced) == len(candidates) else "some GPU types have no list price"
+    return f"{dearest.gpu_type} × {target.gpu_count}", dearest.price_per_gpu * target.gpu_count, why
+
+
+def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float] | None:
+    """(run ID, its pod's cost scaled to `size` bytes of train.jsonl) of the newest succeeded run
+    on `target` whose pod cost and dataset are known; None without one."""
+    from overbrainer.runpod.pod_record import PodRecord
+
+    if not size or not runs_dir.is_dir():
+        return None
+    for run_dir in sorted(runs_dir.iterdir(), reverse=True):
+        try:
+            record = json.loads((run_dir / "run.json").read_text())
+            if record.get("state") != "succeeded" or record.get("target") != target:
+                continue
+            pod = PodRecord.load_if_any(run_dir / "pod.json")
+            then = (run_dir / "data" / "train.jsonl").stat().st_size
+        except (OSError, ValueError, OverbrainerError):
+            continue
+        spend = pod.spend_so_far() if pod is not None else None
+        if spend is not None and then > 0:
+            return run_dir.name, spend * size / then
+    return None

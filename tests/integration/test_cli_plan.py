@@ -1,0 +1,135 @@
+"""`--plan`: per stage the requests still to make, the expected tokens and cost, an upper bound; for
+training the pod's rent; a total. Nothing but the providers' model listings (and Runpod's GPU
+catalog) is read, and no generation request is sent: the fakes say so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fixtures.provider import Answer
+
+PRICES = {"qwen/qwen3-235b": (1.0, 2.0), "deepseek/deepseek-r1": (3.0, 6.0)}
+RTX4090 = "NVIDIA GeForce RTX 4090"
+
+
+def _json(r) -> list[dict]:
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def _nothing_sent(fake) -> None:
+    assert fake.chat_requests() == [] and fake.embedding_requests() == []
+    assert {(r.method, r.path) for r in fake.requests} <= {("GET", "/models")}
+
+
+def test_run_plan_sends_no_generation_request(project, fake_provider, cli):
+    project.write(topics=2, subtopics=2, questions=3, pipeline={"question_batch_size": 2},
+                  parent={"max_tokens": 1000})
+    fake_provider.models = dict(PRICES)
+    r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    _nothing_sent(fake_provider)
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split", "total"]
+    assert lines[0].startswith("subtopics: 2 requests to generator qwen/qwen3-235b; expected tokens ")
+    assert "(from the prompts' sizes)" in lines[0] and "at most $" in lines[0]
+    # 2 topics × 2 subtopics, 3 questions in batches of 2: 8 batches, 12 answers, not generated yet.
+    assert lines[1].startswith("questions: about 8 requests to generator qwen/qwen3-235b (estimated from the "
+                               "configured counts")
+    assert lines[2].startswith("answers: about 12 requests to parent deepseek/deepseek-r1 (estimated")
+    assert "out (from the prompts' sizes and max_tokens)" in lines[2]
+    assert lines[4].startswith("total: about 22 requests; expected $")
+    assert not project.data.exists() and project.history() == []  # nothing written either
+
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))
+    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "split", "total"]
+    for o in objs:
+        assert {"stage", "requests", "cost_usd", "cost_max_usd"} <= set(o)
+    stages, total = objs[:3], objs[-1]
+    assert [o["requests"] for o in stages] == [2, 8, 12] and total["requests"] == 22
+    # Answers at max_tokens (no history): 12 × 1000 tokens at $6/M and the prompts at $3/M.
+    assert stages[2]["output_tokens"] == 12 * 1000
+    assert stages[2]["cost_usd"] == pytest.approx(12 * 1000 * 6e-6 + stages[2]["input_tokens"] * 3e-6)
+    assert all(o["cost_max_usd"] >= o["cost_usd"] > 0 for o in stages)
+    assert total["cost_usd"] == pytest.approx(sum(o["cost_usd"] for o in stages))
+    assert total["cost_max_usd"] == pytest.approx(sum(o["cost_max_usd"] for o in stages))
+    _nothing_sent(fake_provider)
+
+
+def test_a_plan_learns_from_the_project_s_history(project, fake_provider, cli):
+    project.write(topics=2, subtopics=2, questions=3)
+    fake_provider.models = dict(PRICES)
+    fake_provider.responder = lambda req: (None if "JSON array" in req.body["messages"][-1]["content"]
+                                           else Answer("An answer.", usage=(40, 300)))
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    project.write(topics=3, subtopics=2, questions=3)  # one topic more
+    fake_provider.clear()
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))
+    _nothing_sent(fake_provider)
+    answers = objs[2]
+    assert answers["requests"] == 6 and answers["estimated"] and answers["basis"] == "history"
+    assert (answers["input_tokens"], answers["output_tokens"]) == (6 * 40, 6 * 300)  # per answer on disk
+    assert answers["cost_usd"] == pytest.approx(6 * (40 * 3e-6 + 300 * 6e-6))
+    assert objs[0]["requests"] == 1 and objs[0]["basis"] == "history"
+
+
+def test_unknown_prices_say_so(project, fake_provider, cli):
+    project.write(topics=1, subtopics=2, questions=2)
+    fake_provider.models = {"qwen/qwen3-235b": (1.0, 2.0)}
+    r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    answers = r.stdout.splitlines()[2]
+    assert answers.endswith("; cost unknown (no price listed for deepseek/deepseek-r1 by provider fake)")
+    assert r.stdout.splitlines()[-1].startswith("total: about 7 requests; expected $")
+    assert "+ what is unknown above" in r.stdout.splitlines()[-1]
+    total = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))[-1]
+    assert total["complete"] is False
+    _nothing_sent(fake_provider)
+
+
+def test_stage_plans_count_what_the_stage_would_ask(project, fake_provider, cli):
+    project.write(topics=2, subtopics=2, questions=3)
+    fake_provider.models = dict(PRICES)
+    assert cli(["-C", project.dir, "subtopics"], env=project.env).returncode == 0
+    fake_provider.clear()
+    objs = _json(cli(["-C", project.dir, "--json", "questions", "--plan"], env=project.env))
+    assert [(o["stage"], o["requests"]) for o in objs] == [("subtopics", 0), ("questions", 4), ("total", 4)]
+    objs = _json(cli(["-C", project.dir, "--json", "answers", "--plan", "--topic", "topic0"], env=project.env))
+    assert [(o["stage"], o["requests"], o["estimated"]) for o in objs] == [("answers", 0, False),
+                                                                         ("total", 0, False)]
+    objs = _json(cli(["-C", project.dir, "--json", "subtopics", "--plan", "--force"], env=project.env))
+    assert objs[0]["requests"] == 2
+    _nothing_sent(fake_provider)
+
+
+def test_the_plan_of_a_run_that_trains_on_a_local_target_says_no_rent(project, fake_provider, cli):
+    project.write(topics=1, subtopics=1, questions=1, training=True)
+    fake_provider.models = dict(PRICES)
+    r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    train = r.stdout.splitlines()[-2]
+    assert train == "train: target here (local); the dataset is not split yet; no rent (your own machine)"
+
+
+def test_the_plan_of_a_run_that_trains_on_runpod_bounds_the_pod(project, fake_provider, fake_runpod, cli):
+    project.write(topics=1, subtopics=1, questions=1)
+    toml = project.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text() + "\n".join([
+        "[training]", 'target = "gpu"', 'base_model = "Qwen/Qwen3-0.6B"', 'adapter = "lora"', "",
+        "[targets.gpu]", 'kind = "runpod"', f'gpu_types = ["{RTX4090}"]', "max_hours = 6", ""]))
+    env = {**project.env, "OVERBRAINER_RUNPOD__BASE_URL": fake_runpod.url,
+           "OVERBRAINER_RUNPOD__API_KEY": fake_runpod.account_key}
+    fake_provider.models = dict(PRICES)
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=env))
+    train, total = objs[-2], objs[-1]
+    price = fake_runpod.gpus[RTX4090].secure_price
+    assert train["stage"] == "train" and train["kind"] == "runpod" and train["requests"] == 0
+    assert train["rate_per_hour"] == pytest.approx(price)
+    assert train["cost_max_usd"] == pytest.approx(round(price * 6, 4)) and train["cost_usd"] is None
+    assert total["cost_max_usd"] == pytest.approx(sum(o["cost_max_usd"] for o in objs[:3]) + train["cost_max_usd"])
+    assert [c.path for c in fake_runpod.calls] == ["/catalog/gpus"]  # read, never rented
+    r = cli(["-C", project.dir, "run", "--plan"], env=env)
+    assert f"{RTX4090} × 1 at ${price:.2f}/h; no expected cost; at most ${price * 6:.2f}" in r.stdout
+    _nothing_sent(fake_provider)

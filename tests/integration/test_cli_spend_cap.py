@@ -1,0 +1,82 @@
+"""The LLM spend cap (`[pipeline] max_cost_usd`, `--max-cost USD`): a request goes out only when the
+spend recorded so far plus its upper bound fits; the stage then stops cleanly (summary, exit 1,
+`spend cap reached: …`). With a cap and no known price the command refuses to start (exit 2)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.fixtures.provider import Answer
+
+PRICES = {"qwen/qwen3-235b": (1.0, 2.0), "deepseek/deepseek-r1": (3.0, 6.0)}
+
+
+def _questions(project, fake_provider, cli, **write):
+    project.write(topics=2, subtopics=2, questions=3, parent={"max_tokens": 200})
+    fake_provider.models = dict(PRICES)
+    r = cli(["-C", project.dir, "questions"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    fake_provider.clear()
+    project.write(topics=2, subtopics=2, questions=3, parent={"max_tokens": 200}, **write)
+
+
+def test_a_cap_of_a_few_answers_stops_the_stage_within_the_cap(project, fake_provider, cli):
+    # Each answer costs 50 × $3/M + 190 × $6/M = $0.00129; its bound (prompt bytes and 200
+    # output tokens) about twice that: a $0.006 cap leaves room for a few, not for 12.
+    _questions(project, fake_provider, cli, pipeline={"max_cost_usd": 0.006, "concurrency": 4})
+    fake_provider.responder = lambda req: Answer("An answer.", usage=(50, 190))
+    r = cli(["-C", project.dir, "answers"], env=project.env)
+    assert r.returncode == 1, r.stderr
+    written = project.records("answers")
+    assert 1 <= len(written) < 12
+    assert len(fake_provider.chat_requests()) == len(fake_provider.served) == len(written)  # none lost
+    hist = project.history()[-1]
+    assert hist["status"] == "failed" and hist["done"] == len(written)
+    assert 0 < hist["cost"] <= 0.006
+    assert r.stdout.startswith(f"answers: stopped after {len(written)} of 12 questions: spend cap reached; "
+                               f"{len(written)} answers written; 0 skipped, 0 failed;")
+    said = re.search(r"error: spend cap reached: \$(\d+\.\d{4}) of max_cost_usd \$0\.0060; the next request "
+                     r"could cost up to \$0\.00\d\d\n", r.stderr)
+    assert said and float(said.group(1)) == round(hist["cost"], 4), r.stderr
+    # The rerun (with the option, which wins over the file) asks only for the rest.
+    fake_provider.clear()
+    r = cli(["-C", project.dir, "answers", "--max-cost", "1"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert len(fake_provider.chat_requests()) == 12 - len(written)
+
+
+def test_run_under_a_cap_counts_every_stage_of_the_command(project, fake_provider, cli):
+    project.write(topics=2, subtopics=2, questions=3, parent={"max_tokens": 200}, generator={"max_tokens": 300})
+    fake_provider.models = dict(PRICES)
+    fake_provider.responder = lambda req: Answer("An answer.", usage=(50, 190)) if "JSON array" not in \
+        req.body["messages"][-1]["content"] else None
+    r = cli(["-C", project.dir, "run", "--max-cost", "0.01"], env=project.env, timeout=20)
+    assert r.returncode == 1, r.stderr
+    spent = sum(h["cost"] for h in project.history())
+    assert spent <= 0.01 and "error: spend cap reached: $" in r.stderr
+    assert "of max_cost_usd $0.0100" in r.stderr
+    assert r.stdout.splitlines()[-1].startswith("answers: stopped after ")  # split did not run
+
+
+def test_a_cap_without_a_known_price_refuses_to_start(project, fake_provider, cli):
+    _questions(project, fake_provider, cli)
+    fake_provider.models = {"qwen/qwen3-235b": (1.0, 2.0)}  # the parent has no listed price
+    before = (project.data / "questions.jsonl").read_bytes()
+    history = project.history()
+    for args, env in ((["answers", "--max-cost", "5"], {}), (["run"], {"OVERBRAINER_PIPELINE__MAX_COST_USD": "5"})):
+        r = cli(["-C", project.dir, *args], env={**project.env, **env})
+        assert r.returncode == 2, r.stderr
+        assert ("error: max_cost_usd is set, but no price is known for roles.parent (deepseek/deepseek-r1 on "
+                "provider fake): its model listing gives none, so no request can be bounded; unset "
+                "[pipeline] max_cost_usd and --max-cost to run without a cap") in r.stderr
+    assert fake_provider.chat_requests() == []
+    assert not (project.data / "answers.jsonl").exists()
+    assert (project.data / "questions.jsonl").read_bytes() == before and project.history() == history
+
+
+def test_a_bad_cap_is_a_usage_error(project, cli):
+    r = cli(["-C", project.dir, "answers", "--max-cost", "0"], env=project.env)
+    assert r.returncode == 2 and "Invalid value for '--max-cost': 0.0 is not in the range 0<x" in r.stderr
+    project.write(pipeline={"max_cost_usd": -1})
+    r = cli(["-C", project.dir, "answers"], env=project.env)
+    assert r.returncode == 2 and "pipeline.max_cost_usd: must be greater than 0" in r.stderr, r.stderr

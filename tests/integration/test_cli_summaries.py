@@ -1,0 +1,62 @@
+"""Summaries that add up: a rerun with nothing to do says so, `history` counts the latest split's
+examples (not a sum over splits), a cost that was unknown stays unknown on a rerun, `runs ls`
+without runs says so. (A fatal error's item counted as failed: test_cli_stages_failures.py.)"""
+
+from __future__ import annotations
+
+import json
+
+
+def test_a_rerun_with_nothing_to_do_says_so(project, fake_provider, cli):
+    project.write(topics=2, subtopics=2, questions=2)
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    for line in ("subtopics: nothing to do, 2 already done", "questions: nothing to do, 4 already done",
+                 "answers: nothing to do, 8 already done"):
+        assert f" INFO {line}\n" in r.stderr, r.stderr
+    assert "to process" not in r.stderr.replace("split: 8 to process", "")
+    project.write(topics=3, subtopics=2, questions=2)
+    r = cli(["-C", project.dir, "subtopics"], env=project.env)
+    assert " INFO subtopics: 1 to process (2 already done)\n" in r.stderr
+    r = cli(["-C", project.dir, "--json", "questions"], env=project.env)
+    started = [json.loads(line) for line in r.stderr.splitlines() if '"stage_started"' in line]
+    assert started == [{"event": "stage_started", "stage": "questions", "total": 2, "skipped": 4}]
+
+
+def test_history_counts_the_examples_of_the_latest_split(project, fake_provider, cli):
+    project.write(topics=1, subtopics=2, questions=3)
+    for _ in range(3):
+        assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    r = cli(["-C", project.dir, "history"], env=project.env)
+    [split] = [line for line in r.stdout.splitlines() if line.startswith("split")]
+    assert split.startswith("split      3 run(s), 6 examples in the latest, 0 failed;"), r.stdout
+    r = cli(["-C", project.dir, "--json", "history"], env=project.env)
+    assert json.loads(r.stdout)["stages"]["split"]["done"] == 6
+
+
+def test_an_unknown_cost_stays_unknown_on_reruns(project, fake_provider, cli):
+    project.write(topics=1, subtopics=1, questions=2)  # the fake lists no price
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0 and r.stdout.splitlines()[2].endswith("; cost unknown"), r.stdout
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert [line.rsplit("; ", 1)[1] for line in r.stdout.splitlines()[:3]] == ["cost unknown"] * 3
+    r = cli(["-C", project.dir, "--json", "answers"], env=project.env)
+    assert json.loads(r.stdout)["cost"] is None
+    r = cli(["-C", project.dir, "history", "--all"], env=project.env)
+    assert all(line.endswith("cost unknown") for line in r.stdout.splitlines() if " answers " in line)
+    # A stage whose price was known: a rerun that spends nothing costs $0.
+    fake_provider.models = {"deepseek/deepseek-r1": (3.0, 6.0)}
+    project.write(topics=2, subtopics=1, questions=2)
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    r = cli(["-C", project.dir, "answers"], env=project.env)
+    assert r.stdout.rstrip().endswith("; cost $0"), r.stdout
+
+
+def test_runs_ls_without_runs_says_so_on_stderr(project, cli):
+    r = cli(["-C", project.dir, "runs", "ls"], env=project.env)
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.stderr == "no training run yet (`overbrainer train` starts one)\n"
+    r = cli(["-C", project.dir, "--json", "runs", "ls"], env=project.env)
+    assert json.loads(r.stdout) == {"runs": []}
