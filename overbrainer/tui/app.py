@@ -26,7 +26,7 @@ from overbrainer.front.render_lines import LineRenderer
 from overbrainer.tui import steering
 from overbrainer.tui.live import Live
 from overbrainer.tui.logbuf import LogBuffer
-from overbrainer.tui.tasks import Busy, Flow, Task, Tasks
+from overbrainer.tui.tasks import PIPELINE, Busy, Flow, Task, Tasks
 from overbrainer.tui.views.confirm import Confirm
 from overbrainer.tui.views.dataset import DatasetView
 from overbrainer.tui.views.logs import LogsView
@@ -251,11 +251,17 @@ class OverbrainerApp(App[None]):
     def action_interrupt(self) -> None:
         task = self._steered()
         if task is not None and not self._modal():
-            task.interrupt()
             self.notify(f"interrupting {task.label}: {steering.consequence(task, self.live)}")
+            task.interrupt()
 
     def action_request_quit(self) -> None:
-        if self._modal() or self.quitting:
+        if self._modal():
+            return
+        if self.quitting:  # q again while a stage waits for its requests in flight: abandon them
+            task = self._steered()
+            if task is not None and task.kind == PIPELINE and not task.abandon.is_set():
+                self.notify(f"quitting now: {steering.consequence(task, self.live)}")
+                task.interrupt()
             return
         task = self.tasks.current
         if task is None or not task.running:

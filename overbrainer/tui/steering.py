@@ -36,6 +36,10 @@ def status(task: Any, live: Live) -> str:
     if provisioning(task, live):
         pod = live.runs[task.run_id].pod
         return f"making a pod for run {task.run_id}: {pod.phase.replace('_', ' ')} (a abandons: the pod is deleted)"
+    if task.kind == PIPELINE and task.detach.is_set():
+        if task.abandon.is_set():
+            return f"{task.label}: stopping, its requests in flight abandoned"
+        return f"{task.label}: stopping, waiting for its requests in flight (s again abandons them)"
     stage = live.stages.get(live.current_stage or "") if task.kind == PIPELINE else None
     if stage is not None and not stage.finished:
         return (f"{task.label}: {stage.stage} {stage.handled}/{stage.total}, {stage.retries} retries, "
@@ -54,8 +58,12 @@ def consequence(task: Any, live: Live) -> str:
     if provisioning(task, live):
         return f"the pod being made for run {task.run_id} is deleted and the run fails before any training"
     if task.kind == PIPELINE:
-        return ("the stage stops at a safe point: what it has is kept, and running it again (or `overbrainer "
-                "run`) resumes it")
+        if task.detach.is_set():
+            return ("the requests still in flight are abandoned (the provider may bill them); what came back "
+                    "is kept")
+        return ("the stage stops at a safe point: what it has is kept, its requests in flight get [pipeline] "
+                "stop_grace_secs to come back (interrupt again to abandon them), and running it again (or "
+                "`overbrainer run`) resumes it")
     if task.kind == DATASET:
         return "the rejection finishes first"
     return ("what it does now finishes first (a job's start, a retrieval, a cancel), then it stops; a run whose "

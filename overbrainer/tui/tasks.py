@@ -5,10 +5,12 @@ A `Task` is what one command of the command line would do (a stage, `run`, `trai
 attach|stop|cancel`, `dataset reject`), with the command line's front end swapped for the TUI's:
 
 - its events go to the shared bus, which the app reads (and the metrics exporter, when set);
-- its `detach` Event is its Ctrl-C: a stage stops at a safe point (resumable), a followed run
-  is detached (the job goes on), a provisioning stops and deletes its pod, a shielded step (a
-  job's start, a retrieval) finishes first;
-- its `abandon` Event is the Runpod provisioning flag: the lease deletes the pod it made;
+- its `detach` Event is its Ctrl-C: a stage stops at a safe point (resumable; its requests in
+  flight get `[pipeline] stop_grace_secs` to come back), a followed run is detached (the job goes
+  on), a provisioning stops and deletes its pod, a shielded step (a job's start, a retrieval)
+  finishes first;
+- its `abandon` Event is the Runpod provisioning flag: the lease deletes the pod it made; on a
+  stage it is the second Ctrl-C (set by a second interrupt): the requests in flight are abandoned;
 - its results (what the command prints on stdout) are kept as `Report`s.
 
 Only one task runs at a time, as only one process writes a project at a time: the TUI holds the
@@ -112,7 +114,10 @@ class Task:
         return f"{self.label} failed: internal error: {type(self.error).__name__}: {self.error}"
 
     def interrupt(self) -> None:
-        """Ctrl-C on the command line: see the module docstring."""
+        """Ctrl-C on the command line: see the module docstring. A second one on a stage is the
+        command line's second Ctrl-C: the requests still in flight are not waited for."""
+        if self.detach.is_set() and self.kind == PIPELINE:
+            self.abandon.set()
         self.detach.set()
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -4,6 +4,8 @@ started from the TUI writes what the command writes; `s` stops a stage as Ctrl-C
 
 from __future__ import annotations
 
+import time
+
 from tests.fixtures.provider import Answer
 from tests.fixtures.tui import TuiDriver, until
 
@@ -160,3 +162,37 @@ def test_s_stops_a_stage_at_a_safe_point_and_it_resumes(project, fake_provider):
     assert project.history()[-1]["status"] == "interrupted"
     fake_provider.responder = None
     assert project.stage("answers")[2] is None and len(project.records("answers")) == 30
+
+
+def test_s_again_abandons_the_requests_in_flight_as_a_second_ctrl_c_does(project, fake_provider):
+    project.write(topics=1, subtopics=1, questions=4, pipeline={"concurrency": 2})
+    for stage in ("subtopics", "questions"):
+        assert project.stage(stage)[2] is None
+    fake_provider.clear()
+    fake_provider.latency = 60.0  # never back in this test's time
+    driver = TuiDriver(project.dir, project.env)
+    timing = {}
+
+    async def scenario(pilot, app):
+        await pilot.press("3", "down", "down", "enter", "y")  # answers
+        await until(pilot, lambda: len(fake_provider.chat_requests()) >= 2, "two requests in flight")
+        await pilot.press("s")  # the stage waits up to stop_grace_secs for them
+        await until(pilot, lambda: "waiting up to 30 s for 2 request(s) in flight" in driver.log_text(),
+                    "the grace's warning")
+        task = app.tasks.current
+        assert task.running and not task.abandon.is_set()
+        await until(pilot, lambda: "waiting for its requests in flight (s again abandons them)"
+                    in str(app.query_one("#status").render()), "the status line")
+        timing["started"] = time.monotonic()
+        await pilot.press("s")
+        await until(pilot, lambda: not task.running, "the stage to stop", timeout=10)
+        timing["took"] = time.monotonic() - timing["started"]
+
+    with driver:
+        driver.run(scenario)
+    task = driver.tasks.current
+    assert timing["took"] < 10  # not the 30 s grace, nor the 60 s answers
+    assert task.interrupted and task.abandon.is_set()
+    assert task.lines()[-1].endswith("; 2 requests in flight were abandoned; the provider may bill them")
+    assert project.records("answers") == []
+    assert project.history()[-1]["status"] == "interrupted"

@@ -4,6 +4,8 @@ the steering keys say."""
 
 from __future__ import annotations
 
+import threading
+
 import json
 import logging
 
@@ -183,6 +185,7 @@ def test_the_log_buffer_keeps_redacted_lines_by_level_instead_of_stderr():
 class _Task:
     def __init__(self, kind="training", run_id=None, pod=False, label="train"):
         self.kind, self.run_id, self.pod, self.label = kind, run_id, pod, label
+        self.detach, self.abandon = threading.Event(), threading.Event()
 
 
 def test_the_steering_keys_say_what_they_do_to_the_running_task():
@@ -193,6 +196,11 @@ def test_the_steering_keys_say_what_they_do_to_the_running_task():
     assert steering.consequence(stage, live).startswith("the stage stops at a safe point")
     assert steering.cannot_detach(stage, live).startswith("no run is followed now")
     assert steering.cannot_abandon(stage, live) == "a abandons a Runpod provisioning: answers makes no pod"
+    stage.detach.set()  # stopped: the stage waits for its requests in flight, s again abandons them
+    assert steering.status(stage, live) == "answers: stopping, waiting for its requests in flight (s again abandons them)"
+    assert steering.consequence(stage, live).startswith("the requests still in flight are abandoned")
+    stage.abandon.set()
+    assert steering.status(stage, live) == "answers: stopping, its requests in flight abandoned"
 
     train = _Task(run_id="r1", pod=True)
     live.apply(ev.PodStatus("r1", "created", "pod1", "A40", 0.4))

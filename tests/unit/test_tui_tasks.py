@@ -71,3 +71,22 @@ def test_a_failed_task_says_why_in_one_line(tmp_path):
     bug = tasks.start("train", TRAINING, lambda session: 1 / 0)
     assert bug.wait(10)
     assert bug.outcome() == "train failed: internal error: ZeroDivisionError: division by zero"
+
+
+def test_a_second_interrupt_abandons_a_stages_requests_in_flight_not_a_provisioning(tmp_path):
+    tasks = Tasks(tmp_path)
+    release = threading.Event()
+    stage = tasks.start("answers", PIPELINE, lambda session: release.wait(30))
+    stage.interrupt()
+    assert stage.detach.is_set() and not stage.abandon.is_set()  # the grace for the requests in flight
+    stage.interrupt()
+    assert stage.abandon.is_set()  # the second Ctrl-C: they are not waited for
+    release.set()
+    assert stage.wait(10)
+    release.clear()
+    run = tasks.start("train", TRAINING, lambda session: release.wait(30), pod=True)
+    run.interrupt()
+    run.interrupt()
+    assert run.detach.is_set() and not run.abandon.is_set()  # `a` alone abandons a provisioning
+    release.set()
+    assert run.wait(10)

@@ -1,5 +1,6 @@
 """The Pipeline view: start a stage or `run` (Enter on it), watch it live (items, retries,
-tokens, cost per stage), stop it (`s`: the stage stops at a safe point, as Ctrl-C stops it)."""
+tokens, cost per stage), stop it (`s`: the stage stops at a safe point, as Ctrl-C stops it; `s`
+again abandons the requests still in flight, as a second Ctrl-C does)."""
 
 from __future__ import annotations
 
@@ -91,8 +92,8 @@ class PipelineView(Vertical):
         if task is None or not task.running or task.kind != PIPELINE:
             self.app.notify("no stage is running", severity="warning")
             return
-        task.interrupt()
         self.app.notify(f"stopping {task.label}: {steering.consequence(task, self.app.live)}")
+        task.interrupt()
 
     def refresh_view(self) -> None:
         app = self.app
