@@ -4,6 +4,8 @@ started from the TUI writes what the command writes; `s` stops a stage as Ctrl-C
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 
 from tests.fixtures.provider import Answer
@@ -26,7 +28,7 @@ def _cells(table) -> list[list[str]]:
 
 
 def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_dataset_reject(project):
-    from textual.widgets import DataTable, Static, Tree
+    from textual.widgets import DataTable, Log, Static, Tree
 
     _filled(project)
     (project.dir / ".env").write_text("OVERBRAINER_PIPELINE__SEED=7\n")
@@ -81,6 +83,16 @@ def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_
         assert app.query_one("#runs", DataTable).row_count == 0
         assert "no run yet" in str(app.query_one("#run", Static).render())
         await pilot.press("5")
+        log_widget = app.query_one("#log", Log)
+        await until(pilot, lambda: any("tui: dataset reject" in line for line in log_widget.lines), "the task's log line")
+        assert any(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ INFO tui: dataset reject \S+ started", line)
+                   for line in log_widget.lines)  # as stderr would show it
+        assert "showing INFO and above" in str(app.query_one("#level", Static).render())
+        logging.getLogger("overbrainer.test").warning("a warning for the Logs view")
+        await pilot.press("l")  # INFO -> WARN: only warnings and errors stay
+        await until(pilot, lambda: "showing WARN and above" in str(app.query_one("#level", Static).render())
+                    and any("a warning for the Logs view" in line for line in log_widget.lines), "the filter")
+        assert all(" WARN " in line or " ERROR " in line for line in log_widget.lines if line)
         await pilot.press("6")
         assert "no export, compare or push yet" in str(app.query_one("#results-text", Static).render())
         await pilot.press("q")

@@ -39,6 +39,10 @@ def test_a_abandons_a_provisioning_and_its_pod_is_deleted(tmp_path, fake_axolotl
         assert task.running and not task.detach.is_set() and not task.abandon.is_set()
         await pilot.press("a")
         await until(pilot, lambda: not task.running, "the provisioning to stop", timeout=60)
+        table = app.query_one("#runs")
+        await until(pilot, lambda: table.row_count and str(table.get_row_at(0)[1]) == "failed", "the run's row")
+        app.state_row = [str(c) for c in table.get_row_at(0)]
+        app.state_detail = str(app.query_one("#run").render())
 
     with driver:
         driver.run(scenario)
@@ -52,3 +56,8 @@ def test_a_abandons_a_provisioning_and_its_pod_is_deleted(tmp_path, fake_axolotl
     assert pod["state"] == "deleted" and pod["deleted_by"] == "client"
     assert [c.key for c in p.deletes()] == ["account"]
     assert fake.billing() == [] and fake.secrets == {}
+    # The Training view: the run failed before any step, its pod deleted, and what it cost.
+    row, detail = driver.app.state_row, driver.app.state_detail
+    assert row[:3] == [rid, "failed", "gpu"] and row[4:7] == ["-", "-", "-"] and row[7].startswith("about ")
+    assert f"pod: {pod['pod_id']} deleted, spend {row[7]}" in detail
+    assert "message: interrupted before the job started: it has no pod left" in detail

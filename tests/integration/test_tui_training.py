@@ -99,7 +99,8 @@ def test_d_detaches_the_followed_run_its_job_goes_on_then_enter_follows_and_c_ca
         task = await _following(pilot, app)
         await pilot.press("d")
         await until(pilot, lambda: not task.running, "the detach")
-        app.state_detached = (task, p.record(task.run_id))
+        record = p.record(task.run_id)
+        app.state_detached = (task, record, _alive(record["job"]["pid"]))
         await _listed(pilot, app, task.run_id)
         await pilot.press("enter")  # follows the selected run again: `train attach`
         attach = await until(pilot, lambda: app.tasks.current is not task and app.tasks.current, "the attach")
@@ -108,8 +109,9 @@ def test_d_detaches_the_followed_run_its_job_goes_on_then_enter_follows_and_c_ca
 
     with driver:
         driver.run(scenario)
-    detached, record = driver.app.state_detached
+    detached, record, alive = driver.app.state_detached
     rid = detached.run_id
+    assert alive  # the job's process outlived the detach
     assert detached.interrupted and detached.outcome() == (
         f"interrupted: run {rid} keeps running on target `local`; follow it again with "
         f"`overbrainer train attach {rid}`")
