@@ -55,6 +55,11 @@ class AppContext:
             self._front = Cli(json=self.json_mode)
         return self._front
 
+    def use_front(self, front) -> None:
+        """Run this command's flows on `front` instead of the command line's (`tui`: an
+        `Embedded` front end; what watches the front end, the metrics exporter, sees its bus)."""
+        self._front = front
+
     def session(self):
         """The Session every flow takes: this project directory and this command's front end."""
         from overbrainer.front.session import Session

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("overbrainer.cli.compare_cmd", "compare", "Judge the child against its parent on the eval set."),
     "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model and model card to the Hugging Face Hub."),
     "pod": ("overbrainer.cli.pod_cmd", "pod", "Runpod pods: list, delete, the GPU catalog, ssh."),
+    "tui": ("overbrainer.cli.tui_cmd", "tui", "Full-screen terminal UI: watch and steer the pipeline and training."),
 }
 
 # Commands of the original tool that this version does not have yet: not listed; they exit 2.

@@ -23,6 +23,11 @@ log = logging.getLogger(__name__)
 
 _SCRUB = ("OVERBRAINER_", "VAULT_")
 _REAP_EVERY = 0.15
+# The jobs this process spawned, whichever executor spawned them: every executor reaps them all,
+# so a job started through one executor and cancelled through another in the same process (the
+# TUI's `train`, then its `train cancel`) never leaves a zombie leader that looks alive.
+_children: list[subprocess.Popen] = []
+_children_lock = threading.Lock()
 READER_LIMIT = 5.0  # seconds a timed-out script's output reader gets once its process group is killed
 
 
@@ -40,8 +45,6 @@ class LocalExecutor(Executor):
         except OSError as e:
             raise OverbrainerError(f"cannot create {path}: {e.strerror}") from e
         self.workdir = str(path.resolve())
-        self._children: list[subprocess.Popen] = []
-        self._lock = threading.Lock()
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -49,9 +52,9 @@ class LocalExecutor(Executor):
         return Path(self.workdir, path)  # absolute paths win in Path joins
 
     def _reap(self) -> None:
-        """Collect our own finished jobs so a zombie leader never looks alive."""
-        with self._lock:
-            self._children = [p for p in self._children if p.poll() is None]
+        """Collect this process's finished jobs so a zombie leader never looks alive."""
+        with _children_lock:
+            _children[:] = [p for p in _children if p.poll() is None]
 
     def _run_script(self, script: str, action: str, timeout: float = 120) -> str:
         """Run a control script in its own process group (Ctrl-C cannot abort it), reaping jobs."""
@@ -123,8 +126,8 @@ class LocalExecutor(Executor):
                 ["sh", "-c", scripts.wrapper(job.script)], cwd=d, stdin=subprocess.DEVNULL,
                 stdout=logf, stderr=subprocess.STDOUT, start_new_session=True, env=env,
             )
-        with self._lock:
-            self._children.append(proc)
+        with _children_lock:
+            _children.append(proc)
         _wait_for_pid_file(d / "job.pid", proc)
         log.debug("job started locally in %s, pid %d", d, proc.pid)
         return JobId(str(d), proc.pid, job.container)

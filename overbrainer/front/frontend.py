@@ -4,10 +4,10 @@
   pipe or file), Ctrl-C (SIGINT), results on stdout.
 - `Cli(json=True)` / `Json()`: events as JSON lines on stderr, each result one JSON object on
   stdout; no bars, no colour.
-- `Embedded(bus, detach, abandon, report)`: library use and a future TUI: the caller's bus (its
-  events rendered as log lines), its detach Event interrupts, its abandon Event is the
-  provisioning flag and a stage's second interrupt (the requests in flight are not waited for),
-  and results go to its `report` callback as `Report`s.
+- `Embedded(bus, detach, abandon, report)`: library use and `overbrainer tui` (tui/tasks.py): the
+  caller's bus (its events rendered as log lines, unless `renderer` says otherwise), its detach
+  Event interrupts, its abandon Event is the provisioning flag and a stage's second interrupt (the
+  requests in flight are not waited for), and results go to its `report` callback as `Report`s.
 """
 
 from __future__ import annotations

@@ -128,6 +128,18 @@ def test_cancel_running_job_then_again_is_a_no_op(executor):
     assert Path(d, "cancelled").stat().st_mtime_ns == mtime
 
 
+def test_a_local_job_spawned_through_one_executor_is_cancelled_through_another(tmp_path):
+    """One process, two executors (the TUI's `train`, then its `train cancel`): the job the first
+    spawned is reaped by the second, so its killed leader never looks alive."""
+    first, second = LocalExecutor(tmp_path / "runs"), LocalExecutor(tmp_path / "runs")
+    d = run_dir(first)
+    job = first.spawn(JobSpec(d, "sleep 60"))
+    wait_for(lambda: second.status(job).kind == "running")
+    second.cancel(job)
+    assert second.status(job) == JobState("cancelled")
+    assert subprocess.run(["sh", "-c", f"kill -0 -{job.pid}"], capture_output=True).returncode != 0
+
+
 def test_cancel_of_an_ended_job_never_signals(executor):
     d = run_dir(executor)
     job = executor.spawn(JobSpec(d, "exit 3"))

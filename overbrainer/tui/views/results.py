@@ -1,0 +1,27 @@
+"""The Results view (read-only): every run's exports (GGUF), compares (win-or-tie rate and its
+interval, the judge) and pushes (repo, state, commit)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from overbrainer.tui import runs_model
+
+
+class ResultsView(VerticalScroll):
+    stale = True
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="results-text", markup=False)
+
+    def focus_main(self) -> None:
+        self.focus()
+
+    def refresh_view(self) -> None:
+        if not self.stale:
+            return
+        self.stale = False
+        lines = runs_model.results(self.app.workspace.project_dir / "runs")
+        self.query_one("#results-text", Static).update("\n".join(lines))

@@ -1,0 +1,136 @@
+"""The flows the TUI starts, called as the command line's commands call them (cli/stages.py,
+cli/train_cmd.py, cli/dataset_cmd.py), each reading the configuration afresh as a new command
+would. Each function returns a `tasks.Flow`: `flow(session) -> result`, run on a task's thread.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from overbrainer.tui.tasks import Flow
+
+
+class Workspace:
+    """The project the TUI holds: its folder, its configuration read afresh (`.env` reloaded
+    first when it or overbrainer.toml changed, as `run` does between stages), and what plugs
+    into the training flows. `environ` (default: os.environ) is where the configuration's
+    variables are read."""
+
+    def __init__(self, project_dir: str | Path, *, environ: Mapping[str, str] | None = None, dotenv: Any = None):
+        self.project_dir = Path(project_dir)
+        self.environ = environ
+        self.dotenv = dotenv
+        self.config: Any = None  # the configuration last read
+
+    def load_config(self, *, reload_env: bool = True) -> Any:
+        """The configuration now. `reload_env=False` leaves the process environment alone (a
+        view reading it while a task runs)."""
+        from overbrainer.config.load import load_config
+
+        if reload_env and self.dotenv is not None and self.dotenv.changed():
+            self.dotenv.reload()
+        self.config = load_config(self.project_dir, environ=self._environ())
+        return self.config
+
+    def _environ(self) -> Mapping[str, str]:
+        return os.environ if self.environ is None else self.environ
+
+    def post_train(self) -> tuple:
+        """`[export] after_training`'s export, which runs inside the training job (as the
+        command line gives it)."""
+        from overbrainer.export.in_job import InJobExport
+
+        return (InJobExport(),)
+
+
+def trains_on_pod(config: Any, target: str | None = None) -> bool:
+    """Whether a new run of this configuration rents a Runpod pod (`abandon` then applies)."""
+    training = getattr(config, "training", None)
+    if training is None:
+        return False
+    found = config.targets.get(target or training.target)
+    return found is not None and found.kind == "runpod"
+
+
+def stage(ws: Workspace, name: str) -> Flow:
+    """`overbrainer subtopics|questions|answers|split`."""
+    def flow(session):
+        from overbrainer.pipeline.run_flow import run_stage
+
+        return run_stage(session, ws.load_config(), name)
+    return flow
+
+
+def run_all(ws: Workspace) -> Flow:
+    """`overbrainer run`: every stage, the configuration re-read between them when it changed,
+    then training when `[training]` is set."""
+    def flow(session):
+        from overbrainer.config.load import load_config
+        from overbrainer.pipeline.run_flow import ConfigWatch, run_all as run_stages
+
+        config = ws.load_config()
+        watch = ConfigWatch(ws.project_dir, lambda: load_config(ws.project_dir, environ=ws._environ()),
+                            dotenv=ws.dotenv)
+        results = run_stages(session, config, watch=watch)
+        config = watch.config or config
+        if config.training is None:
+            return results
+        return _train(ws, session, config)
+    return flow
+
+
+def _train(ws: Workspace, session, config) -> Any:
+    from overbrainer.hub.after_training import push_after_training, warn_missing_token
+    from overbrainer.runs.flow import train_flow
+
+    warn_missing_token(config)
+    result = train_flow(session, config, after=ws.post_train())
+    push_after_training(session, config, result)
+    return result
+
+
+def train(ws: Workspace) -> Flow:
+    """`overbrainer train` on the configured target."""
+    return lambda session: _train(ws, session, ws.load_config())
+
+
+def attach(ws: Workspace, run_id: str) -> Flow:
+    """`overbrainer train attach RUN_ID`."""
+    def flow(session):
+        from overbrainer.hub.after_training import push_after_training
+        from overbrainer.runs.flow import attach_flow
+
+        config = ws.load_config()
+        result = attach_flow(session, config, run_id, after=ws.post_train())
+        push_after_training(session, config, result)
+        return result
+    return flow
+
+
+def stop(ws: Workspace, run_id: str) -> Flow:
+    """`overbrainer train stop RUN_ID` holding the lock: the snapshot asked for, then followed."""
+    def flow(session):
+        from overbrainer.runs.flow import stop_flow
+
+        return stop_flow(session, ws.load_config(), run_id, after=ws.post_train())
+    return flow
+
+
+def cancel(ws: Workspace, run_id: str) -> Flow:
+    """`overbrainer train cancel RUN_ID`."""
+    def flow(session):
+        from overbrainer.runs.flow import cancel_flow
+
+        return cancel_flow(session, ws.load_config(), run_id, after=ws.post_train())
+    return flow
+
+
+def reject(ws: Workspace, item_id: str) -> Flow:
+    """`overbrainer dataset reject ID`: the same code as the command."""
+    def flow(session):
+        from overbrainer.pipeline.dataset_ops import reject_flow
+
+        return reject_flow(session, ws.load_config(), item_id=item_id)
+    return flow
