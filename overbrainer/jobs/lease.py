@@ -61,16 +61,20 @@ def is_pod(target: Any) -> bool:
 
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None) -> Iterator[Lease]:
+          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,
+          pod_home=None, pod_workdir: str | None = None) -> Iterator[Lease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
-    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`)."""
+    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`). A side job on a pod of
+    its own gives its `pod_home` (jobs.pod_homes.PodHome: where its record and pod.json are) and
+    the pod's `pod_workdir`."""
     if is_pod(target):
         from overbrainer.jobs.pod_lease import pod_lease
 
         if retrieved is None:
             raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
         with pod_lease(session, config, target_name, target, record, interrupt=interrupt,
-                       start=start, keep=keep, retrieved=retrieved) as held:
+                       start=start, keep=keep, retrieved=retrieved, home=pod_home,
+                       workdir=pod_workdir) as held:
             yield held
         return
     runs_dir = session.project_dir / "runs"
