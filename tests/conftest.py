@@ -15,10 +15,12 @@ pytest_plugins = [
 
 def pytest_configure(config):
     """Tests start from an environment without the caller's OVERBRAINER_*, VAULT_* and HF_*
-    variables (in-process tests included: they load configurations from os.environ)."""
-    from tests.fixtures.cli import scrub_environ
+    variables (in-process tests included: they load configurations from os.environ), and with
+    the loopback exempt from the caller's proxy."""
+    from tests.fixtures.cli import loopback_direct, scrub_environ
 
     scrub_environ()
+    loopback_direct()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,6 +10,8 @@ from pathlib import Path
 import click
 from click.shell_completion import CompletionItem
 
+from overbrainer.dataset.paths import ProjectPaths
+
 
 def _project(ctx: click.Context) -> Path:
     return Path(ctx.find_root().params.get("project_dir") or ".")
@@ -30,7 +32,7 @@ def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list
 
     items = []
     try:
-        dirs = sorted((_project(ctx) / "runs").iterdir())
+        dirs = sorted(ProjectPaths(_project(ctx)).runs.iterdir())
     except OSError:
         return []
     for d in dirs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.dataset.paths import ProjectPaths
 
 
 @click.command(short_help="Show what each stage did and spent.")
@@ -17,4 +18,4 @@ def history(app: AppContext, all_runs: bool) -> None:
 
     app.require_project()
     # Training on Runpod: what the pods cost, after the stages' totals.
-    history_flow(app.session(), None, all_runs=all_runs, pods=pod_spend(app.project_dir / "runs"))
+    history_flow(app.session(), None, all_runs=all_runs, pods=pod_spend(ProjectPaths(app.project_dir).runs))

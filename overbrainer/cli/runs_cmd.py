@@ -9,6 +9,7 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 
 @click.group("runs")
@@ -18,7 +19,7 @@ def runs() -> None:
 
 def _runs_dir(app) -> Path:
     app.require_project()
-    return app.project_dir / "runs"
+    return ProjectPaths(app.project_dir).runs
 
 
 @runs.command("ls")
@@ -97,9 +98,9 @@ def show_cmd(app, run_id: str) -> None:
     if progress.get("eval_loss") is not None:
         lines.append(f"eval loss: {progress['eval_loss']:.4f}")
     if progress.get("time_left") is not None:
-        from overbrainer.train.metrics import format_duration
+        from overbrainer.support.fmt import duration
 
-        lines.append(f"time left: {format_duration(progress['time_left'])} ({progress['pace']:.2f} steps/s)")
+        lines.append(f"time left: {duration(progress['time_left'])} ({progress['pace']:.2f} steps/s)")
     if record.resumed_from:
         lines.append(f"resumed:   from {record.resumed_from}")
     if record.snapshot is not None:

@@ -14,6 +14,7 @@ from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
+from overbrainer.support import fmt
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,6 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
     from overbrainer.compare import report, stats
     from overbrainer.config.templates import load_templates
     from overbrainer.llm.client import connect
-    from overbrainer.jobs.ids import rfc3339
 
     front = session.front
     guard = front.open_bus()
@@ -92,7 +92,7 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
                         price_out=prices.parent_price_out, child_per_hour=prices.child_price_per_hour)
     doc = report.build(setup, answers, verdicts, summary, costs, judge=judge.label,
                        judge_is_parent=config.roles.judge is None, verdicts_file=judge.path.name,
-                       hardware=report.read_hardware(compare_dir), created=rfc3339())
+                       hardware=report.read_hardware(compare_dir), created=fmt.stamp())
     _, md_path = report.write(compare_dir, doc)
     shown = _shown(md_path, session.project_dir)
     session.report(shown, {"compare": setup["compare"], "run": setup["run"], "report": shown,

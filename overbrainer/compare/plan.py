@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.export.deliver import RECORD, ExportRecord
 from overbrainer.jobs import ids
+from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,7 @@ class Gguf:
 
 
 def runs_dir(project_dir: Path) -> Path:
-    return Path(project_dir) / "runs"
+    return ProjectPaths(project_dir).runs
 
 
 def _export_files(run_dir: Path) -> list[Path]:
@@ -161,7 +163,7 @@ def make_setup(project_dir: Path, config, gguf: Gguf, compare_id: str, limit: in
     return {
         "run": gguf.run, "compare": compare_id, "gguf": gguf.file, "gguf_sha256": gguf.sha256,
         "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp, "base_model": base_model,
-        "context": context, "seed": DEFAULT_SEED if seed is None else int(seed), "created": ids.rfc3339(),
+        "context": context, "seed": DEFAULT_SEED if seed is None else int(seed), "created": fmt.stamp(),
         "questions": eval_questions(project_dir, limit),
     }
 

@@ -1,4 +1,6 @@
-"""Vault/OpenBao KV v2 reads over HTTP (requests): `GET {VAULT_ADDR}/v1/{mount}/data/{path}`.
+"""Vault/OpenBao KV v2 reads on the shared HTTP stack (support/http.py):
+`GET {VAULT_ADDR}/v1/{mount}/data/{path}`, 3 attempts on transport failures, 408, 429 and 5xx
+(the wait is `Retry-After` when given, else 0.2 s·2^n ≤ 2 s × [0.5, 1)), bodies capped at 1 MiB.
 
 Settings come from the environment the configuration was loaded with: `VAULT_ADDR`, and the
 token from `VAULT_TOKEN` (trimmed) or else `~/.vault-token`. The client is set up on the first
@@ -8,6 +10,7 @@ in errors; the token is registered with the redactor.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -16,20 +19,42 @@ from typing import Mapping
 from urllib.parse import quote
 
 from overbrainer.errors import ConfigError, OverbrainerError
-from overbrainer.support import redact
+from overbrainer.support import fmt, http, redact
+from overbrainer.support.http import Retries, TooLarge, Unanswered, exchange, retried
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10
 READ_TIMEOUT = 30
 ATTEMPTS = 3
+BACKOFF_BASE = 0.2  # seconds: 0.1-0.2, then 0.2-0.4 (jittered); a Retry-After wins
+BACKOFF_CAP = 2.0
+BODY_CAP = 1024 * 1024
 
 _cache_lock = threading.Lock()
 _sessions: dict[tuple[str, str], object] = {}
 
 
 class _Transient(Exception):
-    """A failure worth one more try (network error, 5xx)."""
+    """A failure worth one more try (network error, 408, 429, 5xx); `retry_after` in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Read(Retries):
+    attempts = ATTEMPTS
+
+    def retryable(self, error: BaseException) -> bool:
+        return isinstance(error, _Transient)
+
+    def delay(self, error: BaseException, attempt: int) -> float:
+        after = error.retry_after if isinstance(error, _Transient) else None
+        return after if after is not None else http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
+
+    def waiting(self, error: BaseException, seconds: float) -> None:
+        log.warning("%s; retrying in %s", error, fmt.duration(seconds))
 
 
 def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -53,52 +78,45 @@ def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
 
 
 def _session(addr: str, token: str):
-    import requests
-
     with _cache_lock:
         s = _sessions.get((addr, token))
         if s is None:
-            s = requests.Session()
-            s.headers["X-Vault-Token"] = token
-            s.headers["User-Agent"] = "overbrainer"
-            _sessions[(addr, token)] = s
+            s = _sessions[(addr, token)] = http.session(addr, headers={"X-Vault-Token": token})
         return s
+
+
+def _fetch(session, addr: str, url: str, ref: str) -> http.Answer:
+    try:
+        answer = exchange(session, "GET", url, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), allow_redirects=False,
+                          cap=BODY_CAP)
+    except Unanswered as e:
+        raise _Transient(f"cannot reach vault at {http.display_url(addr)} ({e})") from None
+    except TooLarge:
+        raise OverbrainerError(f"unparseable answer from vault for {ref} (larger than 1 MiB)") from None
+    if answer.status in (408, 429) or answer.status >= 500:
+        raise _Transient(f"vault answered HTTP {answer.status} for {ref}",
+                         http.retry_after(answer.headers.get("Retry-After")))
+    return answer
 
 
 def read_secret(mount: str, path: str, field: str, *, environ: Mapping[str, str] | None = None) -> str:
     """The string at data.data[field] of the KV v2 secret mount/path."""
-    import requests
-    from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
-
     ref = f"vault:{mount}/{path}#{field}"
     addr, token = settings(environ)
     url = f"{addr}/v1/{quote(mount, safe='')}/data/{quote(path, safe='/')}"
     session = _session(addr, token)
-
-    @retry(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(ATTEMPTS),
-           wait=wait_exponential(multiplier=0.2, max=2), reraise=True)
-    def fetch():
-        try:
-            r = session.get(url, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), allow_redirects=False)
-        except requests.RequestException as e:
-            log.debug("vault request failed: %s", type(e).__name__)
-            raise _Transient(f"cannot reach vault at {addr} ({type(e).__name__})") from None
-        if r.status_code >= 500:
-            raise _Transient(f"vault answered HTTP {r.status_code} for {ref}")
-        return r
-
     try:
-        r = fetch()
+        r = retried(_Read(), lambda _read: _fetch(session, addr, url, ref))
     except _Transient as e:
         raise OverbrainerError(str(e)) from None
-    if r.status_code in (401, 403):
-        raise OverbrainerError(f"vault refused the token for {ref} (HTTP {r.status_code}): check VAULT_TOKEN")
-    if r.status_code == 404:
+    if r.status in (401, 403):
+        raise OverbrainerError(f"vault refused the token for {ref} (HTTP {r.status}): check VAULT_TOKEN")
+    if r.status == 404:
         raise OverbrainerError(f"{ref} was not found in vault (HTTP 404)")
-    if r.status_code != 200:
-        raise OverbrainerError(f"vault answered HTTP {r.status_code} for {ref}")
+    if r.status != 200:
+        raise OverbrainerError(f"vault answered HTTP {r.status} for {ref}")
     try:
-        body = r.json()
+        body = json.loads(r.body)
     except ValueError:
         raise OverbrainerError(f"unparseable answer from vault for {ref}") from None
     data = body.get("data") if isinstance(body, dict) else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.dataset.stages import STAGES, StageStats
+from overbrainer.support.fmt import stamp
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +25,6 @@ STATUSES = ("ok", "failed", "interrupted")
 
 def history_path(project_dir: str | os.PathLike) -> Path:
     return Path(project_dir) / ".overbrainer" / "history.jsonl"
-
-
-def rfc3339(moment: datetime | None = None) -> str:
-    moment = moment or datetime.now(timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -155,7 +151,7 @@ class HistoryRecorder:
         """provider and model: the role the stage uses (None for split)."""
         with self._lock:
             self._stage = stage
-            self._started = rfc3339(self._clock())
+            self._started = stamp(self._clock())
             self._provider, self._model = provider, model
 
     def finish(self, status: str | None = None, stats: StageStats | None = None, *,
@@ -181,7 +177,7 @@ class HistoryRecorder:
             if status is None:
                 status = "failed" if stats.failed > 0 else "ok"
             entry = HistoryEntry(
-                stage=self._stage, started_at=self._started, ended_at=rfc3339(self._clock()), status=status,
+                stage=self._stage, started_at=self._started, ended_at=stamp(self._clock()), status=status,
                 provider=self._provider, model=self._model, done=stats.done, skipped=stats.skipped,
                 failed=stats.failed, excluded=stats.excluded, input_tokens=stats.usage.input_tokens,
                 output_tokens=stats.usage.output_tokens, cost=stats.cost, split=split_counts,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -15,12 +16,14 @@ from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
     Executor, JobId, JobSpec, JobState, check_env, check_secrets,
 )
+from overbrainer.support import fmt
 from overbrainer.support.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
 _SCRUB = ("OVERBRAINER_", "VAULT_")
 _REAP_EVERY = 0.15
+READER_LIMIT = 5.0  # seconds a timed-out script's output reader gets once its process group is killed
 
 
 def job_environment(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -59,17 +62,17 @@ class LocalExecutor(Executor):
         out: dict[str, bytes] = {}
         reader = threading.Thread(target=lambda: out.update(zip(("o", "e"), proc.communicate())), daemon=True)
         reader.start()
-        waited = 0.0
+        deadline = time.monotonic() + timeout
         while True:
             self._reap()
             reader.join(_REAP_EVERY)
             if not reader.is_alive():
                 break
-            waited += _REAP_EVERY
-            if waited > timeout:
-                proc.kill()
-                reader.join()
-                raise OverbrainerError(f"{action} failed: it did not finish within {int(timeout)} s")
+            if time.monotonic() > deadline:
+                _kill_group(proc)
+                # The pipes close with the group; a process that left it may hold them still.
+                reader.join(READER_LIMIT)
+                raise OverbrainerError(f"{action} failed: it did not finish within {fmt.duration(timeout, words=True)}")
         self._reap()
         if proc.returncode != 0:
             raise OverbrainerError(f"{action} failed: {_first_lines(out.get('e', b''), proc.returncode)}")
@@ -175,6 +178,14 @@ def _wait_for_pid_file(path: Path, proc: subprocess.Popen, timeout: float = 5.0)
         except FileNotFoundError:
             pass
         time.sleep(0.005)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the script's whole process group (it leads one: start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _check_owner(owner: str) -> None:

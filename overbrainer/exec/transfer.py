@@ -1,9 +1,9 @@
 """Files between here and a target: tar streams, safe extraction, SHA-256 manifests, verify.
 
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
-buffers; the other end is the target's `tar`. Extraction refuses absolute names, `..`, links
-leading outside the destination and special files, and never writes through a symlink or a hard
-link. It hashes each regular file as it writes it (`Written`), so verify need not read it again.
+buffers; the other end is the target's `tar`. Extraction (tarfile's `data` filter plus the
+checks it lacks) refuses absolute names, `..`, links leading outside the destination and special
+files, and never writes through a symlink or a hard link. It hashes each regular file as it writes it (`Written`), so verify need not read it again.
 
 Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stream as they pass
 (through a `Meter`: at the start, at most once per PROGRESS_SECS, and once at the end), so a
@@ -253,51 +253,75 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: 
     """Extract a tar stream read from `read(n)` into `dest` safely; returns the member names.
     `written` (when given) gets the SHA-256 of every regular file as its bytes were written.
 
-    Raises UnsafeArchive (nothing more is written) on the first member that would escape.
+    tarfile's `data` filter refuses links that are absolute or lead outside, members that would
+    land outside, and special files, and drops owners and odd modes. Checked here first, what it
+    lacks: empty names, absolute names and `..` (it would strip or resolve them), a symlink to
+    nothing, a member that replaces the destination, a parent leading outside (before anything in the way is removed),
+    and what is in the way (an existing symlink, a folder where a file goes, a hard-linked file):
+    removed, never written through. Raises UnsafeArchive (nothing more is written) on the first
+    member refused.
     """
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     root = os.path.realpath(dest)
     names: list[str] = []
+
+    def data_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError as e:
+            raise UnsafeArchive(_refusal(e, member.name, dest)) from None
+
     with _HashingTarFile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:
         tf.copybufsize = BUF
         for m in tf:
             name = _check_name(m.name, "a member")
-            if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
-                raise UnsafeArchive(f"refusing tar member {name!r} from the target: it is a device, fifo or special file")
             if name == "." and not m.isdir():
                 raise UnsafeArchive("refusing a tar member from the target: it replaces the destination")
             target = os.path.join(root, name)
-            parent = os.path.realpath(os.path.dirname(target))
-            if not _inside(parent, root):
+            if not _inside(os.path.realpath(os.path.dirname(target)), root):
                 raise UnsafeArchive(f"refusing tar member {name!r} from the target: it leads outside {dest}")
-            if m.issym():
-                if m.linkname.startswith("/") or not m.linkname:
-                    raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points to an absolute path")
-                if not _inside(os.path.realpath(os.path.join(parent, m.linkname)), root):
-                    raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points outside {dest}")
             if m.islnk():
-                link = _check_name(m.linkname, "a hard link")
-                if not _inside(os.path.realpath(os.path.join(root, link)), root):
-                    raise UnsafeArchive(f"refusing hard link {name!r} from the target: it points outside {dest}")
-                m.linkname = link
-            if name != "." and os.path.islink(target):
-                os.unlink(target)  # never write through an existing symlink
-            elif m.isreg() and os.path.isdir(target):
-                shutil.rmtree(target)
-            elif m.isreg() and os.path.isfile(target) and os.stat(target).st_nlink > 1:
-                os.unlink(target)  # nor through a hard link: it would change another path
+                m.linkname = _check_name(m.linkname, "a hard link")
+            elif m.issym() and not m.linkname:
+                raise UnsafeArchive(f"refusing symlink {name!r} from the target: it points nowhere")
+            if name != ".":
+                _clear_the_way(m, target)
             m.name = name
-            m.mode = (m.mode & 0o755) | (0o700 if m.isdir() else 0o600)
-            m.uid = m.gid = -1  # never chown
             tf.digest = None
-            tf.extract(m, root, set_attrs=not m.issym(), numeric_owner=True, filter="fully_trusted")
+            tf.extract(m, root, set_attrs=not m.issym(), numeric_owner=True, filter=data_filter)
             if written is not None:
                 written.pop(name, None)
                 if m.isreg() and tf.digest is not None:
                     written[name] = (tf.digest, _stat_key(os.lstat(target)))
             names.append(name)
     return names
+
+
+def _clear_the_way(member: tarfile.TarInfo, target: str) -> None:
+    """Remove what stands where `member` goes and would be written through: an existing symlink,
+    a folder where a file goes, a file hard-linked elsewhere (writing it would change another
+    path)."""
+    if os.path.islink(target):
+        os.unlink(target)
+    elif member.isreg() and os.path.isdir(target):
+        shutil.rmtree(target)
+    elif member.isreg() and os.path.isfile(target) and os.stat(target).st_nlink > 1:
+        os.unlink(target)
+
+
+def _refusal(error: tarfile.FilterError, name: str, dest: Path) -> str:
+    """The data filter's refusal in this module's words."""
+    link = "hard link" if error.tarinfo.islnk() else "symlink"
+    if isinstance(error, tarfile.SpecialFileError):
+        return f"refusing tar member {name!r} from the target: it is a device, fifo or special file"
+    if isinstance(error, tarfile.AbsoluteLinkError):
+        return f"refusing {link} {name!r} from the target: it points to an absolute path"
+    if isinstance(error, tarfile.LinkOutsideDestinationError):
+        return f"refusing {link} {name!r} from the target: it points outside {dest}"
+    if isinstance(error, tarfile.AbsolutePathError):
+        return f"refusing tar member {name!r} from the target: it is an absolute path"
+    return f"refusing tar member {name!r} from the target: it leads outside {dest}"
 
 
 def _excluded(name: str, exclude: list[str]) -> bool:

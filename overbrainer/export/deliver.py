@@ -29,11 +29,6 @@ def read_version(job_dir: Path) -> str:
     return text.splitlines()[0][:200] if text else "unknown"
 
 
-def size_text(size: int) -> str:
-    """Decimal megabytes, or gigabytes from 1 GB: `639.4 MB`, `4.1 GB`."""
-    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
-
-
 EXPORT_JSON = RecordFile("export record")
 RECORD = "export.json"
 

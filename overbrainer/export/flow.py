@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import UsageError
 from overbrainer.export import pod
 from overbrainer.export.deliver import ollama_create
@@ -34,7 +35,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
     name = ollama or settings.ollama_name
     if name is not None and not is_ollama_name(name):
         raise UsageError(f"--ollama {name}: not a valid Ollama model name ([host/][namespace/]model[:tag])")
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     source = check_run(runs_dir, run_id)
     record = source.record
     where, tgt = side_target(config, record, "export", target)

@@ -12,15 +12,15 @@ and the `Modelfile`, and returns the `train:` lines to report.
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 from pathlib import Path
 from typing import Any
 
 from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp
-from overbrainer.export.deliver import VERSION_FILE, read_version, size_text, write_export_json, write_modelfile
+from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, sequence_len
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +73,9 @@ def deliver(run_dir: Path, run_id: str) -> list[str]:
         return []
     version = read_version(run_dir)
     size = gguf.stat().st_size
-    created = _dt.datetime.fromtimestamp(gguf.stat().st_mtime, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = fmt.stamp(gguf.stat().st_mtime)
     write_export_json(run_dir, quantize=quantize, llama_cpp=version, file=f"output/gguf/{gguf.name}",
                       sha256=sha256_file(gguf), size=size, created=created)
     write_modelfile(gguf, sequence_len(run_dir))
-    return [f"train: GGUF in runs/{run_id}/output/gguf/{gguf.name} ({quantize}, {size_text(size)}), "
+    return [f"train: GGUF in runs/{run_id}/output/gguf/{gguf.name} ({quantize}, {fmt.size(size)}), "
             "Modelfile beside it"]

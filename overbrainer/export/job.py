@@ -24,8 +24,9 @@ from pathlib import Path, PurePosixPath
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.export import llama_cpp
-from overbrainer.export.deliver import VERSION_FILE, read_version, size_text, write_export_json, write_modelfile
+from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, sequence_len
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class ExportPart:
 
     def size_line(self) -> str:
         gguf = self.source.run_dir / self.gguf_rel
-        return f"{self.quantize}, {size_text(gguf.stat().st_size)}"
+        return f"{self.quantize}, {fmt.size(gguf.stat().st_size)}"
 
 
 def export_part(config, source: Source, quantize: str, target) -> ExportPart:
@@ -120,7 +121,7 @@ def upload_if_gone(executor, source: Source, remote_job_dir: str) -> int:
     size = sum(tree_size(path.parent, [path.name], ()) for path, _ in entries)
     what = "adapter" if is_adapter(source.run_dir / source.model) else "model"
     log.info("export: the model of run %s is not on the target: sending its %s and %s (%s)", source.record.id,
-             what, CONFIG_NAME, size_text(size))
+             what, CONFIG_NAME, fmt.size(size))
     executor.upload(entries=entries)
     return size
 

@@ -59,25 +59,32 @@ def base_model_bytes(config: Any, base_model: str | None) -> int | None:
 
 def hub_parameters(config: Any, repo: str) -> int:
     """The parameter count the Hub's metadata gives for `repo` (OverbrainerError saying why not)."""
-    import requests
+    import json
+    import time
 
-    from overbrainer import __version__
+    from overbrainer.support import http
 
     hub = getattr(config, "hub", None)
     base = (hub.url if hub is not None else "https://huggingface.co").rstrip("/")
-    headers = {"User-Agent": f"overbrainer/{__version__}", "Accept": "application/json"}
+    headers = {"Accept": "application/json"}
     token = getattr(config, "hf_token", None)
     if token is not None:
         headers["Authorization"] = f"Bearer {token.resolve()}"
+    s = http.session(base, headers=headers)
     try:
-        r = requests.get(f"{base}/api/models/{repo}", params={"expand[]": "safetensors"}, headers=headers,
-                         timeout=HUB_SECS, allow_redirects=False)
-    except requests.RequestException as e:
-        raise OverbrainerError(f"the Hub did not answer: {type(e).__name__}") from None
-    if r.status_code != 200:
-        raise OverbrainerError(f"the Hub answered {r.status_code}")
+        answer = http.exchange(s, "GET", f"{base}/api/models/{repo}", params={"expand[]": "safetensors"},
+                               timeout=(HUB_SECS, HUB_SECS), deadline=time.monotonic() + HUB_SECS,
+                               cap=4 << 20, allow_redirects=False)
+    except http.Unanswered as e:
+        raise OverbrainerError(f"the Hub did not answer: {http.describe(e.kind)}") from None
+    except http.TooLarge:
+        raise OverbrainerError("the Hub's answer was too large") from None
+    finally:
+        s.close()
+    if answer.status != 200:
+        raise OverbrainerError(f"the Hub answered {answer.status}")
     try:
-        total = (r.json().get("safetensors") or {}).get("total")
+        total = (json.loads(answer.body).get("safetensors") or {}).get("total")
     except (ValueError, AttributeError):
         total = None
     if not isinstance(total, int) or isinstance(total, bool) or total <= 0:

@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from overbrainer.front import terminal
+from overbrainer.support import fmt
 from overbrainer.support.redact import redact
 
 if TYPE_CHECKING:  # the bus, the events and Interrupt load only when a flow runs (`config check` only reports)
@@ -116,7 +117,7 @@ class BusGuard:
         assert self._thread is not None
         self._thread.join(grace)
         if self._thread.is_alive():
-            log.debug("the renderer did not drain within %.1f s: stopping it", grace)
+            log.debug("the renderer did not drain within %s: stopping it", fmt.duration(grace, words=True))
             sub.close(drain=False)
 
     def abort(self) -> None:

@@ -35,6 +35,7 @@ import weakref
 from typing import Any, Callable, TypeVar
 
 from overbrainer.errors import Interrupted
+from overbrainer.support.sleep import pause
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +228,9 @@ class Interrupt:
     def caught(self) -> bool:
         return self._noted_flag or self.event.is_set()
 
+    is_set = caught  # an Interrupt is a stop of support/sleep.py's waits
+
+
     def check(self, message: str = "interrupted") -> None:
         """Raise `Interrupted(message)` if Ctrl-C came (for flows at their safe points)."""
         if self.caught():
@@ -234,10 +238,7 @@ class Interrupt:
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True (at once) if interrupted."""
-        if self.caught():
-            return True
-        self.event.wait(seconds)
-        return self.caught()
+        return self.caught() or pause(seconds, self.event) or self.caught()
 
     def shield(self, fn: Callable[..., T], *args: Any, note: str | None = None, **kwargs: Any) -> T:
         """Run fn to its end; a Ctrl-C meanwhile is only noted (and `note` says what finishes)."""

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import time
 from typing import IO, Mapping
 
 from overbrainer.front import terminal
+from overbrainer.support.fmt import stamp
 from overbrainer.support.redact import RedactingFilter, redact
 
 ROOT = "overbrainer"
@@ -41,10 +41,6 @@ def level_name(levelno: int) -> str:
     return "DEBUG"
 
 
-def utc_time(created: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
-
-
 class TextFormatter(logging.Formatter):
     def __init__(self, color: bool = False):
         super().__init__()
@@ -54,7 +50,7 @@ class TextFormatter(logging.Formatter):
         name = level_name(record.levelno)
         if self.color:
             name = f"{_COLORS[name]}{name}{_RESET}"
-        line = f"{utc_time(record.created)} {name} {record.getMessage()}"
+        line = f"{stamp(record.created)} {name} {record.getMessage()}"
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
@@ -71,7 +67,7 @@ class JsonFormatter(logging.Formatter):
             message += "\n" + record.exc_text
         import json as _json  # here: plain logs never pay for it at start-up
 
-        return _json.dumps({"event": "log", "time": utc_time(record.created),
+        return _json.dumps({"event": "log", "time": stamp(record.created),
                             "level": level_name(record.levelno).lower(), "message": message})
 
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from overbrainer.support import fmt
 from overbrainer.front.events import (
     Event, ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, PodStatus, RunWatched, StageFinished,
     StageModel, StageStarted, Transfer,
@@ -71,14 +72,6 @@ def sci(x: float) -> str:
     """2e-4 → "2.00e-4"."""
     mantissa, _, exp = f"{x:.2e}".partition("e")
     return f"{mantissa}e{int(exp)}"
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 def is_number(x: float | None) -> bool:
@@ -275,7 +268,7 @@ class LineRenderer:
             due = ev.done > 0 and gate.due(force=ev.total is not None and ev.done >= ev.total)
         if due:
             verb = "uploading" if ev.direction == "upload" else "downloading"
-            amount = human_bytes(ev.done) + (f" of {human_bytes(ev.total)}" if ev.total else "")
+            amount = fmt.size(ev.done) + (f" of {fmt.size(ev.total)}" if ev.total else "")
             self.log.info("%s: %s %s", r.prefix, verb, amount)
 
     def on_PodStatus(self, ev: PodStatus) -> None:

@@ -10,9 +10,9 @@ when the training starts (`warn_missing_token`), not after hours of training.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def push_after_training(session: Any, config: Any, result: Any) -> bool:
         return False
     from overbrainer.hub.push import RECORD
 
-    run_dir = Path(session.project_dir) / "runs" / result.run_id
+    run_dir = ProjectPaths(session.project_dir).runs / result.run_id
     if (run_dir / "hub" / RECORD).is_file():
         log.info("push: run %s was already pushed (hub/%s)", result.run_id, RECORD)
         return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from overbrainer.hub.card_facts import CardFacts
+from overbrainer.support.fmt import duration
 
 MARKER = "<!-- overbrainer:card -->"
 _PLAIN_YAML = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
@@ -83,13 +84,6 @@ def _num(x: object) -> str:
     return str(x)
 
 
-def _duration(secs: float) -> str:
-    secs = int(round(secs))
-    h, rest = divmod(secs, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h} h {m:02d} min" if h else (f"{m} min {s:02d} s" if m else f"{s} s")
-
-
 def _table(f: CardFacts) -> list[str]:
     rows: list[tuple[str, str]] = []
     for label, value in (("Parent", f.parent), ("Generator", f.generator), ("Judge", f.judge),
@@ -107,7 +101,7 @@ def _table(f: CardFacts) -> list[str]:
     if losses:
         rows.append(("Final loss", ", ".join(losses)))
     if f.training_secs is not None:
-        rows.append(("Training time", _duration(f.training_secs)))
+        rows.append(("Training time", duration(f.training_secs, words=True)))
     return ["| | |", "|---|---|"] + [f"| {cell(k)} | {cell(v)} |" for k, v in rows]
 
 

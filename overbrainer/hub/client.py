@@ -1,6 +1,8 @@
-"""The Hub through `huggingface_hub` (imported here, lazily): one `HfApi` with the token passed
-explicitly (HF_TOKEN and the token file are never read), our User-Agent, a 10 s connect timeout,
-the library's logs through ours and its own progress bars off; its errors turned into one line.
+"""The Hub through `huggingface_hub`'s public API (imported here, lazily): one `HfApi` with the
+token passed explicitly (HF_TOKEN and the token file are never read), our User-Agent, the
+library's shared HTTP client given a 10 s connect and 120 s read timeout, the library's logs
+through ours and its own progress bars off; its errors turned into one line (a 429's
+`Retry-After` read by support/http.retry_after, seconds or an HTTP-date).
 
 `huggingface_hub` does the Hub's commit protocol (preupload, LFS batch and uploads, the NDJSON
 commit) and retries uploads on 429/5xx itself (honouring Retry-After); nothing here retries again.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import threading
 import time
 from pathlib import Path
@@ -18,6 +21,7 @@ from urllib.parse import urlsplit
 
 from overbrainer import __version__
 from overbrainer.errors import OverbrainerError
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +50,11 @@ class _NotXet(logging.Filter):
 
 def _configure() -> None:
     """Once per process: the library's logs propagate to ours (the redactor applies), its bars are
-    off (progress goes through the event bus), its HTTP client has timeouts."""
+    off (progress goes through the event bus)."""
     global _configured
     if _configured:
         return
-    import httpx2
-    from huggingface_hub.utils import disable_progress_bars, logging as hf_logging, set_client_factory
-    from huggingface_hub.utils._http import hf_request_event_hook
+    from huggingface_hub.utils import disable_progress_bars, logging as hf_logging
 
     root = logging.getLogger("huggingface_hub")
     for h in list(root.handlers):
@@ -61,15 +63,22 @@ def _configure() -> None:
     root.setLevel(logging.WARNING)
     logging.getLogger("huggingface_hub._commit_api").addFilter(_NotXet())
     disable_progress_bars()
-    set_client_factory(lambda: httpx2.Client(
-        event_hooks={"request": [hf_request_event_hook]}, follow_redirects=True,
-        timeout=httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)))
     _configured = True
+
+
+def _timeouts() -> None:
+    """The library's shared client (its own request hooks kept: request ids, offline mode) with
+    our timeouts; set on each `api()`, as the library may have made a new client since."""
+    import httpx2
+    from huggingface_hub import get_session
+
+    get_session().timeout = httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 
 def api(base_url: str, token: str | None) -> Any:
     """An `HfApi` on `base_url` with `token` (None for a dry run)."""
     _configure()
+    _timeouts()
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=base_url.rstrip("/"), token=token if token else False,
@@ -77,10 +86,10 @@ def api(base_url: str, token: str | None) -> Any:
 
 
 def _retry_after(response: Any) -> str:
-    value = response.headers.get("Retry-After") if response is not None else None
-    if value and value.strip().isdigit():
-        return f" (in {int(value.strip())} s)"
-    return ""
+    from overbrainer.support.http import retry_after
+
+    seconds = retry_after(response.headers.get("Retry-After"), cap=None) if response is not None else None
+    return "" if seconds is None else f" (in {fmt.duration(math.ceil(seconds), words=True)})"
 
 
 def explain(error: BaseException, what: str, *, namespace: str | None = None, host: str = "") -> HubError:

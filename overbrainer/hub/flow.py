@@ -10,16 +10,17 @@ nothing committed; the commit itself is finished first.
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import re
 from pathlib import Path
 from typing import Any
 
 from overbrainer import __version__
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, UsageError
 from overbrainer.hub.files import check_run, collect
 from overbrainer.jobs import ids
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +28,6 @@ REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 NO_TOKEN = ("OVERBRAINER_HF_TOKEN is not set: create a write token on Hugging Face and set it in the "
             "environment or .env (or use --dry-run)")
 YOU = "<you>"
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def repo_name(project_name: str) -> str:
@@ -87,10 +84,9 @@ def _base_model(run_dir: Path, config: Any) -> str | None:
 def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None, public: bool = False,
               overwrite_card: bool = False, dry_run: bool = False) -> dict:
     """Push run `run_id`; returns the result dict (also reported through the session)."""
-    from overbrainer.front.render_lines import human_bytes
 
     ids.validate(run_id)
-    runs_dir = Path(session.project_dir) / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     run_dir = runs_dir / run_id
     uploads = collect(check_run(runs_dir, run_id))
     size = sum(u.size for u in uploads)
@@ -107,7 +103,7 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     interrupt = front.interrupt()
     who = push.whoami(api, host)
     target = push.Target(pick_repo(repo, config, who), private, public)
-    log.info("push: %s as %s, %d files (%s)", target.repo, who, len(uploads), human_bytes(size))
+    log.info("push: %s as %s, %d files (%s)", target.repo, who, len(uploads), fmt.size(size))
     private, info = push.ensure_repo(api, target, host)
     existing = push.remote_card(api, target.repo, info, host) if info is not None else None
     paths = [u.path for u in uploads]
@@ -122,11 +118,11 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
         guard.bus.publish(RunWatched(run_id, "push"))
         data = push.upload_and_commit(
             api, target, run_id, run_dir, uploads, card, private=private, interrupt=interrupt,
-            emit=lambda done, total: guard.bus.publish(Transfer(run_id, "upload", done, total)), now=_now)
+            emit=lambda done, total: guard.bus.publish(Transfer(run_id, "upload", done, total)), now=fmt.stamp)
     finally:
         guard.close()
     files = len(data["files"])
-    text = f"push: {data['url']} ({files} files, {human_bytes(data['size'])})"
+    text = f"push: {data['url']} ({files} files, {fmt.size(data['size'])})"
     result = {"run_id": run_id, "repo": data["repo"], "commit": data["commit"], "url": data["url"],
               "files": data["files"], "size": data["size"], "private": data["private"],
               "card": "written" if card is not None else "kept", "dry_run": False}
@@ -136,7 +132,6 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
 
 def _dry_run(session: Any, config: Any, run_dir: Path, run_id: str, uploads: list, size: int, repo: str,
              private: bool) -> dict:
-    from overbrainer.front.render_lines import human_bytes
     from overbrainer.hub.push import write_card_copy
 
     card = _card(config, run_dir, run_id, repo, [u.path for u in uploads], None)
@@ -144,9 +139,9 @@ def _dry_run(session: Any, config: Any, run_dir: Path, run_id: str, uploads: lis
     visibility = "private" if private else "public"
     width = max(len(u.path) for u in uploads)
     lines = [f"push: {repo}, {visibility} when created; nothing is sent (--dry-run)"]
-    lines += [f"{u.path.ljust(width)}  {human_bytes(u.size)}" for u in uploads]
+    lines += [f"{u.path.ljust(width)}  {fmt.size(u.size)}" for u in uploads]
     rel = card_path.relative_to(session.project_dir).as_posix()
-    lines.append(f"push: {len(uploads)} files, {human_bytes(size)}, and the card README.md ({rel})")
+    lines.append(f"push: {len(uploads)} files, {fmt.size(size)}, and the card README.md ({rel})")
     result = {"run_id": run_id, "repo": repo, "private": private, "dry_run": True, "size": size,
               "files": [{"path": u.path, "size": u.size} for u in uploads], "card": rel}
     session.report("\n".join(lines), result)

@@ -35,11 +35,6 @@ def timestamp(now: _dt.datetime | None = None) -> str:
     return now.astimezone(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-def rfc3339(now: _dt.datetime | None = None) -> str:
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def base_id(project_name: str, now: _dt.datetime | None = None) -> str:
     return f"{slug(project_name)}_{timestamp(now)}"
 

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
@@ -77,7 +78,7 @@ def lease(session, config, target_name: str, target: Any, record: RunRecord, *, 
                        workdir=pod_workdir) as held:
             yield held
         return
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     executor = None
     try:
         executor = interrupt.race(open_executor, config, target_name, target, runs_dir)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
 from overbrainer.jobs.pod_homes import PodHome
@@ -129,7 +130,7 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
     (None: only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
     from overbrainer.runpod.waits import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
     executor = None
@@ -184,7 +185,7 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
     from overbrainer.runpod.waits import Timing
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
         return
     interrupt = session.front.interrupt()

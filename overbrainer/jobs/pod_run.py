@@ -21,6 +21,7 @@ Rules kept here:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.gone import mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
+from overbrainer.support.sleep import sleep_until
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +101,10 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
     done = threading.Event()
 
     def link() -> None:  # the watch ends at Ctrl-C or at the deadline, whichever comes first
-        while not done.wait(LINK_LOOK):
-            if interrupt.caught() or (deadline is not None and time.time() >= deadline):
-                tripped.set()
-                return
+        ended = sleep_until(math.inf if deadline is None else deadline, done, interrupt, clock=time.time,
+                            poll=LINK_LOOK)
+        if not done.is_set() and (not ended or interrupt.caught()):
+            tripped.set()
 
     watcher = threading.Thread(target=link, name="overbrainer-pod-deadline", daemon=True)
     watcher.start()

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
@@ -60,6 +61,7 @@ from overbrainer.jobs.lease import is_pod
 from overbrainer.jobs.pod_homes import NOT_HOME
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +139,10 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
     if own and not pod and not run.remote_dir:
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
     label = job.label or f"{job.kind} of run {run.id}"
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     parent = jobs_dir(runs_dir, run.id, job.kind)
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=ids.rfc3339(now),
+    record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
     interrupt = session.front.interrupt()
     try:
@@ -172,7 +174,7 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
     from overbrainer.runpod.api import RunpodClient
 
     RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
     save(parent, record)

@@ -24,6 +24,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import TargetUnreachable
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunRecord, save
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def create_run(runs_dir: Path, project_name: str, target_name: str, resumed_from
     claimed once an executor exists (`claim_target`)."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     run_id, run_dir = ids.claim_new(runs_dir, ids.base_id(project_name, now))
-    record = RunRecord(id=run_id, target=target_name, created=ids.rfc3339(now), remote_dir="",
+    record = RunRecord(id=run_id, target=target_name, created=fmt.stamp(now), remote_dir="",
                        state=PREPARING, resumed_from=resumed_from)
     save(runs_dir, record)
     return record, run_dir

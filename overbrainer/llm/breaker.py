@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Callable
 
+from overbrainer.support.fmt import duration
+
 MIN_WINDOW = 600.0  # seconds
 STREAK_PER_SLOT = 3
 # Failures to connect at all (the words of llm/http.py's transport kinds): 3 in a row with no
@@ -86,5 +88,5 @@ class Breaker:
 
 
 def _duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    return f"{minutes} min" if minutes else f"{seconds:.0f} s"
+    """Whole minutes (`16 min`), or whole seconds under one."""
+    return duration(60 * (seconds // 60) if seconds >= 60 else round(seconds), words=True)

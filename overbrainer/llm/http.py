@@ -1,10 +1,12 @@
-"""HTTP for the LLM clients: one `requests.Session` per provider (pool ≥ concurrency), one
-request with a total deadline, the retry policy (tenacity) and the provider-wide 429 cool-down.
+"""HTTP for the LLM clients on the shared stack (support/http.py): one session per provider
+(pool ≥ concurrency), one request with a total deadline, the retry policy and the provider-wide
+429 cool-down.
 
-Retry policy: 408/429/5xx and transport failures are retried up to
-`max_retries` times; the wait is `Retry-After` (seconds, capped at 600) when given, else
-`min(2^n, 60) s × (0.5 + 0.5·rand)`. After a 429 every thread sending to the same provider waits out
-the cool-down before its next send. Waits use `stop.wait()` so a caller's Event cancels them.
+Retry policy: 408/429/5xx and transport failures are retried up to `max_retries` times; the wait
+is `Retry-After` (seconds or an HTTP-date, capped at 600 s) when given, else
+`min(2^n, 60) s × [0.5, 1)`. After a 429 every thread sending to the same provider waits out the
+cool-down before its next send. Waits end early on the caller's stop Event (`LlmCancelled`) or
+once the breaker trips.
 
 Every attempt reports to the provider's circuit breaker (llm/breaker.py); once it trips, no
 attempt is sent any more and waiting retries end with ProviderUnreachable.
@@ -14,37 +16,30 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import random
-import socket
-import ssl
 import threading
 import time
 from typing import Any, Callable
 
-import requests
-from requests.adapters import HTTPAdapter
-from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
-from overbrainer import __version__
 from overbrainer.llm.breaker import Breaker
 from overbrainer.llm import meanings
 from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, invalid
+from overbrainer.support import fmt, http
+from overbrainer.support.http import (CONNECT, CUT_OFF, DNS, REFUSED, TIMEOUT, TLS, Retries, TooLarge, Unanswered,
+                                      display_url, exchange, retried)
+from overbrainer.support.sleep import pause as _sleep
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 30.0
-RETRY_AFTER_CAP = 600.0
-BACKOFF_BASE = 1.0
-BACKOFF_CAP = 60.0
-_CHUNK = 64 * 1024
-_TRIP_POLL = 0.05  # how often a retry's wait looks at the breaker while it also waits on `stop`
+RETRY_AFTER_CAP = http.RETRY_AFTER_CAP
+BACKOFF_BASE = http.BACKOFF_BASE
+BACKOFF_CAP = http.BACKOFF_CAP
+BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embeddings are ~16 MB)
 
-# Transport failure kinds (the breaker counts a streak of one kind) and their words.
-REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (
-    "connection refused", "DNS lookup failed", "TLS handshake failed", "timed out",
-    "the answer was cut off", "cannot connect")
+# Transport failure kinds (the breaker counts a streak of one kind), support/http's words.
 SERVER = meanings.SERVER
+__all__ = ["CONNECT", "CUT_OFF", "DNS", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "channel_for",
+           "close_channels", "display_url", "request_once", "send"]
 # What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
 Explain = Callable[[int, bytes, "float | None"], LlmError]
 
@@ -56,24 +51,17 @@ class Channel:
     def __init__(self, name: str, base_url: str, pool_size: int):
         self.name = name
         self.base = base_url.rstrip("/")
-        self.session = requests.Session()
-        self.session.headers["User-Agent"] = f"overbrainer/{__version__}"
-        self.pool_size = 0
+        self.session = http.session(self.base, pool=pool_size)
+        self.pool_size = max(http.POOL, int(pool_size))
         self.not_before = 0.0
         self.announced = False  # the client said how this provider is spoken to
         self.breaker = Breaker()
         self._lock = threading.Lock()
-        self.ensure_pool(pool_size)
 
     def ensure_pool(self, size: int) -> None:
-        size = max(10, int(size))
         with self._lock:
-            if size <= self.pool_size:
-                return
-            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=size, max_retries=0)
-            self.session.mount("http://", adapter)
-            self.session.mount("https://", adapter)
-            self.pool_size = size
+            if size > self.pool_size:
+                self.pool_size = http.grow_pool(self.session, size)
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -122,65 +110,18 @@ def close_channels() -> None:
 
 def pause(seconds: float, stop: threading.Event | None, tripped: threading.Event | None = None) -> None:
     """Sleep, or raise LlmCancelled as soon as `stop` is set; return early once `tripped` is."""
-    if tripped is None:
-        if stop is None:
-            time.sleep(seconds)
-        elif stop.wait(seconds):
-            raise LlmCancelled()
-        return
-    if stop is None:
-        tripped.wait(seconds)
-        return
-    deadline = time.monotonic() + seconds
-    while not tripped.is_set():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return
-        if stop.wait(min(remaining, _TRIP_POLL)):
-            raise LlmCancelled()
+    if _sleep(seconds, stop, tripped) and stop is not None and stop.is_set():
+        raise LlmCancelled()
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds (fractional, non-negative) only; the HTTP-date form is ignored."""
-    if not value:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    if not math.isfinite(seconds) or seconds < 0:
-        return None
-    return seconds
+    """A Retry-After header in seconds (support/http.retry_after), uncapped: the wait caps it."""
+    return http.retry_after(value, cap=None)
 
 
 def status_error(status: int, body: bytes, retry_after: float | None, provider: str = "?") -> LlmError:
     """The error of a non-2xx answer, as every provider means it (llm/meanings.py)."""
     return meanings.explain(status, body, retry_after, provider)
-
-
-def _connection_kind(exc: BaseException) -> str:
-    """What kept a connection from being made: refused, DNS, TLS, or (unknown) cannot connect."""
-    import urllib3.exceptions as u3
-
-    seen: set[int] = set()
-    stack: list = [exc]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, BaseException) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, (socket.gaierror, getattr(u3, "NameResolutionError", socket.gaierror))):
-            return DNS
-        if isinstance(x, ConnectionRefusedError):
-            return REFUSED
-        if isinstance(x, (ssl.SSLError, requests.exceptions.SSLError, u3.SSLError)):
-            return TLS
-        stack.extend([x.__cause__, x.__context__, getattr(x, "reason", None), *x.args])
-    return CONNECT
-
-
-def _transport(kind: str, cause: BaseException | None = None) -> LlmError:
-    return LlmError(f"request failed ({kind})", retryable=True, cause=cause, transport=kind)
 
 
 def request_once(
@@ -198,113 +139,96 @@ def request_once(
     `explain`, by default as every provider means it). `timeout` bounds the whole exchange
     (connect, wait, body)."""
     deadline = time.monotonic() + timeout
-    data = None if body is None else json.dumps(body).encode()
-    hdrs = dict(headers or {})
-    if data is not None:
-        hdrs["Content-Type"] = "application/json"
+    if body is None:
+        data, hdrs = None, headers
+    else:
+        data = json.dumps(body).encode()
+        hdrs = {**headers, "Content-Type": "application/json"} if headers else {"Content-Type": "application/json"}
     try:
-        resp = channel.session.request(
-            method,
-            channel.url(path),
-            data=data,
-            headers=hdrs,
-            timeout=(min(connect_timeout, timeout), timeout),
-            stream=True,
-        )
-    except requests.Timeout as e:
-        raise _transport(TIMEOUT, e) from None
-    except requests.ConnectionError as e:
-        raise _transport(_connection_kind(e), e) from None
-    except requests.RequestException as e:
-        raise LlmError("request failed", retryable=True, cause=e) from None
-    try:
-        raw = _read_body(resp, deadline)
-    finally:
-        resp.close()
-    status = resp.status_code
+        answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
+                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=BODY_CAP)
+    except Unanswered as e:
+        words = f"request failed ({e.kind})" if e.kind else "request failed"
+        raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
+    except TooLarge:
+        raise invalid(f"larger than {BODY_CAP // 2**20} MiB") from None
+    status = answer.status
     if status < 200 or status >= 300:
-        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+        retry_after = parse_retry_after(answer.headers.get("Retry-After"))
         if explain is not None:
-            raise explain(status, raw, retry_after)
-        raise status_error(status, raw, retry_after, channel.name)
+            raise explain(status, answer.body, retry_after)
+        raise status_error(status, answer.body, retry_after, channel.name)
     try:
-        return json.loads(raw)
+        return json.loads(answer.body)
     except ValueError:
         raise invalid("not JSON") from None
 
 
-def _timed_out() -> LlmError:
-    return _transport(TIMEOUT)
-
-
-def _read_body(resp: requests.Response, deadline: float) -> bytes:
-    """The whole body by `deadline`. Reads what has arrived (read1) with the socket's wait cut to
-    the time left, so a server that trickles bytes (keep-alive whitespace) cannot stretch the
-    request past its total timeout."""
-    import urllib3.exceptions as u3
-
-    raw = resp.raw
-    read1 = getattr(raw, "read1", None)
-    if read1 is None:  # urllib3 1.x: whole chunks only
-        chunks = []
-        try:
-            for chunk in resp.iter_content(_CHUNK):
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _timed_out()
-        except requests.RequestException as e:
-            raise _transport(CUT_OFF, e) from None
-        return b"".join(chunks)
-    sock = getattr(getattr(raw, "connection", None), "sock", None)
-    before = sock.gettimeout() if sock is not None else None
-    chunks = []
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _timed_out()
-            if sock is not None:
-                try:
-                    sock.settimeout(remaining)
-                except OSError:
-                    pass
-            chunk = read1(_CHUNK, decode_content=True)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    except (u3.ReadTimeoutError, TimeoutError) as e:
-        raise _transport(TIMEOUT, e) from None
-    except (u3.HTTPError, OSError) as e:
-        raise _transport(CUT_OFF, e) from None
-    finally:
-        if sock is not None:  # the pool may reuse the connection: give it its timeout back
-            try:
-                sock.settimeout(before)
-            except OSError:
-                pass
-
-
-def display_url(url: str) -> str:
-    """A base URL fit for a message: without any user:password part."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, LlmError) and exc.retryable
-
-
 def backoff(attempt: int) -> float:
     """Wait before retry number `attempt` (1-based) without Retry-After."""
-    return min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_CAP) * (0.5 + 0.5 * random.random())
+    return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
-def format_seconds(seconds: float) -> str:
-    return f"{seconds:.1f}s" if seconds >= 0.1 or seconds == 0 else f"{seconds:.2f}s"
+class _Send(Retries):
+    """One `send`: the request, and how its retries go (support/http.retried)."""
+
+    def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
+                 timeout: float, max_retries: int, on_retry: Callable[[str], None] | None,
+                 stop: threading.Event | None, explain: Explain | None, inspect: Callable[[Any], Any] | None):
+        self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
+        self.timeout, self.on_retry, self.stop, self.explain, self.inspect = timeout, on_retry, stop, explain, inspect
+        self.attempts = max(0, int(max_retries)) + 1
+
+    def retryable(self, error: BaseException) -> bool:
+        return isinstance(error, LlmError) and error.retryable
+
+    def delay(self, error: BaseException, attempt: int) -> float:
+        if isinstance(error, LlmError) and error.retry_after is not None:
+            return min(error.retry_after, RETRY_AFTER_CAP)
+        return backoff(attempt)
+
+    def waiting(self, error: BaseException, seconds: float) -> None:
+        if isinstance(error, LlmError) and error.status == 429:
+            self.channel.cool_down(seconds)
+        message = f"{error}; retrying in {fmt.duration(seconds)}"
+        log.debug("%s %s: %s", self.channel.name, self.path, message)
+        if self.on_retry is not None:
+            self.on_retry(message)
+
+    def sleep(self, seconds: float) -> None:
+        pause(seconds, self.stop, self.channel.breaker.tripped)
+
+    def unreachable(self) -> ProviderUnreachable:
+        channel = self.channel
+        return ProviderUnreachable(channel.name, display_url(channel.base), channel.breaker.reason or "no answer")
+
+
+def _attempt(s: _Send) -> Any:
+    channel, stop = s.channel, s.stop
+    breaker = channel.breaker
+    if stop is not None and stop.is_set():
+        raise LlmCancelled("interrupted before a provider request was sent")
+    channel.wait_cool_down(stop)
+    if breaker.tripped.is_set():
+        raise s.unreachable()
+    try:
+        doc = request_once(channel, s.method, s.path, body=s.body, headers=s.headers, timeout=s.timeout,
+                           explain=s.explain)
+        carried = s.inspect(doc) if s.inspect is not None else None
+        if carried is not None:
+            raise carried
+    except LlmError as e:
+        # The provider said how long to wait: everybody waits, even when this request gives up.
+        if e.status == 429 and e.retry_after is not None:
+            channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
+        if e.transport is None:
+            breaker.answered()
+        elif breaker.failure(e.transport, str(e) if e.transport == SERVER else e.transport):
+            log.debug("%s %s: %s; the circuit breaker trips", channel.name, s.path, e)
+            raise s.unreachable() from e
+        raise
+    breaker.success()
+    return doc
 
 
 def send(
@@ -324,58 +248,5 @@ def send(
     """request_once with the retry policy, the shared cool-down and the circuit breaker.
     `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
     if the answer had that status, retried when transient."""
-    breaker = channel.breaker
-
-    def unreachable() -> ProviderUnreachable:
-        return ProviderUnreachable(channel.name, display_url(channel.base), breaker.reason or "no answer")
-
-    def attempt() -> Any:
-        if stop is not None and stop.is_set():
-            raise LlmCancelled("interrupted before a provider request was sent")
-        channel.wait_cool_down(stop)
-        if breaker.tripped.is_set():
-            raise unreachable()
-        try:
-            doc = request_once(channel, method, path, body=body, headers=headers, timeout=timeout,
-                               explain=explain)
-            carried = inspect(doc) if inspect is not None else None
-            if carried is not None:
-                raise carried
-        except LlmError as e:
-            # The provider said how long to wait: everybody waits, even when this request gives up.
-            if e.status == 429 and e.retry_after is not None:
-                channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
-            if e.transport is None:
-                breaker.answered()
-            elif breaker.failure(e.transport, str(e) if e.transport == SERVER else e.transport):
-                log.debug("%s %s: %s; the circuit breaker trips", channel.name, path, e)
-                raise unreachable() from e
-            raise
-        breaker.success()
-        return doc
-
-    def wait(state) -> float:
-        exc = state.outcome.exception()
-        if isinstance(exc, LlmError) and exc.retry_after is not None:
-            return min(exc.retry_after, RETRY_AFTER_CAP)
-        return backoff(state.attempt_number)
-
-    def before_sleep(state) -> None:
-        exc = state.outcome.exception()
-        seconds = state.next_action.sleep
-        if isinstance(exc, LlmError) and exc.status == 429:
-            channel.cool_down(seconds)
-        message = f"{exc}; retrying in {format_seconds(seconds)}"
-        log.debug("%s %s: %s", channel.name, path, message)
-        if on_retry is not None:
-            on_retry(message)
-
-    retrying = Retrying(
-        stop=stop_after_attempt(max(0, int(max_retries)) + 1),
-        wait=wait,
-        retry=retry_if_exception(_is_retryable),
-        before_sleep=before_sleep,
-        sleep=lambda seconds: pause(seconds, stop, breaker.tripped),
-        reraise=True,
-    )
-    return retrying(attempt)
+    return retried(_Send(channel, method, path, body, headers, timeout, max_retries, on_retry, stop, explain,
+                         inspect), _attempt)

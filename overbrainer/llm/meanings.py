@@ -21,9 +21,8 @@ from typing import Any
 
 from overbrainer.llm import dialects
 from overbrainer.llm.errors import CreditsError, LlmError, Moderated, auth_error
-from overbrainer.support.redact import redact
+from overbrainer.support.redact import redact, words
 
-MESSAGE_CAP = 300
 SERVER = "server error"  # the transport kind the circuit breaker counts for a 5xx
 _AFFORD = re.compile(r"can only afford (\d+)", re.I)
 _LOW_BALANCE = re.compile(r"credit balance is too low", re.I)
@@ -42,8 +41,8 @@ def _error(doc: Any) -> Any:
 
 
 def error_text(doc: Any, body: bytes) -> str:
-    """The body's `error.message` (or `error` when it is a string), else the body itself:
-    whitespace collapsed, cut to 300 characters, secrets masked."""
+    """The body's `error.message` (or `error` when it is a string), else the body itself, as
+    `support.redact.words` puts a server's words in a message (one line, 300 characters)."""
     err = _error(doc)
     if isinstance(err, dict) and isinstance(err.get("message"), str):
         text = err["message"]
@@ -51,8 +50,7 @@ def error_text(doc: Any, body: bytes) -> str:
         text = err
     else:
         text = body.decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return redact(text[:MESSAGE_CAP]) or "(empty body)"
+    return words(text) or "(empty body)"
 
 
 def _quota_spent(doc: Any) -> bool:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from prometheus_client.registry import CollectorRegistry
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted
 from overbrainer.metrics.families import TallyCollector
@@ -61,7 +62,7 @@ class Exporter:
         self.tally = Tally()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TallyCollector(self.tally, project, __version__,
-                                              lambda: runpod_spend(self.project_dir / "runs")))
+                                              lambda: runpod_spend(ProjectPaths(self.project_dir).runs)))
         self.textfile = textfile_path(self.project_dir, settings.textfile)
         self.server: "MetricsServer | None" = None
         self._lock = threading.Lock()

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class TrainPlan:
 def train_plan(project_dir, config) -> TrainPlan:
     name = config.training.target
     target = config.target(name)
-    train = Path(project_dir) / "data" / "train.jsonl"
+    train = ProjectPaths(project_dir).train
     size = train.stat().st_size if train.is_file() else None
     plan = TrainPlan(name, target.kind, tokens=None if size is None else -(-size // BYTES_PER_TOKEN))
     if target.kind != "runpod":
@@ -73,7 +74,7 @@ def train_plan(project_dir, config) -> TrainPlan:
     if target.max_cost_usd is not None and (plan.cost_max is None or target.max_cost_usd < plan.cost_max):
         plan.cost_max = target.max_cost_usd
         notes.append(f"the pod's max_cost_usd ${target.max_cost_usd:.2f}")
-    past = _past_run(Path(project_dir) / "runs", name, size)
+    past = _past_run(ProjectPaths(project_dir).runs, name, size)
     if past is not None:
         plan.cost = min(past[1], plan.cost_max) if plan.cost_max is not None else past[1]
         notes.append(f"expected from run {past[0]}, scaled to the dataset's size")

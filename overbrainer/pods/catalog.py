@@ -3,6 +3,7 @@ and `pod ssh` (the ssh line of a run's pod)."""
 
 from __future__ import annotations
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.runpod import catalog
@@ -62,7 +63,7 @@ def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
     from overbrainer.jobs.pod_homes import home_of
     from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
 
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     home = home_of(runs_dir, run_id)
     folder = home.dir if home is not None else ids.run_dir(runs_dir, run_id)
     shown = home.shown(session.project_dir) if home is not None else f"runs/{run_id}"

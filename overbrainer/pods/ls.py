@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.jobs.pod_ledger import EMPTY, account_rows
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
@@ -17,7 +18,7 @@ def ls_flow(session, config) -> None:
     timing = Timing.default()
     stale = not holder_alive(session.project_dir)
     with RunpodClient.from_config(config) as client:
-        rows = account_rows(client, session.project_dir / "runs",
+        rows = account_rows(client, ProjectPaths(session.project_dir).runs,
                             look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
     total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
     data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}

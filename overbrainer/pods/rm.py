@@ -17,6 +17,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.pod_ledger import known_run, unix_of
@@ -27,6 +28,7 @@ from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, forget_run, remove
 from overbrainer.runpod.waits import Timing
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +41,10 @@ class PodRmRefused(OverbrainerError):
 
 
 def deleted_line(pod_id: str, seconds: float | None, spend: float | None) -> str:
-    """`pod: P deleted[ after 2h 3m][, about $1.06]`."""
+    """`pod: P deleted[ after 2h03m][, about $1.06]`."""
     text = f"pod: {pod_id} deleted"
     if seconds is not None and seconds >= 0:
-        s = int(round(seconds))
-        h, m, sec = s // 3600, s % 3600 // 60, s % 60
-        text += " after " + (f"{h}h {m}m" if h else f"{m}m {sec}s" if m else f"{sec}s")
+        text += " after " + fmt.duration(round(seconds))
     if spend is not None:
         text += f", {cost.format_spend(spend)}"
     return text
@@ -102,7 +102,7 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     `compare_…`: it lives only while its command runs, and this command holds the project, so
     its pod is deleted whatever its state; one in progress is failed)."""
     ids.validate(run_id)
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     known = known_run(runs_dir, run_id)
     if not known.present and not force:
         raise PodRmRefused(f"run {run_id} is not in this project's runs/: if no other checkout owns it, "
@@ -140,7 +140,7 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
 def cancel_stopped(session, config, record) -> str:
     """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
     gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported."""
-    runs_dir = session.project_dir / "runs"
+    runs_dir = ProjectPaths(session.project_dir).runs
     run_dir = ids.run_dir(runs_dir, record.id)
     rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     done = Deleted()

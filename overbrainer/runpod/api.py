@@ -10,7 +10,6 @@ list shows `TERMINATED` is deleted: the list leaves it out.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import quote
 
@@ -40,7 +39,7 @@ class RunpodClient:
     """A client for one account key. `timeouts`, `attempts` and `sleep` exist for tests."""
 
     def __init__(self, base_url: str, api_key: str, *, timeouts: Timeouts | None = None, attempts: int = ATTEMPTS,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] | None = None):
         self._http = Transport(base_url, api_key, timeouts, attempts, sleep)
 
     @classmethod

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.support.redact import redact, strip_controls
+from overbrainer.support.redact import redact, words
 
 KEY_ENV = "OVERBRAINER_RUNPOD__API_KEY"
 URL_ENV = "OVERBRAINER_RUNPOD__BASE_URL"
-MESSAGE_CAP = 300
 
 
 class RunpodError(OverbrainerError):
@@ -100,8 +99,7 @@ def problem_detail(body: bytes) -> str:
     doc = problem_doc(body)
     detail = doc.get("detail") if doc is not None else None
     if isinstance(detail, str) and detail.strip():
-        text = " ".join(strip_controls(redact(detail)).split())
-        return redact(text[:MESSAGE_CAP])
+        return words(detail)
     return problem_text(body)
 
 
@@ -118,8 +116,7 @@ def problem_text(body: bytes) -> str:
         if isinstance(errors, list):
             parts += [e for e in errors if isinstance(e, str)]
     text = "; ".join(parts) if parts else body.decode("utf-8", "replace")
-    text = " ".join(strip_controls(redact(text)).split())
-    return (redact(text[:MESSAGE_CAP]) or "(empty body)")
+    return words(text) or "(empty body)"
 
 
 FIXED = {

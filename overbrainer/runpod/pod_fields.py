@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import enum
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
+from overbrainer.support.fmt import stamp as rfc3339  # noqa: F401 - pod.json's moments, named here
 from overbrainer.support.record_file import Fields, RecordFile
 
 VERSION = 1
@@ -75,10 +75,6 @@ DELETED_BY = ("client", "watchdog", "pod_rm", "unknown")
 _HOST = re.compile(r"[A-Za-z0-9.:-]+")
 _USER = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def rfc3339(unix: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
 
 
 def attempt_name(run_id: str, n: int) -> str:

@@ -39,8 +39,9 @@ from overbrainer.runpod.pod_record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFU
 from overbrainer.runpod.remove import (BOOTSTRAP_FAILED, DUPLICATE, INTERRUPTED, NOT_READY as NOT_READY_REASON,
                                        REFUSED as REFUSED_REASON, NotDeleted, delete_confirmed, forget_run,
                                        remove, sweep)
-from overbrainer.runpod.waits import Timing, flag_set, pause
+from overbrainer.runpod.waits import Timing, flag_set
 from overbrainer.support.redact import register
+from overbrainer.support.sleep import pause
 from overbrainer.support.timescale import scaled
 
 log = logging.getLogger(__name__)

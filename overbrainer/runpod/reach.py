@@ -22,8 +22,10 @@ from overbrainer.runpod.gone import look_up
 from overbrainer.runpod.keys import RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord
-from overbrainer.runpod.waits import Timing, flag_set, pause
+from overbrainer.runpod.waits import Timing, flag_set
+from overbrainer.support import fmt
 from overbrainer.support.redact import strip_controls
+from overbrainer.support.sleep import pause
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +96,7 @@ def reach(client, record: PodRecord, keys: RunKeys, workdir: str, timing: Timing
             else:
                 last = f"no SSH endpoint yet (status {pod.status})"
         if time.monotonic() >= end:
-            raise NotReady(f"not reachable over SSH after {timing.ready_timeout:.0f}s: {last}")
+            raise NotReady(f"not reachable over SSH after {fmt.duration(timing.ready_timeout)}: {last}")
         if pause(timing.poll, flag):
             raise Stopped()
 
@@ -131,7 +133,7 @@ def verdict(client, record: PodRecord, executor: SshExecutor, run_dir_on_pod: st
         if line is not None and line.startswith("failed"):
             raise WatchdogRefused(line[len("failed"):].strip() or "unknown", pod_id)
         if time.monotonic() >= end:
-            raise WatchdogRefused(f"no verdict within {timing.verdict_timeout:.0f}s", pod_id)
+            raise WatchdogRefused(f"no verdict within {fmt.duration(timing.verdict_timeout)}", pod_id)
         if pause(timing.poll, flag):
             raise Stopped()
 

@@ -1,10 +1,10 @@
-"""HTTP to the Runpod API: one `requests.Session` with the bearer key and overbrainer's own
-User-Agent (Cloudflare in front of Runpod refuses library agents), no redirects, bodies capped at
-8 MiB, and the retry policies (tenacity):
+"""HTTP to the Runpod API on the shared stack (support/http.py): one session with the bearer key
+and overbrainer's own User-Agent (Cloudflare in front of Runpod refuses library agents), no
+redirects, bodies capped at 8 MiB, and the retry policies:
 
 - reads, deletes, actions, catalog and secrets: up to 6 attempts on 408, 429, 5xx and transport
-  failures; the wait is `Retry-After` (integer seconds, capped at 600) when given, else
-  `min(2^n, 60) s × (0.5 … 1.0)`, each scaled by OVERBRAINER_TIME_SCALE;
+  failures; the wait is `Retry-After` (seconds or an HTTP-date, capped at 600) when given, else
+  `min(2^n, 60) s × [0.5, 1)`, each scaled by OVERBRAINER_TIME_SCALE;
 - `POST /pods`: only 429 is retried (Runpod refuses before doing anything); a timeout, transport
   failure, 408, 5xx or unreadable answer raises `Ambiguous` at once: the pod may exist;
 - before a 429: every answer's `RateLimit` header (`"minute";r=<left>;t=<secs to reset>, …`) is
@@ -18,29 +18,24 @@ import ipaddress
 import json
 import logging
 import math
-import random
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-import requests
-from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
-from overbrainer import __version__
 from overbrainer.errors import ConfigError
 from overbrainer.runpod.errors import (URL_ENV, Ambiguous, InvalidAnswer, RunpodError, Unavailable, error_for)
+from overbrainer.support import fmt, http
 from overbrainer.support import redact as redaction
+from overbrainer.support.http import USER_AGENT, Retries, TooLarge, Unanswered, exchange, retried
+from overbrainer.support.sleep import pause
 from overbrainer.support.timescale import scaled
 
 log = logging.getLogger(__name__)
 
 BODY_CAP = 8 * 1024 * 1024
-RETRY_AFTER_CAP = 600.0
-BACKOFF_BASE = 1.0
-BACKOFF_CAP = 60.0
+RETRY_AFTER_CAP = http.RETRY_AFTER_CAP
 ATTEMPTS = 6
-USER_AGENT = f"overbrainer/{__version__}"
 
 
 @dataclass(frozen=True)
@@ -52,11 +47,10 @@ class Timeouts:
     create: float = 60.0
 
 
-@dataclass
-class Answer:
-    status: int
-    headers: Any
-    body: bytes
+class Answer(http.Answer):
+    """A whole answer of Runpod's, read as JSON by `json(what)` (InvalidAnswer naming `what`)."""
+
+    __slots__ = ()
 
     def json(self, what: str) -> Any:
         try:
@@ -69,14 +63,10 @@ class Answer:
 class _Transient(Exception):
     """A retryable outcome: an answer (408/429/5xx) or a transport failure."""
 
-    def __init__(self, answer: Answer | None = None, failure: BaseException | None = None):
+    def __init__(self, answer: Answer | None = None, failure: Unanswered | None = None):
         super().__init__("transient")
         self.answer = answer
         self.failure = failure
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def check_base_url(url: str) -> str:
@@ -94,11 +84,8 @@ def check_base_url(url: str) -> str:
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    try:
-        seconds = float((value or "").strip())
-    except ValueError:
-        return None
-    return min(seconds, RETRY_AFTER_CAP) if math.isfinite(seconds) and seconds >= 0 else None
+    """A Retry-After header in seconds, capped at 600 (support/http.retry_after)."""
+    return http.retry_after(value, RETRY_AFTER_CAP)
 
 
 def quota_wait(header: str | None) -> float | None:
@@ -125,21 +112,40 @@ def backoff(attempt: int, retry_after: float | None) -> float:
     """Seconds to wait after failed attempt number `attempt` (1-based), scaled."""
     if retry_after is not None:
         return scaled(retry_after)
-    return scaled(min(BACKOFF_BASE * 2 ** (attempt - 1), BACKOFF_CAP) * random.uniform(0.5, 1.0))
+    return scaled(http.backoff(attempt))
+
+
+class _Call(Retries):
+    """One call's retries: `_Transient` outcomes, `attempts` in all, the client's sleep."""
+
+    def __init__(self, what: str, attempts: int, sleep: Callable[[float], None]):
+        self.what = what
+        self.attempts = attempts
+        self.sleep = sleep  # type: ignore[method-assign]
+
+    def retryable(self, error: BaseException) -> bool:
+        return isinstance(error, _Transient)
+
+    def delay(self, error: BaseException, attempt: int) -> float:
+        answer = error.answer if isinstance(error, _Transient) else None
+        return backoff(attempt, parse_retry_after(answer.headers.get("Retry-After")) if answer else None)
+
+    def waiting(self, error: BaseException, seconds: float) -> None:
+        assert isinstance(error, _Transient)
+        why = f"answered {error.answer.status}" if error.answer is not None else str(error.failure)
+        log.warning("Runpod %s (%s); retrying in %s", why, self.what, fmt.duration(seconds))
 
 
 class Transport:
     def __init__(self, base_url: str, api_key: str, timeouts: Timeouts | None = None, attempts: int = ATTEMPTS,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] | None = None):
         self.base = check_base_url(base_url)
         redaction.register(api_key)
         self.timeouts = timeouts or Timeouts()
         self.attempts = attempts
-        self.sleep = sleep
-        self.session = requests.Session()
-        self.session.trust_env = False  # no proxy or netrc credentials from the environment
-        self.session.headers.update({"Authorization": f"Bearer {api_key}", "User-Agent": USER_AGENT,
-                                     "Accept": "application/json"})
+        self.sleep = pause if sleep is None else sleep
+        self.session = http.session(self.base, headers={"Authorization": f"Bearer {api_key}",
+                                                        "Accept": "application/json"})
         self._quota_until = 0.0  # time.monotonic() before which no request goes out (quota used up)
 
     def close(self) -> None:
@@ -148,7 +154,7 @@ class Transport:
     def _wait_for_quota(self, what: str) -> None:
         left = self._quota_until - time.monotonic()
         if left > 0:
-            log.warning("Runpod's request quota is used up: waiting %.1f s for its reset (%s)", left, what)
+            log.warning("Runpod's request quota is used up: waiting %s for its reset (%s)", fmt.duration(left), what)
             self.sleep(left)
 
     def _note_quota(self, answer: Answer) -> None:
@@ -157,18 +163,9 @@ class Transport:
             self._quota_until = max(self._quota_until, time.monotonic() + scaled(wait))
 
     def _send(self, method: str, path: str, params, body, read_timeout: float) -> Answer:
-        response = self.session.request(method, self.base + path, params=params, json=body, stream=True,
-                                        allow_redirects=False, timeout=(self.timeouts.connect, read_timeout))
-        try:
-            chunks, size = [], 0
-            for chunk in response.iter_content(64 * 1024):
-                size += len(chunk)
-                if size > BODY_CAP:
-                    raise _TooLarge()
-                chunks.append(chunk)
-            return Answer(response.status_code, response.headers, b"".join(chunks))
-        finally:
-            response.close()
+        got = exchange(self.session, method, self.base + path, params=params, json=body, allow_redirects=False,
+                       timeout=(self.timeouts.connect, read_timeout), cap=BODY_CAP)
+        return Answer(got.status, got.headers, got.body)
 
     def call(self, method: str, path: str, *, params=None, body=None, create: bool = False,
              secrets: bool = False) -> Answer:
@@ -176,53 +173,32 @@ class Transport:
         what = f"{method} {path}"
         read_timeout = self.timeouts.create if create else self.timeouts.read
 
-        def once() -> Answer:
+        def once(_call: _Call) -> Answer:
             self._wait_for_quota(what)
             try:
                 answer = self._send(method, path, params, body, read_timeout)
-            except _TooLarge:
+            except TooLarge:
                 cls = Ambiguous if create else InvalidAnswer
                 raise cls(f"Runpod's answer to {what} was larger than {BODY_CAP // 2**20} MiB") from None
-            except requests.RequestException as e:
+            except Unanswered as e:
                 if create:
-                    raise Ambiguous(f"Runpod did not answer the create request ({_describe(e)}): the pod may "
-                                    "exist") from None
+                    raise Ambiguous(f"Runpod did not answer the create request ({e}): the pod may exist") from None
                 raise _Transient(failure=e) from None
             self._note_quota(answer)
             if answer.status == 429 or (not create and (answer.status == 408 or answer.status >= 500)):
                 raise _Transient(answer=answer)
             return answer
 
-        def wait(state) -> float:
-            exc = state.outcome.exception()
-            after = exc.answer.headers.get("Retry-After") if isinstance(exc, _Transient) and exc.answer else None
-            return backoff(state.attempt_number, parse_retry_after(after))
-
-        def warn(state) -> None:
-            exc = state.outcome.exception()
-            why = f"answered {exc.answer.status}" if exc.answer is not None else _describe(exc.failure)
-            log.warning("Runpod %s (%s); retrying in %.1f s", why, what, state.next_action.sleep)
-
-        retrying = Retrying(stop=stop_after_attempt(self.attempts), wait=wait, sleep=self.sleep, reraise=True,
-                            retry=retry_if_exception(lambda e: isinstance(e, _Transient)), before_sleep=warn)
         try:
-            answer = retrying(once)
+            answer = retried(_Call(what, self.attempts, self.sleep), once)
         except _Transient as t:
             if t.answer is None:
-                raise Unavailable(f"Runpod could not be reached ({what}): {_describe(t.failure)}") from None
+                raise Unavailable(f"Runpod could not be reached ({what}): {t.failure}") from None
             answer = t.answer
         if 200 <= answer.status < 300:
             return answer
         raise error_for(answer.status, answer.body, what, create=create, secrets=secrets)
 
 
-def _describe(e: BaseException | None) -> str:
-    if isinstance(e, requests.Timeout):
-        return "timed out"
-    if isinstance(e, requests.ConnectionError):
-        return "connection failed"
-    return type(e).__name__ if e is not None else "no answer"
-
-
-__all__ = ["Answer", "RunpodError", "Timeouts", "Transport", "backoff", "check_base_url", "parse_retry_after",
-           "quota_wait"]
+__all__ = ["Answer", "RunpodError", "Timeouts", "Transport", "USER_AGENT", "backoff", "check_base_url",
+           "parse_retry_after", "quota_wait"]

@@ -2,20 +2,16 @@
 (OVERBRAINER_TIME_SCALE, a testing aid), so tests run the real flows in milliseconds; the
 user's own limits (`max_hours`, boot and retrieve graces) are not here and never scaled.
 
-`pause(seconds, flag)` is the one wait of provisioning: it ends early once the provisioning
-flag (Ctrl-C) is set, and says so.
+Provisioning waits with `support.sleep.pause(seconds, flag)`: it ends early once the
+provisioning flag (Ctrl-C) is set, and says so.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from overbrainer.support.timescale import scaled
-
-# How often a flag-aware pause looks at the flag (seconds, real time: never scaled).
-FLAG_LOOK = 0.02
 
 
 @dataclass(frozen=True)
@@ -45,15 +41,3 @@ class Timing:
 def flag_set(flag: Any) -> bool:
     """Whether the provisioning flag (anything with `is_set()`, or None) is set."""
     return flag is not None and flag.is_set()
-
-
-def pause(seconds: float, flag: Any = None) -> bool:
-    """Sleep `seconds`, ending early when `flag` gets set; True when it was set."""
-    end = time.monotonic() + max(seconds, 0.0)
-    while True:
-        if flag_set(flag):
-            return True
-        left = end - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(left, FLAG_LOOK) if flag is not None else left)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
@@ -55,7 +56,7 @@ class TrainResult:
 
 
 def _runs_dir(session: Session) -> Path:
-    return session.project_dir / "runs"
+    return ProjectPaths(session.project_dir).runs
 
 
 def _keeps_running(record: RunRecord) -> str:

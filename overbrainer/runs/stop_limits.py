@@ -11,19 +11,13 @@ import time
 from typing import Callable
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.support.fmt import duration
 
 log = logging.getLogger(__name__)
 
 REQUEST_CHECK_SECS = 30.0
 STOP_GRACE_SECS = 30 * 60    # no snapshot this long after `train stop` asked: cancel
 PROOF_GRACE_SECS = 10 * 60   # a proof but the job still runs this long after: cancel
-
-
-def duration(seconds: float) -> str:
-    """`30 min`, or `90 s` when not whole minutes."""
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
 
 
 class StopLimits:
@@ -51,9 +45,9 @@ class StopLimits:
             log.warning("cannot check the snapshot of run %s: %s", self.run_id, e)
             return None
         if self.proof_since is None and now - self.stop_since > STOP_GRACE_SECS:
-            return f"no snapshot {duration(STOP_GRACE_SECS)} after it was asked for: the job was cancelled"
+            return f"no snapshot {duration(STOP_GRACE_SECS, words=True)} after it was asked for: the job was cancelled"
         if self.proof_since is not None and now - self.proof_since > PROOF_GRACE_SECS:
-            return f"the job still ran {duration(PROOF_GRACE_SECS)} after its snapshot: the job was cancelled"
+            return f"the job still ran {duration(PROOF_GRACE_SECS, words=True)} after its snapshot: the job was cancelled"
         return None
 
     def cancelled(self) -> None:

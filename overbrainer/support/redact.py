@@ -63,6 +63,17 @@ def strip_controls(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+MESSAGE_CAP = 300  # characters of a server's words kept in a message
+
+
+def words(text: str, cap: int = MESSAGE_CAP) -> str:
+    """A server's words fit for a message (an HTTP error body, a provider's or Runpod's
+    `detail`): secrets masked, control characters removed, whitespace collapsed to one line, at
+    most `cap` characters."""
+    text = " ".join(strip_controls(redact(text)).split())
+    return redact(text[:cap])
+
+
 class RedactingFilter(logging.Filter):
     """Rewrites each record's message with secrets masked and control characters removed
     (attach to every handler)."""

@@ -245,14 +245,3 @@ def summarize_file(path: str | os.PathLike) -> MetricsSummary:
     """The summary of a local metrics.jsonl (missing file: an empty summary)."""
     return MetricsSummary().feed_all(read_lines(path))
 
-
-# --- display ----------------------------------------------------------------------
-
-def format_duration(seconds: float) -> str:
-    """`45s`, `12m05s`, `3h07m`."""
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -234,3 +235,40 @@ def test_local_job_survives_the_cli_exiting_in_its_own_group(tmp_path):
     (d / "go").touch()
     assert wait_for(lambda: (s := ex.status(job)).ended and s) == JobState("exited", 0)
     assert (d / "job.log").read_text() == "done\n"
+
+
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie waiting for its reaper counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_timed_out_script_is_killed_with_its_whole_process_group(tmp_path):
+    # The background sleep holds the script's stdout: killing only `sh` left the reader waiting
+    # for it (30 s here, for ever with a daemon).
+    ex = LocalExecutor(tmp_path / "runs")
+    pid_file = tmp_path / "child.pid"
+    start = time.monotonic()
+    with pytest.raises(OverbrainerError, match=r"^probe failed: it did not finish within 0\.5 s$"):
+        ex.probe(f"sleep 30 & echo $! > '{pid_file}'; sleep 30", timeout=0.5)
+    assert time.monotonic() - start < 10
+    wait_for(lambda: _gone(int(pid_file.read_text())))
+
+
+def test_a_script_that_left_its_group_costs_the_reader_limit_only(tmp_path, monkeypatch):
+    from overbrainer.exec import local
+
+    monkeypatch.setattr(local, "READER_LIMIT", 0.3)
+    ex = LocalExecutor(tmp_path / "runs")
+    pid_file = tmp_path / "escaped.pid"
+    try:
+        start = time.monotonic()
+        with pytest.raises(OverbrainerError, match="did not finish within"):
+            ex.probe(f"setsid sh -c 'echo $$ > \"{pid_file}\"; exec sleep 30' & sleep 30", timeout=0.5)
+        assert time.monotonic() - start < 10  # not the escaped process's 30 s
+    finally:
+        pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip()))
+        os.kill(pid, 9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tarfile
 from pathlib import Path
 
@@ -209,6 +210,9 @@ def _info(name, kind=tarfile.REGTYPE, link=""):
       (_info("d/l/x", tarfile.SYMTYPE, ".."), None)], "points outside"),
     ([(_info("d", tarfile.SYMTYPE, "."), None), (_info("h", tarfile.LNKTYPE, "../etc/passwd"), None)],
      "contains `..`"),
+    ([(_info("out", tarfile.SYMTYPE, ""), None)], "points nowhere"),
+    ([(_info("h", tarfile.LNKTYPE, "/etc/passwd"), None)], "absolute path"),
+    ([(_info("d", tarfile.DIRTYPE), None), (_info("d/h", tarfile.LNKTYPE, "d/../../x"), None)], "contains `..`"),
     ([(_info("dev", tarfile.CHRTYPE), None)], "device"),
     ([(_info("fifo", tarfile.FIFOTYPE), None)], "device"),
 ])
@@ -219,6 +223,18 @@ def test_unsafe_tar_members_are_refused(tmp_path, members, why):
         extract_tar(stream.read, dest)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert not (tmp_path / "evil").exists() and not (tmp_path / "run" / "evil").exists()
+
+
+def test_extraction_drops_owners_and_odd_modes(tmp_path):
+    """tarfile's data filter: no setuid, no group/other write, no chown to the target's users."""
+    odd = _info("tool")
+    odd.mode, odd.uid, odd.gid, odd.uname = 0o4777, 4242, 4242, "pod"
+    plain = _info("notes.txt")
+    plain.mode = 0o466  # not writable by its owner there: it is here
+    extract_tar(io.BytesIO(_tar((odd, b"#!/bin/sh\n"), (plain, b"n"))).read, tmp_path / "d")
+    tool, notes = os.stat(tmp_path / "d" / "tool"), os.stat(tmp_path / "d" / "notes.txt")
+    assert stat.S_IMODE(tool.st_mode) == 0o755 and tool.st_uid == os.getuid()
+    assert stat.S_IMODE(notes.st_mode) == 0o644
 
 
 def test_extraction_never_writes_through_an_existing_symlink(tmp_path):

@@ -294,8 +294,10 @@ def test_other_statuses(fake_provider):
 def test_retry_after_parsing():
     assert http.parse_retry_after("1.5") == 1.5
     assert http.parse_retry_after("0") == 0.0
-    for bad in (None, "", "-1", "nan", "inf", "Wed, 21 Oct 2015 07:28:00 GMT"):
+    for bad in (None, "", "-1", "nan", "inf", "soon"):
         assert http.parse_retry_after(bad) is None
+    assert http.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # an HTTP-date past: at once
+    assert http.parse_retry_after("3600") == 3600.0  # uncapped here: the wait caps it (below)
 
 
 def test_retry_after_is_capped(fake_provider, monkeypatch):

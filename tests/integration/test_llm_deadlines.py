@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace as NS
 
 import pytest
@@ -17,7 +16,7 @@ from overbrainer.llm.client import connect
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
-from tests.fixtures.provider import Fault
+from tests.fixtures.provider import Fault, serving
 
 ANSWER = json.dumps({"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}]}).encode()
 
@@ -63,12 +62,8 @@ class _Trickle(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def trickle():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Trickle) as url:
+        yield url
     http.close_channels()
 
 

@@ -238,7 +238,7 @@ def test_ctrl_c_during_the_limit_cancel_lets_it_finish(tmp_path, fake_axolotl, s
 
 
 def test_stop_limit_messages_name_the_durations():
-    from overbrainer.runs.stop_limits import duration
+    from overbrainer.support.fmt import duration  # as the cancel messages word their graces
 
-    assert duration(30 * 60) == "30 min" and duration(10 * 60) == "10 min"
-    assert duration(0.5) == "0.5 s" and duration(90) == "90 s"
+    assert duration(30 * 60, words=True) == "30 min" and duration(10 * 60, words=True) == "10 min"
+    assert duration(0.5, words=True) == "0.5 s" and duration(90, words=True) == "1 min 30 s"

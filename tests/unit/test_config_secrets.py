@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tomllib
 
 import pytest
@@ -90,6 +91,16 @@ def test_a_transient_error_is_retried(vault):
     vault.fail_next(503, 1)
     assert Secret("vault:kv/p#f", vault.env()).resolve() == VALUE
     assert len(vault.requests) == 2
+
+
+def test_a_rate_limited_read_waits_as_vault_asks(vault, caplog):
+    vault.put("kv", "p", {"f": VALUE})
+    vault.fail_next(429, 1, b'{"errors":["request path kv/data/p: rate limit quota exceeded"]}',
+                    headers={"Retry-After": "0.3"})
+    start = time.monotonic()
+    assert Secret("vault:kv/p#f", vault.env()).resolve() == VALUE
+    assert time.monotonic() - start >= 0.3 and len(vault.requests) == 2
+    assert "vault answered HTTP 429 for vault:kv/p#f; retrying in 0.3s" in caplog.text
 
 
 def test_unreachable_vault():

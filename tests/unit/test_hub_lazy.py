@@ -26,3 +26,13 @@ def test_help_does_not_import_huggingface_hub(args):
                        timeout=60)
     assert "Usage:" in r.stdout
     assert r.stderr.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_the_librarys_shared_client_gets_our_timeouts():
+    from huggingface_hub import get_session
+
+    from overbrainer.hub import client
+
+    client.api("http://127.0.0.1:9", None)
+    timeout = get_session().timeout
+    assert (timeout.connect, timeout.read) == (client.CONNECT_TIMEOUT, client.READ_TIMEOUT) == (10.0, 120.0)

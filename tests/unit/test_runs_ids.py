@@ -5,6 +5,7 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
+from overbrainer.support import fmt
 
 NOW = dt.datetime(2026, 9, 22, 14, 30, 5, tzinfo=dt.timezone.utc)
 
@@ -27,7 +28,7 @@ def test_base_id_is_utc_to_the_second():
     assert ids.base_id("Malware Development", NOW) == "malware_development_20260922-143005"
     local = NOW.astimezone(dt.timezone(dt.timedelta(hours=5)))
     assert ids.base_id("x", local) == "x_20260922-143005"
-    assert ids.rfc3339(NOW) == "2026-09-22T14:30:05Z"
+    assert fmt.stamp(NOW) == "2026-09-22T14:30:05Z"  # run.json's `created`
     assert ids.side_id("export", NOW) == "export_20260922-143005"
 
 

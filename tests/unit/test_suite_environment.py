@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fixtures.cli import clean_env, scrub_environ
+from tests.fixtures.cli import clean_env, loopback_direct, scrub_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,6 +64,20 @@ def test_a_session_started_from_a_shell_with_such_variables_passes():
     bare = _pytest("--noconftest")
     assert bare.returncode == 1
     assert "OVERBRAINER_PROVIDERS__LLM__BASE_URL" in bare.stdout
+
+
+def test_a_callers_proxy_never_carries_requests_to_the_fakes(monkeypatch):
+    from overbrainer.support.http import session
+
+    environ = {"HTTPS_PROXY": "http://proxy.invalid:3128", "no_proxy": "corp.example"}
+    loopback_direct(environ)
+    loopback_direct(environ)  # idempotent
+    assert environ["no_proxy"] == "corp.example,127.0.0.1,localhost,::1"
+    assert environ["NO_PROXY"] == "127.0.0.1,localhost,::1"
+    # This process (tests/conftest.py did the same): a proxy set now spares the fakes.
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    assert session("http://127.0.0.1:9/v1").proxies == {}
+    assert session("http://example.org/v1").proxies.get("http") == "http://proxy.invalid:3128"
 
 
 def test_scrub_keeps_the_suites_own_settings_and_clean_env_drops_hf(monkeypatch):

@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from overbrainer.front.events import Mark, Metric, metrics_event
+from overbrainer.support import fmt
 from overbrainer.train import metrics as m
 
 
@@ -180,7 +181,7 @@ def test_format_helpers():
     assert describe_metric(metrics_event("r", rec)) == \
         "step 12/40 (30%), epoch 0.90, loss 1.2345, lr 2.00e-4, grad_norm 0.812"
     assert describe_metric(metrics_event("r", {"event": "log", "time": 1.0, "step": 3})) == "step 3"
-    assert [m.format_duration(s) for s in (45, 725, 11220)] == ["45s", "12m05s", "3h07m"]
+    assert [fmt.duration(s) for s in (45, 725, 11220)] == ["45s", "12m05s", "3h07m"]  # `runs show`'s time left
 
 
 def test_records_become_events():

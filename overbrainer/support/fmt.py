@@ -1,0 +1,51 @@
+"""One way to write a duration, a byte count and a moment, for every message and file.
+
+- `duration(seconds)`: `0.05s`, `1.3s`, `45s`, `12m05s`, `3h07m` (a zero last unit is left
+  out: `30m`, `2h`); under 10 s with one decimal (two under 0.1 s), else whole seconds, and two
+  units at most (the rest cut, not rounded). `words=True` spells the units for prose and
+  sentences: `0.5 s`, `45 s`, `12 min 05 s`, `3 h 07 min`, `30 min`.
+- `size(n)`: decimal units, `12 B`, `100.0 kB`, `1.5 MB`, `4.1 GB`, `2.0 TB`.
+- `stamp(when=None)`: RFC 3339 in UTC with `Z`, to the second: `2026-09-22T14:30:05Z`, of a
+  Unix time, an aware datetime (a naive one is local time), or now.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+_UNITS = {False: ("h", "m", "s", ""), True: ("h", "min", "s", " ")}
+
+
+def duration(seconds: float, *, words: bool = False) -> str:
+    hours, minutes, secs, gap = _UNITS[words]
+    seconds = max(float(seconds), 0.0)
+    if seconds < 10:
+        text = f"{seconds:.2f}" if 0 < seconds < 0.1 else f"{seconds:.1f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+        return f"{text}{gap}{secs}"
+    whole = int(round(seconds))
+    if whole < 60:
+        return f"{whole}{gap}{secs}"
+    if whole < 3600:
+        big, small, units = whole // 60, whole % 60, (minutes, secs)
+    else:
+        big, small, units = whole // 3600, whole % 3600 // 60, (hours, minutes)
+    head = f"{big}{gap}{units[0]}"
+    if not small:
+        return head
+    return f"{head}{' ' if words else ''}{small:02d}{gap}{units[1]}"
+
+
+def size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def stamp(when: "float | Any | None" = None) -> str:
+    if when is not None and not isinstance(when, (int, float)):
+        when = when.timestamp()  # a datetime (not imported here: start-up time)
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if when is None else when))

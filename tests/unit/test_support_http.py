@@ -1,0 +1,235 @@
+"""The shared HTTP stack (overbrainer/support/http.py): Retry-After in both forms and its cap, the
+backoff's jitter bounds, the capped reader and its deadline against a real local server, the
+one retry controller, the session's environment read once, failures worded without the URL."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from concurrent.futures import ThreadPoolExecutor
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from overbrainer.support import http
+from overbrainer.support.redact import MASK, register, words
+from tests.fixtures.provider import closed_url, serving
+
+NOW = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
+
+
+# --- Retry-After ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, seconds", [("120", 120.0), (" 7 ", 7.0), ("1.5", 1.5), ("0", 0.0)])
+def test_retry_after_in_seconds(value, seconds):
+    assert http.retry_after(value) == seconds
+
+
+@pytest.mark.parametrize("value", [None, "", "  ", "-1", "nan", "inf", "-inf", "soon", "12 s", "Wed, 99 Foo"])
+def test_an_unreadable_retry_after_is_none(value):
+    assert http.retry_after(value, now=NOW) is None
+
+
+@pytest.mark.parametrize("form", [
+    "Wed, 21 Oct 2015 07:28:30 GMT",      # IMF-fixdate, the form servers send
+    "Wednesday, 21-Oct-15 07:28:30 GMT",  # the obsolete RFC 850 form
+    "Wed Oct 21 07:28:30 2015",           # the obsolete asctime form (UTC)
+])
+def test_retry_after_as_an_http_date(form):
+    assert http.retry_after(form, now=NOW) == pytest.approx(30.0)
+
+
+def test_an_http_date_past_means_at_once_and_now_defaults_to_the_clock():
+    assert http.retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now=NOW) == 0.0
+    in_a_minute = formatdate(time.time() + 60, usegmt=True)
+    assert 55 <= http.retry_after(in_a_minute) <= 60
+
+
+def test_retry_after_is_capped_unless_asked_not_to():
+    assert http.retry_after("5000") == http.RETRY_AFTER_CAP == 600.0
+    assert http.retry_after("5000", cap=30) == 30.0
+    assert http.retry_after("5000", cap=None) == 5000.0
+    assert http.retry_after("Thu, 22 Oct 2015 07:28:00 GMT", now=NOW) == 600.0  # a day away
+    assert http.retry_after("Thu, 22 Oct 2015 07:28:00 GMT", cap=None, now=NOW) == 86400.0
+
+
+# --- backoff --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("attempt, top", [(1, 1.0), (2, 2.0), (3, 4.0), (6, 32.0), (7, 60.0), (12, 60.0)])
+def test_backoff_stays_within_its_jitter_bounds(attempt, top):
+    waits = [http.backoff(attempt) for _ in range(200)]
+    assert all(0.5 * top <= w <= top for w in waits)
+    assert len(set(waits)) > 100  # jittered: threads that failed together do not retry together
+
+
+def test_backoff_base_and_cap_are_the_callers():
+    waits = [http.backoff(n, base=0.2, cap=2.0) for n in (1, 2, 5, 9) for _ in range(50)]
+    assert all(0.1 <= w <= 2.0 for w in waits) and max(waits) > 1.0
+
+
+# --- one exchange against a real server -------------------------------------------------------
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    body = b"x" * 1000
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = self.body
+        self.send_response(200)
+        if self.path == "/gzip":
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        if self.path == "/stall":  # the headers, then nothing for 10 s
+            time.sleep(10)
+            return
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def server():
+    with serving(_Handler) as url:
+        yield url
+
+
+def test_the_body_is_read_whole_within_its_cap(server):
+    s = http.session(server)
+    answer = http.exchange(s, "GET", server + "/plain", timeout=(5, 5), cap=1000)
+    assert answer.status == 200 and answer.body == b"x" * 1000
+    with pytest.raises(http.TooLarge) as e:
+        http.exchange(s, "GET", server + "/plain", timeout=(5, 5), cap=999)
+    assert e.value.cap == 999
+    # The cap counts decoded bytes: a small gzip body does not slip a large answer through.
+    assert http.exchange(s, "GET", server + "/gzip", timeout=(5, 5), cap=1000).body == b"x" * 1000
+    with pytest.raises(http.TooLarge):
+        http.exchange(s, "GET", server + "/gzip", timeout=(5, 5), cap=999)
+
+
+def test_a_stalled_body_ends_at_the_deadline_not_at_the_read_timeout(server):
+    # The socket waits up to the 8 s read timeout; the reader cuts that wait to the deadline.
+    # (A body trickling byte by byte: tests/integration/test_llm_deadlines.py.)
+    s = http.session(server)
+    start = time.monotonic()
+    with pytest.raises(http.Unanswered) as e:
+        http.exchange(s, "GET", server + "/stall", timeout=(8, 8), deadline=start + 0.3)
+    assert e.value.kind == http.TIMEOUT and str(e.value) == "timed out"
+    assert time.monotonic() - start < 0.3 + http.DEADLINE_SLACK + 2
+
+
+def test_a_failure_is_worded_by_its_kind_never_by_the_url():
+    url = closed_url() + "/v1?key=sk-in-the-url-123"
+    with pytest.raises(http.Unanswered) as e:
+        http.exchange(http.session(url), "GET", url, timeout=(5, 5))
+    assert e.value.kind == http.REFUSED and str(e.value) == "connection refused"
+    assert "sk-in-the-url" not in str(e.value) and e.value.cause is not None
+    assert http.display_url("https://user:pw@example.org/v1") == "https://example.org/v1"
+
+
+# --- the retry controller ---------------------------------------------------------------------
+
+class _Flaky(Exception):
+    pass
+
+
+class _Counting(http.Retries):
+    def __init__(self, attempts: int, fail: int):
+        self.attempts, self.fail = attempts, fail
+        self.tries, self.said, self.slept, self.asked = 0, [], [], []
+
+    def retryable(self, error):
+        return isinstance(error, _Flaky)
+
+    def delay(self, error, attempt):
+        self.asked.append(attempt)
+        return attempt / 1000
+
+    def waiting(self, error, seconds):
+        self.said.append((str(error), seconds))
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+
+
+def _attempt(r: _Counting) -> str:
+    r.tries += 1
+    if r.tries <= r.fail:
+        raise _Flaky(f"try {r.tries}")
+    return f"answered on try {r.tries}"
+
+
+def test_retries_wait_say_so_and_give_up_after_the_attempts():
+    r = _Counting(attempts=3, fail=2)
+    assert http.retried(r, _attempt) == "answered on try 3"
+    assert r.asked == [1, 2] and r.slept == [0.001, 0.002]
+    assert r.said == [("try 1", 0.001), ("try 2", 0.002)]
+    r = _Counting(attempts=3, fail=5)
+    with pytest.raises(_Flaky, match="try 3"):  # the last error itself
+        http.retried(r, _attempt)
+    assert r.tries == 3 and len(r.slept) == 2
+
+
+def test_what_is_not_retryable_is_raised_at_once():
+    r = _Counting(attempts=5, fail=0)
+
+    def broken(_r):
+        _r.tries += 1
+        raise KeyError("no")
+
+    with pytest.raises(KeyError):
+        http.retried(r, broken)
+    assert r.tries == 1 and r.slept == []
+
+
+def test_one_controller_serves_every_thread():
+    class Sleeping(_Counting):  # the threads' retries interleave
+        def sleep(self, seconds):
+            time.sleep(seconds)
+
+    def one(i: int) -> tuple[int, str]:
+        r = Sleeping(attempts=4, fail=i % 4)
+        answer = http.retried(r, _attempt)
+        return r.tries, answer
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(64)))
+    assert results == [(i % 4 + 1, f"answered on try {i % 4 + 1}") for i in range(64)]
+
+
+def test_the_default_sleep_is_the_interruptible_one():
+    start = time.monotonic()
+    http.Retries().sleep(0.05)
+    assert time.monotonic() - start >= 0.05
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+def test_a_session_reads_the_proxy_once_and_never_netrc(monkeypatch, tmp_path):
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+    for name in ("NO_PROXY", "no_proxy"):  # (the lower-case one wins where both are set)
+        monkeypatch.setenv(name, "internal.example")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    s = http.session("https://api.example.org/v1", headers={"Authorization": "Bearer k"}, pool=64)
+    assert s.proxies.get("https") == "http://proxy.invalid:3128" and not s.trust_env
+    assert s.verify == str(tmp_path / "ca.pem")
+    assert s.headers["User-Agent"] == http.USER_AGENT and s.headers["Authorization"] == "Bearer k"
+    assert s.get_adapter("https://api.example.org")._pool_maxsize == 64
+    assert http.grow_pool(s, 3) == http.POOL
+    assert http.session("https://internal.example/v1").proxies == {}  # NO_PROXY
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert s.proxies.get("https") == "http://proxy.invalid:3128"  # read when the session was made
+
+
+# --- a server's words -------------------------------------------------------------------------
+
+def test_a_servers_words_are_masked_stripped_on_one_line_and_capped():
+    register("sk-words-secret-99")
+    text = "bad key sk-words-secret-99\n\x1b[31mretry\x1b[0m   later " + "y" * 400
+    out = words(text)
+    assert out.startswith(f"bad key {MASK} retry later yyy") and len(out) == 300
+    assert words(" \n\t ") == ""
