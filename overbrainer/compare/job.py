@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
@@ -27,6 +28,7 @@ from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.transfer import sha256_file
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Ggu
     return True
 
 
-def job_env(config, target, gguf: planning.Gguf, context: int) -> dict[str, str]:
+def job_env(config, target, gguf: planning.Gguf, context: int, *, drop: bool = False) -> dict[str, str]:
     from overbrainer.export import llama_cpp
 
     settings = config.compare
@@ -68,44 +70,91 @@ def job_env(config, target, gguf: planning.Gguf, context: int) -> dict[str, str]
            "OVERBRAINER_COMPARE_MAX_TOKENS": str(int(settings.max_tokens)),
            "OVERBRAINER_COMPARE_TEMPERATURE": repr(float(settings.temperature)),
            "OVERBRAINER_COMPARE_START_SECS": str(int(settings.server_start_secs))}
+    if drop:
+        env["OVERBRAINER_COMPARE_DROP_MODEL"] = "1"
     return {**env, **llama_cpp.job_env(target)}
 
 
-def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[Path, dict]:
+def pod_settings(config, target, gguf: planning.Gguf, run_dir: Path, export) -> dict:
+    """A compare pod's settings: `[compare] image` and `max_hours`, and the VRAM floor from the
+    GGUF's size (an export first: from the base model's)."""
+    from overbrainer.export import pod
+
+    size = None
+    if pod.needs_floor(target):
+        if export is not None:
+            from overbrainer.export.gate import base_model
+
+            size = pod.base_model_bytes(config, base_model(run_dir))
+        else:
+            size = (run_dir / gguf.file).stat().st_size
+    settings = config.compare
+    return pod.settings(target, settings.max_hours, image=settings.image, model_bytes=size)
+
+
+def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target: str | None = None,
+                    keep: bool = False, export=None) -> tuple[Path, dict]:
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
-    directory here and its setup (ID set, written as setup.json)."""
+    directory here and its setup (ID set, written as setup.json). `export` (export.job.ExportPart):
+    the run has no GGUF yet: the job exports it first, and the GGUF comes home with the answers."""
     from overbrainer.exec.runtime import Step
     from overbrainer.jobs import run_record as records
+    from overbrainer.jobs.lease import is_pod
     from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
 
     project = Path(session.project_dir)
     runs_dir = planning.runs_dir(project)
     run = records.load(runs_dir, gguf.run)
-    target = side_target(config, run, "compare")
+    name, where = side_target(config, run, "compare", target)
+    on_pod = is_pod(where)
     run_dir = runs_dir / run.id
     claimed: dict[str, str] = {}
 
     def prepare(executor, remote_job_dir: str) -> None:
+        from overbrainer.export.job import run_root
+
         compare_id = PurePosixPath(remote_job_dir).name
         claimed["id"] = compare_id
         setup["compare"] = compare_id
         planning.write_setup(run_dir / planning.COMPARES / compare_id, setup)
-        if ensure_gguf(executor, run.remote_dir, run_dir, gguf):
-            log.info("compare: sent %s to the target", gguf.file)
+        if export is not None:
+            export.upload_if_gone(executor, remote_job_dir)
+        elif ensure_gguf(executor, run_root(remote_job_dir), run_dir, gguf):
+            log.info("compare: sent %s (%s) to the target", gguf.file, fmt.size((run_dir / gguf.file).stat().st_size))
+
+    def after(executor, remote_job_dir: str, job_dir: Path) -> None:
+        sha256 = export.fetch_gguf(executor, remote_job_dir)
+        doc = export.deliver(job_dir, sha256, fmt.stamp())
+        setup.update(gguf_sha256=sha256, llama_cpp=doc.get("llama_cpp"))
+        planning.write_setup(job_dir, setup)
+        log.info("compare: the GGUF %s (%s) is home, verified", export.gguf_rel, export.size_line())
+        if on_pod:
+            from overbrainer.export.job import run_root
+
+            executor.probe(f"rm -f {shlex.quote(str(PurePosixPath(run_root(remote_job_dir), gguf.file)))}")
 
     from overbrainer.export import llama_cpp
 
     files = {name: script_text(name) for name in SCRIPTS}
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files[QUESTIONS] = questions_jsonl(setup["questions"])
-    job = SideJob("compare", files=files, steps=[Step("compare", ("sh", "compare.sh"), from_path=True)],
-                  env=job_env(config, target, gguf, setup.get("context") or 0), fetch=list(FETCHED),
-                  prepare=prepare, label=f"compare of run {run.id}")
+    steps = [Step("compare", ("sh", "compare.sh"), from_path=True)]
+    env = job_env(config, where, gguf, setup.get("context") or 0, drop=on_pod and export is None)
+    fetch, secrets = list(FETCHED), {}
+    if export is not None:
+        files.update(export.files)
+        steps.insert(0, export.step)
+        env.update(export.env)
+        fetch += [f for f in export_fetched() if f not in fetch]
+        secrets = dict(export.secrets)
+    job = SideJob("compare", files=files, steps=steps, env=env, fetch=fetch, secrets=secrets, prepare=prepare,
+                  after=after if export is not None else None, label=f"compare of run {run.id}",
+                  pod=pod_settings(config, where, gguf, run_dir, export) if on_pod else {})
     try:
-        result = run_side_job(session, config, run, job)
+        result = run_side_job(session, config, run, job, target=name, keep=keep)
     except Interrupted as e:
-        name = f"compare {claimed['id']}" if "id" in claimed else "the compare"
-        err = Interrupted(f"interrupted: {name} of run {run.id} cancelled")
+        label = f"compare {claimed['id']}" if "id" in claimed else "the compare"
+        err = Interrupted(f"interrupted: {label} of run {run.id} cancelled")
         err.exit_code = e.exit_code
         raise err from e
     except SideJobFailed as e:
@@ -114,8 +163,18 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[
         if reason.startswith("compare: "):
             reason = reason[len("compare: "):]
         raise OverbrainerError(f"compare {result.job_id} failed: {reason}; its server log is "
-                               f"runs/{run.id}/{planning.COMPARES}/{result.job_id}/{SERVER_LOG}") from e
+                               f"{server_log(run.id, result.job_id)}") from e
     if not (result.job_dir / ANSWERS).is_file():
         raise OverbrainerError(f"compare {result.job_id} failed: the job left no {ANSWERS}; its server log is "
-                               f"runs/{run.id}/{planning.COMPARES}/{result.job_id}/{SERVER_LOG}")
+                               f"{server_log(run.id, result.job_id)}")
     return result.job_dir, setup
+
+
+def server_log(run_id: str, compare_id: str) -> str:
+    return f"runs/{run_id}/{planning.COMPARES}/{compare_id}/{SERVER_LOG}"
+
+
+def export_fetched() -> list[str]:
+    from overbrainer.export.job import FETCHED as EXPORT_FETCHED
+
+    return list(EXPORT_FETCHED)

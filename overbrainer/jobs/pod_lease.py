@@ -114,7 +114,7 @@ class PodLease:
 
     def follow(self, record, bus, interrupt, *, limits=None, job: str | None = None):
         """The watch under the client's deadline, settled (shielded) on the pod's side."""
-        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits)
+        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits, job=job)
 
     def job_started(self) -> None:
         self.ctx.job_started()

@@ -89,7 +89,7 @@ def client_deadline(pod: PodRecord, margin: float) -> float | None:
     return pod.deadline_unix + margin
 
 
-def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
+def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: str | None = None):
     """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
     Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
     (the run is then failed) or the watch's own error (the run stays running)."""
@@ -111,7 +111,7 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
     error: OverbrainerError | None = None
     followed = None
     try:
-        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits)
+        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits, job=job)
     except OverbrainerError as e:
         error = e
     finally:

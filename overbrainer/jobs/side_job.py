@@ -178,6 +178,10 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
     save(parent, record)
+    from overbrainer.jobs.publishing import events
+
+    with events(session.front) as bus:
+        bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
     pod_target = dataclasses.replace(target, **job.pod) if job.pod else target
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if getattr(target, "network_volume_id", None)

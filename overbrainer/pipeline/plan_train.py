@@ -7,6 +7,11 @@
   The expected cost is the last succeeded run on the same target that says what its pod cost,
   scaled by the dataset's size (data/train.jsonl now against the copy in that run's folder);
   without such a run there is no expectation, only the bound.
+- What `run` does after the training (`after_plans`): `[export] after_training` exports inside
+  the training job (on its pod, within its `max_hours`: no pod of its own, no rent of its own);
+  `[hub] after_training` pushes from here (no job). A separate `export` or `compare` of a
+  Runpod-trained run rents a pod of its own: `side_bound` gives its upper bound (the line said
+  before its create).
 """
 
 from __future__ import annotations
@@ -125,3 +130,19 @@ def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float
         if spend is not None and then > 0:
             return run_dir.name, spend * size / then
     return None
+
+
+def after_plans(config) -> list[tuple[str, dict]]:
+    """The lines of `run --plan` for what `run` does after the training (see the module docstring)."""
+    out = []
+    export = getattr(config, "export", None)
+    if export is not None and export.after_training:
+        out.append((f"export: inside the training job ({export.quantize}), on its target and within its "
+                    "max_hours; no pod of its own",
+                    {"stage": "export", "requests": 0, "cost_usd": 0, "cost_max_usd": 0,
+                     "basis": "inside the training job"}))
+    hub = getattr(config, "hub", None)
+    if hub is not None and hub.after_training:
+        out.append(("push: from this machine to the Hugging Face Hub; no job, no rent",
+                    {"stage": "push", "requests": 0, "cost_usd": 0, "cost_max_usd": 0, "basis": "no job"}))
+    return out

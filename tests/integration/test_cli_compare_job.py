@@ -19,7 +19,7 @@ import pytest
 from overbrainer.exec.transfer import sha256_file
 from overbrainer.jobs import run_record as records
 from tests.fixtures.cli import clean_env
-from tests.fixtures.compare import eval_record
+from tests.fixtures.compare import write_eval
 
 RUN = "demo_20261201-101010"
 GGUF = f"output/gguf/{RUN}-Q4_1.gguf"
@@ -51,10 +51,7 @@ def judge(req):
 def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, llama_cpp_dir: Path,
              questions: int = 3, max_tokens: int = 16, gguf_bytes: bytes | None = None) -> Path:
     """A trained-and-exported run made by hand, its GGUF a hard link to SmolLM2 (or `gguf_bytes`)."""
-    project.data.mkdir(parents=True, exist_ok=True)
-    with (project.data / "eval.jsonl").open("w") as f:
-        for i in range(questions):
-            f.write(json.dumps(eval_record(i, tokens=(100 + i, 400 + 10 * i))) + "\n")
+    write_eval(project.data, questions)
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write(f'\n[targets.here]\nkind = "local"\nruntime = "native"\nvenv = "{sys.prefix}"\n'
                 f'\n[targets.remote]\nkind = "ssh"\nruntime = "native"\nvenv = "{sys.prefix}"\nworkdir = "{remote}"\n'
