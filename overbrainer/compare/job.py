@@ -1,17 +1,23 @@
-"""The job of a new compare: the child served by llama-server on the run's own target, asked every
-question of the plan, its answers brought home.
+"""The job of a new compare: the child served by llama-server on a target, asked every question
+of the plan, its answers brought home.
 
-- Where: the run's target (local or SSH; a runpod target is a ConfigError for now), in
-  `<run remote_dir>/compares/<id>/` there and `runs/<run>/compares/<id>/` here, through
-  jobs.side_job (job.log, metrics.jsonl, follow, verified fetch, Ctrl-C cancels).
-- The GGUF: the run's directory on the target must hold the file `export.json` names, with its
-  SHA-256; when it does not, that one file is sent there (`Executor.upload(entries=…)`). A GGUF
-  already there stays. The job reads it as
-  `../../<file>` (relative to the job directory, so a container's mount sees it too).
+- Where: `--target`, else `[compare] target`, else the run's own target (any kind), through
+  jobs.side_job (job.log, metrics.jsonl, follow, verified fetch, Ctrl-C cancels): in
+  `<root>/compares/<id>/` there (`<root>`: the run's directory on that target, see jobs.side_job)
+  and `runs/<run>/compares/<id>/` here. A runpod target gets a new pod (`pod_settings`:
+  `[compare] image`, `[compare] max_hours`, a VRAM floor from the GGUF's size).
+- The GGUF: `<root>` must hold the file `export.json` names, with its SHA-256; when it does not,
+  that one file is sent there (`Executor.upload(entries=…)`). It stays on a local or SSH target;
+  on a pod the job removes it once the server stopped (`OVERBRAINER_COMPARE_DROP_MODEL`). The job
+  reads it as `../../<file>` (relative to the job directory, so a container's mount sees it too).
+- No GGUF yet (`export`, an export.job.ExportPart): the export's files, step, environment and
+  secrets join the job and its step runs first; after the job the GGUF comes home verified,
+  `export.json` is written in the compare's directory, setup.json gets its SHA-256 and llama.cpp
+  version, and on a pod the GGUF is removed there.
 - The job's files: `compare.sh`, `compare_client.py` (package data, compare/scripts/), the shared
   `llama_cpp.sh` (export/scripts/: llama-server from the target's `llama_cpp_dir`, else the pinned
-  llama.cpp built once on the target) and `questions.jsonl` (`{id, messages}` per question); `setup.json` is written into the job's
-  directory here before it starts.
+  llama.cpp built once on the target) and `questions.jsonl` (`{id, messages}` per question);
+  `setup.json` is written into the job's directory here before it starts.
 - Brought back: `child_answers.jsonl` (required), `server.log`, `hardware.json`, plus the runner's
   `job.log` and `metrics.jsonl`.
 """
@@ -97,10 +103,9 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
     directory here and its setup (ID set, written as setup.json). `export` (export.job.ExportPart):
     the run has no GGUF yet: the job exports it first, and the GGUF comes home with the answers."""
-    from overbrainer.exec.runtime import Step
     from overbrainer.jobs import run_record as records
     from overbrainer.jobs.lease import is_pod
-    from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
+    from overbrainer.jobs.side_job import SideJobFailed, run_side_job, side_target
 
     project = Path(session.project_dir)
     runs_dir = planning.runs_dir(project)
@@ -133,23 +138,10 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
 
             executor.probe(f"rm -f {shlex.quote(str(PurePosixPath(run_root(remote_job_dir), gguf.file)))}")
 
-    from overbrainer.export import llama_cpp
-
-    files = {name: script_text(name) for name in SCRIPTS}
-    files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
-    files[QUESTIONS] = questions_jsonl(setup["questions"])
-    steps = [Step("compare", ("sh", "compare.sh"), from_path=True)]
-    env = job_env(config, where, gguf, setup.get("context") or 0, drop=on_pod and export is None)
-    fetch, secrets = list(FETCHED), {}
-    if export is not None:
-        files.update(export.files)
-        steps.insert(0, export.step)
-        env.update(export.env)
-        fetch += [f for f in export_fetched() if f not in fetch]
-        secrets = dict(export.secrets)
-    job = SideJob("compare", files=files, steps=steps, env=env, fetch=fetch, secrets=secrets, prepare=prepare,
-                  after=after if export is not None else None, label=f"compare of run {run.id}",
-                  pod=pod_settings(config, where, gguf, run_dir, export) if on_pod else {})
+    job = compare_side_job(config, where, run.id, gguf, setup, export, on_pod)
+    job.prepare = prepare
+    job.after = after if export is not None else None
+    job.pod = pod_settings(config, where, gguf, run_dir, export) if on_pod else {}
     try:
         result = run_side_job(session, config, run, job, target=name, keep=keep)
     except Interrupted as e:
@@ -168,6 +160,29 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
         raise OverbrainerError(f"compare {result.job_id} failed: the job left no {ANSWERS}; its server log is "
                                f"{server_log(run.id, result.job_id)}")
     return result.job_dir, setup
+
+
+def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dict, export, on_pod: bool):
+    """The compare's SideJob without its callbacks and pod settings: the scripts, the questions,
+    the steps (an export's first), the environment, what is fetched, the secrets."""
+    from overbrainer.exec.runtime import Step
+    from overbrainer.export import llama_cpp
+    from overbrainer.jobs.side_job import SideJob
+
+    files = {name: script_text(name) for name in SCRIPTS}
+    files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
+    files[QUESTIONS] = questions_jsonl(setup["questions"])
+    steps = [Step("compare", ("sh", "compare.sh"), from_path=True)]
+    env = job_env(config, where, gguf, setup.get("context") or 0, drop=on_pod and export is None)
+    fetch, secrets = list(FETCHED), {}
+    if export is not None:
+        files.update(export.files)
+        steps.insert(0, export.step)
+        env.update(export.env)
+        fetch += [f for f in export_fetched() if f not in fetch]
+        secrets = dict(export.secrets)
+    return SideJob("compare", files=files, steps=steps, env=env, fetch=fetch, secrets=secrets,
+                   label=f"compare of run {run_id}")
 
 
 def server_log(run_id: str, compare_id: str) -> str:
