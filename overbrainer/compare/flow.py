@@ -74,7 +74,6 @@ def child_of(project: Path, config, run_id: str | None, target: str | None):
     export will make and that export (export.job.ExportPart), run first in the compare's job."""
     from overbrainer.export.gate import check_run
     from overbrainer.export.job import export_part
-    from overbrainer.jobs import run_record as records
     from overbrainer.jobs.side_job import side_target
 
     try:
@@ -83,8 +82,11 @@ def child_of(project: Path, config, run_id: str | None, target: str | None):
         rid = e.run_id or planning.newest_exportable(project)
         if rid is None:
             raise OverbrainerError("no run has a GGUF, and no run succeeded: train one first") from None
-    source = check_run(planning.runs_dir(project), rid)
-    _, where = side_target(config, records.load(planning.runs_dir(project), rid), "compare", target)
+    try:
+        source = check_run(planning.runs_dir(project), rid)
+    except OverbrainerError as e:
+        raise OverbrainerError(f"run {rid} has no GGUF, and cannot be exported first: {e}") from None
+    _, where = side_target(config, source.record, "compare", target)
     part = export_part(config, source, config.export.quantize, where)
     log.info("compare: run %s has no GGUF yet: the compare's job exports it first (%s)", rid, part.quantize)
     return planning.Gguf(rid, part.gguf_rel, None, part.quantize, None, ""), part
