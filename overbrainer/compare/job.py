@@ -146,7 +146,8 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
         result = run_side_job(session, config, run, job, target=name, keep=keep)
     except Interrupted as e:
         label = f"compare {claimed['id']}" if "id" in claimed else "the compare"
-        err = Interrupted(f"interrupted: {label} of run {run.id} cancelled")
+        tail = str(e).partition(" cancelled")[2]  # e.g. `; it has no pod left`
+        err = Interrupted(f"interrupted: {label} of run {run.id} cancelled{tail}")
         err.exit_code = e.exit_code
         raise err from e
     except SideJobFailed as e:

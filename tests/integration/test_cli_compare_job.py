@@ -218,7 +218,7 @@ def _is_server_in(pid: int, compare_dir: Path) -> bool:
         return False
 
 
-def test_the_runs_target_must_still_be_there_and_not_runpod(project, fake_provider, cli, tmp_path, llama_cpp_dir):
+def test_the_runs_target_must_still_be_there_and_a_runpod_one_needs_its_api_key(project, fake_provider, cli, tmp_path, llama_cpp_dir):
     run_dir = make_run(project, Path("unused"), target="gone", remote=tmp_path / "remote",
                        llama_cpp_dir=llama_cpp_dir, gguf_bytes=b"GGUF")
     r = cli(["-C", project.dir, "compare"], env=project.env)
@@ -227,9 +227,9 @@ def test_the_runs_target_must_still_be_there_and_not_runpod(project, fake_provid
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write('\n[targets.gone]\nkind = "runpod"\nmax_hours = 1\ngpu_types = "auto"\n')
     r = cli(["-C", project.dir, "compare"], env=project.env)
-    assert r.returncode == 2
-    assert r.stderr.strip().endswith("error: compare on a runpod target is not supported by this version yet")
-    assert compare_dirs(run_dir) == []  # nothing claimed
+    assert r.returncode == 2  # a new pod for the compare: nothing is claimed without the API key
+    assert r.stderr.strip().endswith("error: no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY")
+    assert compare_dirs(run_dir) == []
 
 
 def test_a_small_local_judge_held_to_the_verdict_schema_gives_readable_verdicts(project, cli, tmp_path,
