@@ -13,8 +13,15 @@ the tool's own waits; the boot is the fake's and is not scaled.
 2. A long job (BENCH_POD_JOB_SECS, default 60): the API calls per minute while the job runs,
    from the fake's call log (account key, and the pod-scoped key of the watchdog). Target: ≤ 6.
 
+3. With `--side`, instead: the side jobs of a run trained on Runpod (SmolLM2-135M as its full
+   fine-tune, the real llama.cpp of the test extra; both from the suite's cache, `python3 -m
+   tests.fixtures.llama` fills it): `export RUN` (F16) on a new pod, then `compare` (one question)
+   on another pod, then a `compare` of the same run without its GGUF, which exports first in the
+   same pod. The same phases and billed overhead (no target: the job's own time is llama.cpp's),
+   and the bytes sent (the upload lines).
+
 Prints the numbers and exits 1 when a target is missed. Needs root (the fake's pods).
-Usage: PYTHONPATH=. python3 scripts/bench_pod.py
+Usage: PYTHONPATH=. python3 scripts/bench_pod.py [--side]
 """
 
 from __future__ import annotations
@@ -84,7 +91,79 @@ def train(root: Path, fake: FakeRunpod, delay: float) -> tuple[PodProject, list[
 
 
 def phases(fake: FakeRunpod, events) -> dict[str, float]:
-    [post] = fake.calls_to("POST", "/pods")
+    [_] = fake.calls_to("POST", "/pods")
+    return phases_of(fake, events, 0)
+
+
+def side_project(root: Path, fake: FakeRunpod, provider_url: str):
+    """A project whose run was trained on the fake's target `gpu` (its results home, no GGUF)."""
+    from tests.fixtures.llama import cache_dir, prepare_hf, prepare_llama_cpp
+    from tests.fixtures.project import Project
+    from tests.integration.test_runpod_side_jobs import pod_run
+
+    project = Project(root / "proj", provider_url).write()
+    fake.pods.image_paths = sorted({str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, cache_dir())
+                                    if str(Path(p).resolve()).startswith("/root/")})
+    run_dir = pod_run(project, fake, prepare_hf(), prepare_llama_cpp(), questions=1)
+    project.env["OVERBRAINER_TIME_SCALE"] = os.environ.get("OVERBRAINER_TIME_SCALE", "0.01")
+    return project, run_dir
+
+
+def run_side(project, *args: str) -> tuple[list[tuple[float, dict]], list[str]]:
+    """`overbrainer --json ARGS` in `project`: its stamped events and its upload lines."""
+    import subprocess
+
+    argv = [sys.executable, "-m", "overbrainer", "--json", "-C", str(project.dir), *args]
+    proc = subprocess.Popen(argv, env=clean_env(project.env, project.dir.parent / "home"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    events: list[tuple[float, dict]] = []
+    for line in proc.stderr:
+        try:
+            events.append((time.monotonic(), json.loads(line)))
+        except ValueError:
+            pass
+    if proc.wait(timeout=900) != 0:
+        raise SystemExit(f"bench_pod: `overbrainer {' '.join(args)}` exited {proc.returncode}: {events[-1:]}")
+    sent = [str(ev.get("message")) for _, ev in events if "sending" in str(ev.get("message")) or
+            "sent " in str(ev.get("message")) or "uploading" in str(ev.get("message"))]
+    return events, sent
+
+
+def side_main(tmp: Path) -> bool:
+    from tests.fixtures.provider import FakeProvider
+    from tests.integration.test_cli_compare_job import judge
+
+    (tmp / "proj-home").mkdir(parents=True, exist_ok=True)
+    provider = FakeProvider().start()
+    provider.responder = judge
+    fake = FakeRunpod(tmp / "fake").start()
+    try:
+        fake.pods.boot_delay = BOOT
+        project, run_dir = side_project(tmp, fake, provider.url)
+        for label, args in (("export (F16)", ("export", run_dir.name)),
+                            ("compare, GGUF sent", ("compare", "--run", run_dir.name)),
+                            ("compare, exports first", ("compare", "--run", run_dir.name))):
+            if label == "compare, exports first":
+                for f in (run_dir / "output" / "gguf").iterdir():
+                    f.unlink()
+            before = len(fake.calls_to("POST", "/pods"))
+            events, sent = run_side(project, *args)
+            got = phases_of(fake, events, before)
+            print(f"{label}: " + ", ".join(f"{n} {got[n]:.1f} s" for n in PHASES)
+                  + f"; POST → deleted {got['total']:.1f} s, billed overhead {got['overhead']:.1f} s")
+            for line in sent:
+                print(f"    {line}")
+    finally:
+        left = fake.stop()
+        provider.stop()
+    if left:
+        print(f"bench_pod: pod processes survived: {left}")
+    return not left
+
+
+def phases_of(fake: FakeRunpod, events, before: int) -> dict[str, float]:
+    """`phases` for the pod created after the first `before` creates."""
+    post = fake.calls_to("POST", "/pods")[before]
     pod_id = next(ev["pod_id"] for _, ev in events if ev.get("phase") == "created")
     [delete] = [c for c in fake.calls_to("DELETE", f"/pods/{pod_id}") if c.key == "account"]
     confirm = next(c.at for c in fake.calls_to("GET", f"/pods/{pod_id}") if c.at >= delete.at and c.status == 404)
@@ -99,6 +178,12 @@ def phases(fake: FakeRunpod, events) -> dict[str, float]:
 
 def main() -> int:
     os.makedirs("/run/sshd", exist_ok=True)
+    if "--side" in sys.argv[1:]:
+        tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
+        try:
+            return 0 if side_main(tmp) else 1
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     job_secs = float(os.environ.get("BENCH_POD_JOB_SECS", "60"))
     tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
     ok = True

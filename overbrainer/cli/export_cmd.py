@@ -15,16 +15,20 @@ from overbrainer.config.model import QUANTIZE_TYPES
               help="The GGUF type (default: [export] quantize, else Q4_K_M).")
 @click.option("--ollama", metavar="NAME", default=None,
               help="Create an Ollama model of that name from the GGUF (default: [export] ollama_name).")
+@click.option("--target", "target", metavar="NAME", default=None,
+              help="Export on this target (default: [export] target, else the run's own).")
+@click.option("--keep-pod", is_flag=True, help="On a runpod target: keep the export's pod afterwards.")
 @pass_app
-def export(app, run_id: str, quantize: str | None, ollama: str | None) -> None:
+def export(app, run_id: str, quantize: str | None, ollama: str | None, target: str | None, keep_pod: bool) -> None:
     """Turn a run's model into a GGUF file (and an Ollama Modelfile), on the run's own target.
 
-    Ctrl-C cancels the export. llama.cpp comes from the target's llama_cpp_dir (or
-    OVERBRAINER_LLAMA_CPP_DIR), else a pinned release downloaded and verified there.
+    On a runpod target the export gets a new pod, deleted once the GGUF is home (its price is
+    said before it is created). Ctrl-C cancels the export. llama.cpp comes from the target's
+    llama_cpp_dir (or OVERBRAINER_LLAMA_CPP_DIR), else a pinned release downloaded and verified there.
     """
     from overbrainer.export.flow import export_flow
     from overbrainer.jobs import ids
 
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        export_flow(app.session(), config, run_id, quantize=quantize, ollama=ollama)
+        export_flow(app.session(), config, run_id, quantize=quantize, ollama=ollama, target=target, keep=keep_pod)

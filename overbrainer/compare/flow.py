@@ -24,7 +24,7 @@ STAGE = "judge"
 
 def compare_flow(session, config, *, run_id: str | None = None, limit: int | None = None,
                  rejudge: str | None = None, both_orders: bool = False,
-                 min_win_or_tie: float | None = None) -> dict:
+                 min_win_or_tie: float | None = None, target: str | None = None, keep: bool = False) -> dict:
     """Judge one compare and write its reports; returns compare.json's content. Raises
     OverbrainerError (exit 1) when `min_win_or_tie` is above the interval's lower bound."""
     project = Path(session.project_dir)
@@ -34,7 +34,9 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
         raise UsageError("--min-win-or-tie must be between 0 and 1 (a rate, e.g. 0.6)")
     if rejudge is None:
         return new_compare(session, config, project, run_id, limit, both_orders=both_orders,
-                           min_win_or_tie=min_win_or_tie)
+                           min_win_or_tie=min_win_or_tie, target=target, keep=keep)
+    if target is not None or keep:
+        raise UsageError("--target and --keep-pod only apply to a new compare (--rejudge starts no job)")
     if limit is not None:
         raise UsageError("--limit only applies to a new compare (--rejudge judges the questions of its setup.json)")
     compare_dir = planning.find_compare(project, rejudge, run_id)
@@ -48,19 +50,64 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
 
 
 def new_compare(session, config, project: Path, run_id: str | None, limit: int | None, *,
-                both_orders: bool, min_win_or_tie: float | None) -> dict:
-    """Plan, run the job on the run's target, then judge and report."""
+                both_orders: bool, min_win_or_tie: float | None, target: str | None = None,
+                keep: bool = False) -> dict:
+    """Plan, run the job on its target (exporting first when the run has no GGUF), then judge
+    and report."""
     from overbrainer.compare.job import run_compare_job
 
-    gguf = planning.pick_run(project, run_id)
+    gguf, export = child_of(project, config, run_id, target)
     setup = planning.make_setup(project, config, gguf, "", limit)
     log.info("compare: %d questions for the child of run %s", len(setup["questions"]), gguf.run)
-    compare_dir, setup = run_compare_job(session, config, gguf, setup)
+    compare_dir, setup = run_compare_job(session, config, gguf, setup, target=target, keep=keep, export=export)
     answers = read_answers(compare_dir)
     if answers is None:  # run_compare_job checked it: only a file removed meanwhile
         raise OverbrainerError(f"compare {setup['compare']} has no answers of the child")
+    check_answered(setup, answers)
+    check_answered(setup, answers)
     return judge_and_report(session, config, compare_dir, setup, answers, both_orders=both_orders,
                             min_win_or_tie=min_win_or_tie)
+
+
+def child_of(project: Path, config, run_id: str | None, target: str | None):
+    """(the GGUF to serve, None), or for a run with no GGUF yet (planning.NoGguf) the GGUF its
+    export will make and that export (export.job.ExportPart), run first in the compare's job."""
+    from overbrainer.export.gate import check_run
+    from overbrainer.export.job import export_part
+    from overbrainer.jobs.side_job import side_target
+
+    try:
+        return planning.pick_run(project, run_id), None
+    except planning.NoGguf as e:
+        rid = e.run_id or planning.newest_exportable(project)
+        if rid is None:
+            raise OverbrainerError("no run has a GGUF, and no run succeeded: train one first") from None
+    try:
+        source = check_run(planning.runs_dir(project), rid)
+    except OverbrainerError as e:
+        raise OverbrainerError(f"run {rid} has no GGUF, and cannot be exported first: {e}") from None
+    _, where = side_target(config, source.record, "compare", target)
+    part = export_part(config, source, config.export.quantize, where)
+    log.info("compare: run %s has no GGUF yet: the compare's job exports it first (%s)", rid, part.quantize)
+    return planning.Gguf(rid, part.gguf_rel, None, part.quantize, None, ""), part
+
+
+def check_answered(setup: dict, answers: dict[str, dict]) -> None:
+    """A compare where the child answered no question fails (the first error, the server log);
+    one where it could not answer some says how many."""
+    from overbrainer.compare.job import server_log
+
+    asked = [q["id"] for q in setup["questions"]]
+    failed = [i for i in asked if (answers.get(i) or {"error": "no answer"}).get("error") is not None]
+    if not failed:
+        return
+    where = server_log(setup["run"], setup["compare"])
+    if len(failed) == len(asked):
+        first = (answers.get(failed[0]) or {}).get("error") or "no answer"
+        raise OverbrainerError(f"compare {setup['compare']} failed: the child answered no question of "
+                               f"{len(asked)} (the first error: {first}); its server log is {where}")
+    log.warning("compare %s: the child could not answer %d of %d questions (counted as losses); its "
+                "server log is %s", setup["compare"], len(failed), len(asked), where)
 
 
 def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: dict[str, dict], *,

@@ -1,7 +1,9 @@
 """The plan of a compare: which run (and GGUF), which eval questions, and `setup.json`.
 
-- Run: `--run`, else the newest run holding a GGUF: an `export.json` (in `runs/<id>/` or
-  `runs/<id>/exports/*/`) that names a file which still exists; the newest by `created` wins.
+- Run: `--run`, else the newest run holding a GGUF: an `export.json` (in `runs/<id>/`,
+  `runs/<id>/exports/*/` or `runs/<id>/compares/*/`) that names a file which still exists; the
+  newest by `created` wins. When none does (`NoGguf`), the newest run that succeeded: the compare
+  exports it first, in its own job.
 - Questions: the first `--limit N` usable records of the project's `data/eval.jsonl`, in file
   order. Usable: a user message and an assistant answer. `messages` is everything before the first
   assistant message; `parent` the last assistant content, reasoning stripped; the parent's billed
@@ -50,9 +52,9 @@ def runs_dir(project_dir: Path) -> Path:
 
 def _export_files(run_dir: Path) -> list[Path]:
     found = [run_dir / RECORD]
-    exports = run_dir / "exports"
-    if exports.is_dir():
-        found += sorted(exports.glob(f"*/{RECORD}"))
+    for folder in ("exports", COMPARES):  # a compare that exported first keeps its export.json
+        if (run_dir / folder).is_dir():
+            found += sorted((run_dir / folder).glob(f"*/{RECORD}"))
     return [p for p in found if p.is_file()]
 
 
@@ -85,14 +87,40 @@ def pick_run(project_dir: Path, run_id: str | None) -> Gguf:
             raise OverbrainerError(f"no run `{run_id}` in runs/")
         gguf = run_gguf(run_dir)
         if gguf is None:
-            raise OverbrainerError(f"run {run_id} has no GGUF; run `overbrainer export {run_id}` first")
+            raise NoGguf(run_id)
         return gguf
     found = [g for d in (sorted(root.iterdir()) if root.is_dir() else [])
              if d.is_dir() and not d.name.startswith(".") and ids.is_valid(d.name)
              for g in [run_gguf(d)] if g is not None]
     if not found:
-        raise OverbrainerError("no run has a GGUF: export one with `overbrainer export <run-id>`, then compare")
+        raise NoGguf(None)
     return max(found, key=lambda g: g.created)
+
+
+class NoGguf(OverbrainerError):
+    """The run (`run_id`), or every run (None), has no GGUF: the compare exports one first."""
+
+    def __init__(self, run_id: str | None):
+        super().__init__(f"run {run_id} has no GGUF" if run_id else "no run has a GGUF")
+        self.run_id = run_id
+
+
+def newest_exportable(project_dir: Path) -> str | None:
+    """The newest run that succeeded (by its record's `created`), or None."""
+    from overbrainer.jobs.run_record import SUCCEEDED, load
+
+    root = runs_dir(project_dir)
+    found = []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if d.name.startswith(".") or not ids.is_valid(d.name) or not (d / "run.json").is_file():
+            continue
+        try:
+            record = load(root, d.name)
+        except OverbrainerError:
+            continue
+        if record.state == SUCCEEDED:
+            found.append((record.created, d.name))
+    return max(found)[1] if found else None
 
 
 def _content(message: dict) -> str:

@@ -108,8 +108,11 @@ def markdown(doc: dict) -> str:
     rate = _pct(s["win_or_tie"])
     if interval:
         rate += f" (95 % interval {_pct(interval[0])} to {_pct(interval[1])})"
-    lines = [
-        f"# Compare of run {doc['run']}", "",
+    lines = [f"# Compare of run {doc['run']}", ""]
+    if s["errors"]:
+        lines += [f"**The child could not answer {s['errors']} of {s['questions']} questions** (counted as "
+                  f"losses; see server.log).", ""]
+    lines += [
         "| | |", "|---|---|",
         f"| Compare | {doc['compare']} |", f"| Base model | {doc.get('base_model') or '-'} |",
         f"| GGUF | {gguf} |", f"| Hardware | {hardware_line(doc.get('hardware'))} |",

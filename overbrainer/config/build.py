@@ -59,6 +59,9 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
         if training.hub_model_id is not None:
             warnings.append("training.hub_model_id is deprecated (Axolotl pushes to that repo itself "
                             "at the end of training)")
+    for section, side in (("export", export), ("compare", compare)):
+        if side.target is not None and side.target not in _declared(data, "targets"):
+            problems.append(f"{section}.target: unknown target `{side.target}`")
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,

@@ -9,10 +9,12 @@ from typing import Any, Mapping
 from overbrainer.config.fields import EnvStr, Table, coerce_scalar
 from overbrainer.config.model import (
     ADAPTERS,
+    DEFAULT_COMPARE_IMAGE,
     DEFAULT_IMAGE,
     DEFAULT_QUANTIZE,
     DEFAULT_RUNPOD_IMAGE,
     DEFAULT_RUNPOD_VENV,
+    DEFAULT_SIDE_HOURS,
     DEFAULT_WORKDIR,
     ENGINES,
     QUANTIZE_TYPES,
@@ -178,6 +180,9 @@ def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None
     volume = t.str("network_volume_id", nonempty=True)
     max_volume = t.int("max_volume_gb", min=1, max=U32)
     client = t.choice("ssh_client", SSH_CLIENTS, "openssh")
+    llama_dir = t.str("llama_cpp_dir", nonempty=True)
+    if llama_dir is not None and not llama_dir.startswith("/"):
+        t.problem("llama_cpp_dir", "must be an absolute path inside the pod's image")
     if isinstance(gpu_types, list):
         if gpu_types == ["auto"]:
             t.problem("gpu_types", 'write "auto", not ["auto"]')
@@ -203,7 +208,7 @@ def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None
         venv=venv, container_disk_gb=disk, boot_grace_minutes=boot, retrieve_grace_minutes=retrieve,
         data_center_ids=dcs if dcs is not None else [], network_volume_id=volume,
         max_volume_gb=max_volume, ssh_client=env_client or client,
-        ssh_client_from_env=env_client is not None,
+        ssh_client_from_env=env_client is not None, llama_cpp_dir=llama_dir,
     )
 
 
@@ -219,15 +224,12 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
 
 # Keys of the original tool whose features this version does not have yet (None: the whole
 # section): still read and checked (its projects open unchanged), but only warned about when set.
-# `compare` runs on local and SSH targets; its Runpod image is not used yet.
-NOT_YET: dict[str, tuple[str, ...] | None] = {
-    "compare": ("image",),  # the Runpod compare image: compare runs on local and SSH targets only
-}
+NOT_YET: dict[str, tuple[str, ...] | None] = {}
 
 
 def not_yet_warnings(data: dict[str, Any]) -> list[str]:
-    """`[compare] image is not supported by this version yet: ignored`, one per key set
-    (in overbrainer.toml or the environment) of a feature in NOT_YET."""
+    """`[<section>] <key> is not supported by this version yet: ignored`, one per key set (in
+    overbrainer.toml or the environment) of a feature in NOT_YET."""
     out = []
     for section, missing in NOT_YET.items():
         keys = data.get(section)
@@ -235,6 +237,9 @@ def not_yet_warnings(data: dict[str, Any]) -> list[str]:
             out += [f"[{section}] {key} {NOT_SUPPORTED}: ignored" for key in keys
                     if missing is None or key in missing]
     return out
+
+
+_SIDE_HOURS = (lambda x: 0 < x <= 720, "must be greater than 0 and at most 720")
 
 
 def export(root: Table) -> Export:
@@ -247,8 +252,11 @@ def export(root: Table) -> Export:
     if name is not None and not is_ollama_name(name):
         t.problem("ollama_name", "not a valid Ollama model name ([host/][namespace/]model[:tag])")
         name = None
+    target = t.str("target", nonempty=True)
+    hours = t.float("max_hours", DEFAULT_SIDE_HOURS, rule=_SIDE_HOURS)
     t.finish()
-    return Export(after_training=after, quantize=quantize, ollama_name=name)
+    return Export(after_training=after, quantize=quantize, ollama_name=name, target=target,
+                  max_hours=hours if hours is not None else DEFAULT_SIDE_HOURS)
 
 
 def hub(root: Table) -> Hub:
@@ -277,7 +285,9 @@ def compare(root: Table) -> Compare:
         max_tokens=t.int("max_tokens", 4096, min=1, max=U32),
         temperature=t.float("temperature", 0.0, rule=(lambda x: 0 <= x <= 2, "must be in [0, 2]")),
         server_start_secs=t.int("server_start_secs", 300, min=1, max=U32),
-        image=t.str("image", nonempty=True),
+        image=t.str("image", DEFAULT_COMPARE_IMAGE, nonempty=True) or DEFAULT_COMPARE_IMAGE,
+        target=t.str("target", nonempty=True),
+        max_hours=t.float("max_hours", DEFAULT_SIDE_HOURS, rule=_SIDE_HOURS) or DEFAULT_SIDE_HOURS,
     )
     t.finish()
     return c

@@ -31,6 +31,10 @@ QUANTIZE_TYPES = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q3_K_
 DEFAULT_IMAGE = "axolotlai/axolotl:0.19.0-py3.12-cu130-2.12.1"
 DEFAULT_RUNPOD_IMAGE = "axolotlai/axolotl-cloud-term:0.19.0-py3.12-cu130-2.12.1"
 DEFAULT_RUNPOD_VENV = "/workspace/axolotl-venv"
+# The image of a compare pod: the training image (see docs/compare.md#on-runpod for why, and what
+# another image must provide). llama-server is built with CUDA on the pod's first compare.
+DEFAULT_COMPARE_IMAGE = DEFAULT_RUNPOD_IMAGE
+DEFAULT_SIDE_HOURS = 1.0  # [export] / [compare] max_hours: a side job's pod deletes itself then
 DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
 DEFAULT_HUB_BASE_URL = "https://huggingface.co"
 DEFAULT_WORKDIR = "overbrainer"
@@ -174,6 +178,7 @@ class RunpodTarget(Target):
     max_volume_gb: int | None = None
     ssh_client: str = "openssh"
     ssh_client_from_env: bool = False
+    llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
 
 
 @frozen
@@ -191,6 +196,8 @@ class Export:
     after_training: bool = False
     quantize: str = DEFAULT_QUANTIZE
     ollama_name: str | None = None
+    target: str | None = None  # where `export` runs (default: the run's own target)
+    max_hours: float = DEFAULT_SIDE_HOURS  # an export pod's life at most
 
 
 @frozen
@@ -213,7 +220,9 @@ class Compare:
     max_tokens: int = 4096
     temperature: float = 0.0
     server_start_secs: int = 300
-    image: str | None = None
+    image: str = DEFAULT_COMPARE_IMAGE  # a compare pod's image
+    target: str | None = None  # where `compare` serves the child (default: the run's own target)
+    max_hours: float = DEFAULT_SIDE_HOURS  # a compare pod's life at most
 
 
 @frozen

@@ -59,13 +59,23 @@ def check_run(runs_dir: Path, run_id: str) -> Source:
     return Source(record, run_dir, model)
 
 
-def sequence_len(run_dir: Path) -> int | None:
-    """`sequence_len` of the run's axolotl.yaml, when set and positive."""
+def _config(run_dir: Path) -> dict:
     import yaml
 
     try:
         data = yaml.safe_load((run_dir / CONFIG_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError):
-        return None
-    value = data.get("sequence_len") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def sequence_len(run_dir: Path) -> int | None:
+    """`sequence_len` of the run's axolotl.yaml, when set and positive."""
+    value = _config(run_dir).get("sequence_len")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def base_model(run_dir: Path) -> str | None:
+    """`base_model` of the run's axolotl.yaml (what a merge loads), when set."""
+    value = _config(run_dir).get("base_model")
+    return value if isinstance(value, str) and value else None

@@ -30,9 +30,13 @@ def script(name: str) -> str:
 
 
 def llama_cpp_dir(target: Any, environ: Mapping[str, str] | None = None) -> str | None:
-    """The target's own llama.cpp, if it has one: `llama_cpp_dir`, else OVERBRAINER_LLAMA_CPP_DIR."""
+    """The target's own llama.cpp, if it has one: `llama_cpp_dir`, else (a local or SSH target:
+    a path of this machine's world) OVERBRAINER_LLAMA_CPP_DIR; a pod has only its image's."""
     environ = os.environ if environ is None else environ
-    return getattr(target, "llama_cpp_dir", None) or (environ.get(DIR_ENV) or "").strip() or None
+    own = getattr(target, "llama_cpp_dir", None)
+    if own or getattr(target, "kind", None) == "runpod":
+        return own or None
+    return (environ.get(DIR_ENV) or "").strip() or None
 
 
 def job_env(target: Any, environ: Mapping[str, str] | None = None) -> dict[str, str]:

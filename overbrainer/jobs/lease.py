@@ -72,18 +72,20 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
           start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,
-          executor=None) -> Iterator[Lease]:
+          executor=None, pod_home=None, pod_workdir: str | None = None) -> Iterator[Lease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
     `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`). `executor` (local and
     SSH only): one the flow connected already, for its checks before the run was created; the
-    lease takes it over (and closes it)."""
+    lease takes it over (and closes it). A side job on a pod of its own gives its `pod_home`
+    (jobs.pod_homes.PodHome: where its record and pod.json are) and the pod's `pod_workdir`."""
     if is_pod(target):
         from overbrainer.jobs.pod_lease import pod_lease
 
         if retrieved is None:
             raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
         with pod_lease(session, config, target_name, target, record, interrupt=interrupt,
-                       start=start, keep=keep, retrieved=retrieved) as held:
+                       start=start, keep=keep, retrieved=retrieved, home=pod_home,
+                       workdir=pod_workdir) as held:
             yield held
         return
     runs_dir = ProjectPaths(session.project_dir).runs

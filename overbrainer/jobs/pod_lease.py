@@ -26,11 +26,12 @@ from typing import Any, Iterator
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
+from overbrainer.jobs.pod_homes import PodHome
 from overbrainer.jobs.run_record import PREPARING, load
 from overbrainer.jobs.start import claim_target, fail, unconfirmed
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.keys import SSH_DIR
+from overbrainer.runpod.keys import SSH_DIR, ssh_line
 from overbrainer.runpod.pod_record import PodRecord, PodState
 
 log = logging.getLogger(__name__)
@@ -39,19 +40,32 @@ NOT_STARTED = "interrupted before the job started"
 
 
 class PodContext:
-    """What the pod steps of one lease share: the API client, the run's `pod.json`, the timing."""
+    """What the pod steps of one lease share: the API client, the run's `pod.json`, the timing.
+    `home` says where the record is (a run's `runs/<id>`, or a side job's directory): `runs_dir`
+    is the folder holding its record, `run_dir` its directory."""
 
-    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish, retrieved=None):
+    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish, retrieved=None,
+                 home: PodHome | None = None, project_dir: Path | None = None):
         self.client = client
-        self.runs_dir = runs_dir
+        self.home = home or PodHome(run_id, Path(runs_dir))
+        self.runs_dir = self.home.records
         self.run_id = run_id
-        self.run_dir = ids.run_dir(runs_dir, run_id)
+        self.project_dir = project_dir or Path(runs_dir).parent
+        self.run_dir = ids.run_dir(self.runs_dir, run_id)
         self.pod_path = PodRecord.path_in(self.run_dir)
         self.pod: PodRecord | None = PodRecord.load_if_any(self.pod_path)
         self.timing = timing
         self.publish = publish
         self.retrieved = retrieved  # (run record, run dir) -> whether the results are home
         self.flag = None  # the front end's provisioning flag, while provisioning
+
+    def owner(self, key: str | None = None) -> str:
+        """`run R`, or `export X` / `compare X` for a side job: the words of the messages."""
+        return f"{self.home.kind} {key or self.run_id}"
+
+    def ssh_line(self, key: str | None = None) -> str:
+        """The `ssh -F …` line that reaches the pod from the project folder."""
+        return ssh_line(key or self.run_id, None if not self.home.side else self.home.shown(self.project_dir))
 
     def stopped(self, interrupt) -> bool:
         """Whether the flow was interrupted, or the provisioning abandoned."""
@@ -100,7 +114,7 @@ class PodLease:
 
     def follow(self, record, bus, interrupt, *, limits=None, job: str | None = None):
         """The watch under the client's deadline, settled (shielded) on the pod's side."""
-        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits)
+        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits, job=job)
 
     def job_started(self) -> None:
         self.ctx.job_started()
@@ -108,7 +122,12 @@ class PodLease:
 
 @contextmanager
 def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
-              keep: bool, retrieved) -> Iterator[PodLease]:
+              keep: bool, retrieved, home: PodHome | None = None, workdir: str | None = None,
+              runs_retrieved=None) -> Iterator[PodLease]:
+    """`home`: where the record of the pod's owner is (default: the run `record` in runs/);
+    `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
+    `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod
+    (None: only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
     from overbrainer.runpod.waits import Timing
 
     runs_dir = ProjectPaths(session.project_dir).runs
@@ -117,13 +136,15 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
     executor = None
     try:
         client = RunpodClient.from_config(config)
-        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved)
+        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved, home=home,
+                         project_dir=session.project_dir)
         if start:
             from overbrainer.jobs.pod_ledger import warn_orphans
 
-            _end_retrieved(ctx, runs_dir, None, interrupt)
+            _end_retrieved(ctx, runs_dir, None, interrupt,
+                           rule=retrieved if home is None or not home.side else runs_retrieved)
             warn_orphans(client, runs_dir, record.id, stale=True)
-            executor = _provision(ctx, session.front, target, record, interrupt, keep)
+            executor = _provision(ctx, session.front, target, record, interrupt, keep, workdir)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,
                                         note=f"reconnecting to the pod of run {record.id}")
@@ -141,7 +162,7 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         try:
             if executor is not None:
                 interrupt.shield(_release, ctx, executor, interrupt,
-                                 note=f"ending the pod of run {record.id}")
+                                 note=f"ending the pod of {ctx.owner()}")
         finally:
             guard.close()
             if executor is not None:
@@ -149,10 +170,11 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
             client.close()
 
 
-def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrupt) -> None:
-    """End the pods of ended runs whose results are home but whose delete never happened (a
-    client killed in between), shielded: deletes are never cut short."""
-    found = pod_run.retrieved_but_not_deleted(runs_dir, ctx.retrieved, run_id)
+def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrupt, rule=None) -> None:
+    """End the pods of ended runs (and side jobs) whose results are home but whose delete never
+    happened (a client killed in between), shielded: deletes are never cut short. `rule`: the
+    training's (default the lease's own)."""
+    found = pod_run.retrieved_but_not_deleted(runs_dir, rule or ctx.retrieved, run_id)
     if found:
         interrupt.shield(pod_run.end_retrieved_pods, ctx.client, runs_dir, found, ctx.timing, publish=ctx.publish,
                          note="deleting the pods of runs that ended")
@@ -177,7 +199,7 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
 
 # --- provisioning ---------------------------------------------------------------------------------
 
-def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool):
+def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool, workdir: str | None = None):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
     from overbrainer.runpod.pod_scripts import WORKDIR
     from overbrainer.runpod.provision import start_pod
@@ -185,9 +207,9 @@ def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool):
     ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
-            start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=WORKDIR,
+            start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=workdir or WORKDIR,
             api_url=ctx.client.base_url, flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
-            note=f"creating the pod of run {record.id}")
+            note=f"creating the pod of {ctx.owner()}")
     except BaseException as e:
         _provisioning_failed(ctx, record, e, interrupt)
         raise
@@ -201,13 +223,13 @@ def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool):
         _arm_cost_cap(ctx, executor, record, keep)
         claim_target(executor, ctx.runs_dir, record, _claim_owner(ctx.pod.host_key))
         if keep:
-            log.warning("run %s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
-                        "deletes it", record.id, ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
+            log.warning("%s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
+                        "deletes it", ctx.owner(), ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
                         record.id)
     except BaseException as e:
         try:
             interrupt.shield(_release, ctx, executor, interrupt, error=e,
-                             note=f"deleting the pod of run {record.id}")
+                             note=f"deleting the pod of {ctx.owner()}")
         finally:
             executor.close()
         raise
@@ -290,6 +312,12 @@ def _release(ctx: PodContext, executor, interrupt, error: BaseException | None =
             why = NOT_STARTED if stopped or error is None else (str(error) or type(error).__name__)
             fail(ctx.runs_dir, run, why + (": it has no pod left" if why == NOT_STARTED else ""))
         ctx.sweep_and_forget(sweep)
+        return
+    if not run.ended and ctx.home.side:  # its watch failed: nobody will follow it again
+        log.warning("%s: its pod %s is out of reach (%s); its watchdog deletes it at the latest %s; "
+                    "remove it now with `overbrainer pod rm %s`", ctx.owner(), pod.pod_id,
+                    cost.format_rate(pod.cost_per_hour),
+                    f"at {pod.deadline}" if pod.deadline else "when its retrieve grace ends", run.id)
         return
     if not run.ended:
         log.warning("%s", pod_run.detach_message(pod, run.id))

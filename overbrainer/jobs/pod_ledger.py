@@ -20,7 +20,8 @@ from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import ENDED, PREPARING, load
+from overbrainer.jobs.pod_homes import PodHome, home_of, pod_homes
+from overbrainer.jobs.run_record import ENDED, PREPARING, RUNNING, load
 from overbrainer.runpod import cost
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
 
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 
 NAME_PREFIX = "overbrainer-"
 EMPTY = "pod: no overbrainer pod on this account"
-IN_PROGRESS_NOTES = ("run preparing", "run running")
 STOPPED_NOTE = "run preparing, its process stopped"
 _CELL = 64
 
@@ -88,40 +88,45 @@ class Row:
 
 @dataclass
 class RunPods:
-    """What this project knows of one run: its run state and pod.json (or why not)."""
+    """What this project knows of one run or side job (its pods' marker): its state and pod.json
+    (or why not), and where they are (`home`, jobs.pod_homes.PodHome; None when not in runs/)."""
     run_id: str
     state: str | None = None
     record: PodRecord | None = None
     unreadable: bool = False
     present: bool = False
     others: list = field(default_factory=list)
+    home: PodHome | None = None
+
+    @property
+    def kind(self) -> str:
+        """`run`, `export` or `compare`: how its notes name it."""
+        return self.home.kind if self.home is not None else "run"
 
 
 def known_run(runs_dir: Path, run_id: str) -> RunPods:
+    """The run or side job `run_id` of this project (a pod's marker names one or the other)."""
     known = RunPods(run_id)
-    try:
-        run_dir = ids.run_dir(runs_dir, run_id)
-    except OverbrainerError:
+    home = home_of(runs_dir, run_id)
+    if home is None:
+        try:
+            known.present = ids.run_dir(runs_dir, run_id).is_dir()  # a run dir without run.json
+        except OverbrainerError:
+            pass
+        if known.present:
+            known.home, known.unreadable = PodHome(run_id, Path(runs_dir)), True
         return known
-    if not run_dir.is_dir():
-        return known
-    known.present = True
+    known.present, known.home = True, home
     try:
-        known.state = load(runs_dir, run_id).state
-        known.record = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+        known.state = load(home.records, run_id).state
+        known.record = PodRecord.load_if_any(PodRecord.path_in(home.dir))
     except (OverbrainerError, InvalidPodRecord, OSError):
         known.unreadable = True
     return known
 
 
 def _recorded(runs_dir: Path) -> dict[str, RunPods]:
-    out = {}
-    if not runs_dir.is_dir():
-        return out
-    for d in sorted(runs_dir.iterdir()):
-        if d.is_dir() and (d / "pod.json").is_file():
-            out[d.name] = known_run(runs_dir, d.name)
-    return out
+    return {home.key: known_run(runs_dir, home.key) for home in pod_homes(runs_dir)}
 
 
 def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool, stale: bool = False) -> str:
@@ -140,10 +145,10 @@ def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool,
     if rec.state == PodState.AWAITING_RETRIEVAL:
         return "awaiting retrieval"
     if known.state in ENDED:
-        return f"run {known.state}, not deleted"
-    if known.state == PREPARING and stale:
-        return STOPPED_NOTE
-    return f"run {known.state}"
+        return f"{known.kind} {known.state}, not deleted"
+    if stale and (known.state == PREPARING or known.state == RUNNING and known.home.side):
+        return f"{known.kind} {known.state}, its process stopped"  # a side job lives with its process
+    return f"{known.kind} {known.state}"
 
 
 def _row(pod, known: RunPods | None, now: float, stale: bool = False) -> Row:
@@ -189,7 +194,8 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
             rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", "gone", rec.estimated_spend))
         else:
-            note = STOPPED_NOTE if stale and known.state == PREPARING else f"run {known.state}"
+            note = (STOPPED_NOTE.replace("run", known.kind, 1) if stale and known.state == PREPARING
+                    else f"{known.kind} {known.state}")
             rows.append(Row(known.run_id, rec.pod_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", note, rec.spend_so_far(now)))
     return rows
@@ -200,7 +206,7 @@ def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bo
     `stale`: the caller holds the project, so other `preparing` runs are stopped ones."""
     out = []
     for row in account_rows(client, runs_dir, stale=stale):
-        if row.run == run_id or row.note in IN_PROGRESS_NOTES or row.status in ("EXITED", "TERMINATED"):
+        if row.run == run_id or _in_progress(row.note) or row.status in ("EXITED", "TERMINATED"):
             continue
         if row.note == "no run marker":
             out.append(f"pod {row.pod} (no run marker) is still on Runpod at {cost.format_rate(row.rate)}: "
@@ -212,6 +218,12 @@ def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bo
             text += " (this also deletes the run's kept pod)" if _kept(runs_dir, row.run) else ""
         out.append(text)
     return out
+
+
+def _in_progress(note: str) -> bool:
+    """A note of a run or side job still at work: `<kind> preparing` or `<kind> running`."""
+    words = note.split(" ")
+    return len(words) == 2 and words[1] in (PREPARING, RUNNING)
 
 
 def _kept(runs_dir: Path, run_id: str) -> bool:

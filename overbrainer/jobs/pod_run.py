@@ -89,7 +89,7 @@ def client_deadline(pod: PodRecord, margin: float) -> float | None:
     return pod.deadline_unix + margin
 
 
-def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
+def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: str | None = None):
     """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
     Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
     (the run is then failed) or the watch's own error (the run stays running)."""
@@ -111,7 +111,7 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
     error: OverbrainerError | None = None
     followed = None
     try:
-        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits)
+        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits, job=job)
     except OverbrainerError as e:
         error = e
     finally:
@@ -133,7 +133,7 @@ def _deadline_reached(ctx, run_id: str):
     remove(ctx.client, ctx.pod, ctx.pod_path, DEADLINE, "client", ctx.timing, publish=ctx.publish)
     fail_run(ctx.runs_dir, run_id, DEADLINE_MESSAGE)
     ctx.forget()
-    raise DeadlineReached(f"run {run_id} failed: {DEADLINE_MESSAGE}")
+    raise DeadlineReached(f"{ctx.owner(run_id)} failed: {DEADLINE_MESSAGE}")
 
 
 def _unreachable(ctx, run_id: str, error: OverbrainerError):
@@ -148,7 +148,7 @@ def _unreachable(ctx, run_id: str, error: OverbrainerError):
     if remote is not None:
         raise error
     message = settle_gone(ctx, run_id)
-    raise PodGone(f"run {run_id} failed: {message}", cause=error)
+    raise PodGone(f"{ctx.owner(run_id)} failed: {message}", cause=error)
 
 
 def settle_gone(ctx, run_id: str) -> str:
@@ -164,7 +164,7 @@ def settle_gone(ctx, run_id: str) -> str:
         state = None
     if state in (PREPARING, RUNNING):  # an ended run keeps its outcome
         fail_run(ctx.runs_dir, run_id, message)
-    log.warning("run %s: %s", run_id, message)
+    log.warning("%s: %s", ctx.owner(run_id), message)
     return message
 
 
@@ -185,51 +185,62 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
     from overbrainer.runpod.remove import RETRIEVED, NotDeleted, remove, sweep
 
     pod = ctx.pod
+    owner = ctx.owner(run.id)
     copy_pod_logs(executor, run.remote_dir, run_dir)
     if not retrieved:
         pod.transition(PodState.KEPT if pod.keep else PodState.AWAITING_RETRIEVAL)
         pod.save(ctx.pod_path)
         stays = ("stays (--keep-pod), nothing deletes it automatically" if pod.keep
                  else "stays until its watchdog's retrieve grace ends")
-        log.warning("the results of run %s were not retrieved: pod %s %s; retrieve them with "
-                    "`overbrainer train attach %s`, or remove the pod with `overbrainer pod rm %s`",
-                    run.id, pod.pod_id, stays, run.id, run.id)
+        again = (f"reach it with `{ctx.ssh_line(run.id)}`" if ctx.home.side
+                 else f"retrieve them with `overbrainer train attach {run.id}`")
+        log.warning("the results of %s were not retrieved: pod %s %s; %s, or remove the pod with "
+                    "`overbrainer pod rm %s`", owner, pod.pod_id, stays, again, run.id)
         return pod.state.value
     try:
         executor.put_file(f"{run.remote_dir.rstrip('/')}/{RETRIEVED_MARKER}", "retrieved\n")
     except OverbrainerError as e:
-        log.warning("cannot mark the results of run %s retrieved on its pod: %s", run.id, e)
+        log.warning("cannot mark the results of %s retrieved on its pod: %s", owner, e)
     if pod.keep:
         pod.transition(PodState.KEPT)
         pod.save(ctx.pod_path)
-        log.warning("run %s: pod %s is kept (%s): reach it with `%s`; remove it with `overbrainer pod rm %s`",
-                    run.id, pod.pod_id, cost.format_rate(pod.cost_per_hour), ssh_line(run.id), run.id)
+        log.warning("%s: pod %s is kept (%s): reach it with `%s`; remove it with `overbrainer pod rm %s`",
+                    owner, pod.pod_id, cost.format_rate(pod.cost_per_hour), ctx.ssh_line(run.id), run.id)
         return pod.state.value
     try:
         remove(ctx.client, pod, ctx.pod_path, RETRIEVED, "client", ctx.timing, publish=ctx.publish)
     except NotDeleted as e:
-        raise OverbrainerError(f"run {run.id} ended, but not its pod: {e}", cause=e) from e
+        raise OverbrainerError(f"{owner} ended, but not its pod: {e}", cause=e) from e
     ctx.sweep_and_forget(sweep)
     return pod.state.value
 
 
 def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None) -> list[tuple]:
-    """(run, pod record) of every run (or of run `only`) that ended with its results home
-    (`retrieved(record, run_dir)`) while its pod.json still shows a pod that is not kept: its
-    client was killed after the retrieval and before the delete. Unreadable records are left alone."""
-    runs_dir = Path(runs_dir)
-    names = [only] if only is not None else sorted(d.name for d in runs_dir.iterdir()) if runs_dir.is_dir() else []
+    """(record, pod record) of every run and side job (or of `only`) that ended with its results
+    home while its pod.json still shows a pod that is not kept: its client was killed after the
+    retrieval and before the delete. A run's results are home by `retrieved(record, run_dir)` (the
+    training's rule; None: runs are left alone), a side job's by `pod_homes.side_results_home`.
+    Unreadable records are left alone."""
+    from overbrainer.jobs.pod_homes import home_of, pod_homes, side_results_home
+
+    if only is not None:
+        home = home_of(runs_dir, only)
+        homes = [home] if home is not None else []
+    else:
+        homes = pod_homes(runs_dir)
     found = []
-    for name in names:
-        run_dir = runs_dir / name
+    for home in homes:
+        rule = side_results_home if home.side else retrieved
+        if rule is None:
+            continue
         try:
-            pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+            pod = PodRecord.load_if_any(PodRecord.path_in(home.dir))
             if pod is None or not pod.live or pod.keep or pod.state == PodState.KEPT:
                 continue
-            run = load(runs_dir, name)
+            run = load(home.records, home.key)
         except (OverbrainerError, OSError):
             continue
-        if run.ended and retrieved(run, run_dir):
+        if run.ended and rule(run, home.dir):
             found.append((run, pod))
     return found
 
@@ -241,19 +252,25 @@ def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, pu
     from overbrainer.runpod.remove import RETRIEVED, NotDeleted, forget_run, remove, sweep
 
     for run, pod in found:
-        log.warning("run %s ended and its results are home, but its pod %s was not deleted: deleting it now",
-                    run.id, pod.pod_id)
+        log.warning("%s ended and its results are home, but its pod %s was not deleted: deleting it now",
+                    _owner_of(pod.path.parent, run.id), pod.pod_id)
         try:
             remove(client, pod, pod.path, RETRIEVED, "client", timing, publish=publish)
             strays = sweep(client, run.id, pod.pod_id, timing, publish=publish)
         except (NotDeleted, RunpodError) as e:
-            log.warning("run %s: %s", run.id, e)
+            log.warning("%s: %s", run.id, e)
             continue
         if strays:
             pod.add_strays(strays)
             pod.save(pod.path)
         if pod.no_pod_left:
             forget_run(client, pod.path.parent, run.id)
+
+
+def _owner_of(job_dir: Path, key: str) -> str:
+    """`run R`, or `export X` / `compare X` for a side job (its folder is `<kind>s/<id>`)."""
+    folder = job_dir.parent.name
+    return f"{folder[:-1]} {key}" if folder.endswith("s") and folder != "runs" else f"run {key}"
 
 
 # --- reconnecting ----------------------------------------------------------------------------------

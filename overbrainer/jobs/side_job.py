@@ -1,37 +1,51 @@
-"""A job that belongs to a run, of any kind (export and compare are two): started on the run's own
-target, followed, its files brought home verified, like a training job, but in a directory of its
-own.
+"""A job that belongs to a run, of any kind (export and compare are two): started on a target,
+followed, its files brought home verified, like a training job, but in a directory of its own.
 
     job = SideJob("export", files={"export.sh": text}, steps=[Step("export", ("sh", "export.sh"),
                   from_path=True)], env={...}, fetch=["export.json"], label=f"export of run {rid}")
-    result = run_side_job(session, config, run_record, job)   # SideJobResult, or raises
+    result = run_side_job(session, config, run_record, job, target=None, keep=False)
 
-Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… on a collision, claimed
-by an exclusive mkdir here and a `.claim` there) and `<run.remote_dir>/<kind>s/<job_id>` on the
-target (for a local target, the same directory). Its record is a `RunRecord` saved as `run.json`
-in its directory (`record.save(runs/<run>/<kind>s, record)`); the job writes `job.log` and
-`metrics.jsonl` there, so `jobs.follow` shows its stage lines and `Executor.fetch` verifies what
-comes back against the target's SHA-256 manifest.
+Where (`side_target`): `target=` (the command's `--target`), else `[<kind>] target`, else the
+run's own target; it must be configured (`target `T` of run R is no longer in overbrainer.toml` /
+`unknown target `T``, ConfigError).
+
+Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… on a collision) and
+`<root>/<kind>s/<job_id>` on the target, where `<root>` is the run's directory there: its
+`remote_dir` on its own target, `<workdir>/<run>` on another local or SSH target (for a local
+target, the run's own directory), and `/workspace/overbrainer/<run>` on a pod. Its record is a
+`RunRecord` saved as `run.json` in its directory (`record.save(runs/<run>/<kind>s, record)`); the job
+writes `job.log` and `metrics.jsonl` there, so `jobs.follow` shows its stage lines and
+`Executor.fetch` verifies what comes back against the target's SHA-256 manifest.
+
+A runpod target gets a NEW pod for the job, under the same lease as training (jobs.pod_lease:
+provisioning flag, pinned host key, watchdog, the client's deadline, `max_cost_usd`), with the
+target's settings changed by `SideJob.pod` (image, max_hours, min_vram_gb). The job's ID is then
+unique in the project: it is the pod's marker, and `pod ls` / `pod rm <id>` know it. Its
+`pod.json` and `ssh/` are in the job's directory; the pod's run directory (the watchdog's) is the
+job's directory there. The pod is deleted once the job ended and its files are verified home
+(jobs.pod_homes.side_results_home), or kept with `keep` (`--keep-pod`).
 
 - `files` are written into the local job directory and uploaded with it (the job's scripts);
   `steps` run with the target's runtime (natively the venv's bin/ first on PATH; in a container
   the run directory is mounted and the job works in its subdirectory), with `env` and
-  `OVERBRAINER_CACHE` (`<workdir>/.cache` on the target: `runs/.cache` for a local target).
+  `OVERBRAINER_CACHE` (`<workdir>/.cache` on the target: `runs/.cache` for a local target; on a
+  pod `/workspace/overbrainer/.cache`, or on its network volume); `secrets` reach the job's
+  environment only (never a command line, a file or a pod's env).
 - `prepare(executor, remote_job_dir)` runs before the start (e.g. to upload missing inputs).
 - When the job ends (succeeded, failed or cancelled), `job.log`, `metrics.jsonl` and the `fetch`
   entries are brought back into the local job directory. Then, for a job that succeeded,
   `after(executor, remote_job_dir, job_dir)` (e.g. fetch what the job wrote outside its directory);
   its OverbrainerError makes the job `failed` with that reason.
-- Target: the run's own (`target \\`T\\` of run R is no longer in overbrainer.toml` when gone, a
-  ConfigError); local and SSH only (a runpod target is a ConfigError for now).
 - Ctrl-C or SIGTERM CANCELS the job (unlike training): the cancel and the retrieval are shielded,
-  the record is saved `cancelled`, and `Interrupted("interrupted: <label> cancelled")` is raised.
+  the record is saved `cancelled`, its pod (if any) deleted, and
+  `Interrupted("interrupted: <label> cancelled")` is raised.
 - A failed job: the record is saved `failed` and `SideJobFailed("<label> failed: <reason>")`
   (the last line of its job.log, or why it could not run) is raised; its `.result` says where.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import logging
 import secrets as _secrets
@@ -40,11 +54,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
+from overbrainer.jobs.lease import is_pod
+from overbrainer.jobs.pod_homes import NOT_HOME
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
-from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -62,6 +78,8 @@ class SideJob:
     prepare: Callable[[Any, str], None] | None = None
     label: str = ""
     after: Callable[[Any, str, Path], None] | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+    pod: dict[str, Any] = field(default_factory=dict)  # a runpod target's settings for the job's own pod
 
 
 @dataclass
@@ -87,35 +105,57 @@ def jobs_dir(runs_dir: Path, run_id: str, kind: str) -> Path:
     return ids.run_dir(runs_dir, run_id) / f"{kind}s"
 
 
-def side_target(config, run: RunRecord, kind: str) -> Any:
-    """The run's own target, which must still be configured, and not a runpod one (yet)."""
-    target = (getattr(config, "targets", None) or {}).get(run.target)
+def side_target(config, run: RunRecord, kind: str, name: str | None = None) -> tuple[str, Any]:
+    """(name, Target) where a side job of `kind` runs: `name`, else `[<kind>] target`, else the
+    run's own target; it must be configured."""
+    settings = getattr(config, kind, None)
+    name = name or getattr(settings, "target", None) or run.target
+    target = (getattr(config, "targets", None) or {}).get(name)
     if target is None:
-        raise ConfigError(f"target `{run.target}` of run {run.id} is no longer in overbrainer.toml")
-    if getattr(target, "kind", "local") == "runpod":
-        raise ConfigError(f"{kind} on a runpod target {NOT_SUPPORTED}")
-    return target
+        if name == run.target:
+            raise ConfigError(f"target `{run.target}` of run {run.id} is no longer in overbrainer.toml")
+        raise ConfigError(f"unknown target `{name}`: add [targets.{name}] to overbrainer.toml")
+    return name, target
 
 
-def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetime | None = None) -> SideJobResult:
+def pod_root(run_id: str) -> str:
+    """The run's directory on a side job's pod."""
+    from overbrainer.runpod.pod_scripts import WORKDIR
+
+    return f"{WORKDIR}/{ids.validate(run_id)}"
+
+
+def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
+                 now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
     from overbrainer.jobs.lease import lease
 
     ids.validate(job.kind)
-    if not run.remote_dir:
+    name, where = side_target(config, run, job.kind, target)
+    pod = is_pod(where)
+    if keep and not pod:
+        raise UsageError("--keep-pod only applies to a runpod target")
+    own = name == run.target
+    if own and not pod and not run.remote_dir:
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
-    target = side_target(config, run, job.kind)
     label = job.label or f"{job.kind} of run {run.id}"
     runs_dir = ProjectPaths(session.project_dir).runs
     parent = jobs_dir(runs_dir, run.id, job.kind)
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    record = RunRecord(id=ids.side_id(job.kind, now), target=run.target, created=fmt.stamp(now),
+    record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
     interrupt = session.front.interrupt()
     try:
+        if pod:
+            return _on_pod(session, config, run, record, parent, name, where, job, label, interrupt, keep)
         try:
-            with lease(session, config, run.target, target, record, interrupt=interrupt) as held:
-                return _run(session, held, interrupt, run, record, parent, target, job, label)
+            with lease(session, config, name, where, record, interrupt=interrupt) as held:
+                from overbrainer.jobs.start import remote_dir_of
+
+                root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
+                job_dir = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
+                cache = f"{held.executor.workdir.rstrip('/')}/.cache"
+                return _run(session, held, interrupt, run, record, parent, job_dir, root, where, job, label, cache)
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
@@ -124,31 +164,80 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetim
         interrupt.restore()
 
 
-def remote_job_dir(run: RunRecord, kind: str, job_id: str) -> str:
-    return f"{run.remote_dir.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
+def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, name: str, target, job: SideJob,
+            label: str, interrupt, keep: bool) -> SideJobResult:
+    """The job on a new pod of its own (see the module docstring)."""
+    from overbrainer.jobs.lease import lease
+    from overbrainer.jobs.pod_homes import PodHome, key_taken, side_results_home
+    from overbrainer.runpod.pod_body import VOLUME_PATH
+
+    from overbrainer.runpod.api import RunpodClient
+
+    RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
+    runs_dir = ProjectPaths(session.project_dir).runs
+    job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
+    record.id = job_id
+    save(parent, record)
+    from overbrainer.jobs.publishing import events
+
+    with events(session.front) as bus:
+        bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
+    root = pod_root(run.id)
+    pod_target = dataclasses.replace(target, **job.pod) if job.pod else target
+    cache = (f"{VOLUME_PATH}/overbrainer/.cache" if getattr(target, "network_volume_id", None)
+             else f"{root.rsplit('/', 1)[0]}/.cache")
+    try:
+        with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True, keep=keep,
+                   retrieved=side_results_home, pod_home=PodHome(job_id, parent, run.id),
+                   pod_workdir=f"{root}/{job.kind}s") as held:
+            return _run(session, held, interrupt, run, record, parent, job_dir, root, pod_target, job, label, cache)
+    except Interrupted as e:
+        if record.job is not None:  # the job started: _run said it
+            raise
+        where = _pod_left(parent, job_id)
+        err = Interrupted(f"interrupted: {label} cancelled{where}")
+        err.exit_code = e.exit_code
+        raise err from e
 
 
-def _claim(executor, run: RunRecord, record: RunRecord, parent: Path, kind: str) -> Path:
+def _pod_left(parent: Path, job_id: str) -> str:
+    """`; it has no pod left`, or where to look, from the job's pod.json."""
+    from overbrainer.runpod.pod_record import PodRecord
+
+    try:
+        pod = PodRecord.load_if_any(PodRecord.path_in(parent / job_id))
+    except OverbrainerError:
+        pod = None
+    if pod is None or pod.no_pod_left:
+        return "; it has no pod left"
+    return f"; a pod of it may be left: check `overbrainer pod ls` (`overbrainer pod rm {job_id}` removes it)"
+
+
+def remote_job_dir(root: str, kind: str, job_id: str) -> str:
+    """`<root>/<kind>s/<job_id>`: a side job's directory on its target (`root`: the run's there)."""
+    return f"{root.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
+
+
+def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> Path:
     owner = _secrets.token_hex(8)
     job_id, job_dir = ids.claim_new(parent, record.id,
-                                    lambda jid: executor.claim(remote_job_dir(run, kind, jid), owner))
+                                    lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
     record.id = job_id
-    record.remote_dir = remote_job_dir(run, kind, job_id)
+    record.remote_dir = remote_job_dir(root, kind, job_id)
     save(parent, record)
     return job_dir
 
 
-def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
-         label: str) -> SideJobResult:
+def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, job_dir: Path, root: str,
+         target, job: SideJob, label: str, cache: str) -> SideJobResult:
     from overbrainer.jobs.publishing import events, transfer_progress
     from overbrainer.jobs.start import fail, start_job
 
     executor = held.executor
-    job_dir = interrupt.shield(_claim, executor, run, record, parent, job.kind)
     result = SideJobResult(record.id, job_dir, record.state, record=record)
     front = session.front
     try:
-        spec = _prepare(executor, interrupt, run, record, job_dir, target, job, label)
+        spec = _prepare(executor, interrupt, run, record, job_dir, root, target, job, label, cache)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled")
@@ -162,6 +251,9 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
                              transfer_progress(bus, record.id, "upload"), note=f"starting the {label}")
         except OverbrainerError as e:
             raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+        finally:
+            if record.job is not None or record.state == RUNNING:
+                held.job_started()
     if not interrupt.caught():
         with events(front) as bus:
             followed = held.follow(record, bus, interrupt, job=job.kind)
@@ -181,8 +273,8 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
     raise SideJobFailed(f"{label} failed: {record.message}", result)
 
 
-def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, target, job: SideJob,
-             label: str):
+def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, root: str, target,
+             job: SideJob, label: str, cache: str):
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
     from overbrainer.exec.base import JobSpec
     from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
@@ -195,14 +287,14 @@ def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Pa
         else:
             path.write_text(content, encoding="utf-8")
     runtime = Runtime.from_target(target)
-    cache = f"{executor.workdir.rstrip('/')}/.cache"
     env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
-    script, container = runtime.job(f"{run.id}-{record.id}", run.remote_dir, cache, job.steps, env=env,
-                                    stop_marker=False, subdir=f"{job.kind}s/{record.id}")
+    script, container = runtime.job(f"{run.id}-{record.id}", root, cache, job.steps, env=env,
+                                    secret_names=sorted(job.secrets), stop_marker=False,
+                                    subdir=f"{job.kind}s/{record.id}")
     if job.prepare is not None:
         interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
     interrupt.check()
-    return JobSpec(dir=record.remote_dir, script=script, container=container)
+    return JobSpec(dir=record.remote_dir, script=script, secrets=dict(job.secrets), container=container)
 
 
 def _result(result: SideJobResult) -> SideJobResult:
@@ -247,7 +339,7 @@ def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, jo
         reason = last_line(job_dir / "job.log") or reason
     if error is not None:
         if state == SUCCEEDED:
-            state, reason = FAILED, f"its files could not be retrieved: {error}"
+            state, reason = FAILED, f"{NOT_HOME}: {error}"
         else:
             reason = f"{reason} (files not retrieved: {error})"
     elif state == SUCCEEDED and job.after is not None:

@@ -226,6 +226,10 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
         train = train_plan(session.project_dir, config, retrain=retrain,
                            data_changes=any(p.need.requests for p in plans))
         session.report(train.line(), train.data())
+        from overbrainer.pipeline.plan_train import after_plans
+
+        for line, data in after_plans(config):
+            session.report(line, data)
     total = totals(plans, train)
     session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)
     return total

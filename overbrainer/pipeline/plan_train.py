@@ -11,6 +11,11 @@
   to send (so the split will not change) and a run already trained on data/train.jsonl,
   data/eval.jsonl and these `[training]` settings (`up to date with run <id>`), or failed on them
   (`run` would stop and say how to retry). `run --plan --retrain` plans the training regardless.
+- What `run` does after the training (`after_plans`): `[export] after_training` exports inside
+  the training job (on its pod, within its `max_hours`: no pod of its own, no rent of its own);
+  `[hub] after_training` pushes from here (no job). A separate `export` or `compare` of a
+  Runpod-trained run rents a pod of its own: `side_bound` gives its upper bound (the line said
+  before its create).
 """
 
 from __future__ import annotations
@@ -155,3 +160,19 @@ def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float
         if spend is not None and then > 0:
             return run_dir.name, spend * size / then
     return None
+
+
+def after_plans(config) -> list[tuple[str, dict]]:
+    """The lines of `run --plan` for what `run` does after the training (see the module docstring)."""
+    out = []
+    export = getattr(config, "export", None)
+    if export is not None and export.after_training:
+        out.append((f"export: inside the training job ({export.quantize}), on its target and within its "
+                    "max_hours; no pod of its own",
+                    {"stage": "export", "requests": 0, "cost_usd": 0, "cost_max_usd": 0,
+                     "basis": "inside the training job"}))
+    hub = getattr(config, "hub", None)
+    if hub is not None and hub.after_training:
+        out.append(("push: from this machine to the Hugging Face Hub; no job, no rent",
+                    {"stage": "push", "requests": 0, "cost_usd": 0, "cost_max_usd": 0, "basis": "no job"}))
+    return out

@@ -58,11 +58,17 @@ def volumes_flow(session, config) -> None:
 
 
 def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
-    """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>`."""
+    """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>` (a side
+    job's ssh/ is in its own directory)."""
+    from overbrainer.jobs.pod_homes import home_of
     from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
 
-    config = ids.run_dir(ProjectPaths(session.project_dir).runs, run_id) / SSH_DIR / CONFIG
+    runs_dir = ProjectPaths(session.project_dir).runs
+    home = home_of(runs_dir, run_id)
+    folder = home.dir if home is not None else ids.run_dir(runs_dir, run_id)
+    shown = home.shown(session.project_dir) if home is not None else f"runs/{run_id}"
+    config = folder / SSH_DIR / CONFIG
     if not config.is_file():
-        raise OverbrainerError(f"runs/{run_id}/{SSH_DIR}/{CONFIG} does not exist: run {run_id} has no pod to "
-                               f"log in to")
-    return ["ssh", "-F", str(config), alias(run_id)], ssh_line(run_id)
+        raise OverbrainerError(f"{shown}/{SSH_DIR}/{CONFIG} does not exist: {run_id} has no pod to log in to")
+    side = home is not None and home.side
+    return ["ssh", "-F", str(config), alias(run_id)], ssh_line(run_id, shown if side else None)

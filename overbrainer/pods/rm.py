@@ -1,5 +1,6 @@
-"""`overbrainer pod rm RUN_ID [--force]`: delete the pods of one run and confirm each delete; and
-`train cancel` of a run whose provisioning was cut short.
+"""`overbrainer pod rm ID [--force]`: delete the pods of one run (or of one side job that ran on a
+pod of its own: `export_…`, `compare_…`) and confirm each delete; and `train cancel` of a run
+whose provisioning was cut short.
 
 Both hold the project lock, so a run still `preparing` has no process working on it any more (a
 `train` killed during provisioning): its pods are deleted and the run is failed. Without --force:
@@ -97,6 +98,9 @@ def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by
 
 
 def rm_flow(session, config, *, run_id: str, force: bool) -> None:
+    """`pod rm ID`: ID is a run, or a side job that ran on a pod of its own (`export_…`,
+    `compare_…`: it lives only while its command runs, and this command holds the project, so
+    its pod is deleted whatever its state; one in progress is failed)."""
     ids.validate(run_id)
     runs_dir = ProjectPaths(session.project_dir).runs
     known = known_run(runs_dir, run_id)
@@ -106,7 +110,9 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     if known.unreadable and not force:
         raise PodRmRefused(f"the records of run {run_id} cannot be read: pass --force to delete its pods")
     rec = known.record
-    running = known.state == RUNNING  # `preparing`: its process is gone (we hold the project)
+    side = known.home is not None and known.home.side
+    records = known.home.records if known.home is not None else runs_dir
+    running = known.state == RUNNING and not side  # `preparing`: its process is gone (we hold the project)
     if running and (rec is None or rec.pod_id is None) and not force:
         raise PodRmRefused(f"run {run_id} is still starting: nothing deleted (any of its pods may become "
                            f"its training pod); stop it with `overbrainer train cancel {run_id}` first, "
@@ -121,12 +127,12 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
             session.report("\n".join(done.lines), {"run": run_id, "pods": done.data, "kept": rec.pod_id})
             raise PodRmRefused(text + f"; stop it with `overbrainer train cancel {run_id}` first, or pass --force")
         if known.state == PREPARING:
-            fail_run(runs_dir, run_id, STOPPED.format(by="`pod rm`"))
-        elif force and running and done.data:
-            fail_run(runs_dir, run_id, FORCED)
-        if not done.failed and (rec is None or rec.no_pod_left) and known.present:
-            forget_run(client, ids.run_dir(runs_dir, run_id), run_id)
-    lines = done.lines or [f"pod: no pod for run {run_id}"]
+            fail_run(records, run_id, STOPPED.format(by="`pod rm`"))
+        elif (force or side) and known.state == RUNNING and done.data:
+            fail_run(records, run_id, FORCED)
+        if not done.failed and (rec is None or rec.no_pod_left) and known.present and known.home is not None:
+            forget_run(client, known.home.dir, run_id)
+    lines = done.lines or [f"pod: no pod for {known.kind} {run_id}"]
     session.report("\n".join(lines), {"run": run_id, "pods": done.data})
     _raise_unconfirmed(run_id, done.failed)
 

@@ -100,6 +100,12 @@ class Wanted:
         return self.gpu_types == AUTO or self.data_center_ids == AUTO
 
 
+def vram_floor(model_bytes: int | float) -> int:
+    """The VRAM (GB) a side job's pod asks `"auto"` for, from what its model weighs:
+    ceil(1.2 × bytes / 1e9) + 2 (the weights, a fifth more for the work, 2 GB for CUDA)."""
+    return math.ceil(1.2 * float(model_bytes) / 1e9) + 2
+
+
 def level(availability: str | None) -> int:
     """0 (NONE or unknown) … 3 (HIGH)."""
     return LEVELS.index(availability) if availability in LEVELS else 0

@@ -38,9 +38,10 @@ def alias(run_id: str) -> str:
     return f"overbrainer-{run_id}"
 
 
-def ssh_line(run_id: str) -> str:
-    """The command a user runs, from the project folder, to log in to the run's pod."""
-    return f"ssh -F runs/{run_id}/ssh/{CONFIG} {alias(run_id)}"
+def ssh_line(run_id: str, folder: str | None = None) -> str:
+    """The command a user runs, from the project folder, to log in to the run's pod; `folder` is
+    where its record is, relative to the project (default `runs/<id>`; a side job's is deeper)."""
+    return f"ssh -F {folder or f'runs/{run_id}'}/{SSH_DIR}/{CONFIG} {alias(run_id)}"
 
 
 @dataclass(frozen=True)

@@ -161,11 +161,11 @@ def test_rejudge_needs_the_child_answers(project, fake_provider, cli):
 def test_plan_errors(project, fake_provider, cli):
     r = _compare(cli, project)
     assert r.returncode == 1
-    assert "no run has a GGUF: export one with `overbrainer export <run-id>`, then compare" in r.stderr
+    assert "no run has a GGUF, and no run succeeded: train one first" in r.stderr
     staged = stage_compare(project, {"q00": "win"})
     (staged.run_dir / "output" / "gguf" / f"{RUN}-Q4_K_M.gguf").unlink()
     r = _compare(cli, project, "--run", RUN)
-    assert r.returncode == 1 and f"run {RUN} has no GGUF; run `overbrainer export {RUN}` first" in r.stderr
+    assert r.returncode == 1 and f"run {RUN} has no GGUF, and cannot be exported first: " in r.stderr
     r = _compare(cli, project, "--rejudge", "compare_19990101-000000")
     assert r.returncode == 2 and "no compare `compare_19990101-000000`" in r.stderr
     r = _compare(cli, project, "--rejudge", staged.compare_id, "--limit", "3")

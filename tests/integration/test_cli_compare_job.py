@@ -19,7 +19,7 @@ import pytest
 from overbrainer.exec.transfer import sha256_file
 from overbrainer.jobs import run_record as records
 from tests.fixtures.cli import clean_env
-from tests.fixtures.compare import eval_record
+from tests.fixtures.compare import write_eval
 
 RUN = "demo_20261201-101010"
 GGUF = f"output/gguf/{RUN}-Q4_1.gguf"
@@ -51,10 +51,7 @@ def judge(req):
 def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, llama_cpp_dir: Path,
              questions: int = 3, max_tokens: int = 16, gguf_bytes: bytes | None = None) -> Path:
     """A trained-and-exported run made by hand, its GGUF a hard link to SmolLM2 (or `gguf_bytes`)."""
-    project.data.mkdir(parents=True, exist_ok=True)
-    with (project.data / "eval.jsonl").open("w") as f:
-        for i in range(questions):
-            f.write(json.dumps(eval_record(i, tokens=(100 + i, 400 + 10 * i))) + "\n")
+    write_eval(project.data, questions)
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write(f'\n[targets.here]\nkind = "local"\nruntime = "native"\nvenv = "{sys.prefix}"\n'
                 f'\n[targets.remote]\nkind = "ssh"\nruntime = "native"\nvenv = "{sys.prefix}"\nworkdir = "{remote}"\n'
@@ -221,7 +218,7 @@ def _is_server_in(pid: int, compare_dir: Path) -> bool:
         return False
 
 
-def test_the_runs_target_must_still_be_there_and_not_runpod(project, fake_provider, cli, tmp_path, llama_cpp_dir):
+def test_the_runs_target_must_still_be_there_and_a_runpod_one_needs_its_api_key(project, fake_provider, cli, tmp_path, llama_cpp_dir):
     run_dir = make_run(project, Path("unused"), target="gone", remote=tmp_path / "remote",
                        llama_cpp_dir=llama_cpp_dir, gguf_bytes=b"GGUF")
     r = cli(["-C", project.dir, "compare"], env=project.env)
@@ -230,9 +227,9 @@ def test_the_runs_target_must_still_be_there_and_not_runpod(project, fake_provid
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write('\n[targets.gone]\nkind = "runpod"\nmax_hours = 1\ngpu_types = "auto"\n')
     r = cli(["-C", project.dir, "compare"], env=project.env)
-    assert r.returncode == 2
-    assert r.stderr.strip().endswith("error: compare on a runpod target is not supported by this version yet")
-    assert compare_dirs(run_dir) == []  # nothing claimed
+    assert r.returncode == 2  # a new pod for the compare: nothing is claimed without the API key
+    assert r.stderr.strip().endswith("error: no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY")
+    assert compare_dirs(run_dir) == []
 
 
 def test_a_small_local_judge_held_to_the_verdict_schema_gives_readable_verdicts(project, cli, tmp_path,

@@ -157,7 +157,10 @@ def test_export_over_ssh_downloads_the_pinned_release_once_and_uploads_the_model
     p.env.update({"OVERBRAINER_TARGETS__REMOTE__HOST": sshd.alias, "OVERBRAINER_LLAMA_CPP_URL": url})
     r = p.run("export", RID, "--quantize", "F16")
     assert r.returncode == 0, r.stderr
-    assert "no longer on the target: uploading it" in r.stderr  # the remote run directory was empty
+    # the remote run directory was empty: the model (a full one here) and axolotl.yaml were sent
+    size = sum(f.stat().st_size for f in smollm2_hf.iterdir()) + (p.run_dir / "axolotl.yaml").stat().st_size
+    assert (f"export: the model of run {RID} is not on the target: sending its model and axolotl.yaml "
+            f"({size / 1e6:.1f} MB)") in r.stderr
     gguf = p.run_dir / "output" / "gguf" / f"{RID}-F16.gguf"
     remote_gguf = p.remote / RID / "output" / "gguf" / gguf.name
     assert gguf.read_bytes() == remote_gguf.read_bytes()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.errors import ConfigError, Interrupted
+from overbrainer.errors import ConfigError, Interrupted, UsageError
 from overbrainer.exec.runtime import Step
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import JobStatus, RunWatched
@@ -52,12 +52,13 @@ class Project:
         self.sub = self.bus.subscribe()
         self.reports: list = []
 
-    def run(self, job: SideJob):
+    def run(self, job: SideJob, **kw):
         from overbrainer.config.load import load_config
         from overbrainer.front.frontend import Embedded
 
         session = Session(self.dir, Embedded(self.bus, self.ctrl_c, threading.Event(), self.reports.append))
-        return run_side_job(session, load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"}), self.record, job)
+        return run_side_job(session, load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"}), self.record, job,
+                            **kw)
 
 
 @pytest.fixture(params=["local", "ssh"])
@@ -152,7 +153,13 @@ def test_targets_that_cannot_run_a_side_job(tmp_path):
     with pytest.raises(ConfigError, match=r"^target `gone` of run demo_20260101-000000 is no longer in "
                                           r"overbrainer.toml$"):
         p.run(SideJob("export", files={}, steps=[sh("x", "true")]))
-    p.record.target = "pod"
-    with pytest.raises(ConfigError, match="^export on a runpod target is not supported by this version yet$"):
+    p.record.target = "pod"  # a new pod for the job: it needs the API key before anything is claimed
+    with pytest.raises(ConfigError, match="^no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY$"):
         p.run(SideJob("export", files={}, steps=[sh("x", "true")]))
+    assert not (p.run_dir / "exports").exists()
+    p.record.target = "local"
+    with pytest.raises(UsageError, match="^--keep-pod only applies to a runpod target$"):
+        p.run(SideJob("export", files={}, steps=[sh("x", "true")]), keep=True)
+    with pytest.raises(ConfigError, match=r"^unknown target `elsewhere`: add \[targets.elsewhere\]"):
+        p.run(SideJob("export", files={}, steps=[sh("x", "true")]), target="elsewhere")
     assert not (p.run_dir / "exports").exists()

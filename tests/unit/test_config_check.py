@@ -39,7 +39,8 @@ def test_lines_show_every_section_with_defaults():
     assert lines["targets.gpu"].startswith("runpod, gpu_types auto x1, max_hours 6.0, min_vram_gb 24, data_center_ids any")
     assert lines["runpod.api_key"] == "(unset)" and lines["hf_token"] == "(unset)"
     assert lines["runpod.base_url"] == "https://api.runpod.io/v2 (default)"
-    assert lines["export"] == "after_training: false, quantize: Q4_K_M, ollama_name: (unset)"
+    assert lines["export"] == ("after_training: false, quantize: Q4_K_M, ollama_name: (unset), target: (unset), "
+                               "max_hours: 1.0")
     assert lines["hub"] == "repo: (default), private: true, after_training: false"
     assert lines["metrics.listen"] == "(unset)" and lines["metrics.textfile"] == "(unset)"
     text = check.text(c)

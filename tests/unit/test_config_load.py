@@ -428,21 +428,28 @@ def test_an_unknown_key_suggests_the_nearest_valid_one(tmp_path):
         in e.value.problems
 
 
-def test_sections_of_features_not_in_this_version_warn_once_per_key_set_and_still_load():
-    c = load(BASE + '\n[export]\nafter_training = true\nquantize = "Q8_0"\n[hub]\nprivate = false\nafter_training = true\n'
-             '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\nimage = "x/y:1"\n[metrics]\nlisten = "127.0.0.1:9464"\n')
-    # compare serves the child on local and SSH targets; its Runpod image is not used yet; export,
-    # the push after training and the metrics exist
-    assert c.warnings == ["[compare] image is not supported by this version yet: ignored"]
+def test_the_side_job_sections_are_read_and_nothing_is_warned_about():
+    c = load(BASE + TRAINING + '\n[export]\nafter_training = true\nquantize = "Q8_0"\ntarget = "local"\nmax_hours = 0.5\n'
+             '[hub]\nprivate = false\nafter_training = true\n'
+             '[compare]\nmax_tokens = 10\nparent_price_in = 1.5\nimage = "x/y:1"\ntarget = "local"\n'
+             '[metrics]\nlisten = "127.0.0.1:9464"\n')
+    assert c.warnings == []
+    assert (c.export.target, c.export.max_hours) == ("local", 0.5)
+    assert (c.compare.image, c.compare.target, c.compare.max_hours) == ("x/y:1", "local", 1.0)
     assert c.metrics.listen == "127.0.0.1:9464"
-    assert load(BASE).warnings == []
+    from overbrainer.config.model import DEFAULT_COMPARE_IMAGE
+
+    assert load(BASE).compare.image == DEFAULT_COMPARE_IMAGE and load(BASE).export.target is None
 
 
-def test_an_unsupported_key_set_from_the_environment_warns_too():
-    c = load(BASE, {"OVERBRAINER_COMPARE__IMAGE": "x/y:1"})
-    assert c.warnings == ["[compare] image is not supported by this version yet: ignored"]
-    assert load(BASE, {"OVERBRAINER_EXPORT__AFTER_TRAINING": "true", "OVERBRAINER_HUB__AFTER_TRAINING": "true",
-                       "OVERBRAINER_METRICS__LISTEN": "127.0.0.1:9464"}).warnings == []  # they exist now
+def test_a_side_job_target_must_be_configured_and_its_max_hours_bounded():
+    with pytest.raises(ConfigError) as e:
+        load(BASE + '\n[export]\ntarget = "nowhere"\nmax_hours = 0\n[compare]\ntarget = "elsewhere"\n')
+    assert "export.target: unknown target `nowhere`" in e.value.problems
+    assert "compare.target: unknown target `elsewhere`" in e.value.problems
+    assert any(p.startswith("export.max_hours: must be greater than 0") for p in e.value.problems)
+    c = load(BASE, {"OVERBRAINER_COMPARE__IMAGE": "x/y:1", "OVERBRAINER_COMPARE__MAX_HOURS": "2"})
+    assert (c.compare.image, c.compare.max_hours, c.warnings) == ("x/y:1", 2.0, [])
 
 
 def test_metrics_keys_from_the_file_and_the_environment():

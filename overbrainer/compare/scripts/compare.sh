@@ -11,11 +11,13 @@
 #   OVERBRAINER_COMPARE_MAX_TOKENS     limit on each answer (read by the client)
 #   OVERBRAINER_COMPARE_TEMPERATURE    sampling temperature (read by the client)
 #   OVERBRAINER_COMPARE_START_SECS     how long the server may take to be ready (the client)
+#   OVERBRAINER_COMPARE_DROP_MODEL     1: remove the GGUF once the server stopped (a pod's copy,
+#                                      sent for this compare only)
 #   OVERBRAINER_LLAMA_CPP*             where llama.cpp comes from (llama_cpp.sh)
 #   OVERBRAINER_METRICS                progress lines (the client appends them)
 #
 # Whatever ends the job (success, failure, TERM from a cancel), the exit trap stops the server:
-# TERM, then KILL after about 10 s.
+# TERM, then KILL after about 10 s (and removes the GGUF when asked to).
 
 set -u
 . ./llama_cpp.sh
@@ -52,6 +54,9 @@ on_exit() {
     code=$?
     trap - EXIT INT TERM
     stop_server
+    if [ "${OVERBRAINER_COMPARE_DROP_MODEL:-}" = 1 ] && [ -n "$model" ]; then
+        rm -f "$model"
+    fi
     exit "$code"
 }
 trap on_exit EXIT
