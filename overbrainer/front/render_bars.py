@@ -19,6 +19,7 @@ class BarRenderer(LineRenderer):
 
     def _open(self, key: Any, **kw: Any) -> Any:
         self._close(key)
+        # lazy: tqdm only once a bar is drawn on a terminal; lines on a pipe never load it
         from tqdm import tqdm
 
         if not self.bars:
