@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
 from overbrainer.errors import OverbrainerError
+from overbrainer.llm import anthropic_protocol, dialects, openai_protocol
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.http import channel_for, request_once
+from overbrainer.llm.prices import entries
+from overbrainer.llm.types import ChatRequest
 
 PROBE_TIMEOUT = 10.0
 LISTING = "/models"
@@ -56,12 +61,6 @@ def _probe_role(config: Config, name: str, role) -> Probe:
 
 
 def _ask(provider, role, *, embeds: bool) -> str:
-    from overbrainer.llm import anthropic_protocol, dialects, openai_protocol
-    from overbrainer.llm.errors import LlmError
-    from overbrainer.llm.http import channel_for, request_once
-    from overbrainer.llm.prices import entries
-    from overbrainer.llm.types import ChatRequest
-
     wire = anthropic_protocol if provider.protocol == "anthropic" else openai_protocol
     api_key = provider.api_key.resolve() if provider.api_key is not None else None
     headers = wire.headers(api_key)
