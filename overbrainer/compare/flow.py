@@ -9,12 +9,18 @@ import logging
 from pathlib import Path
 
 from overbrainer.compare import plan as planning
+from overbrainer.compare import report, stats
 from overbrainer.compare.answers import read_answers
+from overbrainer.compare.job import run_compare_job
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
+from overbrainer.config.templates import load_templates
+from overbrainer.dataset.jsonl import Appender
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
+from overbrainer.llm.client import connect
 from overbrainer.support import fmt
+from overbrainer.support.processor import FATAL, Processor, Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -50,8 +56,6 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
 def new_compare(session, config, project: Path, run_id: str | None, limit: int | None, *,
                 both_orders: bool, min_win_or_tie: float | None) -> dict:
     """Plan, run the job on the run's target, then judge and report."""
-    from overbrainer.compare.job import run_compare_job
-
     gguf = planning.pick_run(project, run_id)
     setup = planning.make_setup(project, config, gguf, "", limit)
     log.info("compare: %d questions for the child of run %s", len(setup["questions"]), gguf.run)
@@ -65,10 +69,6 @@ def new_compare(session, config, project: Path, run_id: str | None, limit: int |
 
 def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: dict[str, dict], *,
                      both_orders: bool, min_win_or_tie: float | None) -> dict:
-    from overbrainer.compare import report, stats
-    from overbrainer.config.templates import load_templates
-    from overbrainer.llm.client import connect
-
     front = session.front
     guard = front.open_bus()
     interrupt = front.interrupt()
@@ -116,9 +116,6 @@ def run_judge(judge: Judge, bus, stop, concurrency: int, *, grace: float = 0.0, 
     each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
     keep what was written, what had already arrived, and what the requests in flight bring back
     within `grace` seconds (`abandon`: a second Ctrl-C, which does not wait)."""
-    from overbrainer.dataset.jsonl import Appender
-    from overbrainer.support.processor import FATAL, Processor, Work
-
     done = read_verdicts(judge.path)
     tasks, errors = judge.pending(done)
     if not tasks and not errors:

@@ -26,7 +26,11 @@ from pathlib import Path, PurePosixPath
 from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.exec.runtime import Step
 from overbrainer.exec.transfer import sha256_file
+from overbrainer.export import llama_cpp
+from overbrainer.jobs import run_record as records
+from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +65,6 @@ def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Ggu
 
 
 def job_env(config, target, gguf: planning.Gguf, context: int) -> dict[str, str]:
-    from overbrainer.export import llama_cpp
-
     settings = config.compare
     env = {"OVERBRAINER_COMPARE_MODEL": f"../../{gguf.file}", "OVERBRAINER_COMPARE_CTX": str(int(context or 0)),
            "OVERBRAINER_COMPARE_MAX_TOKENS": str(int(settings.max_tokens)),
@@ -74,10 +76,6 @@ def job_env(config, target, gguf: planning.Gguf, context: int) -> dict[str, str]
 def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[Path, dict]:
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
     directory here and its setup (ID set, written as setup.json)."""
-    from overbrainer.exec.runtime import Step
-    from overbrainer.jobs import run_record as records
-    from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
-
     project = Path(session.project_dir)
     runs_dir = planning.runs_dir(project)
     run = records.load(runs_dir, gguf.run)
@@ -92,8 +90,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict) -> tuple[
         planning.write_setup(run_dir / planning.COMPARES / compare_id, setup)
         if ensure_gguf(executor, run.remote_dir, run_dir, gguf):
             log.info("compare: sent %s to the target", gguf.file)
-
-    from overbrainer.export import llama_cpp
 
     files = {name: script_text(name) for name in SCRIPTS}
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.dataset.jsonl import json_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.export.deliver import RECORD, ExportRecord
@@ -121,8 +124,6 @@ def question_of(record: Any) -> dict | None:
 
 
 def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
-    from overbrainer.dataset.jsonl import json_lines
-
     path = Path(project_dir) / "data" / "eval.jsonl"
     out: list[dict] = []
     for _, record in json_lines(path, lenient=True):
@@ -140,8 +141,6 @@ def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
 
 def training_shape(run_dir: Path) -> tuple[str | None, int]:
     """(base_model, sequence_len) from the run's axolotl.yaml (0: the model's own context)."""
-    import yaml
-
     path = run_dir / "axolotl.yaml"
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
