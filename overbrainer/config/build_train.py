@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Mapping
 
@@ -314,8 +315,6 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         version = 6
     else:
         version = 4
-    import ipaddress  # here, not at the top: start-up time
-
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
