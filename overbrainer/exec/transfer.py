@@ -20,6 +20,7 @@ import posixpath
 import shutil
 import stat
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -424,8 +425,6 @@ def copy_members(members: Iterable[Member], dst: str | os.PathLike, exclude: Ite
     with the same checks as a download; `progress` gets its bytes. A member that would land on
     itself is left alone; one that would land inside itself is refused. Returns what the
     extraction wrote (see extract_tar)."""
-    import threading
-
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
     members = _not_onto_themselves(list(members), dst)
