@@ -16,20 +16,19 @@ import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from overbrainer.config.build_train import is_ollama_name
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.exec.runtime import Step
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import VERSION_FILE, ollama_create, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, check_run, sequence_len
+from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
 def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None) -> dict:
-    from overbrainer.config.build_train import is_ollama_name
-    from overbrainer.exec.runtime import Step
-    from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
-
     settings = config.export
     quantize = quantize or settings.quantize
     name = ollama or settings.ollama_name
