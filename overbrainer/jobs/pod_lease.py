@@ -26,12 +26,19 @@ from typing import Any, Iterator
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
+from overbrainer.jobs.pod_ledger import warn_orphans
 from overbrainer.jobs.run_record import PREPARING, load
 from overbrainer.jobs.start import claim_target, fail, unconfirmed
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.errors import RunpodError
+from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR
 from overbrainer.runpod.pod_record import PodRecord, PodState
+from overbrainer.runpod.pod_scripts import WORKDIR
+from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, forget_run, remove, sweep
+from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +73,11 @@ class PodContext:
 
     def forget(self) -> None:
         """No pod of the run is left: drop its private keys and host-key secret (best effort)."""
-        from overbrainer.runpod.remove import forget_run
-
         if self.pod is None or self.pod.no_pod_left:
             forget_run(self.client, self.run_dir / SSH_DIR, self.run_id)
 
     def sweep_and_forget(self, sweep) -> None:
         """Delete the run's other marker pods (unconfirmed ones become strays), then forget."""
-        from overbrainer.runpod.errors import RunpodError
-
         try:
             strays = sweep(self.client, self.run_id, self.pod.pod_id, self.timing, publish=self.publish)
         except RunpodError as e:
@@ -109,8 +112,6 @@ class PodLease:
 @contextmanager
 def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
               keep: bool, retrieved) -> Iterator[PodLease]:
-    from overbrainer.runpod.waits import Timing
-
     runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
@@ -119,8 +120,6 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         client = RunpodClient.from_config(config)
         ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved)
         if start:
-            from overbrainer.jobs.pod_ledger import warn_orphans
-
             _end_retrieved(ctx, runs_dir, None, interrupt)
             warn_orphans(client, runs_dir, record.id, stale=True)
             executor = _provision(ctx, session.front, target, record, interrupt, keep)
@@ -161,8 +160,6 @@ def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrup
 def end_left_pod(session, config, run_id: str, retrieved) -> None:
     """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`):
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
-    from overbrainer.runpod.waits import Timing
-
     runs_dir = ProjectPaths(session.project_dir).runs
     if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
         return
@@ -179,9 +176,6 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
 
 def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
-    from overbrainer.runpod.pod_scripts import WORKDIR
-    from overbrainer.runpod.provision import start_pod
-
     ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
@@ -254,8 +248,6 @@ def _arm_cost_cap(ctx: PodContext, executor, record, keep: bool) -> None:
 
 def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrupt) -> None:
     """start_pod failed (it deleted what it created, or recorded what it could not): fail the run."""
-    from overbrainer.runpod.failures import run_message
-
     pod = PodRecord.load_if_any(ctx.pod_path)
     ctx.pod = pod
     left = pod is not None and not pod.no_pod_left
@@ -271,8 +263,6 @@ def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrup
 
 def _release(ctx: PodContext, executor, interrupt, error: BaseException | None = None) -> None:
     """End the lease by what the run's files say (see the module docstring)."""
-    from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, remove, sweep
-
     pod = ctx.pod = ctx.pod.reload() if ctx.pod is not None else None
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return

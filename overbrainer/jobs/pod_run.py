@@ -27,13 +27,17 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.jobs.follow import follow
 from overbrainer.jobs.run_record import PREPARING, RUNNING, load
 from overbrainer.jobs.start import fail
 from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
-from overbrainer.runpod.gone import mark_gone, past_deadline
+from overbrainer.runpod.gone import look_up, mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
+from overbrainer.runpod.reach import executor_for
+from overbrainer.runpod.remove import DEADLINE, RETRIEVED, NotDeleted, forget_run, remove, sweep
 from overbrainer.support.sleep import sleep_until
 
 log = logging.getLogger(__name__)
@@ -93,9 +97,6 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
     """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
     Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
     (the run is then failed) or the watch's own error (the run stays running)."""
-    from overbrainer.front.interrupt import Interrupt
-    from overbrainer.jobs.follow import follow
-
     deadline = client_deadline(ctx.pod, ctx.timing.deadline_margin)
     tripped = threading.Event()
     done = threading.Event()
@@ -128,8 +129,6 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None):
 
 
 def _deadline_reached(ctx, run_id: str):
-    from overbrainer.runpod.remove import DEADLINE, remove
-
     remove(ctx.client, ctx.pod, ctx.pod_path, DEADLINE, "client", ctx.timing, publish=ctx.publish)
     fail_run(ctx.runs_dir, run_id, DEADLINE_MESSAGE)
     ctx.forget()
@@ -138,8 +137,6 @@ def _deadline_reached(ctx, run_id: str):
 
 def _unreachable(ctx, run_id: str, error: OverbrainerError):
     """The watch failed: the run fails only when its pod is gone."""
-    from overbrainer.runpod.gone import look_up
-
     try:
         remote = look_up(ctx.client, ctx.pod.pod_id, ctx.timing)
     except RunpodError as e:
@@ -182,8 +179,6 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
     """End the pod once the job ended; returns the pod's state (`deleted`, `kept`,
     `awaiting_retrieval`). Raises OverbrainerError `<run> ended, but not its pod` when the
     delete cannot be confirmed."""
-    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, remove, sweep
-
     pod = ctx.pod
     copy_pod_logs(executor, run.remote_dir, run_dir)
     if not retrieved:
@@ -237,9 +232,6 @@ def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None
 def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, publish=None) -> None:
     """Delete (and confirm) the pods `retrieved_but_not_deleted` found, one warning line each, then
     sweep each run's other marker pods and forget its keys. Failures are warnings."""
-    from overbrainer.runpod.errors import RunpodError
-    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, forget_run, remove, sweep
-
     for run, pod in found:
         log.warning("run %s ended and its results are home, but its pod %s was not deleted: deleting it now",
                     run.id, pod.pod_id)
@@ -262,8 +254,6 @@ def reconnect(ctx, run):
     """Connect again to the run's pod (train attach, stop, cancel). None when there is no pod any
     more (`pod.json` then says deleted; a running run is failed). Raises PodStopped (EXITED),
     NoEndpoint (no `ssh.direct` yet) or the API's / the connection's error."""
-    from overbrainer.runpod.gone import look_up
-
     pod = ctx.pod
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return None
@@ -277,8 +267,6 @@ def reconnect(ctx, run):
     if remote.ssh is None:
         raise NoEndpoint(f"pod {pod.pod_id} of run {run.id} has no SSH endpoint (status {remote.status}); "
                          "try again once it runs")
-    from overbrainer.runpod.reach import executor_for
-
     endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
     keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
     executor = executor_for(keys, endpoint, _workdir(run.remote_dir), pod_id=pod.pod_id)

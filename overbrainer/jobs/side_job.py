@@ -41,10 +41,15 @@ from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import NOT_SUPPORTED, ConfigError, Interrupted, OverbrainerError
+from overbrainer.exec.base import JobSpec
+from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
+from overbrainer.jobs.lease import lease
+from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs.start import fail, start_job
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -99,8 +104,6 @@ def side_target(config, run: RunRecord, kind: str) -> Any:
 
 def run_side_job(session, config, run: RunRecord, job: SideJob, now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
-    from overbrainer.jobs.lease import lease
-
     ids.validate(job.kind)
     if not run.remote_dir:
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
@@ -140,9 +143,6 @@ def _claim(executor, run: RunRecord, record: RunRecord, parent: Path, kind: str)
 
 def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, target, job: SideJob,
          label: str) -> SideJobResult:
-    from overbrainer.jobs.publishing import events, transfer_progress
-    from overbrainer.jobs.start import fail, start_job
-
     executor = held.executor
     job_dir = interrupt.shield(_claim, executor, run, record, parent, job.kind)
     result = SideJobResult(record.id, job_dir, record.state, record=record)
@@ -184,9 +184,6 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
 def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, target, job: SideJob,
              label: str):
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
-
     for name, content in job.files.items():
         path = job_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
