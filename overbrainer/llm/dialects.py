@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 OPENAI = "openai"
 OPENROUTER = "openrouter"
@@ -75,8 +76,6 @@ def reasoning_fields(dialect: Dialect, role: Any) -> dict:
 def guess(base_url: str | None) -> str:
     """The dialect a base URL suggests: OpenAI's and OpenRouter's hosts, Ollama's port 11434,
     a host named after llama.cpp (or port 8080, llama-server's default) or vLLM; else generic."""
-    from urllib.parse import urlsplit
-
     if not base_url:
         return GENERIC
     try:
