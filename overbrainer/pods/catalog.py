@@ -9,18 +9,17 @@ from overbrainer.jobs import ids
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
+from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
+from overbrainer.runpod.provision import read_catalog
+from overbrainer.support.columns import table
 
 
 def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:
-    from overbrainer.support.columns import table
-
     session.report("\n".join(table([header] + rows)) if rows else empty, data)
 
 
 def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
               data_center=None) -> None:
-    from overbrainer.runpod.provision import read_catalog
-
     with RunpodClient.from_config(config) as client:
         gpus = catalog.for_listing(read_catalog(client, count), min_vram_gb=min_vram, max_price=max_price,
                                    in_stock=in_stock, data_center=data_center)
@@ -59,8 +58,6 @@ def volumes_flow(session, config) -> None:
 
 def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
     """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>`."""
-    from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
-
     config = ids.run_dir(ProjectPaths(session.project_dir).runs, run_id) / SSH_DIR / CONFIG
     if not config.is_file():
         raise OverbrainerError(f"runs/{run_id}/{SSH_DIR}/{CONFIG} does not exist: run {run_id} has no pod to "
