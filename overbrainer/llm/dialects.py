@@ -8,9 +8,10 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from overbrainer.support.frozen import frozen
 
 OPENAI = "openai"
 OPENROUTER = "openrouter"
@@ -24,7 +25,7 @@ MAX_TOKENS = "max_tokens"
 MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 
-@dataclass(frozen=True)
+@frozen
 class Dialect:
     name: str
     token_field: str  # the field that limits the answer's tokens
