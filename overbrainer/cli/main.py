@@ -117,7 +117,8 @@ def _help_width() -> int:
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
 @click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
               type=click.Path(file_okay=False), help="The project directory (where .env is read).")
-@click.option("--json", "json_mode", is_flag=True, help="Machine output: JSON objects on stdout, JSON events on stderr.")
+@click.option("--json", "json_mode", is_flag=True,
+              help="Machine output: JSON objects on stdout, JSON events on stderr.")
 @click.version_option(__version__, "--version", prog_name="overbrainer")
 @click.pass_context
 def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:

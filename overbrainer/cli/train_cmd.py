@@ -26,7 +26,8 @@ class _TrainGroup(click.Group):
               help="Train on this target instead of [training] target.")
 @click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None, shell_complete=complete.run_ids,
               help="Resume a stopped run from its snapshot, in a new run.")
-@click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
+@click.option("--detach", is_flag=True,
+              help="Start the job, print the run ID and exit (collect it with `train attach`).")
 @click.option("--keep-pod", "keep_pod", is_flag=True,
               help="Runpod: keep the pod once the job ended (no time limit; only `overbrainer pod rm` "
                    "deletes it).")

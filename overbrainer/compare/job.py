@@ -10,8 +10,8 @@ question of the plan, its answers brought home.
   `../../<file>` (relative to the job directory, so a container's mount sees it too).
 - The job's files: `compare.sh`, `compare_client.py` (package data, compare/scripts/), the shared
   `llama_cpp.sh` (export/scripts/: llama-server from the target's `llama_cpp_dir`, else the pinned
-  llama.cpp built once on the target) and `questions.jsonl` (`{id, messages}` per question); `setup.json` is written into the job's
-  directory here before it starts.
+  llama.cpp built once on the target) and `questions.jsonl` (`{id, messages}` per question);
+  `setup.json` is written into the job's directory here before it starts.
 - Brought back: `child_answers.jsonl` (required), `server.log`, `hardware.json`, plus the runner's
   `job.log` and `metrics.jsonl`.
 """

@@ -135,7 +135,7 @@ class SshExecutor(Executor):
                 try:
                     sink(_guarded(chan.recv))
                 except _ChannelError as e:
-                    raise e.error
+                    raise e.error from None
                 except OSError as e:
                     raise OverbrainerError(f"{action} failed: cannot write {e.filename}: {e.strerror}") from e
             else:

@@ -3,7 +3,8 @@
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
 buffers; the other end is the target's `tar`. Extraction (tarfile's `data` filter plus the
 checks it lacks) refuses absolute names, `..`, links leading outside the destination and special
-files, and never writes through a symlink or a hard link. It hashes each regular file as it writes it (`Written`), so verify need not read it again.
+files, and never writes through a symlink or a hard link. It hashes each regular file as it writes
+it (`Written`), so verify need not read it again.
 
 Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stream as they pass
 (through a `Meter`: at the start, at most once per PROGRESS_SECS, and once at the end), so a

@@ -141,7 +141,7 @@ def _unreachable(ctx, run_id: str, error: OverbrainerError):
         remote = look_up(ctx.client, ctx.pod.pod_id, ctx.timing)
     except RunpodError as e:
         log.warning("cannot look up pod %s of run %s: %s", ctx.pod.pod_id, run_id, e)
-        raise error
+        raise error from e
     if remote is not None:
         raise error
     message = settle_gone(ctx, run_id)

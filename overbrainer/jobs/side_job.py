@@ -151,7 +151,7 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
         spec = _prepare(executor, interrupt, run, record, job_dir, target, job, label)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
-        raise Interrupted(f"interrupted: {label} cancelled")
+        raise Interrupted(f"interrupted: {label} cancelled") from None
     except OverbrainerError as e:
         fail(parent, record, str(e))
         raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e

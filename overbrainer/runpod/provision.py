@@ -27,8 +27,8 @@ from typing import Any, Callable
 from overbrainer.exec.ssh import SshExecutor
 from overbrainer.front.events import PodStatus
 from overbrainer.runpod import catalog, cost, errors as api
-from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, NoTypePlaced, NotReady, ProvisioningInterrupted,
-                                         Unanswered, VolumeSize, WatchdogRefused)
+from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, NoTypePlaced, NotReady,
+                                         ProvisioningInterrupted, Unanswered, VolumeSize, WatchdogRefused)
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.pod_body import create_body

@@ -348,7 +348,8 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
         interrupt.restore()
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None, extra: tuple[str, ...] = ()) -> tuple[str, dict]:
+def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
+            extra: tuple[str, ...] = ()) -> tuple[str, dict]:
     rid = record.id
     job = job_id(record)
     before = to_status(executor.status(job))
