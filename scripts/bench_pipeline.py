@@ -262,7 +262,8 @@ def main() -> int:
         print(f"    bare client : wall {b['bare_wall']:.2f} s ({b['bare_wall'] / b['ideal']:.3f}x ideal)")
         print(f"    overbrainer : wall {b['ob_wall']:.2f} s ({b['lines']:.0f} stderr lines), ideal {b['ideal']:.2f} s, "
               f"ratio {b_ratio:.3f} {_ok(b_ratio, 1.10)}; {b['wall_ratio']:.3f}x the bare client")
-        print(f"    with max_cost_usd = {b['cap']:g}: wall {b['cap_wall']:.2f} s, ratio {b_cap:.3f} {_ok(b_cap, 1.10)}; "
+        print(f"    with max_cost_usd = {b['cap']:g}: wall {b['cap_wall']:.2f} s, "
+              f"ratio {b_cap:.3f} {_ok(b_cap, 1.10)}; "
               f"capped over uncapped {b['cap_over_ob_wall']:.3f} {_ok(b['cap_over_ob_wall'], CAPPED)}")
         plain, capped = bookkeeping()
         share = (capped - plain) / (1000 * a["ob_cpu_per_req_ms"])

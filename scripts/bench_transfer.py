@@ -158,7 +158,8 @@ def main() -> int:
                   f"({tar:5.1f} s)   scp {rate(scp_t):7.1f} MB/s ({scp_t:5.1f} s)   "
                   f"ours/tar|ssh {ratio_tar:.2f}   ours/scp {ratio_scp:.2f}")
         print("ours on download (manifest and download overlap; verify = after the download, waiting for the "
-              "manifest included): " + ", ".join(f"{name} {statistics.median(t):.1f} s" for name, t in ex.parts.items()))
+              "manifest included): "
+              + ", ".join(f"{name} {statistics.median(t):.1f} s" for name, t in ex.parts.items()))
         print("target (ours >= 0.9x tar|ssh both ways):", "met" if ok else "MISSED")
         return 0 if ok else 1
     finally:

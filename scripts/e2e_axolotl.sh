@@ -62,7 +62,9 @@ paths=$(cd "$HERE" && "$PY" -m tests.fixtures.llama) \
 LLAMA_DIR=$(printf '%s\n' "$paths" | sed -n 1p)
 MODEL=$(printf '%s\n' "$paths" | sed -n 2p)
 GGUF=$(cd "$HERE" && "$PY" -c 'from tests.fixtures.llama import prepare_gguf; print(prepare_gguf())')
-[ -f "$MODEL/config.json" ] && [ -x "$LLAMA_DIR/bin/llama-server" ] || fail "no model or llama.cpp in the test cache"
+if [ ! -f "$MODEL/config.json" ] || [ ! -x "$LLAMA_DIR/bin/llama-server" ]; then
+  fail "no model or llama.cpp in the test cache"
+fi
 say "base model $MODEL, llama.cpp in $LLAMA_DIR"
 
 # --- 3. a project whose train.jsonl comes from `split` -----------------------------------------
@@ -211,7 +213,7 @@ after_training() {  # after_training <run-id> <target>: export, check the GGUF, 
   say "$target: export of run $id (merge, convert, Q4_K_M)"
   out=$(ob export "$id") || fail "$target: export"
   printf '%s\n' "$out" >&2
-  gguf=$(ls "$PROJ/runs/$id/output/gguf/"*.gguf 2>/dev/null | head -n 1)
+  gguf=$(find "$PROJ/runs/$id/output/gguf" -maxdepth 1 -name '*.gguf' 2>/dev/null | sort | head -n 1)
   [ -n "$gguf" ] || fail "$target: no GGUF in runs/$id/output/gguf/"
   "$PY" - "$PROJ/runs/$id" <<'PY' || fail "$target: export.json does not match the GGUF"
 import hashlib, json, sys
@@ -258,6 +260,7 @@ PY
 SSHD_PID=$!
 for _ in $(seq 1 200); do grep -q SSH_ALIAS "$WORK/sshd.env" 2>/dev/null && break; sleep 0.1; done
 grep -q SSH_ALIAS "$WORK/sshd.env" || fail "the private sshd did not start"
+# shellcheck disable=SC1091 # written by the private sshd just above
 . "$WORK/sshd.env"
 say "training on the SSH target (sshd at 127.0.0.1, alias $SSH_ALIAS)"
 out=$(cd "$HERE" && HOME="$SSH_HOME" OVERBRAINER_TARGETS__REMOTE__HOST="$SSH_ALIAS" \

@@ -20,6 +20,11 @@ from dataclasses import dataclass, replace
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
 from overbrainer.errors import OverbrainerError
+from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.http import channel_for, request_once
+from overbrainer.llm.prices import entries
+from overbrainer.llm.types import ChatRequest
 
 LISTING_TIMEOUT = 10.0
 ASK_TIMEOUT = 60.0  # a local server may load the model first
@@ -55,8 +60,6 @@ def probe(config: Config) -> list[Probe]:
 
 
 def _probe_role(config: Config, name: str, role) -> Probe:
-    from overbrainer.llm.errors import LlmError
-
     provider = config.providers[role.provider]
     shown = show_url(provider.base_url)
 
@@ -95,9 +98,6 @@ def listed(model: str, ids: set[str]) -> bool:
 
 def _ask(provider, name: str, role) -> str:
     """The probe's two requests; the ok line's detail, else raises the error that failed it."""
-    from overbrainer.llm import anthropic_protocol, dialects, openai_protocol
-    from overbrainer.llm.http import channel_for
-
     anthropic = provider.protocol == "anthropic"
     wire = anthropic_protocol if anthropic else openai_protocol
     api_key = provider.api_key.resolve() if provider.api_key is not None else None
@@ -108,8 +108,6 @@ def _ask(provider, name: str, role) -> str:
     if name == "embedder":
         _send(channel, "POST", "/embeddings", wire.embed_body(role.model, ["ok"]), headers, provider, dialect)
         return f"{said}; an authenticated embedding answered"
-    from overbrainer.llm.types import ChatRequest
-
     request = ChatRequest(user="Say OK.")
     if anthropic:  # thinking needs max_tokens above its budget: the probe asks without it
         body = wire.chat_body(replace(role, reasoning=False), request, 1, False)
@@ -121,11 +119,6 @@ def _ask(provider, name: str, role) -> str:
 
 def _listing(channel, headers, provider, role, anthropic: bool, dialect) -> str:
     """What the model listing says of the role's model; raises when it does not list it."""
-    from overbrainer.llm import dialects
-    from overbrainer.llm.errors import LlmError
-    from overbrainer.llm.http import request_once
-    from overbrainer.llm.prices import entries
-
     path = LISTING + ("?limit=1000" if anthropic else "")
     try:
         doc = request_once(channel, "GET", path, headers=headers, timeout=LISTING_TIMEOUT)
@@ -145,9 +138,6 @@ def _listing(channel, headers, provider, role, anthropic: bool, dialect) -> str:
 
 
 def _send(channel, method: str, path: str, body: dict, headers: dict, provider, dialect) -> None:
-    from overbrainer.llm import meanings
-    from overbrainer.llm.http import request_once
-
     protocol = "openai" if dialect is not None else "anthropic"
     name = dialect.name if dialect is not None else "generic"
 

@@ -11,10 +11,16 @@ and shown able to train (docs/stages.md#probe).
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs.targets import open_executor
+from overbrainer.runpod import catalog
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.provision import read_catalog
+from overbrainer.runs.preflight import check_axolotl
 
 
 @dataclass
@@ -48,11 +54,6 @@ def _probe(config, name: str, target) -> TargetProbe:
 
 
 def _runs_axolotl(config, name: str, target) -> str:
-    import tempfile
-
-    from overbrainer.jobs.targets import open_executor
-    from overbrainer.runs.preflight import check_axolotl
-
     with tempfile.TemporaryDirectory(prefix="overbrainer-probe-") as scratch:  # a local executor makes its
         executor = open_executor(config, name, target, Path(scratch))        # folder: not runs/ (read-only)
         try:
@@ -62,10 +63,6 @@ def _runs_axolotl(config, name: str, target) -> str:
 
 
 def _runpod(config, target) -> str:
-    from overbrainer.runpod import catalog
-    from overbrainer.runpod.api import RunpodClient
-    from overbrainer.runpod.provision import read_catalog
-
     with RunpodClient.from_config(config, attempts=1) as client:
         types = read_catalog(client, target.gpu_count)
     wanted = catalog.Wanted.of(target)

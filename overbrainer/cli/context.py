@@ -74,8 +74,16 @@ class AppContext:
         return (InJobExport(),)
 
     def report(self, text: str, data: dict | None = None) -> None:
-        """A result line: text on stdout, or the dict as one JSON object with --json."""
-        self.front.report(text, data if data is not None else {"message": text})
+        """A result line: text on stdout, or the dict as one JSON object with --json. Through the
+        front end once a flow has made one; before that (a command that only reports, such as
+        `config check`), written directly, so that no bus or renderer is loaded."""
+        data = data if data is not None else {"message": text}
+        if self._front is None:
+            from overbrainer.front.results import write_result
+
+            write_result(text, data, as_json=self.json_mode)
+        else:
+            self.front.report(text, data)
 
     # --- project ---------------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "questions": (("what it would ask and cost, sending nothing", "overbrainer questions --plan"),
                   ("one topic's questions again, from scratch", "overbrainer questions --topic ownership --force")),
     "answers": (("the questions still unanswered, spending at most $5", "overbrainer answers --max-cost 5"),
-                ("ask again only the answers kept aside (cut, refused, empty)", "overbrainer answers --retry-excluded")),
+                ("ask again only the answers kept aside (cut, refused, empty)",
+                 "overbrainer answers --retry-excluded")),
     "split": (("rewrite data/train.jsonl and data/eval.jsonl", "overbrainer split"),),
     "run": (("what a run would send, train and cost, sending nothing", "overbrainer run --plan"),
             ("every stage, then train only when the data or [training] changed", "overbrainer -C /srv/distil run"),
@@ -45,9 +46,12 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                   ("its last 50 lines", "overbrainer runs logs demo_20260922-143005 --tail 50")),
     "runs rm": (("delete two ended runs' folders", "overbrainer runs rm demo_20260922-143005 demo_20260923-020000"),),
     "export": (("a run's model to Q4_K_M GGUF and an Ollama model",
-                "overbrainer export demo_20260922-143005 --ollama demo"),),
+                "overbrainer export demo_20260922-143005 --ollama demo"),
+               ("export a Runpod-trained run on this machine instead of a new pod",
+                "overbrainer export demo_20260922-143005 --target local")),
     "compare": (("the newest run's child against its parent on 50 eval questions", "overbrainer compare --limit 50"),
-                ("fail (exit 1) when the child is clearly worse, for CI", "overbrainer compare --min-win-or-tie 0.4")),
+                ("fail (exit 1) when the child is clearly worse, for CI", "overbrainer compare --min-win-or-tie 0.4"),
+                ("the child on this machine's CPU, whatever it trained on", "overbrainer compare --target local")),
     "push": (("see what would be pushed, sending nothing", "overbrainer push demo_20260922-143005 --dry-run"),
              ("push to a repo of your choice", "overbrainer push demo_20260922-143005 --repo me/demo-4b")),
     "pod": (("this project's pods and every overbrainer pod of the account", "overbrainer pod ls"),),
@@ -58,6 +62,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "pod datacenters": (("data centers and the GPU types in stock in each", "overbrainer pod datacenters"),),
     "pod volumes": (("the account's network volumes", "overbrainer pod volumes"),),
     "pod ssh": (("a shell on a run's pod", "overbrainer pod ssh demo_20260922-143005 --exec"),),
+    "tui": (("watch and steer this project full-screen (q quits)", "overbrainer tui"),
+            ("the same for a project elsewhere", "overbrainer -C /srv/distil tui")),
 }
 
 

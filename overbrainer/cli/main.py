@@ -12,8 +12,14 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.examples import epilog
 from overbrainer.cli.help import HelpGroup, add_examples
-from overbrainer.errors import (EXIT_FAILURE, EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE,
-                                OverbrainerError)
+from overbrainer.errors import (
+    EXIT_FAILURE,
+    EXIT_HANGUP,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    OverbrainerError,
+)
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -121,7 +127,8 @@ def _help_width() -> int:
              context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
 @click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
               type=click.Path(file_okay=False), help="The project directory (where .env is read).")
-@click.option("--json", "json_mode", is_flag=True, help="Machine output: JSON objects on stdout, JSON events on stderr.")
+@click.option("--json", "json_mode", is_flag=True,
+              help="Machine output: JSON objects on stdout, JSON events on stderr.")
 @click.version_option(__version__, "--version", prog_name="overbrainer")
 @click.pass_context
 def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:

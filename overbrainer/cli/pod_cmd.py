@@ -47,7 +47,8 @@ def rm_cmd(app, run_id: str, force: bool) -> None:
               help="Only types whose Secure Cloud list price is at most this, in USD per GPU per hour.")
 @click.option("--in-stock", "in_stock", is_flag=True, help="Only types in stock now.")
 @click.option("--data-center", "data_center", default=None, metavar="ID",
-              help="Only types this data center offers (with --in-stock: in stock there); `pod datacenters` lists them.")
+              help="Only types this data center offers (with --in-stock: in stock there); "
+                   "`pod datacenters` lists them.")
 @pass_app
 def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
     """Secure Cloud GPU types, cheapest first."""

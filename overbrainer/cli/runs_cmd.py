@@ -182,7 +182,7 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
         from overbrainer.cli.main import quiet_stdout
 
         quiet_stdout()
-        raise click.exceptions.Exit(0)
+        raise click.exceptions.Exit(0) from None
     finally:
         if opened is not None and opened.executor is not None and not (interrupt and interrupt.caught()):
             opened.executor.close()

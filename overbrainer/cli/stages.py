@@ -44,9 +44,8 @@ def _resumable(app: AppContext) -> Iterator[None]:
         import json
         import sys
 
-        from overbrainer.support.redact import strip_controls
-
         from overbrainer.cli.main import stopped_code
+        from overbrainer.support.redact import strip_controls
 
         code = stopped_code()
         project = str(app.project_dir)

@@ -27,7 +27,8 @@ class _TrainGroup(HelpGroup):
               help="Train on this target instead of [training] target.")
 @click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None, shell_complete=complete.run_ids,
               help="Resume a stopped run from its snapshot, in a new run.")
-@click.option("--detach", is_flag=True, help="Start the job, print the run ID and exit (collect it with `train attach`).")
+@click.option("--detach", is_flag=True,
+              help="Start the job, print the run ID and exit (collect it with `train attach`).")
 @click.option("--keep-pod", "keep_pod", is_flag=True,
               help="Runpod: keep the pod once the job ended (no time limit; only `overbrainer pod rm` "
                    "deletes it).")
@@ -60,8 +61,8 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
 @pass_app
 def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
-    from overbrainer.jobs import ids
     from overbrainer.hub.after_training import push_after_training
+    from overbrainer.jobs import ids
     from overbrainer.runs.flow import attach_flow
 
     ids.validate(run_id)

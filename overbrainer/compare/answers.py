@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from overbrainer.dataset.jsonl import json_lines
 from overbrainer.errors import OverbrainerError
 
 ANSWERS = "child_answers.jsonl"
@@ -47,8 +48,6 @@ def _check(path: Path, lineno: int, doc) -> dict:
 
 def read_answers(compare_dir: Path) -> dict[str, dict] | None:
     """The answers by question ID, or None when the file does not exist."""
-    from overbrainer.dataset.jsonl import json_lines
-
     path = Path(compare_dir) / ANSWERS
     if not path.is_file():
         return None

@@ -9,12 +9,21 @@ import logging
 from pathlib import Path
 
 from overbrainer.compare import plan as planning
+from overbrainer.compare import report, stats
 from overbrainer.compare.answers import read_answers
+from overbrainer.compare.job import run_compare_job, server_log
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
+from overbrainer.config.templates import load_templates
+from overbrainer.dataset.jsonl import Appender
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
+from overbrainer.export.gate import check_run
+from overbrainer.export.job import export_part
 from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
+from overbrainer.jobs.side_job import side_target
+from overbrainer.llm.client import connect
 from overbrainer.support import fmt
+from overbrainer.support.processor import FATAL, Processor, Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -54,8 +63,6 @@ def new_compare(session, config, project: Path, run_id: str | None, limit: int |
                 keep: bool = False) -> dict:
     """Plan, run the job on its target (exporting first when the run has no GGUF), then judge
     and report."""
-    from overbrainer.compare.job import run_compare_job
-
     gguf, export = child_of(project, config, run_id, target)
     setup = planning.make_setup(project, config, gguf, "", limit)
     log.info("compare: %d questions for the child of run %s", len(setup["questions"]), gguf.run)
@@ -72,10 +79,6 @@ def new_compare(session, config, project: Path, run_id: str | None, limit: int |
 def child_of(project: Path, config, run_id: str | None, target: str | None):
     """(the GGUF to serve, None), or for a run with no GGUF yet (planning.NoGguf) the GGUF its
     export will make and that export (export.job.ExportPart), run first in the compare's job."""
-    from overbrainer.export.gate import check_run
-    from overbrainer.export.job import export_part
-    from overbrainer.jobs.side_job import side_target
-
     try:
         return planning.pick_run(project, run_id), None
     except planning.NoGguf as e:
@@ -95,8 +98,6 @@ def child_of(project: Path, config, run_id: str | None, target: str | None):
 def check_answered(setup: dict, answers: dict[str, dict]) -> None:
     """A compare where the child answered no question fails (the first error, the server log);
     one where it could not answer some says how many."""
-    from overbrainer.compare.job import server_log
-
     asked = [q["id"] for q in setup["questions"]]
     failed = [i for i in asked if (answers.get(i) or {"error": "no answer"}).get("error") is not None]
     if not failed:
@@ -112,10 +113,6 @@ def check_answered(setup: dict, answers: dict[str, dict]) -> None:
 
 def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: dict[str, dict], *,
                      both_orders: bool, min_win_or_tie: float | None) -> dict:
-    from overbrainer.compare import report, stats
-    from overbrainer.config.templates import load_templates
-    from overbrainer.llm.client import connect
-
     front = session.front
     guard = front.open_bus()
     interrupt = front.interrupt()
@@ -163,9 +160,6 @@ def run_judge(judge: Judge, bus, stop, concurrency: int, *, grace: float = 0.0, 
     each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
     keep what was written, what had already arrived, and what the requests in flight bring back
     within `grace` seconds (`abandon`: a second Ctrl-C, which does not wait)."""
-    from overbrainer.dataset.jsonl import Appender
-    from overbrainer.support.processor import FATAL, Processor, Work
-
     done = read_verdicts(judge.path)
     tasks, errors = judge.pending(done)
     if not tasks and not errors:

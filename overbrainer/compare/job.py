@@ -33,7 +33,15 @@ from pathlib import Path, PurePosixPath
 from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.exec.runtime import Step
 from overbrainer.exec.transfer import sha256_file
+from overbrainer.export import llama_cpp, pod
+from overbrainer.export.gate import base_model
+from overbrainer.export.job import FETCHED as EXPORT_FETCHED
+from overbrainer.export.job import run_root
+from overbrainer.jobs import run_record as records
+from overbrainer.jobs.lease import is_pod
+from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -69,8 +77,6 @@ def ensure_gguf(executor, remote_run_dir: str, run_dir: Path, gguf: planning.Ggu
 
 
 def job_env(config, target, gguf: planning.Gguf, context: int, *, drop: bool = False) -> dict[str, str]:
-    from overbrainer.export import llama_cpp
-
     settings = config.compare
     env = {"OVERBRAINER_COMPARE_MODEL": f"../../{gguf.file}", "OVERBRAINER_COMPARE_CTX": str(int(context or 0)),
            "OVERBRAINER_COMPARE_MAX_TOKENS": str(int(settings.max_tokens)),
@@ -84,13 +90,9 @@ def job_env(config, target, gguf: planning.Gguf, context: int, *, drop: bool = F
 def pod_settings(config, target, gguf: planning.Gguf, run_dir: Path, export) -> dict:
     """A compare pod's settings: `[compare] image` and `max_hours`, and the VRAM floor from the
     GGUF's size (an export first: from the base model's)."""
-    from overbrainer.export import pod
-
     size = None
     if pod.needs_floor(target):
         if export is not None:
-            from overbrainer.export.gate import base_model
-
             size = pod.base_model_bytes(config, base_model(run_dir))
         else:
             size = (run_dir / gguf.file).stat().st_size
@@ -103,10 +105,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
     directory here and its setup (ID set, written as setup.json). `export` (export.job.ExportPart):
     the run has no GGUF yet: the job exports it first, and the GGUF comes home with the answers."""
-    from overbrainer.jobs import run_record as records
-    from overbrainer.jobs.lease import is_pod
-    from overbrainer.jobs.side_job import SideJobFailed, run_side_job, side_target
-
     project = Path(session.project_dir)
     runs_dir = planning.runs_dir(project)
     run = records.load(runs_dir, gguf.run)
@@ -116,8 +114,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     claimed: dict[str, str] = {}
 
     def prepare(executor, remote_job_dir: str) -> None:
-        from overbrainer.export.job import run_root
-
         compare_id = PurePosixPath(remote_job_dir).name
         claimed["id"] = compare_id
         setup["compare"] = compare_id
@@ -134,8 +130,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
         planning.write_setup(job_dir, setup)
         log.info("compare: the GGUF %s (%s) is home, verified", export.gguf_rel, export.size_line())
         if on_pod:
-            from overbrainer.export.job import run_root
-
             executor.probe(f"rm -f {shlex.quote(str(PurePosixPath(run_root(remote_job_dir), gguf.file)))}")
 
     job = compare_side_job(config, where, run.id, gguf, setup, export, on_pod)
@@ -166,10 +160,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
 def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dict, export, on_pod: bool):
     """The compare's SideJob without its callbacks and pod settings: the scripts, the questions,
     the steps (an export's first), the environment, what is fetched, the secrets."""
-    from overbrainer.exec.runtime import Step
-    from overbrainer.export import llama_cpp
-    from overbrainer.jobs.side_job import SideJob
-
     files = {name: script_text(name) for name in SCRIPTS}
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files[QUESTIONS] = questions_jsonl(setup["questions"])
@@ -191,6 +181,4 @@ def server_log(run_id: str, compare_id: str) -> str:
 
 
 def export_fetched() -> list[str]:
-    from overbrainer.export.job import FETCHED as EXPORT_FETCHED
-
     return list(EXPORT_FETCHED)

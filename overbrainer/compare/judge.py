@@ -26,9 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import xxhash
+
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.dataset.jsonl import json_lines
+from overbrainer.llm.types import ChatRequest
+from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +42,11 @@ TRIES = 2  # an unparsable verdict is asked once more
 
 
 def verdicts_key(provider: str, model: str, template_source: str) -> str:
-    import xxhash
-
     text = "\x1f".join((provider, model, template_source))
     return f"{xxhash.xxh3_64_intdigest(text.encode()):016x}"
 
 
 def child_first(question_id: str, seed: int) -> bool:
-    import xxhash
-
     return xxhash.xxh3_64_intdigest(question_id.encode(), seed) & 1 == 1
 
 
@@ -105,8 +106,6 @@ class Task:
 
 
 def read_verdicts(path: Path) -> dict[tuple[str, bool], dict]:
-    from overbrainer.dataset.jsonl import json_lines
-
     out: dict[tuple[str, bool], dict] = {}
     for _, doc in json_lines(path, lenient=True):
         if isinstance(doc, dict) and isinstance(doc.get("id"), str) and isinstance(doc.get("child_first"), bool) \
@@ -162,9 +161,6 @@ class Judge:
         """One verdict line (asked at most twice), the usage of every reply and what they cost
         (the provider's bills where it reports them, else the listed-price estimate). `admit()`
         is called before each request (it raises Interrupted once the judge is stopping)."""
-        from overbrainer.llm.types import ChatRequest
-        from overbrainer.support.usage import Usage
-
         usage, cost = Usage(0, 0), None
         for attempt in range(TRIES):
             if admit is not None:

@@ -19,11 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.dataset.jsonl import json_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.export.deliver import RECORD, ExportRecord
 from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import SUCCEEDED, load
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
 
@@ -107,8 +111,6 @@ class NoGguf(OverbrainerError):
 
 def newest_exportable(project_dir: Path) -> str | None:
     """The newest run that succeeded (by its record's `created`), or None."""
-    from overbrainer.jobs.run_record import SUCCEEDED, load
-
     root = runs_dir(project_dir)
     found = []
     for d in sorted(root.iterdir()) if root.is_dir() else []:
@@ -149,8 +151,6 @@ def question_of(record: Any) -> dict | None:
 
 
 def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
-    from overbrainer.dataset.jsonl import json_lines
-
     path = Path(project_dir) / "data" / "eval.jsonl"
     out: list[dict] = []
     for _, record in json_lines(path, lenient=True):
@@ -168,8 +168,6 @@ def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
 
 def training_shape(run_dir: Path) -> tuple[str | None, int]:
     """(base_model, sequence_len) from the run's axolotl.yaml (0: the model's own context)."""
-    import yaml
-
     path = run_dir / "axolotl.yaml"
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))

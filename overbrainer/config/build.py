@@ -16,8 +16,8 @@ from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
     PROTOCOLS,
-    THINKING_MODES,
     ROLE_NAMES,
+    THINKING_MODES,
     Config,
     Pipeline,
     Project,
@@ -27,6 +27,8 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
+from overbrainer.llm.dialects import guess
+from overbrainer.llm.thinking import problems as refused
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 U32 = 2**32 - 1
@@ -123,8 +125,6 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
                 t.problem("dialect", "only for an openai provider (the anthropic protocol has none)")
             dialect = None
         elif dialect is None:
-            from overbrainer.llm.dialects import guess
-
             dialect, guessed = guess(base_url), True
         out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed)
     return out
@@ -173,8 +173,6 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         return None
     role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
-        from overbrainer.llm.thinking import problems as refused
-
         problems.extend(refused(f"roles.{name}", role))
     return role
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Mapping
 
@@ -166,7 +167,8 @@ def _machine_target(t: Table, name: str, kind: str, env_client: str | None) -> T
 
 def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None:
     gpu_types = t.str_list_or_auto("gpu_types", required=True)
-    max_hours = t.float("max_hours", required=True, rule=(lambda x: 0 < x <= 720, "must be greater than 0 and at most 720"))
+    max_hours = t.float("max_hours", required=True,
+                        rule=(lambda x: 0 < x <= 720, "must be greater than 0 and at most 720"))
     min_vram = t.int("min_vram_gb", min=1, max=U32)
     max_price = t.float("max_price_per_hour", rule=_POSITIVE)
     max_cost = t.float("max_cost_usd", rule=_POSITIVE)
@@ -324,8 +326,6 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         version = 6
     else:
         version = 4
-    import ipaddress  # here, not at the top: start-up time
-
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:

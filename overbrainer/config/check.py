@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
@@ -18,6 +19,7 @@ from overbrainer.config.model import (
     SshTarget,
     Target,
 )
+from overbrainer.llm.thinking import mode, supported
 from overbrainer.support.redact import MASK
 
 UNSET = "(unset)"
@@ -27,8 +29,6 @@ def show_url(url: str | None) -> str | None:
     """The URL without its user:password and query (they may hold a key)."""
     if url is None:
         return None
-    from urllib.parse import urlsplit, urlunsplit
-
     try:
         p = urlsplit(url)
         netloc = p.netloc
@@ -65,8 +65,6 @@ def _role_text(r: Role, protocol: str | None = None) -> str:
 
 def thinking_text(r: Role) -> list[str]:
     """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
-    from overbrainer.llm.thinking import mode, supported
-
     chosen = mode(r)
     if chosen is None:
         return []

@@ -7,6 +7,7 @@ are coerced to the field's type, while file values must already have it. Problem
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any, Callable, Iterable
 
@@ -198,8 +199,6 @@ class Table:
 
 def unknown(problems: list[str], dotted: str, value: Any, known: Iterable[str] = ()) -> None:
     """`unknown field `a.b``, with where it came from and the nearest known key of its table."""
-    import difflib
-
     src = origin(value)
     text = f"unknown field `{dotted}`" + (f" (from {src})" if src else "")
     name = dotted.rsplit(".", 1)[-1]

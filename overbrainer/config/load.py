@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from overbrainer.config import envmap
+from overbrainer.config.build import build
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
 from overbrainer.support.files import read_bytes
@@ -70,8 +71,6 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def parse_config(data: dict[str, Any], environ: Mapping[str, str]) -> Config:
     """Validate a parsed TOML dict with the environment laid over it."""
-    from overbrainer.config.build import build
-
     problems = envmap.env_only_in_file(data)
     env = envmap.overlay(environ, problems)
     config = build(envmap.merge(data, env), environ, problems)

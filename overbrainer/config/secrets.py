@@ -60,6 +60,7 @@ class Secret:
                     ref = parse_reference(self.reference)
                     if ref is None:
                         raise OverbrainerError(BAD_REFERENCE)
+                    # lazy: only a vault: reference needs the HTTP stack (requests, tenacity)
                     from overbrainer.config.vault import read_secret
 
                     value = read_secret(*ref, environ=self._environ)

@@ -13,6 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from jinja2 import StrictUndefined, TemplateSyntaxError
+from jinja2.sandbox import SandboxedEnvironment
+
 from overbrainer.errors import OverbrainerError
 
 NAMES = ("subtopics", "questions", "answer_system", "judge")
@@ -36,9 +39,6 @@ def builtin_source(name: str) -> str:
 
 
 def _environment():
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
     return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
@@ -75,8 +75,6 @@ def _short(e: BaseException) -> str:
 
 def load_templates(project_dir: str | os.PathLike, names: Iterable[str] = NAMES) -> Templates:
     """Load and compile `names`: `prompts/<name>.txt` of the project if present, else built-in."""
-    from jinja2 import TemplateSyntaxError
-
     env = _environment()
     compiled: dict[str, Any] = {}
     sources: dict[str, str] = {}

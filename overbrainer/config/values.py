@@ -6,7 +6,9 @@ return None instead of stopping.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Mapping
+from urllib.parse import urlsplit
 
 from overbrainer.config.fields import Table
 from overbrainer.config.secrets import BAD_REFERENCE, Secret, parse_reference
@@ -25,8 +27,6 @@ def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
 
 def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
     """An http(s) URL (env only); with `loopback_http`, plain http only on a loopback host."""
-    from urllib.parse import urlsplit
-
     v = t.str(k)
     if v is None:
         return None
@@ -51,9 +51,7 @@ def _is_loopback(host: str) -> bool:
     octets = host.split(".")
     if len(octets) == 4 and all(o.isdigit() and len(o) <= 3 and int(o) <= 255 and (o == "0" or o[0] != "0")
                                 for o in octets):
-        return octets[0] == "127"  # the common case, without importing ipaddress (start-up time)
-    import ipaddress
-
+        return octets[0] == "127"  # the common case
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.dataset.stages import STAGES, StageStats
+from overbrainer.support.columns import realign
 from overbrainer.support.fmt import stamp
+
+from .jsonl import Appender, json_lines
 
 log = logging.getLogger(__name__)
 
@@ -110,16 +113,12 @@ class HistoryEntry:
 
 def append_entries(project_dir: str | os.PathLike, entries: list[HistoryEntry]) -> None:
     """Append lines (one write each, flushed). Raises OverbrainerError; used by migrate's backfill."""
-    from .jsonl import Appender
-
     with Appender(history_path(project_dir)) as appender:
         appender.append_all(e.to_dict() for e in entries)
 
 
 def read_history(project_dir: str | os.PathLike) -> list[HistoryEntry]:
     """Every entry, oldest first. Missing file: empty. Malformed lines are skipped with a warning."""
-    from .jsonl import json_lines
-
     path = history_path(project_dir)
     entries = []
     for lineno, obj in json_lines(path, lenient=True):
@@ -331,8 +330,6 @@ def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list
     if not entries:
         return ["no stage has run yet"]
     if all:
-        from overbrainer.support.columns import realign
-
         priced: dict[str, bool] = {}  # per stage: priced_before() as the lines go
         lines = []
         for e in entries:

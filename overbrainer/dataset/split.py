@@ -19,6 +19,7 @@ from typing import Iterable
 
 import xxhash
 
+from .jsonl import read_records, rewrite
 from .records import EXCLUSIONS, Example, Question, latest
 
 log = logging.getLogger(__name__)
@@ -158,8 +159,6 @@ def split(examples: Iterable[Example], questions: Iterable[Question | str], topi
 
 def write_split(result: SplitResult, train_path: str | Path, eval_path: str | Path) -> None:
     """Rewrite train.jsonl and eval.jsonl atomically (each: temp file, fsync, rename)."""
-    from .jsonl import rewrite
-
     rewrite(train_path, result.train)
     rewrite(eval_path, result.eval)
 
@@ -168,8 +167,6 @@ def run_split(paths, topics: Iterable, eval_ratio: float, seed: int, *,
               counted: str | Iterable[str] | None = None) -> SplitResult:
     """Read answers and questions of `paths` (ProjectPaths), split, warn when everything usable
     is orphaned, write train/eval. Events and history are the caller's."""
-    from .jsonl import read_records
-
     answers = read_records(paths.answers, Example)
     questions = read_records(paths.questions, Question)
     result = split(answers, questions, topics, eval_ratio, seed, counted=counted)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from overbrainer.support.words import plural
+
 from .history import Cost, read_history, totals
 from .jsonl import read_records
 from .paths import ProjectPaths
 from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic, latest
-from overbrainer.support.words import plural
 
 
 @dataclass

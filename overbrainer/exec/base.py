@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.transfer import upload_names, verify
 
 # Files on the target that only the job-control scripts use; never downloaded.
 # Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
@@ -176,8 +177,6 @@ class Executor(ABC):
         chosen `entries` [(local path, remote path)], each file or folder (recursively) to
         exactly that path, its folders made. Symlinks are sent as symlinks. `progress(done,
         total)` (exec.transfer.Progress) is given the bytes sent (none when nothing moves)."""
-        from overbrainer.exec.transfer import upload_names
-
         if entries is None:
             if local is None or remote is None:
                 raise TypeError("upload() takes a folder and where it goes, or entries")
@@ -238,8 +237,6 @@ class Executor(ABC):
         regular file under `entries` here must have the SHA-256 the target computed from its own
         disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
         `download failed: …`, or exec.transfer.VerifyError (`verify failed: …`)."""
-        from overbrainer.exec.transfer import verify
-
         entries, exclude = list(entries), list(exclude)
         box: dict = {}
 

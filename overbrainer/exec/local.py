@@ -14,7 +14,12 @@ from typing import Iterable
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
-    Executor, JobId, JobSpec, JobState, check_env, check_secrets,
+    Executor,
+    JobId,
+    JobSpec,
+    JobState,
+    check_env,
+    check_secrets,
 )
 from overbrainer.support import fmt
 from overbrainer.support.atomic import atomic_write_bytes

@@ -15,10 +15,18 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
-    Executor, JobId, JobSpec, JobState, TargetUnreachable, check_env, check_secrets,
+    Executor,
+    JobId,
+    JobSpec,
+    JobState,
+    TargetUnreachable,
+    check_env,
+    check_secrets,
 )
 from overbrainer.exec.ssh_connect import WINDOW, SshEndpoint, connect
 
@@ -79,8 +87,6 @@ class SshExecutor(Executor):
                 self._t = None
 
     def _call(self, action: str, fn: Callable, *, idempotent: bool = True):
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
         def again(e: BaseException) -> bool:
             if isinstance(e, _Dropped) and (idempotent or not e.sent):
                 log.debug("%s: connection to %s dropped; reconnecting once", action, self.endpoint.name)
@@ -101,6 +107,7 @@ class SshExecutor(Executor):
               sink: Callable[[Callable[[int], bytes]], object] | None = None,
               timeout: float | None = None) -> bytes:
         """Run `sh -c script`; stdin from bytes or feed(send); stdout to sink(recv) or returned."""
+        # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
         import paramiko
 
         timeout = timeout or self.op_timeout
@@ -128,7 +135,7 @@ class SshExecutor(Executor):
                 try:
                     sink(_guarded(chan.recv))
                 except _ChannelError as e:
-                    raise e.error
+                    raise e.error from None
                 except OSError as e:
                     raise OverbrainerError(f"{action} failed: cannot write {e.filename}: {e.strerror}") from e
             else:
@@ -272,6 +279,7 @@ def _packet_sender(chan):
 
 def _guarded(fn):
     """Tell the channel's errors apart from local file errors raised around it."""
+    # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
     import paramiko
 
     def call(arg):

@@ -3,7 +3,8 @@
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
 buffers; the other end is the target's `tar`. Extraction (tarfile's `data` filter plus the
 checks it lacks) refuses absolute names, `..`, links leading outside the destination and special
-files, and never writes through a symlink or a hard link. It hashes each regular file as it writes it (`Written`), so verify need not read it again.
+files, and never writes through a symlink or a hard link. It hashes each regular file as it writes
+it (`Written`), so verify need not read it again.
 
 Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stream as they pass
 (through a `Meter`: at the start, at most once per PROGRESS_SECS, and once at the end), so a
@@ -20,6 +21,7 @@ import posixpath
 import shutil
 import stat
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -424,8 +426,6 @@ def copy_members(members: Iterable[Member], dst: str | os.PathLike, exclude: Ite
     with the same checks as a download; `progress` gets its bytes. A member that would land on
     itself is left alone; one that would land inside itself is refused. Returns what the
     extraction wrote (see extract_tar)."""
-    import threading
-
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
     members = _not_onto_themselves(list(members), dst)

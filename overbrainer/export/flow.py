@@ -15,21 +15,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from overbrainer.config.build_train import is_ollama_name
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import UsageError
 from overbrainer.export import pod
 from overbrainer.export.deliver import ollama_create
 from overbrainer.export.gate import base_model, check_run
 from overbrainer.export.job import FETCHED, export_part
+from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
 
 log = logging.getLogger(__name__)
 
 
 def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None,
                 target: str | None = None, keep: bool = False) -> dict:
-    from overbrainer.config.build_train import is_ollama_name
-    from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
-
     settings = config.export
     quantize = quantize or settings.quantize
     name = ollama or settings.ollama_name

@@ -12,6 +12,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import STOPPED, SUCCEEDED, RunRecord, load
@@ -60,8 +62,6 @@ def check_run(runs_dir: Path, run_id: str) -> Source:
 
 
 def _config(run_dir: Path) -> dict:
-    import yaml
-
     try:
         data = yaml.safe_load((run_dir / CONFIG_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError):

@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime, Step
 from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
@@ -44,8 +45,6 @@ class InJobExport:
 
 
 def step(run_dir: Path, run_id: str, target: Any, quantize: str, workdir: str) -> tuple[Any, dict[str, str]]:
-    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime, Step
-
     (run_dir / SCRIPT).write_text(llama_cpp.script(SCRIPT), encoding="utf-8")
     (run_dir / llama_cpp.SCRIPT).write_text(llama_cpp.script(llama_cpp.SCRIPT), encoding="utf-8")
     (run_dir / MARK).write_text(quantize + "\n", encoding="utf-8")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.runtime import Step
+from overbrainer.exec.transfer import tree_size
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, Source, sequence_len
@@ -53,8 +55,6 @@ class ExportPart:
 
     @property
     def step(self):
-        from overbrainer.exec.runtime import Step
-
         return Step("export", ("sh", SCRIPT), from_path=True)
 
     def upload_if_gone(self, executor, remote_job_dir: str) -> None:
@@ -106,8 +106,6 @@ def run_root(remote_job_dir: str) -> str:
 def upload_if_gone(executor, source: Source, remote_job_dir: str) -> int:
     """Upload the run's model (as little as makes it) and axolotl.yaml when a read-only probe
     finds them gone from the target; the bytes sent."""
-    from overbrainer.exec.transfer import tree_size
-
     remote_run = run_root(remote_job_dir)
     q = shlex.quote
     model = f"{q(remote_run)}/{q(source.model)}"
@@ -130,7 +128,10 @@ def model_entries(src: Path, remote: str) -> list[tuple[Path, str]]:
     """A model folder's entries to send: all but its checkpoints and earlier GGUFs, and for an
     adapter its merged model too (the target merges again)."""
     adapter = is_adapter(src)
-    skipped = lambda name: name.startswith("checkpoint-") or name == "gguf" or adapter and name == "merged"
+
+    def skipped(name: str) -> bool:
+        return name.startswith("checkpoint-") or name == "gguf" or adapter and name == "merged"
+
     entries = [(path, f"{remote}/{path.name}") for path in sorted(src.iterdir())
                if not skipped(path.name)] if src.is_dir() else []
     if not any(_holds_a_file(path) for path, _ in entries):

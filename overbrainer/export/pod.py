@@ -8,11 +8,15 @@ from the Hugging Face Hub's metadata (`GET /api/models/<repo>?expand[]=safetenso
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.runpod.catalog import vram_floor
+from overbrainer.support import http
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +30,6 @@ def needs_floor(target: Any) -> bool:
 
 def settings(target: Any, max_hours: float, *, image: str | None = None, model_bytes: int | None = None) -> dict:
     """The target's settings for a side job's pod (only for a runpod target; {} otherwise)."""
-    from overbrainer.runpod.catalog import vram_floor
-
     if getattr(target, "kind", None) != "runpod":
         return {}
     out: dict[str, Any] = {"max_hours": max_hours}
@@ -59,11 +61,6 @@ def base_model_bytes(config: Any, base_model: str | None) -> int | None:
 
 def hub_parameters(config: Any, repo: str) -> int:
     """The parameter count the Hub's metadata gives for `repo` (OverbrainerError saying why not)."""
-    import json
-    import time
-
-    from overbrainer.support import http
-
     hub = getattr(config, "hub", None)
     base = (hub.url if hub is not None else "https://huggingface.co").rstrip("/")
     headers = {"Accept": "application/json"}

@@ -20,13 +20,17 @@ from abc import ABC, abstractmethod
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from overbrainer.front import terminal
+from overbrainer.front.bus import EventBus
+from overbrainer.front.interrupt import Flag, Interrupt
+from overbrainer.front.render_bars import BarRenderer
+from overbrainer.front.render_json import JsonRenderer
+from overbrainer.front.render_lines import LineRenderer
+from overbrainer.front.results import write_result
 from overbrainer.support import fmt
-from overbrainer.support.redact import redact
 
-if TYPE_CHECKING:  # the bus, the events and Interrupt load only when a flow runs (`config check` only reports)
-    from overbrainer.front.bus import EventBus, Subscription
+if TYPE_CHECKING:
+    from overbrainer.front.bus import Subscription
     from overbrainer.front.events import Event
-    from overbrainer.front.interrupt import Flag, Interrupt
 
 log = logging.getLogger(__name__)
 
@@ -185,45 +189,24 @@ class Cli(Frontend):
     def make_renderer(self) -> Any:
         stream = self._stderr if self._stderr is not None else sys.stderr
         if self.json:
-            from overbrainer.front.render_json import JsonRenderer
-
             return JsonRenderer(self._stderr)
         if terminal.use_bars(stream):
-            from overbrainer.front.render_bars import BarRenderer
-
             return BarRenderer(self._stderr)
-        from overbrainer.front.render_lines import LineRenderer
-
         return LineRenderer()
 
     def open_bus(self) -> BusGuard:
-        from overbrainer.front.bus import EventBus
-
         bus = EventBus(self.capacity, observer=self.observer)
         self._opened(bus)
         return BusGuard(bus, self.make_renderer(), owns_bus=True)
 
     def interrupt(self) -> "Interrupt":
-        from overbrainer.front.interrupt import Interrupt
-
         return Interrupt()
 
     def provisioning_flag(self) -> "Flag":
-        from overbrainer.front.interrupt import Flag
-
         return Flag.catching()
 
     def report(self, text: str, data: dict | None = None) -> None:
-        if self.json:
-            import json as _json  # here: plain output never pays for it at start-up
-
-            line = _json.dumps(data if data is not None else {"message": text}, ensure_ascii=False)
-        else:
-            line = text
-        out = self._stdout if self._stdout is not None else sys.stdout
-        with terminal.writing():
-            out.write(redact(line) + "\n")
-            out.flush()
+        write_result(text, data, as_json=self.json, out=self._stdout)
 
 
 class Json(Cli):
@@ -248,19 +231,13 @@ class Embedded(Frontend):
         if self._renderer is not None:
             renderer = self._renderer()
         else:
-            from overbrainer.front.render_lines import LineRenderer
-
             renderer = LineRenderer()
         return BusGuard(self.bus, renderer, owns_bus=False)
 
     def interrupt(self) -> "Interrupt":
-        from overbrainer.front.interrupt import Interrupt
-
         return Interrupt.on(self.detach, abandon=self.abandon)
 
     def provisioning_flag(self) -> "Flag":
-        from overbrainer.front.interrupt import Flag
-
         return Flag(self.abandon)
 
     def report(self, text: str, data: dict | None = None) -> None:

@@ -8,6 +8,7 @@ directive names them: `OVERBRAINER_LOG=debug,urllib3=debug`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -65,9 +66,7 @@ class JsonFormatter(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             message += "\n" + record.exc_text
-        import json as _json  # here: plain logs never pay for it at start-up
-
-        return _json.dumps({"event": "log", "time": stamp(record.created),
+        return json.dumps({"event": "log", "time": stamp(record.created),
                             "level": level_name(record.levelno).lower(), "message": message})
 
 

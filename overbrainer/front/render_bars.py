@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from overbrainer.front import terminal
 from overbrainer.front.events import Metric, Transfer
-from overbrainer.front.render_lines import Every, LineRenderer, Tenths, is_number, RunProgress, StageProgress
+from overbrainer.front.render_lines import Every, LineRenderer, RunProgress, StageProgress, Tenths, is_number
 
 
 class BarRenderer(LineRenderer):
@@ -19,6 +19,7 @@ class BarRenderer(LineRenderer):
 
     def _open(self, key: Any, **kw: Any) -> Any:
         self._close(key)
+        # lazy: tqdm only once a bar is drawn on a terminal; lines on a pipe never load it
         from tqdm import tqdm
 
         if not self.bars:

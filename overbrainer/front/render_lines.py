@@ -19,11 +19,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from overbrainer.support import fmt
 from overbrainer.front.events import (
-    Event, ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, PodStatus, RunWatched, StageFinished,
-    StageModel, StageStarted, Transfer,
+    Event,
+    ItemDone,
+    ItemFailed,
+    JobStatus,
+    Lagged,
+    Mark,
+    Metric,
+    PodStatus,
+    RunWatched,
+    StageFinished,
+    StageModel,
+    StageStarted,
+    Transfer,
 )
+from overbrainer.support import fmt
 
 log = logging.getLogger("overbrainer.progress")
 

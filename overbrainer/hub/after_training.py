@@ -14,6 +14,8 @@ from typing import Any
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.hub.flow import push_flow
+from overbrainer.hub.push import RECORD
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +38,6 @@ def push_after_training(session: Any, config: Any, result: Any) -> bool:
     after_training` asks for it; True when it was pushed. Ctrl-C still stops the command."""
     if not wants_push(config) or result is None or result.detached or result.state != SUCCEEDED:
         return False
-    from overbrainer.hub.push import RECORD
-
     run_dir = ProjectPaths(session.project_dir).runs / result.run_id
     if (run_dir / "hub" / RECORD).is_file():
         log.info("push: run %s was already pushed (hub/%s)", result.run_id, RECORD)
@@ -46,8 +46,6 @@ def push_after_training(session: Any, config: Any, result: Any) -> bool:
         log.warning("push skipped: OVERBRAINER_HF_TOKEN is not set; push run %s later with: "
                     "overbrainer push %s", result.run_id, result.run_id)
         return False
-    from overbrainer.hub.flow import push_flow
-
     try:
         push_flow(session, config, result.run_id)
     except Interrupted:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from overbrainer.errors import OverbrainerError
 from overbrainer.hub.card_rules import is_hub_id, model_name
 from overbrainer.hub.card_toml import reproduce
@@ -53,8 +55,6 @@ class CardFacts:
 def axolotl_settings(run_dir: Path) -> dict:
     path = run_dir / "axolotl.yaml"
     try:
-        import yaml
-
         data = yaml.safe_load(path.read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError, ImportError) as e:

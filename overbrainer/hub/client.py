@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from overbrainer import __version__
 from overbrainer.errors import OverbrainerError
 from overbrainer.support import fmt
+from overbrainer.support.http import retry_after
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ def _configure() -> None:
     global _configured
     if _configured:
         return
-    from huggingface_hub.utils import disable_progress_bars, logging as hf_logging
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
+    from huggingface_hub.utils import disable_progress_bars
+    from huggingface_hub.utils import logging as hf_logging
 
     root = logging.getLogger("huggingface_hub")
     for h in list(root.handlers):
@@ -69,6 +72,7 @@ def _configure() -> None:
 def _timeouts() -> None:
     """The library's shared client (its own request hooks kept: request ids, offline mode) with
     our timeouts; set on each `api()`, as the library may have made a new client since."""
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     import httpx2
     from huggingface_hub import get_session
 
@@ -79,6 +83,7 @@ def api(base_url: str, token: str | None) -> Any:
     """An `HfApi` on `base_url` with `token` (None for a dry run)."""
     _configure()
     _timeouts()
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     from huggingface_hub import HfApi
 
     return HfApi(endpoint=base_url.rstrip("/"), token=token if token else False,
@@ -86,14 +91,13 @@ def api(base_url: str, token: str | None) -> Any:
 
 
 def _retry_after(response: Any) -> str:
-    from overbrainer.support.http import retry_after
-
     seconds = retry_after(response.headers.get("Retry-After"), cap=None) if response is not None else None
     return "" if seconds is None else f" (in {fmt.duration(math.ceil(seconds), words=True)})"
 
 
 def explain(error: BaseException, what: str, *, namespace: str | None = None, host: str = "") -> HubError:
     """One line for a failure of `what` (whoami, create, upload, commit…)."""
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     import httpx2
     from huggingface_hub.errors import HfHubHTTPError
 

@@ -18,7 +18,13 @@ from typing import Any
 from overbrainer import __version__
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, UsageError
+from overbrainer.front.events import RunWatched, Transfer
+from overbrainer.hub import client, push
+from overbrainer.hub.card import render
+from overbrainer.hub.card_facts import axolotl_settings, gather
+from overbrainer.hub.card_rules import is_hub_id
 from overbrainer.hub.files import check_run, collect
+from overbrainer.hub.push import write_card_copy
 from overbrainer.jobs import ids
 from overbrainer.support import fmt
 
@@ -53,8 +59,6 @@ def _token(config: Any, dry_run: bool) -> str | None:
 
 def _license(api: Any, base_model: str | None) -> str | None:
     """The base model's license from its Hub card (best effort: none on any failure)."""
-    from overbrainer.hub.card_rules import is_hub_id
-
     if not is_hub_id(base_model):
         return None
     try:
@@ -68,15 +72,10 @@ def _license(api: Any, base_model: str | None) -> str | None:
 
 
 def _card(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], license: str | None) -> str:
-    from overbrainer.hub.card import render
-    from overbrainer.hub.card_facts import gather
-
     return render(gather(config, run_dir, run_id, repo, paths, __version__, license=license))
 
 
 def _base_model(run_dir: Path, config: Any) -> str | None:
-    from overbrainer.hub.card_facts import axolotl_settings
-
     base = axolotl_settings(run_dir).get("base_model")
     return base if isinstance(base, str) else getattr(config.training, "base_model", None)
 
@@ -95,8 +94,6 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     if dry_run:
         return _dry_run(session, config, run_dir, run_id, uploads, size, pick_repo(repo, config, YOU), private)
 
-    from overbrainer.hub import client, push
-
     api = client.api(config.hub.url, token)
     host = client.host_of(config.hub.url)
     front = session.front
@@ -111,8 +108,6 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     if push.card_decision(existing, overwrite_card):
         card = _card(config, run_dir, run_id, target.repo, paths, _license(api, _base_model(run_dir, config)))
         push.write_card_copy(run_dir, card)
-    from overbrainer.front.events import RunWatched, Transfer
-
     guard = front.open_bus()
     try:
         guard.bus.publish(RunWatched(run_id, "push"))
@@ -132,8 +127,6 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
 
 def _dry_run(session: Any, config: Any, run_dir: Path, run_id: str, uploads: list, size: int, repo: str,
              private: bool) -> dict:
-    from overbrainer.hub.push import write_card_copy
-
     card = _card(config, run_dir, run_id, repo, [u.path for u in uploads], None)
     card_path = write_card_copy(run_dir, card)
     visibility = "private" if private else "public"

@@ -79,6 +79,7 @@ def whoami(api: Any, host: str) -> str:
 
 def ensure_repo(api: Any, target: Target, host: str) -> tuple[bool, Any]:
     """(private, repo info or None when just created). Refuses a private push into a public repo."""
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     from huggingface_hub.errors import RepositoryNotFoundError
 
     ns = target.repo.split("/", 1)[0]
@@ -108,6 +109,7 @@ def remote_card(api: Any, repo: str, info: Any, host: str) -> str | None:
     names = {s.rfilename for s in (getattr(info, "siblings", None) or [])}
     if CARD_PATH not in names:
         return None
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import get_session, hf_raise_for_status
 
@@ -132,6 +134,7 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
                       card: str | None, *, private: bool, interrupt: Any,
                       emit: Callable[[int, int], None], now: Callable[[], str]) -> dict:
     """Upload every file, then one commit. Returns what push.json holds."""
+    # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     from huggingface_hub import CommitOperationAdd
 
     host = host_of(api.endpoint)

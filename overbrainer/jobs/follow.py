@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from overbrainer.errors import Interrupted, OverbrainerError
-from overbrainer.front.events import JobStatus, RunWatched
+from overbrainer.front.events import JobStatus, RunWatched, metrics_event
 from overbrainer.jobs import polling
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.status import Status, to_status
+from overbrainer.train.metrics import READ_LIMIT, MetricsSummary, line_reader
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ class Follower:
 
     def __init__(self, executor, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
                  job: str | None = None):
-        from overbrainer.train.metrics import MetricsSummary, line_reader
-
         self.executor = executor
         self.record = record
         self.bus = bus
@@ -82,9 +81,6 @@ class Follower:
 
     def read_metrics(self) -> int:
         """Read every new complete line; publish its events. Returns the bytes read."""
-        from overbrainer.front.events import metrics_event
-        from overbrainer.train.metrics import READ_LIMIT
-
         total = 0
         while True:
             chunk = self.executor.read_from(self.metrics_path, self.reader.offset, READ_LIMIT)
@@ -155,8 +151,6 @@ class Follower:
         for line in self.reader.finish():
             rec = self.summary.feed(line)
             if rec is not None:
-                from overbrainer.front.events import metrics_event
-
                 ev = metrics_event(self.record.id, rec)
                 if ev is not None:
                     self.bus.publish(ev)

@@ -29,6 +29,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
+from overbrainer.jobs.pod_lease import pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
@@ -79,8 +80,6 @@ def lease(session, config, target_name: str, target: Any, record: RunRecord, *, 
     lease takes it over (and closes it). A side job on a pod of its own gives its `pod_home`
     (jobs.pod_homes.PodHome: where its record and pod.json are) and the pod's `pod_workdir`."""
     if is_pod(target):
-        from overbrainer.jobs.pod_lease import pod_lease
-
         if retrieved is None:
             raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
         with pod_lease(session, config, target_name, target, record, interrupt=interrupt,

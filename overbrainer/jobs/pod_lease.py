@@ -27,12 +27,19 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
 from overbrainer.jobs.pod_homes import PodHome
+from overbrainer.jobs.pod_ledger import warn_orphans
 from overbrainer.jobs.run_record import PREPARING, load
 from overbrainer.jobs.start import claim_target, fail, unconfirmed
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.errors import RunpodError
+from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR, ssh_line
 from overbrainer.runpod.pod_record import PodRecord, PodState
+from overbrainer.runpod.pod_scripts import WORKDIR
+from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, forget_run, remove, sweep
+from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +87,11 @@ class PodContext:
 
     def forget(self) -> None:
         """No pod of the run is left: drop its private keys and host-key secret (best effort)."""
-        from overbrainer.runpod.remove import forget_run
-
         if self.pod is None or self.pod.no_pod_left:
             forget_run(self.client, self.run_dir / SSH_DIR, self.run_id)
 
     def sweep_and_forget(self, sweep) -> None:
         """Delete the run's other marker pods (unconfirmed ones become strays), then forget."""
-        from overbrainer.runpod.errors import RunpodError
-
         try:
             strays = sweep(self.client, self.run_id, self.pod.pod_id, self.timing, publish=self.publish)
         except RunpodError as e:
@@ -128,8 +131,6 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
     `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
     `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod
     (None: only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
-    from overbrainer.runpod.waits import Timing
-
     runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
@@ -139,8 +140,6 @@ def pod_lease(session, config, target_name: str, target: Any, record, *, interru
         ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved, home=home,
                          project_dir=session.project_dir)
         if start:
-            from overbrainer.jobs.pod_ledger import warn_orphans
-
             _end_retrieved(ctx, runs_dir, None, interrupt,
                            rule=retrieved if home is None or not home.side else runs_retrieved)
             warn_orphans(client, runs_dir, record.id, stale=True)
@@ -183,8 +182,6 @@ def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrup
 def end_left_pod(session, config, run_id: str, retrieved) -> None:
     """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`):
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
-    from overbrainer.runpod.waits import Timing
-
     runs_dir = ProjectPaths(session.project_dir).runs
     if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
         return
@@ -201,9 +198,6 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
 
 def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool, workdir: str | None = None):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
-    from overbrainer.runpod.pod_scripts import WORKDIR
-    from overbrainer.runpod.provision import start_pod
-
     ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
@@ -276,8 +270,6 @@ def _arm_cost_cap(ctx: PodContext, executor, record, keep: bool) -> None:
 
 def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrupt) -> None:
     """start_pod failed (it deleted what it created, or recorded what it could not): fail the run."""
-    from overbrainer.runpod.failures import run_message
-
     pod = PodRecord.load_if_any(ctx.pod_path)
     ctx.pod = pod
     left = pod is not None and not pod.no_pod_left
@@ -293,8 +285,6 @@ def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrup
 
 def _release(ctx: PodContext, executor, interrupt, error: BaseException | None = None) -> None:
     """End the lease by what the run's files say (see the module docstring)."""
-    from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, remove, sweep
-
     pod = ctx.pod = ctx.pod.reload() if ctx.pod is not None else None
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return

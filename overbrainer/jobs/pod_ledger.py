@@ -23,6 +23,7 @@ from overbrainer.jobs import ids
 from overbrainer.jobs.pod_homes import PodHome, home_of, pod_homes
 from overbrainer.jobs.run_record import ENDED, PREPARING, RUNNING, load
 from overbrainer.runpod import cost
+from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
 
 log = logging.getLogger(__name__)
@@ -168,8 +169,6 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
     """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
     a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
     (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
-    from overbrainer.runpod.gone import Found, Gone, mark_gone
-
     now = time.time()
     recorded = _recorded(runs_dir)
     listed = [p for p in client.list_pods() if is_ours(p)]

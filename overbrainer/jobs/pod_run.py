@@ -27,13 +27,18 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.jobs.follow import follow
+from overbrainer.jobs.pod_homes import home_of, pod_homes, side_results_home
 from overbrainer.jobs.run_record import PREPARING, RUNNING, load
 from overbrainer.jobs.start import fail
 from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
-from overbrainer.runpod.gone import mark_gone, past_deadline
+from overbrainer.runpod.gone import look_up, mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
+from overbrainer.runpod.reach import executor_for
+from overbrainer.runpod.remove import DEADLINE, RETRIEVED, NotDeleted, forget_run, remove, sweep
 from overbrainer.support.sleep import sleep_until
 
 log = logging.getLogger(__name__)
@@ -93,9 +98,6 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: st
     """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
     Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
     (the run is then failed) or the watch's own error (the run stays running)."""
-    from overbrainer.front.interrupt import Interrupt
-    from overbrainer.jobs.follow import follow
-
     deadline = client_deadline(ctx.pod, ctx.timing.deadline_margin)
     tripped = threading.Event()
     done = threading.Event()
@@ -128,8 +130,6 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: st
 
 
 def _deadline_reached(ctx, run_id: str):
-    from overbrainer.runpod.remove import DEADLINE, remove
-
     remove(ctx.client, ctx.pod, ctx.pod_path, DEADLINE, "client", ctx.timing, publish=ctx.publish)
     fail_run(ctx.runs_dir, run_id, DEADLINE_MESSAGE)
     ctx.forget()
@@ -138,13 +138,11 @@ def _deadline_reached(ctx, run_id: str):
 
 def _unreachable(ctx, run_id: str, error: OverbrainerError):
     """The watch failed: the run fails only when its pod is gone."""
-    from overbrainer.runpod.gone import look_up
-
     try:
         remote = look_up(ctx.client, ctx.pod.pod_id, ctx.timing)
     except RunpodError as e:
         log.warning("cannot look up pod %s of run %s: %s", ctx.pod.pod_id, run_id, e)
-        raise error
+        raise error from e
     if remote is not None:
         raise error
     message = settle_gone(ctx, run_id)
@@ -182,8 +180,6 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
     """End the pod once the job ended; returns the pod's state (`deleted`, `kept`,
     `awaiting_retrieval`). Raises OverbrainerError `<run> ended, but not its pod` when the
     delete cannot be confirmed."""
-    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, remove, sweep
-
     pod = ctx.pod
     owner = ctx.owner(run.id)
     copy_pod_logs(executor, run.remote_dir, run_dir)
@@ -221,8 +217,6 @@ def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None
     retrieval and before the delete. A run's results are home by `retrieved(record, run_dir)` (the
     training's rule; None: runs are left alone), a side job's by `pod_homes.side_results_home`.
     Unreadable records are left alone."""
-    from overbrainer.jobs.pod_homes import home_of, pod_homes, side_results_home
-
     if only is not None:
         home = home_of(runs_dir, only)
         homes = [home] if home is not None else []
@@ -248,9 +242,6 @@ def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None
 def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, publish=None) -> None:
     """Delete (and confirm) the pods `retrieved_but_not_deleted` found, one warning line each, then
     sweep each run's other marker pods and forget its keys. Failures are warnings."""
-    from overbrainer.runpod.errors import RunpodError
-    from overbrainer.runpod.remove import RETRIEVED, NotDeleted, forget_run, remove, sweep
-
     for run, pod in found:
         log.warning("%s ended and its results are home, but its pod %s was not deleted: deleting it now",
                     _owner_of(pod.path.parent, run.id), pod.pod_id)
@@ -279,8 +270,6 @@ def reconnect(ctx, run):
     """Connect again to the run's pod (train attach, stop, cancel). None when there is no pod any
     more (`pod.json` then says deleted; a running run is failed). Raises PodStopped (EXITED),
     NoEndpoint (no `ssh.direct` yet) or the API's / the connection's error."""
-    from overbrainer.runpod.gone import look_up
-
     pod = ctx.pod
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return None
@@ -294,8 +283,6 @@ def reconnect(ctx, run):
     if remote.ssh is None:
         raise NoEndpoint(f"pod {pod.pod_id} of run {run.id} has no SSH endpoint (status {remote.status}); "
                          "try again once it runs")
-    from overbrainer.runpod.reach import executor_for
-
     endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
     keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
     executor = executor_for(keys, endpoint, _workdir(run.remote_dir), pod_id=pod.pod_id)

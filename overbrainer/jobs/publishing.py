@@ -6,6 +6,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+from overbrainer.front.events import Transfer
+
 
 @contextmanager
 def events(front) -> Iterator:
@@ -20,6 +22,4 @@ def events(front) -> Iterator:
 
 def transfer_progress(bus, run_id: str, direction: str):
     """The progress callback of a run's uploads or downloads: `Transfer` events on the bus."""
-    from overbrainer.front.events import Transfer
-
     return lambda done, total: bus.publish(Transfer(run_id, direction, done, total))

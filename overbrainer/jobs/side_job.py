@@ -55,12 +55,20 @@ from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
+from overbrainer.exec.base import JobSpec
+from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
-from overbrainer.jobs.lease import is_pod
-from overbrainer.jobs.pod_homes import NOT_HOME
+from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.pod_homes import NOT_HOME, PodHome, key_taken, side_results_home
+from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs.start import fail, remote_dir_of, start_job
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.pod_body import VOLUME_PATH
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.pod_scripts import WORKDIR
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -120,16 +128,12 @@ def side_target(config, run: RunRecord, kind: str, name: str | None = None) -> t
 
 def pod_root(run_id: str) -> str:
     """The run's directory on a side job's pod."""
-    from overbrainer.runpod.pod_scripts import WORKDIR
-
     return f"{WORKDIR}/{ids.validate(run_id)}"
 
 
 def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
                  now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
-    from overbrainer.jobs.lease import lease
-
     ids.validate(job.kind)
     name, where = side_target(config, run, job.kind, target)
     pod = is_pod(where)
@@ -150,8 +154,6 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
             return _on_pod(session, config, run, record, parent, name, where, job, label, interrupt, keep)
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:
-                from overbrainer.jobs.start import remote_dir_of
-
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
                 job_dir = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
                 cache = f"{held.executor.workdir.rstrip('/')}/.cache"
@@ -167,19 +169,11 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
 def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, name: str, target, job: SideJob,
             label: str, interrupt, keep: bool) -> SideJobResult:
     """The job on a new pod of its own (see the module docstring)."""
-    from overbrainer.jobs.lease import lease
-    from overbrainer.jobs.pod_homes import PodHome, key_taken, side_results_home
-    from overbrainer.runpod.pod_body import VOLUME_PATH
-
-    from overbrainer.runpod.api import RunpodClient
-
     RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
     save(parent, record)
-    from overbrainer.jobs.publishing import events
-
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
@@ -202,8 +196,6 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
 
 def _pod_left(parent: Path, job_id: str) -> str:
     """`; it has no pod left`, or where to look, from the job's pod.json."""
-    from overbrainer.runpod.pod_record import PodRecord
-
     try:
         pod = PodRecord.load_if_any(PodRecord.path_in(parent / job_id))
     except OverbrainerError:
@@ -230,9 +222,6 @@ def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> P
 
 def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, job_dir: Path, root: str,
          target, job: SideJob, label: str, cache: str) -> SideJobResult:
-    from overbrainer.jobs.publishing import events, transfer_progress
-    from overbrainer.jobs.start import fail, start_job
-
     executor = held.executor
     result = SideJobResult(record.id, job_dir, record.state, record=record)
     front = session.front
@@ -240,7 +229,7 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
         spec = _prepare(executor, interrupt, run, record, job_dir, root, target, job, label, cache)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
-        raise Interrupted(f"interrupted: {label} cancelled")
+        raise Interrupted(f"interrupted: {label} cancelled") from None
     except OverbrainerError as e:
         fail(parent, record, str(e))
         raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
@@ -276,9 +265,6 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
 def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, root: str, target,
              job: SideJob, label: str, cache: str):
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
-
     for name, content in job.files.items():
         path = job_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)

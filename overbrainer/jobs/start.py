@@ -16,12 +16,13 @@ import datetime as _dt
 import logging
 import re
 import secrets as _secrets
+import shlex
 import shutil
 import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.base import TargetUnreachable
+from overbrainer.exec.base import DEFAULT_SKIP, JobId, TargetUnreachable
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunRecord, save
 from overbrainer.support import fmt
@@ -74,8 +75,6 @@ def claim_target(executor, runs_dir: Path, record: RunRecord, owner: str | None 
 def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
     """Undo the claim of a run interrupted before anything was uploaded: remove `.claim` and the
     (then empty) directory on the target. Best effort, a few seconds at most."""
-    import shlex
-
     if Path(remote_dir) == Path(run_dir).resolve():
         return  # a local target: the run directory is already gone
     d = shlex.quote(remote_dir)
@@ -90,8 +89,6 @@ def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
 def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec, progress=None) -> RunRecord:
     """Upload the run directory (its bytes to `progress(done, total)`), spawn the job, save the
     record `running` with its job."""
-    from overbrainer.exec.base import DEFAULT_SKIP
-
     try:
         executor.upload(str(run_dir), record.remote_dir, DEFAULT_SKIP, progress=progress)
         try:
@@ -137,8 +134,6 @@ def find_job(executor, job_dir: str, container, wait: float | None = None):
     """The JobId from `<job_dir>/job.pid` (written by the job's wrapper), looked for up to `wait`
     seconds; None when the target answers without one. Raises TargetUnreachable when the last
     look could not reach the target."""
-    from overbrainer.exec.base import JobId
-
     deadline = time.monotonic() + (PID_WAIT_SECS if wait is None else wait)
     while True:
         unreachable = None

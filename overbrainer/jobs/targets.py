@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.exec.local import LocalExecutor
+from overbrainer.exec.ssh import SshExecutor
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +57,9 @@ def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=N
     """Connect to the target. Errors: `cannot reach target `<n>`: …`."""
     kind = getattr(target, "kind", "local")
     if kind == "local":
-        from overbrainer.exec.local import LocalExecutor
-
         return LocalExecutor(runs_dir)
     if kind == "ssh":
         host = target_host(name, target, environ)
-        from overbrainer.exec.ssh import SshExecutor
-
         # The executor's own errors already read `cannot reach target `<n>`: …` (its label), and
         # their class (TargetUnreachable, HostKeyError) tells the caller what to do.
         try:

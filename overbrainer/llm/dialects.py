@@ -8,8 +8,10 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+from overbrainer.support.frozen import frozen
 
 OPENAI = "openai"
 OPENROUTER = "openrouter"
@@ -23,7 +25,7 @@ MAX_TOKENS = "max_tokens"
 MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 
-@dataclass(frozen=True)
+@frozen
 class Dialect:
     name: str
     token_field: str  # the field that limits the answer's tokens
@@ -75,8 +77,6 @@ def reasoning_fields(dialect: Dialect, role: Any) -> dict:
 def guess(base_url: str | None) -> str:
     """The dialect a base URL suggests: OpenAI's and OpenRouter's hosts, Ollama's port 11434,
     a host named after llama.cpp (or port 8080, llama-server's default) or vLLM; else generic."""
-    from urllib.parse import urlsplit
-
     if not base_url:
         return GENERIC
     try:

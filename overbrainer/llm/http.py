@@ -20,12 +20,24 @@ import threading
 import time
 from typing import Any, Callable
 
-from overbrainer.llm.breaker import Breaker
 from overbrainer.llm import meanings
+from overbrainer.llm.breaker import Breaker
 from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, invalid
 from overbrainer.support import fmt, http
-from overbrainer.support.http import (CONNECT, CUT_OFF, DNS, REFUSED, TIMEOUT, TLS, Retries, TooLarge, Unanswered,
-                                      display_url, exchange, retried)
+from overbrainer.support.http import (
+    CONNECT,
+    CUT_OFF,
+    DNS,
+    REFUSED,
+    TIMEOUT,
+    TLS,
+    Retries,
+    TooLarge,
+    Unanswered,
+    display_url,
+    exchange,
+    retried,
+)
 from overbrainer.support.sleep import pause as _sleep
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.http import request_once
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +152,6 @@ class PriceBook:
             return cached
 
     def _fetch(self, channel, headers: dict[str, str]) -> list | None:
-        from overbrainer.llm.http import request_once
-
         try:
             doc = request_once(
                 channel, "GET", LISTING_PATH, headers=headers, timeout=self.timeout,

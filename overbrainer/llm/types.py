@@ -6,8 +6,19 @@ from dataclasses import dataclass, field
 
 # The values of `reasoning_kind` and `finish_reason` are the records' vocabulary (dataset/records.py):
 # each protocol maps its own words onto them.
-from overbrainer.dataset.records import (CONTENT_FILTER, FINISH_REASONS, LENGTH, NONE, OTHER, RAW,  # noqa: F401
-                                         REASONING_KINDS, REDACTED, REFUSAL, STOP, SUMMARY)
+from overbrainer.dataset.records import (  # noqa: F401
+    CONTENT_FILTER,
+    FINISH_REASONS,
+    LENGTH,
+    NONE,
+    OTHER,
+    RAW,
+    REASONING_KINDS,
+    REDACTED,
+    REFUSAL,
+    STOP,
+    SUMMARY,
+)
 from overbrainer.support.usage import Usage
 
 

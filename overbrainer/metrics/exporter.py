@@ -20,18 +20,22 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
+from overbrainer import __version__
+from overbrainer.dataset.history import read_history
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted
 from overbrainer.metrics.families import TallyCollector
 from overbrainer.metrics.pods import runpod_spend
+from overbrainer.metrics.server import MetricsServer
 from overbrainer.metrics.tally import Tally
+from overbrainer.support.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     from overbrainer.front.bus import EventBus, Subscription
-    from overbrainer.metrics.server import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +48,6 @@ def textfile_path(project_dir: Path, text: str | None) -> Path | None:
 
 
 def _history(project_dir: Path) -> list:
-    from overbrainer.dataset.history import read_history
-
     try:
         return read_history(project_dir)
     except OverbrainerError as e:
@@ -55,8 +57,6 @@ def _history(project_dir: Path) -> list:
 
 class Exporter:
     def __init__(self, project_dir: Path, project: str, settings) -> None:
-        from overbrainer import __version__
-
         self.project_dir = Path(project_dir)
         self.settings = settings
         self.tally = Tally()
@@ -80,8 +80,6 @@ class Exporter:
 
     def render(self, accept: str | None) -> tuple[bytes, str]:
         """The exposition the scraper asked for (`Accept`): OpenMetrics or the text format."""
-        from prometheus_client.exposition import choose_encoder
-
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self.registry), content_type
 
@@ -126,10 +124,6 @@ class Exporter:
         """Rewrite the textfile (temp file, fsync, rename: node_exporter never reads half of it)."""
         if self.textfile is None:
             return
-        from prometheus_client.exposition import generate_latest
-
-        from overbrainer.support.atomic import atomic_write_bytes
-
         with self._write_lock:
             try:
                 atomic_write_bytes(self.textfile, generate_latest(self.registry))
@@ -155,8 +149,6 @@ class Exporter:
 
 def serve(host: str, port: int, render) -> "MetricsServer | None":
     """The started server, or None (a warning) when the address cannot be bound."""
-    from overbrainer.metrics.server import MetricsServer
-
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         server = MetricsServer(host, port, render).start()

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.runpod.pod_record import PodRecord
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +19,6 @@ def runpod_spend(runs_dir: Path, now: float | None = None) -> dict[str, float]:
     paths = sorted(Path(runs_dir).glob("*/pod.json"))
     if not paths:
         return {}
-    from overbrainer.runpod.pod_record import PodRecord
-
     now = time.time() if now is None else now
     out: dict[str, float] = {}
     for path in paths:

@@ -11,8 +11,13 @@ received, those in flight within the grace included (support/processor.py).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
+from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.dataset.records import Example, Message, Meta, Question, latest
+from overbrainer.llm.hidden import hides
+from overbrainer.llm.types import ChatRequest
 from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor, read
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
@@ -25,8 +30,6 @@ STAGE = "answers"
 
 def run_answers(ctx: StageContext, topics: list, *, force: bool = False,
                 retry_excluded: bool = False) -> StageResult:
-    from overbrainer.config.ready import refuse_hidden_reasoning
-
     refuse_hidden_reasoning(ctx.config)  # before anything is removed or spent
     return execute(ctx, STAGE, "parent", lambda run: _body(ctx, run, topics, force, retry_excluded))
 
@@ -46,8 +49,6 @@ def classify(response, reasoning: bool) -> str | None:
 
 
 def build_example(question, response, *, model: str, system: str | None, reasoning: bool, hides: bool):
-    from overbrainer.dataset.records import Example, Message, Meta
-
     kind = response.reasoning_kind
     if hides and kind == "raw":
         kind = "summary"  # a parent that hides its thoughts is never trusted to return them
@@ -67,15 +68,10 @@ def build_example(question, response, *, model: str, system: str | None, reasoni
 
 
 def _with_kind(response, kind: str):
-    import dataclasses
-
     return dataclasses.replace(response, reasoning_kind=kind)
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_excluded: bool) -> StageResult:
-    from overbrainer.dataset.records import Example, Question
-    from overbrainer.llm.types import ChatRequest
-
     names = {t.name for t in topics}
     output = Output(ctx.paths.answers, Example, names if force else None)
     questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
@@ -117,8 +113,6 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
 def pending_questions(questions: list, answers: list, retry_excluded: bool = False) -> list:
     """The questions to ask (each once, in file order): those with no answer yet, or with
     `retry_excluded` those whose latest answer is excluded."""
-    from overbrainer.dataset.records import latest
-
     if retry_excluded:
         wanted = {e.id for e in latest(answers) if e.meta.excluded is not None}
         ask_for = wanted.__contains__
@@ -134,8 +128,6 @@ def pending_questions(questions: list, answers: list, retry_excluded: bool = Fal
 
 
 def _hides(protocol: str, model: str) -> bool:
-    from overbrainer.llm.hidden import hides
-
     return hides(protocol, model)
 
 

@@ -7,9 +7,14 @@ lenient parsing, and re-asks up to `max_retries` times.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Callable
 
+from overbrainer.llm.errors import LlmError
+from overbrainer.llm.listparse import string_array
+from overbrainer.llm.types import LENGTH, ChatRequest
+from overbrainer.pipeline.common import ask
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -38,11 +43,6 @@ def ask_list(
     bound under the spend cap); `spend(usage, cost, estimate, billed)` (llm.spend.Spend's fields)
     after each attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP
     retries)."""
-    from overbrainer.llm.errors import LlmError
-    from overbrainer.llm.listparse import string_array
-    from overbrainer.llm.types import LENGTH, ChatRequest
-    from overbrainer.pipeline.common import ask
-
     limit = max_tokens
     cap = max_tokens * 4
     attempts = max(0, int(max_retries)) + 1
@@ -80,8 +80,6 @@ def ask_list(
 
 
 def _is_json(text: str) -> bool:
-    import json
-
     try:
         json.loads(text)
     except ValueError:

@@ -8,7 +8,11 @@ import logging
 import threading
 from typing import Callable
 
+from overbrainer.dataset.history import priced_before, read_history
+from overbrainer.dataset.jsonl import Appender, read_records, rewrite
+from overbrainer.dataset.records import Rejected
 from overbrainer.errors import Interrupted
+from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.recorder import StageRecorder
 from overbrainer.pipeline.stage import StageResult, StageRun
@@ -41,8 +45,6 @@ def _unpriced(ctx: StageContext, result: StageResult) -> StageResult:
     its cost was unknown (dataset.history.priced_before)."""
     st = result.stats
     if result.split is None and st.cost is None and st.usage.input_tokens == 0 and st.usage.output_tokens == 0:
-        from overbrainer.dataset.history import priced_before, read_history
-
         result.unpriced = priced_before(read_history(ctx.project_dir), result.stage) is False
     return result
 
@@ -58,15 +60,11 @@ def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
 
 
 def read(path, cls) -> list:
-    from overbrainer.dataset.jsonl import read_records
-
     return read_records(path, cls)
 
 
 def force_rewrite(path, cls, topics: set[str]) -> None:
     """`--force`: drop the selected topics' records from a stage's output, atomically."""
-    from overbrainer.dataset.jsonl import rewrite
-
     records = read(path, cls)
     kept = [r for r in records if r.topic not in topics]
     if len(kept) != len(records):
@@ -101,8 +99,6 @@ class Output:
 
     def confirm(self) -> None:
         """The provider answered: apply `--force` now (once), and open the file for appending."""
-        from overbrainer.dataset.jsonl import Appender
-
         with self._lock:
             if self._appender is not None:
                 return
@@ -127,16 +123,12 @@ class Output:
 
 
 def rejected_of(ctx: StageContext, kind: str) -> list:
-    from overbrainer.dataset.records import Rejected
-
     return [r for r in read(ctx.paths.rejected, Rejected) if r.kind == kind]
 
 
 def classify(e: BaseException) -> str:
     """How a stage takes a worker's exception: a fatal provider error stops it (FATAL), any other
     provider error fails only its item (ITEM); anything else is not the provider's (RAISE)."""
-    from overbrainer.llm.errors import LlmError
-
     if not isinstance(e, LlmError):
         return RAISE
     return FATAL if e.fatal else ITEM

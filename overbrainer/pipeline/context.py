@@ -5,11 +5,16 @@ shared by the command."""
 from __future__ import annotations
 
 import logging
+import shlex
 import threading
 from pathlib import Path
 
+from overbrainer.config.templates import load_templates
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
+from overbrainer.llm.client import connect
+from overbrainer.llm.prices import PriceBook
+from overbrainer.support.budget import Budget
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +32,6 @@ class StageInterrupted(Interrupted):
         super().__init__(self.hint(None))
 
     def hint(self, project: str | None) -> str:
-        import shlex
-
         where = f"-C {shlex.quote(project)} " if project else ""
         return (f"interrupted: {self.stage} stopped; rerun `overbrainer {where}{self.command}` "
                 f"(or `overbrainer {where}run`) to resume")
@@ -83,8 +86,6 @@ class StageContext:
     @property
     def prices(self):
         if self._prices is None:
-            from overbrainer.llm.prices import PriceBook
-
             self._prices = PriceBook()
         return self._prices
 
@@ -97,8 +98,6 @@ class StageContext:
             client = self._clients.get(role_name)
             if client is not None:
                 return client
-        from overbrainer.llm.client import connect
-
         provider, role = self.config.provider_for(role_name)
         client = connect(provider, role, self.config.pipeline, prices=self.prices, stop=self.stop_event)
         with self._lock:
@@ -114,8 +113,6 @@ class StageContext:
         return client
 
     def templates(self, *names: str):
-        from overbrainer.config.templates import load_templates
-
         return load_templates(self.project_dir, list(names))
 
     # --- interrupt -------------------------------------------------------------------------
@@ -136,8 +133,6 @@ def unpriced(role_name: str, provider: str, model: str) -> str:
 
 def _budget(budget, cap: float | None):
     """The command's spend cap (support/budget.py) for `cap`, keeping what `budget` counted."""
-    from overbrainer.support.budget import Budget
-
     if cap is None:
         return None
     if budget is None:

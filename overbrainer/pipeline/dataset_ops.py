@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from overbrainer.dataset.history import format_history_lines, history_report, read_history
+from overbrainer.dataset.reject import reject
+from overbrainer.dataset.stats import dataset_stats
+
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
 
@@ -14,8 +18,6 @@ def history_flow(session: "Session", config=None, *, all_runs: bool = False,
     """`history [--all]`: totals per stage (or one line per execution), then `pods` (what the
     training pods cost: a line and its fields) when given. Reads only, and reads no configuration
     (`config` may be None: history works even when overbrainer.toml does not)."""
-    from overbrainer.dataset.history import format_history_lines, history_report, read_history
-
     entries = read_history(session.project_dir)
     text = "\n".join(format_history_lines(entries, all=all_runs))
     data = history_report(entries, all=all_runs)
@@ -28,15 +30,11 @@ def history_flow(session: "Session", config=None, *, all_runs: bool = False,
 def stats_flow(session: "Session", config) -> None:
     """`dataset stats`: per topic subtopics, questions, answered, excluded by reason; tokens and
     cost so far. Reads only (no lock)."""
-    from overbrainer.dataset.stats import dataset_stats
-
     stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None)
     session.report("\n".join(stats.lines()), stats.to_dict())
 
 
 def reject_flow(session: "Session", config, *, item_id: str) -> None:
     """`dataset reject ID`: the caller holds the project lock."""
-    from overbrainer.dataset.reject import reject
-
     result = reject(session.project_dir, item_id)
     session.report(result.line(), result.to_dict())

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.records import Example, Question, Subtopic
+from overbrainer.pipeline.answers import pending_questions
 from overbrainer.pipeline.common import read
 
 ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent"}
@@ -66,8 +68,6 @@ def _kept(records: list, topics: list, force: bool) -> list:
 
 
 def _subtopics(ctx, topics: list, force: bool, coming: _Coming) -> Need:
-    from overbrainer.dataset.records import Subtopic
-
     stored = _kept(read(ctx.paths.subtopics, Subtopic), topics, force)
     need = Need("subtopics")
     templates = None
@@ -86,8 +86,6 @@ def _subtopics(ctx, topics: list, force: bool, coming: _Coming) -> Need:
 
 
 def _questions(ctx, topics: list, force: bool, coming: _Coming) -> Need:
-    from overbrainer.dataset.records import Question, Subtopic
-
     names = {t.name for t in topics}
     subtopics = [s for s in read(ctx.paths.subtopics, Subtopic) if s.topic in names]
     stored = _kept(read(ctx.paths.questions, Question), topics, force)
@@ -116,9 +114,6 @@ def _questions(ctx, topics: list, force: bool, coming: _Coming) -> Need:
 
 
 def _answers(ctx, topics: list, force: bool, retry_excluded: bool, coming: _Coming) -> Need:
-    from overbrainer.dataset.records import Example, Question
-    from overbrainer.pipeline.answers import pending_questions
-
     names = {t.name for t in topics}
     questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
     answers = _kept(read(ctx.paths.answers, Example), topics, force)

@@ -17,8 +17,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from overbrainer.dataset.history import read_history
+from overbrainer.dataset.records import Example, Question, Subtopic, latest
 from overbrainer.errors import OverbrainerError
+from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
+from overbrainer.pipeline.common import read
+from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
+from overbrainer.pipeline.plan_train import after_plans, train_plan
+from overbrainer.pipeline.questions import topics_without_subtopics
+from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +77,12 @@ class StagePlan:
 
 def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
-    from overbrainer.dataset.history import read_history
-
     history = read_history(ctx.project_dir)
     return [_priced(ctx, need, history) for need in needs(ctx, stages, topics, force=force,
                                                             retry_excluded=retry_excluded)]
 
 
 def _priced(ctx, need: Need, history) -> StagePlan:
-    from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
-
     role = ctx.role(need.role)
     plan = StagePlan(need, model=role.model, provider=role.provider,
                      max_tokens=int(role.max_tokens or DEFAULT_MAX_TOKENS))
@@ -91,8 +95,6 @@ def _priced(ctx, need: Need, history) -> StagePlan:
         plan.unpriced = why
         return plan
     fees = (need.requests - 1) * price.request
-    from overbrainer.support.usage import Usage
-
     plan.cost = price.cost(Usage(plan.input_tokens, plan.output_tokens)) + fees
     plan.cost_max = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING,
                                 need.requests * plan.max_tokens) + fees
@@ -117,9 +119,6 @@ def _expect(ctx, plan: StagePlan, history) -> None:
 def _measured(ctx, stage: str, history) -> tuple[float, float] | None:
     """(input, output) tokens per item as this project spent them, or None."""
     if stage == "answers":
-        from overbrainer.dataset.records import Example, latest
-        from overbrainer.pipeline.common import read
-
         metas = [e.meta for e in latest(read(ctx.paths.answers, Example))
                  if e.meta.input_tokens or e.meta.output_tokens]
         if metas:
@@ -134,9 +133,6 @@ def _measured(ctx, stage: str, history) -> tuple[float, float] | None:
 
 
 def _item_tokens(ctx, stage: str) -> int:
-    from overbrainer.dataset.records import Question, Subtopic
-    from overbrainer.pipeline.common import read
-
     if stage == "subtopics":
         sizes = [len(s.name.encode()) for s in read(ctx.paths.subtopics, Subtopic)]
     else:
@@ -203,15 +199,11 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    from overbrainer.pipeline.context import StageContext
-
     ctx = StageContext(session.project_dir, config, max_cost=max_cost)
     topics = ctx.select_topics(topic)
     stages = [s for s in COMMAND_STAGES[command] if s != "split"]
     plans = []
     if command == "questions":
-        from overbrainer.pipeline.questions import topics_without_subtopics
-
         plans = stage_plans(ctx, ["subtopics"], topics_without_subtopics(ctx, topics))
         stages = ["questions"]
     plans += stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
@@ -221,13 +213,9 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
         session.report("split: no request", {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0})
     train = None
     if command == "run" and config.training is not None:
-        from overbrainer.pipeline.plan_train import train_plan
-
         train = train_plan(session.project_dir, config, retrain=retrain,
                            data_changes=any(p.need.requests for p in plans))
         session.report(train.line(), train.data())
-        from overbrainer.pipeline.plan_train import after_plans
-
         for line, data in after_plans(config):
             session.report(line, data)
     total = totals(plans, train)

@@ -27,6 +27,11 @@ from pathlib import Path
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.runpod import catalog
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.provision import read_catalog
+from overbrainer.runs.fingerprint import fingerprint, verdict
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +109,6 @@ def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool
 
 def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
     """Whether `run` would not train on the data as it is (its reason set on `plan`)."""
-    from overbrainer.runs.fingerprint import fingerprint, verdict
-
     found = verdict(ProjectPaths(project_dir).runs, fingerprint(ProjectPaths(project_dir).data, training))
     if found.trains:
         return False
@@ -122,10 +125,6 @@ def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
 def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
     """(GPU type, USD/h of the pod, None) for the dearest type the pod may land on, or
     (None, None, why) when the catalog cannot say."""
-    from overbrainer.runpod import catalog
-    from overbrainer.runpod.api import RunpodClient
-    from overbrainer.runpod.provision import read_catalog
-
     try:
         with RunpodClient.from_config(config) as client:
             types = read_catalog(client, target.gpu_count)
@@ -143,8 +142,6 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
 def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float] | None:
     """(run ID, its pod's cost scaled to `size` bytes of train.jsonl) of the newest succeeded run
     on `target` whose pod cost and dataset are known; None without one."""
-    from overbrainer.runpod.pod_record import PodRecord
-
     if not size or not runs_dir.is_dir():
         return None
     for run_dir in sorted(runs_dir.iterdir(), reverse=True):

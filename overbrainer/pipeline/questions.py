@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.ids import question_id
+from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import (
     Output,
@@ -20,6 +22,7 @@ from overbrainer.pipeline.common import (
 )
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
+from overbrainer.pipeline.topic_dedup import TopicDedup
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
 
@@ -29,8 +32,6 @@ STAGE = "questions"
 
 
 def topics_without_subtopics(ctx: StageContext, topics: list) -> list:
-    from overbrainer.dataset.records import Subtopic
-
     have = {s.topic for s in read(ctx.paths.subtopics, Subtopic)}
     return [t for t in topics if t.name not in have]
 
@@ -48,8 +49,6 @@ class _Job:
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.records import Question, Subtopic
-
     output = Output(ctx.paths.questions, Question, {t.name for t in topics} if force else None)
     subtopics = read(ctx.paths.subtopics, Subtopic)
     stored = output.current()
@@ -98,8 +97,6 @@ def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], known_records: lis
     """One deduplicator per topic that has something to fill, seeded with its known texts (stored
     and rejected questions); `known` gets each topic's known question IDs. A topic whose seeding
     fails is one failed item (its jobs dropped), or the stage's end on a fatal error."""
-    from overbrainer.pipeline.topic_dedup import TopicDedup
-
     pipeline = ctx.pipeline
     dedups = {}
     for name in dict.fromkeys(j.topic.name for j in jobs):
@@ -182,8 +179,5 @@ class _Filler:
 
 
 def _question(topic: str, sub, text: str):
-    from overbrainer.dataset.ids import question_id
-    from overbrainer.dataset.records import Question
-
     return Question(id=question_id(sub.id, text), topic=topic, subtopic_id=sub.id, subtopic=sub.name, text=text)
 

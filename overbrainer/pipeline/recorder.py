@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Iterator
 
+from overbrainer.dataset.history import HistoryRecorder
 from overbrainer.errors import Interrupted
 from overbrainer.pipeline.stage import StageRun
 
@@ -27,8 +28,6 @@ class StageRecorder:
 
     @contextlib.contextmanager
     def recording(self, run: StageRun, result_box: list) -> Iterator[StageRun]:
-        from overbrainer.dataset.history import HistoryRecorder
-
         recorder = HistoryRecorder(self.project_dir)
         recorder.begin(run.name, run.provider if run.model is not None else None, run.model)
         try:

@@ -14,10 +14,17 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from overbrainer.config.dotenv import stamp
+from overbrainer.config.ready import refuse_hidden_reasoning
 from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
+from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.context import StageContext, StageInterrupted
+from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
+from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
+from overbrainer.pipeline.split_stage import run_split_stage
 from overbrainer.pipeline.stage import StageResult
+from overbrainer.pipeline.subtopics import run_subtopics
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -66,22 +73,13 @@ def run_stage(session: "Session", config, stage: str, *, topic: str | None = Non
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
            force: bool, retry_excluded: bool = False) -> list[StageResult]:
     if stage == "split":
-        from overbrainer.pipeline.split_stage import run_split_stage
-
         return [conclude(run_split_stage(ctx, topic), report, stage)]
-    from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
-
     topics = ctx.select_topics(topic)
     refuse_unpriced(ctx, COMMAND_STAGES[stage], topics, force=force, retry_excluded=retry_excluded)
     results: list[StageResult] = []
     if stage == "subtopics":
-        from overbrainer.pipeline.subtopics import run_subtopics
-
         results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage))
     elif stage == "questions":
-        from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
-        from overbrainer.pipeline.subtopics import run_subtopics
-
         empty = topics_without_subtopics(ctx, topics)
         pending_error: ItemsFailed | None = None
         if empty:
@@ -94,8 +92,6 @@ def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
         if pending_error is not None:
             raise pending_error
     elif stage == "answers":
-        from overbrainer.pipeline.answers import run_answers
-
         results.append(conclude(run_answers(ctx, topics, force=force, retry_excluded=retry_excluded), report,
                                 "answers --retry-excluded" if retry_excluded else stage))
     else:  # pragma: no cover - the CLI only passes known names
@@ -110,8 +106,6 @@ class ConfigWatch:
     was)."""
 
     def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
-        from overbrainer.config.dotenv import stamp
-
         self.project_dir = project_dir
         self._load = load
         self._dotenv = dotenv
@@ -119,14 +113,10 @@ class ConfigWatch:
         self.config = None
 
     def changed(self) -> bool:
-        from overbrainer.config.dotenv import stamp
-
         return stamp(self.project_dir) != self._stamp
 
     def reload(self):
         """The new configuration; ConfigError (the run stops) when it cannot be used."""
-        from overbrainer.config.dotenv import stamp
-
         self._stamp = stamp(self.project_dir)
         try:
             if self._dotenv is not None:
@@ -145,20 +135,12 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run."""
-    from overbrainer.config.ready import refuse_hidden_reasoning
-
     refuse_hidden_reasoning(config)  # before the first stage spends anything
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch)
 
 
 def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[StageResult]:
-    from overbrainer.pipeline.answers import run_answers
-    from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
-    from overbrainer.pipeline.questions import run_questions
-    from overbrainer.pipeline.split_stage import run_split_stage
-    from overbrainer.pipeline.subtopics import run_subtopics
-
     refuse_unpriced(ctx, COMMAND_STAGES["run"], list(ctx.config.topics))
     flows = {
         "subtopics": lambda: run_subtopics(ctx, list(ctx.config.topics)),

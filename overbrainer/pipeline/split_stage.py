@@ -6,10 +6,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from overbrainer.dataset.split import run_split
+from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.events import StageFinished, StageStarted
 from overbrainer.pipeline.common import execute
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
+from overbrainer.support.usage import Usage
 from overbrainer.support.words import plural
 
 log = logging.getLogger(__name__)
@@ -25,17 +29,10 @@ def run_split_stage(ctx: StageContext, topic: str | None = None) -> StageResult:
 
 
 def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
-    from overbrainer.dataset.split import run_split
-    from overbrainer.front.events import StageStarted
-    from overbrainer.support.usage import Usage
-
     pipeline = ctx.pipeline
     result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
     run.publish(StageStarted(STAGE, result.total))
     counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
-    from overbrainer.dataset.stages import StageStats
-    from overbrainer.front.events import StageFinished
-
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))

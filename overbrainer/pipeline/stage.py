@@ -10,6 +10,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.stages import StageStats
 from overbrainer.front.events import (
     ItemDone,
     ItemFailed,
@@ -17,7 +18,7 @@ from overbrainer.front.events import (
     StageModel,
     StageStarted,
 )
-from overbrainer.dataset.stages import StageStats
+from overbrainer.llm.spend import divergence
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -122,8 +123,6 @@ class StageRun:
                               self.estimate if self.any_billed else None)
 
     def finished(self) -> StageStats:
-        from overbrainer.llm.spend import divergence
-
         stats = self.stats()
         note = divergence(self.name, self.billed, self.billed_estimate) if self.any_billed else None
         if note is not None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 
+from overbrainer.dataset.ids import subtopic_id
+from overbrainer.dataset.records import Subtopic
 from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import Output, execute, finish, process, processor, rejected_of
 from overbrainer.pipeline.context import StageContext
@@ -22,8 +24,6 @@ def run_subtopics(ctx: StageContext, topics: list, *, force: bool = False) -> St
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
-    from overbrainer.dataset.records import Subtopic
-
     output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
     stored = output.current()
     rejected = rejected_of(ctx, "subtopic")
@@ -66,9 +66,6 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
 def _append_new(output, stored: list, known: set[str], topic: str, names: list[str], missing: int) -> int:
     """Append up to `missing` of `names` whose ID is not `known` yet; how many were appended."""
-    from overbrainer.dataset.ids import subtopic_id
-    from overbrainer.dataset.records import Subtopic
-
     added = 0
     for name in names:
         if added >= missing:

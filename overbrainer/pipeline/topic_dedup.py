@@ -8,6 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 
+from overbrainer.dataset.dedup import LexicalDedup
+from overbrainer.dataset.embed_dedup import EmbeddingDedup
+
 log = logging.getLogger(__name__)
 
 
@@ -17,9 +20,6 @@ class TopicDedup:
     `embed(texts) -> vectors` (None without an embedder) runs the embedder with its retries."""
 
     def __init__(self, topic: str, dedup_threshold: float, embed=None, embedding_threshold: float = 0.9):
-        from overbrainer.dataset.dedup import LexicalDedup
-        from overbrainer.dataset.embed_dedup import EmbeddingDedup
-
         self.topic = topic
         self.lock = threading.Lock()
         self.lexical = LexicalDedup(dedup_threshold)

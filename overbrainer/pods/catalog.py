@@ -6,21 +6,21 @@ from __future__ import annotations
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
+from overbrainer.jobs.pod_homes import home_of
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
+from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
+from overbrainer.runpod.provision import read_catalog
+from overbrainer.support.columns import table
 
 
 def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:
-    from overbrainer.support.columns import table
-
     session.report("\n".join(table([header] + rows)) if rows else empty, data)
 
 
 def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
               data_center=None) -> None:
-    from overbrainer.runpod.provision import read_catalog
-
     with RunpodClient.from_config(config) as client:
         gpus = catalog.for_listing(read_catalog(client, count), min_vram_gb=min_vram, max_price=max_price,
                                    in_stock=in_stock, data_center=data_center)
@@ -60,9 +60,6 @@ def volumes_flow(session, config) -> None:
 def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
     """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>` (a side
     job's ssh/ is in its own directory)."""
-    from overbrainer.jobs.pod_homes import home_of
-    from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
-
     runs_dir = ProjectPaths(session.project_dir).runs
     home = home_of(runs_dir, run_id)
     folder = home.dir if home is not None else ids.run_dir(runs_dir, run_id)

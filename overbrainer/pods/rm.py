@@ -26,7 +26,7 @@ from overbrainer.jobs.run_record import PREPARING, RUNNING
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.pod_record import PodRecord
-from overbrainer.runpod.remove import NotDeleted, REQUESTED, delete_confirmed, forget_run, remove
+from overbrainer.runpod.remove import REQUESTED, NotDeleted, delete_confirmed, forget_run, remove
 from overbrainer.runpod.waits import Timing
 from overbrainer.support import fmt
 

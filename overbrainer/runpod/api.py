@@ -15,8 +15,19 @@ from urllib.parse import quote
 
 from overbrainer.errors import ConfigError
 from overbrainer.runpod.errors import KEY_ENV, Ambiguous, InvalidAnswer, NotFound, RunpodError
-from overbrainer.runpod.objects import (DataCenter, GpuType, Pod, Secret, Volume, parse_datacenter, parse_gpu,
-                                        parse_pod, parse_secret, parse_volume, valid_pod_id)
+from overbrainer.runpod.objects import (
+    DataCenter,
+    GpuType,
+    Pod,
+    Secret,
+    Volume,
+    parse_datacenter,
+    parse_gpu,
+    parse_pod,
+    parse_secret,
+    parse_volume,
+    valid_pod_id,
+)
 from overbrainer.runpod.transport import ATTEMPTS, Timeouts, Transport
 
 T = TypeVar("T")

@@ -26,11 +26,36 @@ from typing import Any
 
 from overbrainer.runpod import cost
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
+
 # The fields' types and checks (pod_fields.py) are named here too: they are this record's.
 from overbrainer.runpod.pod_fields import (  # noqa: F401
-    ADOPTED, AMBIGUOUS, CREATED, DELETED_BY, FILE, FORBIDDEN, LIVE, NOT_READY, POD_JSON, REFUSED, REJECTED, RESULTS,
-    RESULT_NEXT, RUN_ID, SENT, TRANSITIONS, UNAVAILABLE, VERSION, Attempt, IllegalTransition, InvalidPodRecord,
-    PodEndpoint, PodState, attempt_name, read_fields, rfc3339)
+    ADOPTED,
+    AMBIGUOUS,
+    CREATED,
+    DELETED_BY,
+    FILE,
+    FORBIDDEN,
+    LIVE,
+    NOT_READY,
+    POD_JSON,
+    REFUSED,
+    REJECTED,
+    RESULT_NEXT,
+    RESULTS,
+    RUN_ID,
+    SENT,
+    TRANSITIONS,
+    UNAVAILABLE,
+    VERSION,
+    Attempt,
+    IllegalTransition,
+    InvalidPodRecord,
+    PodEndpoint,
+    PodState,
+    attempt_name,
+    read_fields,
+    rfc3339,
+)
 
 S = PodState
 

@@ -26,19 +26,45 @@ from typing import Any, Callable
 
 from overbrainer.exec.ssh import SshExecutor
 from overbrainer.front.events import PodStatus
-from overbrainer.runpod import catalog, cost, errors as api
-from overbrainer.runpod.failures import (BootstrapFailed, HostKeySecret, NoTypePlaced, NotReady, ProvisioningInterrupted,
-                                         Unanswered, VolumeSize, WatchdogRefused)
+from overbrainer.runpod import catalog, cost
+from overbrainer.runpod import errors as api
+from overbrainer.runpod.failures import (
+    BootstrapFailed,
+    HostKeySecret,
+    NotReady,
+    NoTypePlaced,
+    ProvisioningInterrupted,
+    Unanswered,
+    VolumeSize,
+    WatchdogRefused,
+)
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.pod_body import create_body
+from overbrainer.runpod.pod_record import (
+    AMBIGUOUS,
+    FORBIDDEN,
+    NOT_READY,
+    REFUSED,
+    REJECTED,
+    UNAVAILABLE,
+    Attempt,
+    PodRecord,
+)
 from overbrainer.runpod.pod_scripts import PodSettings, host_key_secret_name, pod_env
 from overbrainer.runpod.reach import Stopped, reach, verdict
-from overbrainer.runpod.pod_record import (AMBIGUOUS, FORBIDDEN, NOT_READY, REFUSED, REJECTED, UNAVAILABLE, Attempt,
-                                       PodRecord)
-from overbrainer.runpod.remove import (BOOTSTRAP_FAILED, DUPLICATE, INTERRUPTED, NOT_READY as NOT_READY_REASON,
-                                       REFUSED as REFUSED_REASON, NotDeleted, delete_confirmed, forget_run,
-                                       remove, sweep)
+from overbrainer.runpod.remove import (
+    BOOTSTRAP_FAILED,
+    DUPLICATE,
+    INTERRUPTED,
+    NotDeleted,
+    delete_confirmed,
+    forget_run,
+    remove,
+    sweep,
+)
+from overbrainer.runpod.remove import NOT_READY as NOT_READY_REASON
+from overbrainer.runpod.remove import REFUSED as REFUSED_REASON
 from overbrainer.runpod.waits import Timing, flag_set
 from overbrainer.support.redact import register
 from overbrainer.support.sleep import pause

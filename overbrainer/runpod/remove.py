@@ -20,9 +20,9 @@ from typing import Callable
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import PodStatus
 from overbrainer.runpod.errors import NotFound, RunpodError
-from overbrainer.runpod.keys import RunKeys, SSH_DIR, forget_keys
-from overbrainer.runpod.pod_scripts import host_key_secret_name
+from overbrainer.runpod.keys import SSH_DIR, RunKeys, forget_keys
 from overbrainer.runpod.pod_record import PodRecord, PodState
+from overbrainer.runpod.pod_scripts import host_key_secret_name
 from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from overbrainer.errors import ConfigError
-from overbrainer.runpod.errors import (URL_ENV, Ambiguous, InvalidAnswer, RunpodError, Unavailable, error_for)
+from overbrainer.runpod.errors import URL_ENV, Ambiguous, InvalidAnswer, RunpodError, Unavailable, error_for
 from overbrainer.support import fmt, http
 from overbrainer.support import redact as redaction
 from overbrainer.support.http import USER_AGENT, Retries, TooLarge, Unanswered, exchange, retried

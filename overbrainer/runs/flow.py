@@ -25,17 +25,23 @@ from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.pod_lease import end_left_pod
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
-from overbrainer.jobs.start import unconfirmed
+from overbrainer.jobs.start import create_run, fail, release_claim, settle, start_job, unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
+from overbrainer.pods.rm import cancel_stopped
 from overbrainer.runs.fingerprint import fingerprint
+from overbrainer.runs.job_spec import job_spec
 from overbrainer.runs.post_train import PostTrain, fetched
 from overbrainer.runs.preflight import checked_executor, raced_check
-from overbrainer.runs.retrieve import is_retrieved
+from overbrainer.runs.prepare import fill_run_dir, job_root, resume_source
+from overbrainer.runs.progress import local_summary
+from overbrainer.runs.retrieve import collect, finish, is_retrieved, retrieve
 from overbrainer.runs.states import Outcome
 from overbrainer.runs.stop_limits import StopLimits
+from overbrainer.train.axolotl_config import recorded_adapter, require_examples, template_warning
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -79,9 +85,6 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
                detach: bool = False, keep_pod: bool = False, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Create a run, start its job, follow it and bring its results home (or detach). `keep_pod`:
     a Runpod target's pod is kept once the job ended (only `overbrainer pod rm` deletes it)."""
-    from overbrainer.jobs.start import create_run
-    from overbrainer.train.axolotl_config import require_examples, template_warning
-
     training = _require_training(config)
     name, tgt = pick_target(config, target)
     if keep_pod and not is_pod(tgt):
@@ -89,8 +92,6 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     runs_dir = _runs_dir(session)
     resume = None
     if resume_from:
-        from overbrainer.runs.prepare import resume_source
-
         resume = resume_source(runs_dir, resume_from, training)
     else:
         require_examples(session.project_dir / "data" / "train.jsonl", "data/train.jsonl")
@@ -133,10 +134,6 @@ def _job_secrets(config) -> dict[str, str]:
 def _start_and_follow(session: Session, config, interrupt, held, record: RunRecord, tgt, secrets, resume,
                       detach: bool, after: Sequence[PostTrain]) -> TrainResult:
     """Inside the lease: fill the run directory, start the job (shielded), then follow or detach."""
-    from overbrainer.jobs.start import fail, release_claim, start_job
-    from overbrainer.runs.job_spec import job_spec
-    from overbrainer.runs.prepare import fill_run_dir, job_root
-
     executor = held.executor
     front, runs_dir, name = session.front, _runs_dir(session), record.target
     run_dir = ids.run_dir(runs_dir, record.id)
@@ -184,8 +181,6 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
 
 def _follow_and_finish(front, interrupt, held, record: RunRecord, runs_dir: Path, after: Sequence[PostTrain],
                        stop_since: float | None = None) -> TrainResult:
-    from overbrainer.runs.retrieve import finish
-
     with events(front) as bus:  # a pod's: under the client's deadline, settled (shielded) on its side
         followed = held.follow(record, bus, interrupt, limits=StopLimits(record.id, stop_since))
     if followed is None:
@@ -203,9 +198,6 @@ def _follow_and_finish(front, interrupt, held, record: RunRecord, runs_dir: Path
 def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Report an ended run's summary (a succeeded run's with what its post-train steps made); raise
     for failed and cancelled runs (after the report)."""
-    from overbrainer.runs.progress import local_summary
-    from overbrainer.train.axolotl_config import recorded_adapter
-
     rid = record.id
     summary = local_summary(run_dir)
     described = summary.describe()
@@ -256,8 +248,6 @@ def _lease(session: Session, config, record: RunRecord, interrupt):
 
 def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Follow a running run again, or collect an ended one whose files are not all here."""
-    from overbrainer.runs.retrieve import collect
-
     _require_training(config)
     runs_dir = _runs_dir(session)
     record = load(runs_dir, run_id)
@@ -266,8 +256,6 @@ def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     run_dir = ids.run_dir(runs_dir, run_id)
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
-        from overbrainer.jobs.pod_lease import end_left_pod
-
         end_left_pod(session, config, run_id, is_retrieved)  # its pod, when a client was killed before deleting it
         return report_outcome(front, record, run_dir, after)
     interrupt = front.interrupt()
@@ -293,9 +281,6 @@ def _no_pod(record: RunRecord) -> OverbrainerError:
 
 def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
     """A run whose start could not be confirmed: find its job on the target (shielded: it saves)."""
-    from overbrainer.jobs.start import settle
-    from overbrainer.runs.job_spec import job_spec
-
     if not unconfirmed(record):
         return
     tgt = record_target(config, record)
@@ -349,8 +334,6 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
     if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
-        from overbrainer.pods.rm import cancel_stopped
-
         return cancel_stopped(session, config, record)
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
@@ -376,9 +359,8 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
         interrupt.restore()
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None, extra: tuple[str, ...] = ()) -> tuple[str, dict]:
-    from overbrainer.runs.retrieve import retrieve
-
+def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
+            extra: tuple[str, ...] = ()) -> tuple[str, dict]:
     rid = record.id
     job = job_id(record)
     before = to_status(executor.status(job))

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from overbrainer.exec.base import JobSpec
+from overbrainer.exec.runtime import Runtime, Step
 from overbrainer.jobs.run_record import RunRecord
+from overbrainer.train.job import CONFIG_NAME, wants_merge
 
 
 def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str],
@@ -14,10 +17,6 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
     """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true, then
     each post-train step of `after` with its environment: the in-job export), built for the
     target's runtime; secrets travel by name only."""
-    from overbrainer.exec.base import JobSpec
-    from overbrainer.exec.runtime import Runtime, Step
-    from overbrainer.train.job import CONFIG_NAME, wants_merge
-
     runtime = Runtime.from_target(target)
     steps = [Step("train", ("axolotl", "train", CONFIG_NAME, *launcher_args(target)))]
     if wants_merge(training):

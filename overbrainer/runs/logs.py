@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.exec import scripts
 from overbrainer.jobs import polling
+from overbrainer.jobs.run_record import load
+from overbrainer.jobs.targets import open_executor, record_target
+from overbrainer.runpod.keys import SSH_DIR, RunKeys
+from overbrainer.runpod.pod_record import PodRecord, PodState
+from overbrainer.runpod.reach import executor_for
 from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)
@@ -64,8 +70,6 @@ class RemoteLog:
         return out
 
     def size(self) -> int | None:
-        from overbrainer.exec import scripts
-
         out = self._call(self.executor.probe, scripts.file_size(self.path)).strip()
         if out == "missing":
             return None
@@ -169,8 +173,6 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
 
 
 def run_ended(runs_dir: Path, run_id: str) -> bool:
-    from overbrainer.jobs.run_record import load
-
     try:
         return load(runs_dir, run_id).ended
     except Exception:  # noqa: BLE001 - a record being rewritten; look again later
@@ -190,9 +192,6 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
     the target while an SSH run has not ended (or its log never came home). `config` is None
     when it does not load: the local log then. Unreachable: the local log with a warning if
     there is one, else `cannot reach target `<n>`: …`."""
-    from overbrainer.jobs.run_record import load
-    from overbrainer.jobs.targets import open_executor, record_target
-
     path = run_dir / "job.log"
     local = LocalLog(path)
     here = path.exists()
@@ -227,10 +226,6 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
 def _pod_executor(run_dir: Path, record):
     """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
     no Runpod API call). Raises when the pod is not known to be up."""
-    from overbrainer.runpod.keys import SSH_DIR, RunKeys
-    from overbrainer.runpod.reach import executor_for
-    from overbrainer.runpod.pod_record import PodRecord, PodState
-
     pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
         raise OverbrainerError(f"run {record.id} has no pod to read its log from")

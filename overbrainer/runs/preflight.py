@@ -10,9 +10,13 @@ it; a target that cannot be reached stays the executor's own error (exit 1).
 from __future__ import annotations
 
 import logging
+from shlex import quote
 from typing import Any
 
-from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.config.model import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.exec.runtime import Runtime
+from overbrainer.jobs.lease import connect
 from overbrainer.support.redact import redact, strip_controls
 
 log = logging.getLogger(__name__)
@@ -38,10 +42,6 @@ def install_line(venv: str) -> str:
 def check_script(target: Any) -> str:
     """The sh script of the check: its first stdout line is `overbrainer-check: <exit code>` (or
     `no-engine`), then the last lines of what the command printed."""
-    from shlex import quote
-
-    from overbrainer.exec.runtime import Runtime
-
     runtime = Runtime.from_target(target)
     lines = []
     if runtime.in_container:
@@ -55,8 +55,6 @@ def check_script(target: Any) -> str:
 def check_axolotl(executor, name: str, target: Any) -> str:
     """Run the check on `executor` (the target `name`'s); the version line Axolotl printed, or
     AxolotlMissing saying what installs it."""
-    from overbrainer.exec.runtime import Runtime
-
     runtime = Runtime.from_target(target)
     timeout = CONTAINER_SECS if runtime.in_container else NATIVE_SECS
     if runtime.in_container:
@@ -86,13 +84,9 @@ def _missing(name: str, target: Any, runtime, code: str, said: str) -> str:
                 f"targets.{name}.runtime = \"native\" with a venv holding axolotl ({install_line('~/.venvs/axolotl')})")
     failed = "axolotl is not installed" if code == str(_NOT_FOUND) else f"`axolotl --version` exited with {code}"
     if runtime.in_container:
-        from overbrainer.config.model import DEFAULT_IMAGE
-
         return (f"{where}: {failed} in image {runtime.image}{detail}: use an image that brings it, e.g. "
                 f"targets.{name}.image = \"{DEFAULT_IMAGE}\"")
     if getattr(target, "kind", None) == "runpod":
-        from overbrainer.config.model import DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV
-
         return (f"{where}: {failed} on its pod, in {runtime.venv}/bin{detail}: the image must bring it; use "
                 f"targets.{name}.image = \"{DEFAULT_RUNPOD_IMAGE}\" with venv = \"{DEFAULT_RUNPOD_VENV}\"")
     if runtime.venv:
@@ -103,8 +97,6 @@ def _missing(name: str, target: Any, runtime, code: str, said: str) -> str:
 
 def raced_check(executor, name: str, target: Any, interrupt) -> str:
     """`check_axolotl` raced against Ctrl-C (a check is safe to abandon)."""
-    from overbrainer.errors import Interrupted
-
     said = interrupt.race(check_axolotl, executor, name, target)
     if said is None:
         raise Interrupted("interrupted before the run started")
@@ -114,8 +106,6 @@ def raced_check(executor, name: str, target: Any, interrupt) -> str:
 def checked_executor(config, name: str, target: Any, runs_dir, interrupt):
     """A local or SSH target, connected (raced), on which `axolotl` runs: checked before the run
     is created, so that a target without it leaves nothing behind (AxolotlMissing, exit 2)."""
-    from overbrainer.jobs.lease import connect
-
     executor = connect(config, name, target, runs_dir, interrupt)
     try:
         raced_check(executor, name, target, interrupt)

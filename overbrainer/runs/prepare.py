@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import STOPPED, RunRecord, load
-from overbrainer.support.files import link_or_copy
+from overbrainer.support.links import link_or_copy
+from overbrainer.train.axolotl_config import build_config, eval_warning, has_examples, require_examples, write_config
+from overbrainer.train.job import PLUGIN_NAME, install_plugin
+from overbrainer.train.resume import resume_differences
 
 log = logging.getLogger(__name__)
 
@@ -35,16 +39,11 @@ class ResumeSource:
 
 def job_root(target: Any, remote_dir: str) -> str:
     """The run directory as the job sees it: the host path natively, /workspace/run in a container."""
-    from overbrainer.exec.runtime import Runtime
-
     return Runtime.from_target(target).root(remote_dir)
 
 
 def resume_source(runs_dir: Path, run_id: str, training: Any) -> ResumeSource:
     """Check that `run_id` can be resumed with these settings: stopped, its checkpoint here, same config."""
-    from overbrainer.train.axolotl_config import has_examples
-    from overbrainer.train.resume import resume_differences
-
     record = load(runs_dir, run_id)
     what = f"cannot resume from run {run_id}"
     if record.state != STOPPED or record.snapshot is None:
@@ -70,10 +69,6 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
 
     `check()` is called between steps (it raises Interrupted after Ctrl-C). Returns the config.
     """
-    from overbrainer.train.axolotl_config import (build_config, eval_warning, has_examples, require_examples,
-                                                 write_config)
-    from overbrainer.train.job import PLUGIN_NAME, install_plugin
-
     data_src = (resume.run_dir if resume else Path(project_dir)) / "data"
     shown = f"runs/{resume.record.id}/data/train.jsonl" if resume else "data/train.jsonl"
     require_examples(data_src / "train.jsonl", shown)

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.jobs.run_record import RUNNING, RunRecord
+from overbrainer.train.metrics import summarize_file
 
 
 def local_summary(run_dir: Path):
-    from overbrainer.train.metrics import summarize_file
-
     return summarize_file(Path(run_dir) / "metrics.jsonl")
 
 

@@ -13,8 +13,18 @@ from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs.retrieve import JOB_FILES, fetch
-from overbrainer.jobs.run_record import (CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, add_note,
-                                         has_note, save, strip_note)
+from overbrainer.jobs.run_record import (
+    CANCELLED,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    SUCCEEDED,
+    RunRecord,
+    add_note,
+    has_note,
+    save,
+    strip_note,
+)
 from overbrainer.jobs.status import Status
 from overbrainer.runs.states import PROOF_LIMIT, Outcome, apply_proof, outcome
 

@@ -21,6 +21,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import PREPARING, RECORD, RUN_JSON, RUNNING, RunRecord, load
+from overbrainer.runpod.pod_record import PodRecord
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -100,8 +101,6 @@ def refusal(record: RunRecord, run_dir: Path) -> str | None:
 
 def _pod_left(run_dir: Path) -> str | None:
     """The pod (or stray pod) of the run that may still exist, per its pod.json."""
-    from overbrainer.runpod.pod_record import PodRecord
-
     try:
         pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     except OverbrainerError as e:
@@ -125,8 +124,6 @@ def _side_job_running(run_dir: Path) -> str | None:
 
 def _left_on_target(record: RunRecord, run_dir: Path) -> str:
     """What stays on an SSH target (its copy of the run), said on the run's line."""
-    from overbrainer.runpod.pod_record import PodRecord
-
     remote = record.remote_dir
     if not remote or PodRecord.path_in(run_dir).exists():
         return ""

@@ -47,7 +47,8 @@ class StopLimits:
         if self.proof_since is None and now - self.stop_since > STOP_GRACE_SECS:
             return f"no snapshot {duration(STOP_GRACE_SECS, words=True)} after it was asked for: the job was cancelled"
         if self.proof_since is not None and now - self.proof_since > PROOF_GRACE_SECS:
-            return f"the job still ran {duration(PROOF_GRACE_SECS, words=True)} after its snapshot: the job was cancelled"
+            grace = duration(PROOF_GRACE_SECS, words=True)
+            return f"the job still ran {grace} after its snapshot: the job was cancelled"
         return None
 
     def cancelled(self) -> None:

@@ -35,6 +35,7 @@ import time
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3.exceptions as u3
@@ -295,8 +296,6 @@ _RETRYING = Retrying(stop=_stop, retry=_retry, wait=_wait, before=None, before_s
 
 def display_url(url: str) -> str:
     """A URL fit for a message: without any user:password part."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url

@@ -16,7 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.support.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -211,8 +214,6 @@ _BOOLISH = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "nan", 
 
 
 def _dumper():
-    import yaml
-
     class Dumper(yaml.SafeDumper):
         """Block style, lists indented under their key, keys plain when safe, values double-quoted."""
 
@@ -258,15 +259,11 @@ def _dumper():
 
 def dump_yaml(config: dict[str, Any]) -> str:
     """The config as YAML text: keys sorted, strings double-quoted (so `"no"` stays a string)."""
-    import yaml
-
     return yaml.dump(config, Dumper=_dumper(), default_flow_style=False, allow_unicode=True,
                      width=1 << 30, sort_keys=True)
 
 
 def write_config(path: str | os.PathLike, config: dict[str, Any]) -> None:
-    from overbrainer.support.atomic import atomic_write_text
-
     atomic_write_text(path, dump_yaml(config))
 
 
@@ -317,8 +314,6 @@ def template_warning(training: Any) -> str | None:
 
 def recorded_adapter(run_dir: str | os.PathLike) -> str:
     """`adapter:` of a run's own axolotl.yaml (`full` when absent or unreadable)."""
-    import yaml
-
     try:
         data = yaml.safe_load(Path(run_dir, "axolotl.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError):

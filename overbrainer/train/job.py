@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from overbrainer.support.atomic import atomic_write_bytes
+
 PLUGIN_NAME = "overbrainer_metrics.py"
 PLUGIN_FILE = Path(__file__).resolve().parent / "plugin" / PLUGIN_NAME
 CONFIG_NAME = "axolotl.yaml"
@@ -22,8 +24,6 @@ def plugin_source() -> bytes:
 
 def install_plugin(run_dir: str | os.PathLike) -> Path:
     """Write the plugin as `<run_dir>/plugin/overbrainer_metrics.py` (uploaded with the run)."""
-    from overbrainer.support.atomic import atomic_write_bytes
-
     dest = Path(run_dir) / "plugin" / PLUGIN_NAME
     atomic_write_bytes(dest, plugin_source())
     return dest

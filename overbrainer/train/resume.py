@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from overbrainer.errors import OverbrainerError
 from overbrainer.train.axolotl_config import build_config
 
@@ -28,8 +30,6 @@ def may_differ(key: str) -> bool:
 
 def read_old_config(path: str | os.PathLike) -> dict[str, Any]:
     """The stopped run's Axolotl config; an `OverbrainerError` naming the file when unreadable."""
-    import yaml
-
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:

@@ -12,8 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from overbrainer.front.events import (
-    Event, ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, PodStatus, RunWatched, StageFinished,
-    StageModel, StageStarted, Transfer,
+    Event,
+    ItemDone,
+    ItemFailed,
+    JobStatus,
+    Lagged,
+    Mark,
+    Metric,
+    PodStatus,
+    RunWatched,
+    StageFinished,
+    StageModel,
+    StageStarted,
+    Transfer,
 )
 from overbrainer.train.metrics import MetricsSummary
 

@@ -126,8 +126,8 @@ def rows(runs_dir: Path, cache: MetricsCache, live: Live) -> list[RunRow]:
 
 def detail(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tuple[list[str], list[float]]:
     """The lines beside the run list for one run, and its loss series (for the chart)."""
-    from overbrainer.jobs.run_record import load
     from overbrainer.errors import OverbrainerError
+    from overbrainer.jobs.run_record import load
 
     try:
         record = load(runs_dir, run_id)
@@ -223,4 +223,5 @@ def _compares(run_dir: Path) -> list[str]:
 
 def _push(run_dir: Path) -> list[str]:
     return _described("push", [run_dir / "hub" / "push.json"],
-                      lambda path, d: f"push: {d.get('repo')} {d.get('state')}" + (f" ({d['url']})" if d.get("url") else ""))
+                      lambda path, d: f"push: {d.get('repo')} {d.get('state')}"
+                      + (f" ({d['url']})" if d.get("url") else ""))

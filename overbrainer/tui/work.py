@@ -68,7 +68,8 @@ def run_all(ws: Workspace) -> Flow:
     then training when `[training]` is set."""
     def flow(session):
         from overbrainer.config.load import load_config
-        from overbrainer.pipeline.run_flow import ConfigWatch, run_all as run_stages
+        from overbrainer.pipeline.run_flow import ConfigWatch
+        from overbrainer.pipeline.run_flow import run_all as run_stages
 
         config = ws.load_config()
         watch = ConfigWatch(ws.project_dir, lambda: load_config(ws.project_dir, environ=ws._environ()),

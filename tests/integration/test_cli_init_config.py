@@ -89,7 +89,7 @@ def test_invalid_configuration_lists_every_problem_exit_2(cli, project):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert lines[0] == "error: invalid configuration"
-    assert {l.strip() for l in lines[1:]} == {
+    assert {line.strip() for line in lines[1:]} == {
         "pipeline.concurrency: must be at least 1",
         "unknown field `pipeline.colour`",
         "pipeline.seed: expected an integer (from OVERBRAINER_PIPELINE__SEED)",

@@ -40,7 +40,7 @@ def test_a_failed_push_after_training_only_warns(tmp_path, fake_axolotl, fake_hu
     r = p.run("train")
     assert r.returncode == 0, r.stderr
     rid = p.run_ids()[0]
-    assert f"push failed: Hugging Face refused the token" in r.stderr
+    assert "push failed: Hugging Face refused the token" in r.stderr
     assert f"run it again with: overbrainer push {rid}" in r.stderr
     assert not (p.runs / rid / "hub" / "push.json").exists()
 

@@ -152,6 +152,7 @@ def test_cancel_a_running_job(tmp_path, fake_axolotl):
     p = make_project(tmp_path, fake_axolotl)
     fake_axolotl.set_mode("slow")
     r = p.run("train", "--detach")
+    assert r.returncode == 0, r.stderr
     rid = only_run(p)
     p.wait_metrics(rid, 2)
     c = p.run("train", "cancel", rid)
@@ -175,6 +176,7 @@ def test_cancel_a_running_job(tmp_path, fake_axolotl):
 def test_cancel_of_an_ended_job_leaves_the_record(tmp_path, fake_axolotl):
     p = make_project(tmp_path, fake_axolotl)
     r = p.run("train", "--detach")
+    assert r.returncode == 0, r.stderr
     rid = only_run(p)
     p.wait_for(lambda: (p.runs / rid / "exit_code").exists(), what="the job's end")
     c = p.run("train", "cancel", rid)

@@ -120,7 +120,7 @@ def test_native_job_runs_with_telemetry_off_stage_lines_and_the_stop_marker(tmp_
             Path(d, "stop").touch()
         script, _ = rt.job(name, d, f"{ex.workdir}/.hf-cache", [TRAIN, MERGE])
         job = ex.spawn(JobSpec(d, script))
-        assert wait_for(lambda: (s := ex.status(job)).ended and s) == JobState("exited", 0)
+        assert wait_for(lambda job=job: (s := ex.status(job)).ended and s) == JobState("exited", 0)
         calls = Path(d, "calls.txt").read_text().splitlines()
         args, telemetry, pythonpath, hf_home = calls[0].split("|")
         assert (args, telemetry, hf_home) == ("train axolotl.yaml", "111", f"{ex.workdir}/.hf-cache")

@@ -75,7 +75,7 @@ def _client_calls(fake) -> None:
 
 
 def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded, tmp_path):
-    for n, (kind, target) in enumerate(TARGETS.items()):
+    for n, target in enumerate(TARGETS.values()):
         _walk(fake_runpod, tmp_path, f"r{n}", **target)
     _walk(fake_runpod, tmp_path, "kept", keep=True, gpu_types=[RTX4090])
     _client_calls(fake_runpod)

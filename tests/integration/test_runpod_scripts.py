@@ -193,7 +193,7 @@ class Pod:
         assert KEY not in _read(self.bin / "calls.argv")
         assert not (self.bin / "calls.env").exists()
         assert KEY not in self.log() and KEY not in self.stdout()
-        for method, path, auth, agent, body in self.api.calls:
+        for _method, _path, auth, agent, _body in self.api.calls:
             assert auth == f"Bearer {KEY}" and agent == f"overbrainer-watchdog/{__version__}"
 
 

@@ -98,9 +98,6 @@ def test_project_name(tmp_path):
 
 
 def test_a_file_where_a_folder_goes_is_refused_before_anything_is_written(tmp_path):
-    from overbrainer.config.init import init_project
-    from overbrainer.errors import OverbrainerError
-
     (tmp_path / "prompts").write_text("not a folder")
     with pytest.raises(OverbrainerError, match="prompts already exists and is not a directory"):
         init_project(tmp_path)
@@ -111,7 +108,6 @@ def test_a_failed_write_takes_back_what_init_wrote(tmp_path, monkeypatch):
     import errno
 
     from overbrainer.config import init as init_module
-    from overbrainer.errors import OverbrainerError
 
     real, calls = init_module.atomic_write_text, []
 

@@ -2,7 +2,8 @@
 (at module top and inside functions, found with `ast`) goes to its own layer or a lower one; no two
 modules and no two packages import each other, through any chain; no module imports another's
 private (`_name`) attributes. Imports under `if TYPE_CHECKING:` name types only and never run: they
-are left out of the layer rule, not of the others.
+are left out of the layer rule, not of the others. Below `cli/` (where the lazy command registry
+decides start-up), every import stands at module top, save the few of `LAZY` that say why.
 
 The scripts and plugin shipped to targets (`*/scripts/`, `train/plugin/`) import nothing of the
 package and are not walked.
@@ -35,12 +36,26 @@ LAYER = {pkg: name for name, pkgs in LAYERS for pkg in pkgs}
 FRONT_IN_DOMAIN = frozenset({"runpod"})
 
 
+# The function-level imports allowed below cli/: a dependency that only some commands need, each
+# under a `# lazy:` comment at the import that says why. (module, what it imports, or a parent)
+LAZY: frozenset[tuple[str, str]] = frozenset({
+    ("overbrainer.config.secrets", "overbrainer.config.vault"),  # the HTTP stack, for vault: only
+    ("overbrainer.exec.ssh", "paramiko"),
+    ("overbrainer.exec.ssh_connect", "paramiko"),
+    ("overbrainer.front.render_bars", "tqdm"),
+    ("overbrainer.hub.client", "huggingface_hub"),
+    ("overbrainer.hub.client", "httpx2"),
+    ("overbrainer.hub.push", "huggingface_hub"),
+})
+
+
 @dataclass
 class Module:
     name: str  # overbrainer.jobs.lease
     path: Path
     imports: list[tuple[str, int, bool]] = field(default_factory=list)  # (module, line, type-only)
     private: list[tuple[str, str, int]] = field(default_factory=list)  # (module, attribute, line)
+    in_functions: list[tuple[str, int]] = field(default_factory=list)  # (any module, line)
 
     @property
     def package(self) -> str:
@@ -84,13 +99,17 @@ class _Reader:
         parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
         return ".".join(parts + ([node.module] if node.module else []))
 
-    def visit(self, node: ast.AST, type_only: bool = False) -> None:
+    def visit(self, node: ast.AST, type_only: bool = False, in_function: bool = False) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node):
             for child in node.body:
-                self.visit(child, True)
+                self.visit(child, True, in_function)
             for child in node.orelse:
-                self.visit(child, type_only)
+                self.visit(child, type_only, in_function)
             return
+        if in_function and isinstance(node, ast.Import):
+            self.module.in_functions += [(alias.name, node.lineno) for alias in node.names]
+        elif in_function and isinstance(node, ast.ImportFrom):
+            self.module.in_functions.append((self.base_of(node), node.lineno))
         if isinstance(node, ast.Import):
             for alias in node.names:
                 target = self.owner(alias.name)
@@ -112,8 +131,9 @@ class _Reader:
                 self.module.imports.append((target, node.lineno, type_only))
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
                     self.module.private.append((target, alias.name, node.lineno))
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         for child in ast.iter_child_nodes(node):
-            self.visit(child, type_only)
+            self.visit(child, type_only, in_function)
 
     def private_attributes(self, tree: ast.AST) -> None:
         """`lease._thing` where `lease` names another module of the package."""
@@ -241,12 +261,48 @@ def test_no_module_imports_another_modules_private_names():
     assert found == []
 
 
+def _lazy_allowed(module: str, target: str) -> bool:
+    return any(module == m and (target == t or target.startswith(t + ".")) for m, t in LAZY)
+
+
+def _explained(lines: list[str], line: int) -> bool:
+    """A `# lazy:` comment on the import's line, or above the run of imports it stands in."""
+    i = line - 1
+    if "# lazy:" in lines[i]:
+        return True
+    while i > 0 and lines[i - 1].lstrip().startswith(("import ", "from ")):
+        i -= 1
+    return i > 0 and lines[i - 1].lstrip().startswith("# lazy:")
+
+
+def test_imports_below_cli_stand_at_module_top():
+    """A function-level import hides a module's dependencies and its import cycles; below cli/ only
+    the imports of `LAZY` wait for the function, each under a `# lazy:` comment saying why."""
+    found = [f"{m.path.relative_to(ROOT.parent)}:{line} imports {target} inside a function"
+             for m in MODULES.values() if LAYER[m.package] != "cli"
+             for target, line in m.in_functions if not _lazy_allowed(m.name, target)]
+    assert found == []
+    unexplained = []
+    for m in MODULES.values():
+        lines = m.path.read_text(encoding="utf-8").splitlines()
+        for target, line in m.in_functions:
+            if LAYER[m.package] != "cli" and not _explained(lines, line):
+                unexplained.append(f"{m.path.relative_to(ROOT.parent)}:{line} imports {target}")
+    assert unexplained == []
+    stale = [(name, lazy) for name, lazy in LAZY
+             if not any(t == lazy or t.startswith(lazy + ".") for t, _ in MODULES[name].in_functions)]
+    assert stale == [], "LAZY names an import that is no longer there"
+
+
 @pytest.mark.parametrize("source,rule", [
     ("from overbrainer.runs.flow import train_flow\n", "layer"),
     ("from overbrainer.jobs import side_job\nside_job._hidden()\n", "private"),
     ("from overbrainer.jobs.side_job import _hidden\n", "private"),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from overbrainer.runs.flow import x\n", None),
     ("def f():\n    from ..runs import flow\n", "layer"),
+    ("def f():\n    import json\n", "in function"),
+    ("class C:\n    def m(self):\n        from overbrainer.jobs import lease\n", "in function"),
+    ("import json\nclass C:\n    x = 1\n", None),
 ])
 def test_the_reader_finds_what_the_rules_forbid(tmp_path, source, rule):
     """The walker itself, on a module of the job layer written for the purpose."""
@@ -259,3 +315,4 @@ def test_the_reader_finds_what_the_rules_forbid(tmp_path, source, rule):
     upward = [t for t, _, type_only in module.imports if not type_only and RANK[_package(t)] > RANK["jobs"]]
     assert bool(upward) == (rule == "layer")
     assert bool(module.private) == (rule == "private")
+    assert bool(module.in_functions) == ("def " in source)

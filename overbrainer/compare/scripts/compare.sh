@@ -1,3 +1,4 @@
+# shellcheck shell=sh source-path=SCRIPTDIR/../../export/scripts
 # compare.sh: serve the child GGUF with llama-server on 127.0.0.1 and let compare_client.py ask
 # it the questions of a compare (POSIX sh; needs python3 with its standard library only).
 #

@@ -50,7 +50,7 @@ def env_number(name, kind, default):
     try:
         return kind(raw)
     except ValueError:
-        raise SystemExit(f"compare: {name}={raw!r} is not a number")
+        raise SystemExit(f"compare: {name}={raw!r} is not a number") from None
 
 
 def log_tail(lines=20):
@@ -172,11 +172,11 @@ def read_jsonl(path):
                 except ValueError:
                     if path == ANSWERS:
                         continue  # a line cut by a crash: that question is asked again
-                    raise SystemExit(f"compare: {path}:{n} is not valid JSON")
+                    raise SystemExit(f"compare: {path}:{n} is not valid JSON") from None
     except FileNotFoundError:
         if path == ANSWERS:
             return []
-        raise SystemExit(f"compare: {path} is missing")
+        raise SystemExit(f"compare: {path} is missing") from None
     return out
 
 
@@ -284,7 +284,7 @@ def run(args):
                 line = ask(args.port, q, max_tokens, temperature)
             except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
                 if not alive(args.server_pid):
-                    raise ServerGone(f"llama-server died while answering {q['id']}")
+                    raise ServerGone(f"llama-server died while answering {q['id']}") from e
                 line = {"id": q["id"], "error": " ".join(f"request failed: {e}".split())[:300]}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             out.flush()

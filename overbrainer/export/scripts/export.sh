@@ -1,3 +1,4 @@
+# shellcheck shell=sh source-path=SCRIPTDIR
 # export.sh: a run's model to one GGUF file (POSIX sh). Runs in the export's job directory,
 # runs/<run>/exports/<id>/ on the target, with the target's Python first on PATH, and:
 #   OVERBRAINER_EXPORT_NAME      the run ID (the GGUF is ../../output/gguf/<name>-<TYPE>.gguf)

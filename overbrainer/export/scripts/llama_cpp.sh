@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # llama_cpp.sh: where llama.cpp comes from on the target. Sourced by the export and compare jobs
 # (POSIX sh; python3's standard library does the download).
 #

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # overbrainer pod bootstrap (POSIX sh: runs under bash, dash and busybox sh).
 #
 # The pod's command: overbrainer replaces the WATCHDOG_SH line below with the watchdog's text and

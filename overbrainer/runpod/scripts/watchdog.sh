@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # overbrainer pod watchdog (POSIX sh: runs under bash, dash and busybox sh).
 #
 # Exec'd by the bootstrap as the container's main process, so it lives exactly as long as the
@@ -317,6 +318,7 @@ mkdir -p "$POD" 2>/dev/null
 
 now
 BOOT_AT=
+# shellcheck disable=SC2046 # split on purpose: the pod ID, then the boot time
 set -- $(head -n 1 "$POD/boot_at" 2>/dev/null)
 if [ "${1:-}" = "$ID" ] && is_uint "${2:-}"; then BOOT_AT=$2; fi
 if [ -z "$BOOT_AT" ]; then BOOT_AT=$T; put "$POD/boot_at" "$ID $T"; fi

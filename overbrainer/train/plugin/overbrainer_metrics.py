@@ -138,7 +138,8 @@ class MetricsCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         try:
-            self._emit(state, {"event": "begin", "time": self._now(), "max_steps": _int(getattr(state, "max_steps", None))})
+            self._emit(state, {"event": "begin", "time": self._now(),
+                               "max_steps": _int(getattr(state, "max_steps", None))})
         except Exception as exc:  # noqa: BLE001
             _warn("on_train_begin", exc)
 
@@ -194,7 +195,8 @@ class MetricsCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         try:
-            self._emit(state, {"event": "end", "time": self._now(), "step": _int(getattr(state, "global_step", 0)) or 0})
+            self._emit(state, {"event": "end", "time": self._now(),
+                               "step": _int(getattr(state, "global_step", 0)) or 0})
         except Exception as exc:  # noqa: BLE001
             _warn("on_train_end", exc)
 

@@ -16,7 +16,6 @@ from overbrainer.tui import dataset_model as model
 from overbrainer.tui.tasks import DATASET
 from overbrainer.tui.views import in_background, plain
 
-
 HINT = "arrows move, Enter opens a topic or subtopic; the selected question's answer shows here; x rejects"
 
 
