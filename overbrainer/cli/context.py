@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,17 +17,17 @@ PROJECT_FORMAT = 1
 log = logging.getLogger("overbrainer")
 
 
-@dataclass
 class AppContext:
     """What every command gets: the project folder, the output mode, the front end, the config."""
 
-    project_dir: Path
-    json_mode: bool = False
-    command: str | None = None
-    _front: Any = None
-    _dotenv: Any = None
-    _env_error: BaseException | None = None
-    _extra: dict = field(default_factory=dict)
+    def __init__(self, project_dir: Path, json_mode: bool = False, command: str | None = None):
+        self.project_dir = project_dir
+        self.json_mode = json_mode
+        self.command = command
+        self._front: Any = None
+        self._dotenv: Any = None
+        self._env_error: BaseException | None = None
+        self._extra: dict = {}
 
     @classmethod
     def start(cls, project_dir: str, *, json_mode: bool, command: str | None) -> "AppContext":

@@ -5,7 +5,6 @@ Secrets show as `***` (or `(unset)`); the credentials and query of a URL are mas
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +19,7 @@ from overbrainer.config.model import (
     Target,
 )
 from overbrainer.llm.thinking import mode, supported
+from overbrainer.support.frozen import asdict, fields
 from overbrainer.support.redact import MASK
 
 UNSET = "(unset)"

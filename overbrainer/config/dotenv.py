@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from overbrainer.errors import ConfigError
+from overbrainer.support.frozen import field, record
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _EXPAND = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}")
@@ -139,7 +139,7 @@ def stamp(project_dir: Path) -> tuple:
     return (_stamp_of(project_dir / "overbrainer.toml"), _stamp_of(project_dir / ".env"))
 
 
-@dataclass
+@record
 class DotenvState:
     """What `.env` did to the environment, so that `run` can reload it between stages."""
 

@@ -1,4 +1,4 @@
-"""The resolved configuration: plain dataclasses whose attribute names are the TOML keys.
+"""The resolved configuration: plain records (support/frozen.py) whose attribute names are the TOML keys.
 
 Built by `overbrainer.config.load.load_config`; every value here was validated already.
 Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only when used.
@@ -6,11 +6,10 @@ Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from overbrainer.errors import ConfigError
-from overbrainer.support.frozen import frozen
+from overbrainer.support.frozen import field, frozen, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
@@ -240,7 +239,7 @@ class Metrics:
         return self.listen is not None or self.textfile is not None
 
 
-@dataclass
+@record
 class Config:
     """The whole configuration of a project (one per command)."""
 

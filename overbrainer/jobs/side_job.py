@@ -45,7 +45,6 @@ job's directory there. The pod is deleted once the job ended and its files are v
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import logging
 import secrets as _secrets
@@ -69,7 +68,7 @@ from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.pod_body import VOLUME_PATH
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.pod_scripts import WORKDIR
-from overbrainer.support import fmt
+from overbrainer.support import fmt, frozen
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +176,7 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
-    pod_target = dataclasses.replace(target, **job.pod) if job.pod else target
+    pod_target = frozen.replace(target, **job.pod) if job.pod else target
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if getattr(target, "network_volume_id", None)
              else f"{root.rsplit('/', 1)[0]}/.cache")
     try:

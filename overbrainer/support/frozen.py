@@ -1,21 +1,51 @@
-"""`@frozen`: a frozen dataclass that costs next to nothing to define.
+"""`@frozen`: an immutable record class that costs next to nothing to define.
 
-`@dataclass(frozen=True)` compiles five or six methods per class with `exec` when the module is
-imported; the configuration model has close to twenty such classes, which alone took a large share
-of `overbrainer config check`'s start-up. `@frozen` gives the same class without compiling
-anything: it registers the fields with `dataclass(init=False, repr=False, eq=False)` (so
-`dataclasses.fields`, `asdict` and `replace` work as usual) and attaches shared, generic
-`__init__`, `__repr__`, `__eq__`, `__hash__`, `__setattr__` and `__delattr__` that behave like the
-generated ones: positional or keyword arguments, defaults and `default_factory`, `TypeError` on a
-missing or unknown argument, `FrozenInstanceError` on assignment, equality and hashing over the
-compared fields. For value objects built a few times per command (not in hot loops).
+`@dataclass(frozen=True)` compiles five or six methods per class with `exec`, and even
+`dataclass(init=False, …)` inspects every annotation (string annotations go through a regex
+each); the configuration model has close to twenty such classes, which alone took a large share of
+`overbrainer config check`'s start-up. `@frozen` reads the fields from the class's own annotations
+(a base's first, as a dataclass does) and attaches shared, generic `__init__`, `__repr__`,
+`__eq__`, `__hash__`, `__setattr__` and `__delattr__` that behave like the generated ones:
+positional or keyword arguments, defaults and `field(default_factory=…)`, `TypeError` on a missing
+or unknown argument, `FrozenInstanceError` (an AttributeError) on assignment, equality and hashing
+over every field (`@record`: the same, mutable). `fields`, `asdict` and `replace` here do what
+`dataclasses`' do for these classes. For value objects built a few times per command (not in hot loops).
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, FrozenInstanceError, dataclass, fields
+from typing import Any, Callable
 
 _FIELDS = "__frozen_fields__"
+
+
+class FrozenInstanceError(AttributeError):
+    """Assignment to a field of a `@frozen` instance."""
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class Field:
+    """One field of a `@frozen` class: its name, and its default or default factory."""
+
+    __slots__ = ("name", "default", "default_factory")
+
+    def __init__(self, name: str | None = None, default: Any = MISSING, default_factory: Any = MISSING):
+        self.name, self.default, self.default_factory = name, default, default_factory
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r})"
+
+
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
+    """A field's default as a factory (a fresh list or dict per instance), as `dataclasses.field`."""
+    return Field(default=default, default_factory=default_factory)
 
 
 def _init(self, *args, **kwargs) -> None:
@@ -24,17 +54,18 @@ def _init(self, *args, **kwargs) -> None:
     if len(args) > len(spec):
         raise TypeError(f"{cls_name}.__init__() takes {len(spec) + 1} positional arguments "
                         f"but {len(args) + 1} were given")
-    for i, (name, default, factory) in enumerate(spec):
+    for i, f in enumerate(spec):
+        name = f.name
         if i < len(args):
             if name in kwargs:
                 raise TypeError(f"{cls_name}.__init__() got multiple values for argument '{name}'")
             value = args[i]
         elif name in kwargs:
             value = kwargs.pop(name)
-        elif default is not MISSING:
-            value = default
-        elif factory is not MISSING:
-            value = factory()
+        elif f.default is not MISSING:
+            value = f.default
+        elif f.default_factory is not MISSING:
+            value = f.default_factory()
         else:
             raise TypeError(f"{cls_name}.__init__() missing 1 required positional argument: '{name}'")
         object.__setattr__(self, name, value)
@@ -45,24 +76,23 @@ def _init(self, *args, **kwargs) -> None:
         post_init()
 
 
-def _values(self, which: str) -> tuple:
-    return tuple(getattr(self, f.name) for f in fields(self) if getattr(f, which))
+def _values(self) -> tuple:
+    return tuple(getattr(self, f.name) for f in getattr(type(self), _FIELDS))
 
 
 def _repr(self) -> str:
-    body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+    body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in getattr(type(self), _FIELDS))
     return f"{type(self).__qualname__}({body})"
 
 
 def _eq(self, other):
     if other.__class__ is self.__class__:
-        return _values(self, "compare") == _values(other, "compare")
+        return _values(self) == _values(other)
     return NotImplemented
 
 
 def _hash(self) -> int:
-    return hash(tuple(getattr(self, f.name) for f in fields(self)
-                      if (f.compare if f.hash is None else f.hash)))
+    return hash(_values(self))
 
 
 def _setattr(self, name, value):
@@ -74,17 +104,83 @@ def _delattr(self, name):
 
 
 def frozen(cls):
-    """Class decorator: `cls` as a frozen dataclass (see the module docstring)."""
+    """Class decorator: `cls` as an immutable record (see the module docstring)."""
+    return _make(cls, immutable=True)
+
+
+def record(cls):
+    """Class decorator: `cls` as a mutable record (as `@dataclass`: fields may be assigned, and
+    instances are not hashable)."""
+    return _make(cls, immutable=False)
+
+
+def _make(cls, immutable: bool):
+    spec: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for f in getattr(base, _FIELDS, ()) if _FIELDS in base.__dict__ else ():
+            spec[f.name] = f
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        if isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(default=value)
+        f.name = name
+        if isinstance(value, Field):
+            if f.default is MISSING:
+                delattr(cls, name)  # a factory: no class attribute, as a dataclass
+            else:
+                setattr(cls, name, f.default)
+        spec[name] = f
     if cls.__dict__.get("__doc__") is None:
-        # dataclass() would build this from inspect.signature(), which costs more than the class.
-        cls.__doc__ = f"{cls.__name__}({', '.join(cls.__dict__.get('__annotations__', {}))})"
-    cls = dataclass(init=False, repr=False, eq=False)(cls)
-    spec = tuple((f.name, f.default, f.default_factory) for f in fields(cls) if f.init)
-    setattr(cls, _FIELDS, spec)
+        cls.__doc__ = f"{cls.__name__}({', '.join(spec)})"
+    setattr(cls, _FIELDS, tuple(spec.values()))
+    cls.__match_args__ = tuple(spec)
     cls.__init__ = _init
     cls.__repr__ = _repr
     cls.__eq__ = _eq
-    cls.__hash__ = _hash
-    cls.__setattr__ = _setattr
-    cls.__delattr__ = _delattr
+    if immutable:
+        cls.__hash__ = _hash
+        cls.__setattr__ = _setattr
+        cls.__delattr__ = _delattr
+    else:
+        cls.__hash__ = None
     return cls
+
+
+def is_frozen(obj: Any) -> bool:
+    return hasattr(type(obj) if not isinstance(obj, type) else obj, _FIELDS)
+
+
+def fields(obj: Any) -> tuple[Field, ...]:
+    """The fields of a `@frozen` class or instance, in order (as `dataclasses.fields`)."""
+    try:
+        return getattr(obj, _FIELDS)
+    except AttributeError:
+        raise TypeError("must be called with a @frozen class or instance") from None
+
+
+def asdict(obj: Any) -> dict[str, Any]:
+    """The instance as a dict, recursively through records, lists, tuples and dicts, each copied
+    (as `dataclasses.asdict`)."""
+    if not is_frozen(obj) or isinstance(obj, type):
+        raise TypeError("asdict() should be called on @frozen instances")
+    return _plain(obj)
+
+
+def _plain(value: Any) -> Any:
+    if is_frozen(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in getattr(type(value), _FIELDS)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, tuple):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    """A copy of the instance with `changes` applied (as `dataclasses.replace`)."""
+    for f in fields(obj):
+        changes.setdefault(f.name, getattr(obj, f.name))
+    return type(obj)(**changes)

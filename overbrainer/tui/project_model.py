@@ -9,13 +9,13 @@ their credentials and query (as in `config check`).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.check import show_url
+from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
 URL_KEYS = ("base_url",)
@@ -89,7 +89,7 @@ def _value(key: str, value: Any) -> str:
 
 def _fields(prefix: str, obj: Any, origins: Origins) -> list[Row]:
     rows = []
-    for f in dataclasses.fields(obj):
+    for f in frozen.fields(obj):
         if f.name in SKIPPED or (prefix == "metrics" and f.name in ("host", "port")):
             continue
         key = f"{prefix}.{f.name}"

@@ -4,7 +4,7 @@ probe counts as a listed model (checks/probe.listed): pure rules, no process."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from overbrainer.support.frozen import replace
 
 import pytest
 

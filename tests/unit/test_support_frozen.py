@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
+from overbrainer.support import frozen as records
 from overbrainer.support.frozen import frozen
 
 
-def _pair(decorator):
+def _pair(decorator, field):
     @decorator
     class Base:
         name: str
@@ -28,20 +29,21 @@ def _pair(decorator):
     return Base, Child
 
 
-REAL, OURS = _pair(dataclass(frozen=True)), _pair(frozen)
+REAL = (*_pair(dataclass(frozen=True), dataclasses.field), dataclasses)
+OURS = (*_pair(frozen, records.field), records)
 
 
 @pytest.mark.parametrize("classes", [REAL, OURS], ids=["dataclass", "frozen"])
 def test_same_behaviour_as_a_frozen_dataclass(classes):
-    Base, Child = classes
+    Base, Child, helpers = classes
     a = Child("x", 4, extra="e")
     assert (a.name, a.count, a.tags, a.extra, a.label) == ("x", 4, [], "e", "x:4")
     assert repr(a) == f"{Child.__qualname__}(name='x', count=4, tags=[], extra='e')"
     assert a == Child("x", 4, [], "e") and a != Child("x", 5, extra="e") and a != Base("x", 4)
     assert hash(Base("x", 1, ())) == hash(Base("x", 1, ())) != hash(Base("x", 2, ())) and Base("x").tags is not Base("x").tags
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(helpers.FrozenInstanceError):
         a.name = "y"
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(helpers.FrozenInstanceError):
         del a.name
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
         Base()
@@ -51,10 +53,13 @@ def test_same_behaviour_as_a_frozen_dataclass(classes):
         Base("x", name="y")
     with pytest.raises(TypeError, match="positional arguments"):
         Base("x", 1, [], "too many")
-    assert [f.name for f in dataclasses.fields(a)] == ["name", "count", "tags", "extra"]
-    assert dataclasses.asdict(a) == {"name": "x", "count": 4, "tags": [], "extra": "e"}
-    assert dataclasses.replace(a, count=9) == Child("x", 9, extra="e")
-    assert dataclasses.is_dataclass(a)
+    assert [f.name for f in helpers.fields(a)] == ["name", "count", "tags", "extra"]
+    assert helpers.asdict(a) == {"name": "x", "count": 4, "tags": [], "extra": "e"}
+    assert helpers.asdict(Child("x", tags=[Base("y")])) == {"name": "x", "count": 3, "tags": [
+        {"name": "y", "count": 3, "tags": []}], "extra": None}
+    assert helpers.replace(a, count=9) == Child("x", 9, extra="e")
+    assert Child.__match_args__ == ("name", "count", "tags", "extra")
+    assert isinstance(Child("x").tags, list) and "tags" not in Child.__dict__
 
 
 def test_config_model_classes_are_frozen_without_compiled_methods():
@@ -65,4 +70,18 @@ def test_config_model_classes_are_frozen_without_compiled_methods():
     for cls in (model.Project, model.Topic, model.Provider, model.Role, model.Pipeline, model.LocalTarget,
                 model.SshTarget, model.RunpodTarget, model.Runpod, model.Export, model.Hub):
         assert cls.__init__ is frozen_module._init, cls
+    assert "dataclasses" not in model.__dict__
+
+
+def test_record_is_mutable_and_unhashable():
+    @records.record
+    class Box:
+        items: list = records.field(default_factory=list)
+        label: str = "box"
+
+    box = Box()
+    box.label = "crate"
+    assert (box, box.label) == (Box([], "crate"), "crate")
+    with pytest.raises(TypeError):
+        hash(box)
 
