@@ -31,6 +31,8 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
     from overbrainer.config import check as show
     from overbrainer.config import ready
 
+    if resolve or probe:
+        app.start_logging()  # a vault or a provider may log (retries)
     with app.open_project(write=False) as cfg:
         data = show.data(cfg)
         if not app.json_mode:

@@ -4,7 +4,7 @@ opening the project in order: the project check, .env, the lock, then the config
 from __future__ import annotations
 
 import contextlib
-import logging
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,8 +13,9 @@ import click
 from overbrainer.errors import ConfigError, OverbrainerError
 
 PROJECT_FORMAT = 1
-
-log = logging.getLogger("overbrainer")
+# Commands that only read and report: their logging is set up when they first log (start-up time,
+# `import logging` alone costs a tenth of a bare interpreter); every other command sets it up first.
+LOG_WHEN_NEEDED = frozenset({"config"})
 
 
 class AppContext:
@@ -28,11 +29,10 @@ class AppContext:
         self._dotenv: Any = None
         self._env_error: BaseException | None = None
         self._extra: dict = {}
+        self._logging = False
 
     @classmethod
     def start(cls, project_dir: str, *, json_mode: bool, command: str | None) -> "AppContext":
-        from overbrainer.front.logs import setup_logging
-
         app = cls(Path(project_dir), json_mode=json_mode, command=command)
         if command != "init":
             # .env comes first, so that OVERBRAINER_LOG set there applies to the logs. An error
@@ -41,8 +41,18 @@ class AppContext:
                 app.load_env()
             except Exception as e:  # noqa: BLE001 - re-raised by load_env()
                 app._env_error = e
-        setup_logging(json=json_mode)
+        if command not in LOG_WHEN_NEEDED or os.environ.get("OVERBRAINER_LOG"):
+            app.start_logging()  # (OVERBRAINER_LOG set: its own mistakes are logged at once)
         return app
+
+    def start_logging(self) -> None:
+        """Install the log handler (front/logs.py), once; a command of LOG_WHEN_NEEDED calls this
+        before its first log line (a flow, a secret's resolution, a configuration warning)."""
+        if not self._logging:
+            from overbrainer.front.logs import setup_logging
+
+            setup_logging(json=self.json_mode)
+            self._logging = True
 
     # --- front end -------------------------------------------------------------------------
 
@@ -51,6 +61,7 @@ class AppContext:
         if self._front is None:
             from overbrainer.front.frontend import Cli
 
+            self.start_logging()
             self._front = Cli(json=self.json_mode)
         return self._front
 
@@ -119,10 +130,17 @@ class AppContext:
             )
 
     def load_config(self):
-        from overbrainer.config.load import load_config
+        """The configuration (after .env), its warnings logged."""
+        from overbrainer.config.read import read_config
 
         self.load_env()
-        return load_config(self.project_dir)
+        config = read_config(self.project_dir)
+        if config.warnings:
+            from overbrainer.config.load import log_warnings
+
+            self.start_logging()
+            log_warnings(config)
+        return config
 
     @contextlib.contextmanager
     def open_project(self, *, write: bool) -> Iterator[Any]:

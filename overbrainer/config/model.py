@@ -1,6 +1,6 @@
 """The resolved configuration: plain records (support/frozen.py) whose attribute names are the TOML keys.
 
-Built by `overbrainer.config.load.load_config`; every value here was validated already.
+Built by `overbrainer.config.read.read_config`; every value here was validated already.
 Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only when used.
 """
 

@@ -16,7 +16,7 @@ from typing import IO, Mapping
 
 from overbrainer.front import terminal
 from overbrainer.support.fmt import stamp
-from overbrainer.support.redact import RedactingFilter, redact
+from overbrainer.support.redact import redact, strip_controls
 
 ROOT = "overbrainer"
 
@@ -68,6 +68,22 @@ class JsonFormatter(logging.Formatter):
             message += "\n" + record.exc_text
         return json.dumps({"event": "log", "time": stamp(record.created),
                             "level": level_name(record.levelno).lower(), "message": message})
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites each record's message with secrets masked and control characters removed
+    (attach to every handler)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not kill logging
+            message = str(record.msg)
+        record.msg = strip_controls(redact(message))
+        record.args = None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
 
 
 class StderrHandler(logging.Handler):

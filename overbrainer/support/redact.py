@@ -1,9 +1,9 @@
 """One process-wide redactor: every resolved secret is registered here, and everything the tool
-prints or logs (the log handler, the error printer, `runs logs`) passes through `redact`."""
+prints or logs (the log handler's filter in front/logs.py, the error printer, `runs logs`) passes
+through `redact`."""
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 
@@ -72,19 +72,3 @@ def words(text: str, cap: int = MESSAGE_CAP) -> str:
     most `cap` characters."""
     text = " ".join(strip_controls(redact(text)).split())
     return redact(text[:cap])
-
-
-class RedactingFilter(logging.Filter):
-    """Rewrites each record's message with secrets masked and control characters removed
-    (attach to every handler)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a bad format string must not kill logging
-            message = str(record.msg)
-        record.msg = strip_controls(redact(message))
-        record.args = None
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
-        return True

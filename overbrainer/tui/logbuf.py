@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-from overbrainer.front.logs import StderrHandler, level_name
+from overbrainer.front.logs import RedactingFilter, StderrHandler, level_name
 from overbrainer.support.fmt import stamp
-from overbrainer.support.redact import RedactingFilter, redact, strip_controls
+from overbrainer.support.redact import redact, strip_controls
 
 LIMIT = 5000
 LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")

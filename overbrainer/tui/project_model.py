@@ -151,7 +151,7 @@ class ProjectFacts:
 
 def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_keys: Iterable[str] = ()) -> ProjectFacts:
     """Everything the Project view shows, read now (reads only: no lock needed)."""
-    from overbrainer.config.load import read_toml, require_project
+    from overbrainer.config.read import read_toml, require_project
     from overbrainer.dataset.history import read_history
     from overbrainer.dataset.stats import dataset_stats
     from overbrainer.pods.summary import pod_spend

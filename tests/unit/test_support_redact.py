@@ -1,6 +1,7 @@
 import logging
 
-from overbrainer.support.redact import MASK, RedactingFilter, Redactor, strip_controls
+from overbrainer.front.logs import RedactingFilter
+from overbrainer.support.redact import MASK, Redactor, strip_controls
 
 
 def test_registered_secrets_are_masked_longest_first():

@@ -1,0 +1,85 @@
+"""Read `overbrainer.toml` + `OVERBRAINER_*` variables into a validated Config (config/load.py
+adds the logging of its warnings; this module imports no logging, for `config check`'s start-up).
+
+Precedence: environment > file > defaults. Every problem is listed at once in
+`ConfigError("invalid configuration", problems)`; TOML syntax errors give line, column and
+tomllib's reason (without the character or key it may quote), type errors the key and the
+expected type: a value is never echoed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from overbrainer.config import envmap
+from overbrainer.config.build import build
+from overbrainer.config.model import Config
+from overbrainer.errors import ConfigError
+from overbrainer.support.files import read_bytes
+
+CONFIG_FILE = "overbrainer.toml"
+_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+# What tomllib may quote from the file: a character ('x') or a key (('a', 'b')).
+_QUOTED = re.compile(r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_REWORDED = {
+    "Cannot declare twice": "Cannot declare the same table or key twice",
+    "Cannot mutate immutable namespace": "Cannot add to an inline table or array declared earlier",
+    "Cannot redefine namespace": "Cannot redefine a table",
+}
+
+
+def syntax_reason(message: str) -> str:
+    """tomllib's reason without its position and without anything it quotes from the file."""
+    reason = message.split(" (at ", 1)[0].strip()
+    if not reason.startswith("Expected "):  # `Expected ']'` quotes TOML, not the file
+        reason = " ".join(_QUOTED.sub("", reason).split())
+    reason = _REWORDED.get(reason, reason)
+    return reason[:1].lower() + reason[1:]
+
+
+def require_project(project_dir: str | os.PathLike) -> Path:
+    """The path of overbrainer.toml; ConfigError naming it when it is missing."""
+    path = Path(project_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR")
+    return path
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    data = read_bytes(path, missing=f"{path} not found: run `overbrainer init` or pass -C DIR",
+                      error=ConfigError)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: not UTF-8 (at line {line})"]) from None
+    except tomllib.TOMLDecodeError as e:
+        m = _AT.search(str(e))
+        if m:
+            where = f"at line {m.group(1)}, column {m.group(2)}"
+        else:
+            where = "at the end of the file" if "end of document" in str(e) else "(no position given)"
+        problem = f"{CONFIG_FILE}: TOML syntax error {where}: {syntax_reason(str(e))}"
+        raise ConfigError("invalid configuration", [problem]) from None
+
+
+def parse_config(data: dict[str, Any], environ: Mapping[str, str]) -> Config:
+    """Validate a parsed TOML dict with the environment laid over it."""
+    problems = envmap.env_only_in_file(data)
+    env = envmap.overlay(environ, problems)
+    config = build(envmap.merge(data, env), environ, problems)
+    if problems or config is None:
+        raise ConfigError("invalid configuration", problems or ["the configuration is incomplete"])
+    return config
+
+
+def read_config(project_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration of the project, `environ` (default os.environ, .env already loaded)
+    laid over overbrainer.toml, its warnings in `config.warnings` (not logged). Raises ConfigError
+    listing every problem."""
+    environ = os.environ if environ is None else environ
+    return parse_config(read_toml(require_project(project_dir)), environ)
