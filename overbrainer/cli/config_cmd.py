@@ -32,7 +32,7 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
     from overbrainer.config import ready
 
     if resolve or probe:
-        app.start_logging()  # a vault or a provider may log (retries)
+        app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
         data = show.data(cfg)
         if not app.json_mode:

@@ -10,12 +10,14 @@ from typing import Any, Iterator
 
 import click
 
+from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.errors import ConfigError, OverbrainerError
 
 PROJECT_FORMAT = 1
-# Commands that only read and report: their logging is set up when they first log (start-up time,
-# `import logging` alone costs a tenth of a bare interpreter); every other command sets it up first.
-LOG_WHEN_NEEDED = frozenset({"config"})
+# Commands that only read and report: their log handler is set up when they first log, and they
+# catch no stop signal (cli/stops.py) unless they call start_work() (start-up time: `import
+# logging` alone costs a tenth of a bare interpreter); every other command starts work at once.
+READ_ONLY = frozenset({"config"})
 
 
 class AppContext:
@@ -41,12 +43,20 @@ class AppContext:
                 app.load_env()
             except Exception as e:  # noqa: BLE001 - re-raised by load_env()
                 app._env_error = e
-        if command not in LOG_WHEN_NEEDED or os.environ.get("OVERBRAINER_LOG"):
-            app.start_logging()  # (OVERBRAINER_LOG set: its own mistakes are logged at once)
+        if command not in READ_ONLY:
+            app.start_work()
+        elif os.environ.get("OVERBRAINER_LOG"):
+            app.start_logging()  # its own mistakes are logged at once
         return app
 
+    def start_work(self) -> None:
+        """What a command that runs work needs first: the log handler, and SIGTERM and SIGHUP
+        handled like Ctrl-C."""
+        catch_stop_signals()
+        self.start_logging()
+
     def start_logging(self) -> None:
-        """Install the log handler (front/logs.py), once; a command of LOG_WHEN_NEEDED calls this
+        """Install the log handler (front/logs.py), once; a command of READ_ONLY calls this
         before its first log line (a flow, a secret's resolution, a configuration warning)."""
         if not self._logging:
             from overbrainer.front.logs import setup_logging

@@ -12,6 +12,7 @@ import click
 from overbrainer import __version__
 from overbrainer.cli.examples import epilog
 from overbrainer.cli.help import HelpGroup, add_examples
+from overbrainer.cli.stops import first_stop_signal
 from overbrainer.errors import (
     EXIT_FAILURE,
     EXIT_HANGUP,
@@ -158,28 +159,6 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
     sys.stderr.flush()
 
 
-_stopped_by: list[int] = []  # SIGTERM or SIGHUP, when one came outside every Interrupt
-
-
-def _on_stop_signal(signum: int, frame: object) -> None:
-    if not _stopped_by:
-        _stopped_by.append(signum)
-    raise KeyboardInterrupt
-
-
-def _catch_stop_signals() -> None:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does (an Interrupt catches them
-    first). A signal ignored at start (`nohup`) stays ignored."""
-    import signal
-
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            if signal.getsignal(signum) == signal.SIG_DFL:
-                signal.signal(signum, _on_stop_signal)
-        except (OSError, ValueError):
-            pass
-
-
 def stopped_code() -> int:
     """The exit code of a command stopped by a signal (SIGTERM and SIGHUP are handled like
     Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
@@ -187,8 +166,8 @@ def stopped_code() -> int:
 
     interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
     first = interrupt.stopped_by() if interrupt is not None else None
-    if first is None and _stopped_by:
-        first = _stopped_by[0]
+    if first is None:
+        first = first_stop_signal()
     return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 
@@ -204,7 +183,6 @@ def quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _catch_stop_signals()
     args = _hoist_globals(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0

@@ -1,7 +1,8 @@
 """SIGTERM outside a stage (a timeout, systemd, `docker stop`, a CI cancellation) and SIGHUP (a closed
 terminal, a dropped SSH session) sent to the real `overbrainer` process are handled like Ctrl-C and
 exit 143 and 129; a SIGHUP ignored at start (nohup) stays ignored. (Mid-stage:
-test_cli_stages_signals.)"""
+test_cli_stages_signals.) The waiting command is a sub-command of the real `overbrainer` group, so
+it gets what every command that runs work gets (AppContext.start_work)."""
 
 from __future__ import annotations
 
@@ -17,18 +18,17 @@ _WAITING_COMMAND = (
     "import threading, click\n"
     "import overbrainer.cli.main as m\n"
     "@click.command()\n"
-    "@click.option('--json', is_flag=True)\n"
-    "def wait(json):\n"
+    "def wait():\n"
     "    print('ready', flush=True)\n"
     "    threading.Event().wait(60)\n"
-    "m.cli = wait\n"
-    "m.main(%r)\n"
+    "m.COMMANDS['wait'] = ('__main__', 'wait', 'Wait.')\n"
+    "m.main(['wait', *%r])\n"
 )
 
 
 def _terminate_waiting_command(tmp_path, args, signum=signal.SIGTERM):
     proc = subprocess.Popen([sys.executable, "-c", _WAITING_COMMAND % (args,)], env=clean_env(home=tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signum)
@@ -56,7 +56,7 @@ def test_a_sighup_ignored_at_start_stays_ignored(tmp_path):
     script = ("import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
               "sys.argv = ['overbrainer', 'wait']\n") + _WAITING_COMMAND % ([],)
     proc = subprocess.Popen([sys.executable, "-c", script], env=clean_env(home=tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.send_signal(signal.SIGHUP)  # ignored

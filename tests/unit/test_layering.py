@@ -40,9 +40,11 @@ FRONT_IN_DOMAIN = frozenset({"runpod"})
 # under a `# lazy:` comment at the import that says why. (module, what it imports, or a parent)
 LAZY: frozenset[tuple[str, str]] = frozenset({
     ("overbrainer.config.secrets", "overbrainer.config.vault"),  # the HTTP stack, for vault: only
+    ("overbrainer.config.fields", "difflib"),  # did-you-mean, for an unknown key only
     ("overbrainer.exec.ssh", "paramiko"),
     ("overbrainer.exec.ssh_connect", "paramiko"),
     ("overbrainer.front.render_bars", "tqdm"),
+    ("overbrainer.front.results", "json"),  # --json only: `config check` prints text
     ("overbrainer.hub.client", "huggingface_hub"),
     ("overbrainer.hub.client", "httpx2"),
     ("overbrainer.hub.push", "huggingface_hub"),
