@@ -97,15 +97,16 @@ def test_the_tui_holds_the_project_lock_while_open(project, tmp_path, cli):
     try:
         run.expect(b"Configuration")
         busy = cli(["-C", project.dir, "split"], env=project.env)
-        assert busy.returncode != 0
-        assert busy.stderr == f"error: another overbrainer (pid {run.proc.pid}) is using this project\n"
+        assert busy.returncode == 75  # busy, not broken
+        assert busy.stderr == (f"error: another overbrainer (pid {run.proc.pid}, `overbrainer tui`) is using this "
+                               "project; try again once it has ended\n")
         second = _tui(project, tmp_path)
         try:
             code = second.wait()
         finally:
             second.close()
         assert code == busy.returncode
-        assert f"error: another overbrainer (pid {run.proc.pid}) is using this project".encode() in second.output
+        assert f"error: another overbrainer (pid {run.proc.pid}, `overbrainer tui`) is using".encode() in second.output
         run.send(b"q")
         assert run.wait() == 0
     finally:
