@@ -82,3 +82,15 @@ def test_the_base_models_size_comes_from_the_hubs_safetensors_count(fake_hub, ca
     dead = SimpleNamespace(hub=SimpleNamespace(url="http://127.0.0.1:9"), hf_token=None)
     assert pod.base_model_bytes(dead, "Qwen/Qwen3-0.6B") is None
     assert "the Hub did not answer: connection refused" in caplog.text
+
+
+def test_the_fake_hub_refuses_an_expand_property_the_hub_does_not_know(fake_hub):
+    """The client's `expand[]` must be one the Hub lists: the fake answers 400 to any other, as the Hub does."""
+    import requests
+
+    url = f"{fake_hub.url}/api/models/Qwen/Qwen3-0.6B"
+    auth = {"Authorization": f"Bearer {fake_hub.token}"}
+    bad = requests.get(url, params={"expand[]": "parameterCount"}, headers=auth, timeout=10)
+    assert bad.status_code == 400 and "parameterCount" in bad.text
+    good = requests.get(url, params={"expand[]": "safetensors"}, headers=auth, timeout=10)
+    assert good.status_code == 200 and good.json()["safetensors"]["total"] == 751_632_384
