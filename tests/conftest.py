@@ -1,5 +1,7 @@
 """Shared pytest set-up: every fixture module of tests/fixtures/ is registered here."""
 
+import pytest
+
 pytest_plugins = [
     "tests.fixtures.cli",
     "tests.fixtures.provider",
@@ -34,10 +36,24 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_sessionfinish(session, exitstatus):
     """The suite fails when any test left a fake Runpod pod billing (the promise: no pod bills
-    unless something is bound to delete it)."""
+    unless something is bound to delete it). Under pytest-xdist a worker hands its list to the
+    controller (`workeroutput`), which gathers them in `pytest_testnodedown` and fails the run."""
     from tests.fixtures.runpod import LEFT_BILLING
 
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports
+        workeroutput["left_billing"] = [[test, list(pods)] for test, pods in LEFT_BILLING]
+        return
     if LEFT_BILLING:
         for test, pods in LEFT_BILLING:
             print(f"\nfake Runpod pods left billing by {test}: {', '.join(pods)}")
         session.exitstatus = 1
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: a worker ended; keep what it found left billing."""
+    from tests.fixtures.runpod import LEFT_BILLING
+
+    for test, pods in getattr(node, "workeroutput", {}).get("left_billing", []):
+        LEFT_BILLING.append((test, pods))
