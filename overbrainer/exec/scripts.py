@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 
 from overbrainer.exec.base import Container
-from overbrainer.exec.transfer import check_entries
+from overbrainer.exec.manifest import check_entries
 
 q = shlex.quote
 

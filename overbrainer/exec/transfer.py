@@ -1,4 +1,5 @@
-"""Files between here and a target: tar streams, safe extraction, SHA-256 manifests, verify.
+"""Files between here and a target: tar streams and their safe extraction (manifests and verify:
+exec.manifest).
 
 The tar side on this machine is Python's tarfile in stream mode (`w|` / `r|`) with large
 buffers; the other end is the target's `tar`. Extraction (tarfile's `data` filter plus the
@@ -13,7 +14,6 @@ Progress: a `Progress` callback `(done, total)` is given the bytes of a tar stre
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import logging
 import os
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.manifest import Written, excluded, stat_key
 
 log = logging.getLogger(__name__)
 
@@ -34,26 +35,6 @@ BUF = 1 << 20
 PROGRESS_SECS = 0.5  # at most one progress report per this many seconds (besides start and end)
 
 Progress = Callable[[int, Optional[int]], object]  # (bytes done, bytes in all or None)
-
-# What an extraction wrote: {relative path: (sha256 of the bytes written, stat key of the file
-# after writing)}. verify trusts a hash only while the file's stat key is unchanged.
-Written = dict[str, tuple[str, tuple[int, ...]]]
-
-
-class VerifyError(OverbrainerError):
-    """Downloaded files do not match the target's SHA-256 manifest."""
-
-
-def check_entries(entries: Iterable[str]) -> list[str]:
-    """Relative paths without `..`, used for download/manifest entry lists."""
-    out = []
-    for e in entries:
-        parts = e.strip("/").split("/")
-        if not e or e.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise OverbrainerError(f"invalid entry {e!r}: a relative path without `..` is required")
-        out.append("/".join(parts))
-    return out
-
 
 class Meter:
     """Counts the bytes of one transfer and reports them to `progress(done, total)`: `(0, total)`
@@ -127,10 +108,6 @@ class _HashingTarFile(tarfile.TarFile):
                 target.write(data)
                 left -= len(data)
         self.digest = h.hexdigest()
-
-
-def _stat_key(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _Writer:
@@ -223,14 +200,14 @@ def members_size(members: Iterable[Member], exclude: Iterable[str] = ()) -> int:
 
 
 def _walk(top: Path, arc: str, exclude: list[str]):
-    if _excluded(top.name, exclude):
+    if excluded(top.name, exclude):
         return
     yield top, arc
     if top.is_dir() and not top.is_symlink():
         for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = sorted(d for d in dirnames if not _excluded(d, exclude))
+            dirnames[:] = sorted(d for d in dirnames if not excluded(d, exclude))
             rel = posixpath.normpath(posixpath.join(arc, os.path.relpath(dirpath, top)))
-            for n in dirnames + sorted(f for f in filenames if not _excluded(f, exclude)):
+            for n in dirnames + sorted(f for f in filenames if not excluded(f, exclude)):
                 yield Path(dirpath, n), f"{rel}/{n}"
 
 
@@ -295,7 +272,7 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: 
             if written is not None:
                 written.pop(name, None)
                 if m.isreg() and tf.digest is not None:
-                    written[name] = (tf.digest, _stat_key(os.lstat(target)))
+                    written[name] = (tf.digest, stat_key(os.lstat(target)))
             names.append(name)
     return names
 
@@ -324,93 +301,6 @@ def _refusal(error: tarfile.FilterError, name: str, dest: Path) -> str:
     if isinstance(error, tarfile.AbsolutePathError):
         return f"refusing tar member {name!r} from the target: it is an absolute path"
     return f"refusing tar member {name!r} from the target: it leads outside {dest}"
-
-
-def _excluded(name: str, exclude: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in exclude)
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def local_files(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
-    """Relative paths of the regular files under `entries` (like `find -prune … -type f`)."""
-    root = Path(root)
-    exclude = list(exclude)
-    out: list[str] = []
-    for entry in check_entries(entries):
-        top = root / entry
-        if _excluded(top.name, exclude) or not os.path.lexists(top):
-            continue
-        if top.is_symlink():
-            continue
-        if top.is_file():
-            out.append(entry)
-            continue
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = [d for d in dirnames if not _excluded(d, exclude)]
-            rel = os.path.relpath(dirpath, root)
-            for n in filenames:
-                p = os.path.join(dirpath, n)
-                if not _excluded(n, exclude) and os.path.isfile(p) and not os.path.islink(p):
-                    out.append(f"{rel}/{n}")
-    return sorted(out)
-
-
-def local_manifest(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = (),
-                   written: Written | None = None) -> list[tuple[str, str]]:
-    """Sorted [(path, sha256)] of the regular files under `entries`; a file an extraction
-    recorded in `written` and unchanged since (same stat key) is not read again."""
-    return [(p, _known_sha(Path(root, p), p, written)) for p in local_files(root, entries, exclude)]
-
-
-def _known_sha(path: Path, rel: str, written: Written | None) -> str:
-    if written and rel in written:
-        sha, key = written[rel]
-        try:
-            if _stat_key(os.lstat(path)) == key:
-                return sha
-        except OSError:
-            pass
-    return sha256_file(path)
-
-
-def parse_manifest(data: bytes) -> list[tuple[str, str]]:
-    """NUL-terminated `<64 hex>  ./path` (or ` *./path`) records → sorted [(path, sha)]."""
-    out = []
-    for rec in data.split(b"\0"):
-        if not rec:
-            continue
-        text = rec.decode("utf-8", "surrogateescape")
-        sha, path = text[:64], text[66:]
-        if len(sha) != 64 or text[64:66] not in ("  ", " *") or any(c not in "0123456789abcdef" for c in sha):
-            raise OverbrainerError("the target's manifest has an unexpected record")
-        if path.startswith("./"):
-            path = path[2:]
-        out.append((path, sha))
-    return sorted(out)
-
-
-def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entries: Iterable[str],
-           exclude: Iterable[str] = (), written: Written | None = None) -> None:
-    """Every file under `entries` locally must match `manifest` exactly (VerifyError otherwise).
-    `written`: the hashes a download took as it wrote the files (see local_manifest)."""
-    entries = list(entries)
-    want = dict(manifest)
-    have = dict(local_manifest(local_dir, entries, exclude, written))
-    problems = []
-    for path in sorted(set(want) | set(have)):
-        if path not in have:
-            problems.append(f'"{path}" is missing locally')
-        elif path not in want:
-            problems.append(f'"{path}" is not on the target')
-        elif have[path] != want[path]:
-            problems.append(f'"{path}" differs from the target (SHA-256 mismatch)')
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise VerifyError(f"verify failed: {problems[0]}{more}")
 
 
 def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
