@@ -150,7 +150,24 @@ def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: st
     base_model = getattr(training, "base_model", None)
     if not base_model:
         raise ConfigError("invalid configuration", ["training.base_model is not set"])
-    config: dict[str, Any] = {
+    config = _core_keys(training, base_model, root)
+    config.update(_adapter_keys(training))
+    config.update(_eval_and_save_keys(training, extra, root, has_eval))
+    hub_model_id = getattr(training, "hub_model_id", None)
+    if hub_model_id:
+        config["hub_model_id"] = hub_model_id
+    if resume_checkpoint:
+        config["resume_from_checkpoint"] = resume_checkpoint
+    merged = deep_merge(config, extra)
+    if not has_eval:
+        for key in ("eval_steps", "eval_strategy"):
+            merged.pop(key, None)
+    return merged
+
+
+def _core_keys(training: Any, base_model: str, root: str) -> dict[str, Any]:
+    """The model, the optimisation settings, and where the job reads and writes."""
+    return {
         "base_model": base_model,
         "sequence_len": setting(training, "sequence_len"),
         "sample_packing": setting(training, "sample_packing"),
@@ -171,40 +188,41 @@ def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: st
         "plugins": [PLUGIN_CLASS],
         "datasets": [dataset_entry(f"{root}/data/train.jsonl")],
     }
+
+
+def _adapter_keys(training: Any) -> dict[str, Any]:
+    """LoRA/QLoRA settings, none for a full fine-tune (ConfigError for another adapter)."""
     adapter = adapter_of(training)
-    if adapter in ("lora", "qlora"):
-        config.update({
-            "adapter": adapter,
-            "load_in_4bit": adapter == "qlora",
-            "load_in_8bit": False,
-            "lora_r": setting(training, "lora_r"),
-            "lora_alpha": setting(training, "lora_alpha"),
-            "lora_dropout": setting(training, "lora_dropout"),
-            "lora_target_linear": True,
-        })
-    elif adapter != "full":
+    if adapter == "full":
+        return {}
+    if adapter not in ("lora", "qlora"):
         raise ConfigError("invalid configuration", ["training.adapter must be lora, qlora or full"])
+    return {
+        "adapter": adapter,
+        "load_in_4bit": adapter == "qlora",
+        "load_in_8bit": False,
+        "lora_r": setting(training, "lora_r"),
+        "lora_alpha": setting(training, "lora_alpha"),
+        "lora_dropout": setting(training, "lora_dropout"),
+        "lora_target_linear": True,
+    }
+
+
+def _eval_and_save_keys(training: Any, extra: dict[str, Any], root: str, has_eval: bool) -> dict[str, Any]:
+    """The eval set and how often to evaluate and save, unless `axolotl_extra` says so itself."""
+    keys: dict[str, Any] = {}
     if has_eval:
-        config["test_datasets"] = [dict(dataset_entry(f"{root}/data/eval.jsonl"), split="train")]
+        keys["test_datasets"] = [dict(dataset_entry(f"{root}/data/eval.jsonl"), split="train")]
         if "eval_steps" not in extra:
             if evaluates_never(training):
-                config["eval_strategy"] = "epoch"
+                keys["eval_strategy"] = "epoch"
             else:
-                config["evals_per_epoch"] = setting(training, "evals_per_epoch")
+                keys["evals_per_epoch"] = setting(training, "evals_per_epoch")
     if "save_steps" not in extra:
-        config["saves_per_epoch"] = setting(training, "saves_per_epoch")
+        keys["saves_per_epoch"] = setting(training, "saves_per_epoch")
     if "save_total_limit" not in extra:
-        config["save_total_limit"] = 2
-    hub_model_id = getattr(training, "hub_model_id", None)
-    if hub_model_id:
-        config["hub_model_id"] = hub_model_id
-    if resume_checkpoint:
-        config["resume_from_checkpoint"] = resume_checkpoint
-    merged = deep_merge(config, extra)
-    if not has_eval:
-        for key in ("eval_steps", "eval_strategy"):
-            merged.pop(key, None)
-    return merged
+        keys["save_total_limit"] = 2
+    return keys
 
 
 # --- YAML ------------------------------------------------------------------------------------
