@@ -97,6 +97,14 @@ def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
     if dry_run:
         return result
 
+    _apply(paths, result, record, keep_subtopics, keep_questions, keep_answers)
+    return result
+
+
+def _apply(paths: ProjectPaths, result: Rejection, record: Rejected | None, keep_subtopics: list,
+           keep_questions: list, keep_answers: list) -> None:
+    """Rewrite the files that lose records (all staged, then renamed together) and note the
+    rejection in rejected.jsonl; on any failure nothing is renamed."""
     staged = StagedRewrite()
     try:
         if result.subtopics:
@@ -112,4 +120,3 @@ def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
         staged.discard()
         raise
     staged.commit()
-    return result
