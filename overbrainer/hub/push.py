@@ -154,33 +154,12 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
         if earlier and earlier.get("state") == "uploaded" and earlier.get("repo") == target.repo:
             log.info("push: resuming the push of %s: the Hub is asked which files it holds already", run_id)
 
-        def upload() -> None:
-            # One file at a time, in this (abandonable) thread: the library uploads several files
-            # on a pool whose threads would keep the process alive after Ctrl-C.
-            for op in ops:
-                api.preupload_lfs_files(target.repo, additions=[op], repo_type="model", free_memory=False)
-
-        try:
-            done = interrupt.race(_call, upload)
-        except Exception as e:  # noqa: BLE001
-            raise explain(e, "upload", namespace=ns, host=host) from None
-        if done is None:
-            raise Interrupted(CANCELLED)
+        _upload_files(api, target.repo, ops, interrupt, ns=ns, host=host)
         base = {"repo": target.repo, "files": paths, "private": private}
         write_record(run_dir, {**base, "state": "uploaded", "uploaded": now()})
         message = f"Upload run {run_id} with overbrainer {__version__}"
 
-        def commit() -> Any:
-            return api.create_commit(target.repo, operations=ops, commit_message=message, repo_type="model")
-
-        try:
-            info = interrupt.shield(commit, note=f"the commit to {target.repo}")
-        except Exception as e:  # noqa: BLE001
-            err = explain(e, "commit", namespace=ns, host=host)
-            if err.status is None:
-                err = HubError(f"the commit to {target.repo} was cut off ({type(_root(e)).__name__}): "
-                               f"run it again to finish (uploaded files are not sent again)")
-            raise err from None
+        info = _commit(api, target.repo, ops, message, interrupt, ns=ns, host=host)
         progress.finish()
         data = {**base, "state": "pushed", "commit": info.oid, "url": info.commit_url, "pushed": now(),
                 "size": total, "card": card is not None}
@@ -189,6 +168,38 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
     finally:
         for f in files:
             f.close()
+
+
+def _upload_files(api: Any, repo: str, ops: list, interrupt: Any, *, ns: str, host: str) -> None:
+    """Every file's bytes to the Hub's storage (nothing is in the repository until the commit);
+    Interrupted when the user stops it."""
+    def upload() -> None:
+        # One file at a time, in this (abandonable) thread: the library uploads several files
+        # on a pool whose threads would keep the process alive after Ctrl-C.
+        for op in ops:
+            api.preupload_lfs_files(repo, additions=[op], repo_type="model", free_memory=False)
+
+    try:
+        done = interrupt.race(_call, upload)
+    except Exception as e:  # noqa: BLE001
+        raise explain(e, "upload", namespace=ns, host=host) from None
+    if done is None:
+        raise Interrupted(CANCELLED)
+
+
+def _commit(api: Any, repo: str, ops: list, message: str, interrupt: Any, *, ns: str, host: str) -> Any:
+    """The one commit that makes the uploaded files the repository's (shielded from a stop)."""
+    def commit() -> Any:
+        return api.create_commit(repo, operations=ops, commit_message=message, repo_type="model")
+
+    try:
+        return interrupt.shield(commit, note=f"the commit to {repo}")
+    except Exception as e:  # noqa: BLE001
+        err = explain(e, "commit", namespace=ns, host=host)
+        if err.status is None:
+            err = HubError(f"the commit to {repo} was cut off ({type(_root(e)).__name__}): "
+                           f"run it again to finish (uploaded files are not sent again)")
+        raise err from None
 
 
 def _call(fn: Callable[[], Any]) -> bool:
