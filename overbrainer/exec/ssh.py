@@ -119,27 +119,9 @@ class SshExecutor(Executor):
             chan.exec_command("sh -c " + shlex.quote(script))
             sent = True
             err = _StderrReader(chan)
-            feed_error = None
-            if stdin is not None:
-                chan.sendall(stdin)
-            if feed is not None:
-                try:
-                    feed(_guarded(_packet_sender(chan)))
-                except _ChannelError as e:
-                    feed_error = e.error  # the receiver's error (below) wins when it has one
-                except OSError as e:
-                    raise OverbrainerError(f"{action} failed: cannot read {e.filename}: {e.strerror}") from e
+            feed_error = _send_input(chan, stdin, feed, action)
             chan.shutdown_write()
-            out = b""
-            if sink is not None:
-                try:
-                    sink(_guarded(chan.recv))
-                except _ChannelError as e:
-                    raise e.error from None
-                except OSError as e:
-                    raise OverbrainerError(f"{action} failed: cannot write {e.filename}: {e.strerror}") from e
-            else:
-                out = _read_all(chan)
+            out = _receive_output(chan, sink, action)
             if not chan.status_event.wait(timeout):
                 raise TimeoutError("no exit status")
             code = chan.exit_status
@@ -289,6 +271,35 @@ def _guarded(fn):
             raise _ChannelError(e) from e
 
     return call
+
+
+def _send_input(chan, stdin: bytes | None, feed, action: str) -> BaseException | None:
+    """Send `stdin`, then what `feed(send)` sends; returns the channel error a feed met (the
+    receiver's error, when it has one, is the one reported)."""
+    if stdin is not None:
+        chan.sendall(stdin)
+    if feed is None:
+        return None
+    try:
+        feed(_guarded(_packet_sender(chan)))
+    except _ChannelError as e:
+        return e.error
+    except OSError as e:
+        raise OverbrainerError(f"{action} failed: cannot read {e.filename}: {e.strerror}") from e
+    return None
+
+
+def _receive_output(chan, sink, action: str) -> bytes:
+    """stdout handed to `sink(recv)` (then b"") or read whole and returned."""
+    if sink is None:
+        return _read_all(chan)
+    try:
+        sink(_guarded(chan.recv))
+    except _ChannelError as e:
+        raise e.error from None
+    except OSError as e:
+        raise OverbrainerError(f"{action} failed: cannot write {e.filename}: {e.strerror}") from e
+    return b""
 
 
 def _extract_if_any(recv: Callable[[int], bytes], local: str, written: manifest.Written) -> None:
