@@ -136,8 +136,18 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     job.prepare = prepare
     job.after = after if export is not None else None
     job.pod = pod_settings(config, where, gguf, run_dir, export) if on_pod else {}
+    result = _run_explained(session, config, run, job, name, keep, claimed)
+    if not (result.job_dir / ANSWERS).is_file():
+        raise OverbrainerError(f"compare {result.job_id} failed: the job left no {ANSWERS}; its server log is "
+                               f"{server_log(run.id, result.job_id)}")
+    return result.job_dir, setup
+
+
+def _run_explained(session, config, run, job, name, keep: bool, claimed: dict):
+    """run_side_job, its stop and failure said in a compare's words (which compare, of which
+    run, and where its server log is)."""
     try:
-        result = run_side_job(session, config, run, job, target=name, keep=keep)
+        return run_side_job(session, config, run, job, target=name, keep=keep)
     except Interrupted as e:
         label = f"compare {claimed['id']}" if "id" in claimed else "the compare"
         tail = str(e).partition(" cancelled")[2]  # e.g. `; it has no pod left`
@@ -151,10 +161,6 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
             reason = reason[len("compare: "):]
         raise OverbrainerError(f"compare {result.job_id} failed: {reason}; its server log is "
                                f"{server_log(run.id, result.job_id)}") from e
-    if not (result.job_dir / ANSWERS).is_file():
-        raise OverbrainerError(f"compare {result.job_id} failed: the job left no {ANSWERS}; its server log is "
-                               f"{server_log(run.id, result.job_id)}")
-    return result.job_dir, setup
 
 
 def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dict, export, on_pod: bool):
