@@ -205,45 +205,63 @@ def ask(port, question, max_tokens, temperature):
                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
         resp = conn.getresponse()
         if resp.status != 200:
-            text = resp.read(4000).decode("utf-8", "replace")
-            try:
-                detail = json.loads(text)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                detail = text
-            detail = " ".join(str(detail).split())[:300]
-            return {"id": question["id"], "error": f"HTTP {resp.status} from llama-server: {detail}"}
-        first = None
-        parts = []
-        finish = None
-        usage = None
-        timings = None
-        for raw in resp:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            chunk = json.loads(data)
-            if chunk.get("error"):
-                message = chunk["error"].get("message") if isinstance(chunk["error"], dict) else chunk["error"]
-                return {"id": question["id"], "error": " ".join(f"llama-server: {message}".split())[:300]}
-            usage = chunk.get("usage") or usage
-            timings = chunk.get("timings") or timings
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                content = delta.get("content")
-                if first is None and (content or delta.get("reasoning_content")):
-                    first = time.monotonic() - start
-                if content:
-                    parts.append(content)
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
+            return {"id": question["id"], "error": http_error(resp)}
+        stream = read_stream(resp, start)
         seconds = time.monotonic() - start
     finally:
         conn.close()
-    usage = usage if isinstance(usage, dict) else {}
-    timings = timings if isinstance(timings, dict) else {}
+    if stream["error"] is not None:
+        return {"id": question["id"], "error": stream["error"]}
+    return answer_line(question["id"], stream, seconds)
+
+
+def http_error(resp):
+    """A refused request in one line: the server's error message, else its body."""
+    text = resp.read(4000).decode("utf-8", "replace")
+    try:
+        detail = json.loads(text)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = text
+    detail = " ".join(str(detail).split())[:300]
+    return f"HTTP {resp.status} from llama-server: {detail}"
+
+
+def read_stream(resp, start):
+    """The server-sent events of one answer: its parts, finish reason, usage and timings, when
+    the first token came (seconds after `start`), or the error the stream reported."""
+    got = {"parts": [], "finish": None, "usage": None, "timings": None, "first": None, "error": None}
+    for raw in resp:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        chunk = json.loads(data)
+        if chunk.get("error"):
+            message = chunk["error"].get("message") if isinstance(chunk["error"], dict) else chunk["error"]
+            got["error"] = " ".join(f"llama-server: {message}".split())[:300]
+            return got
+        got["usage"] = chunk.get("usage") or got["usage"]
+        got["timings"] = chunk.get("timings") or got["timings"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if got["first"] is None and (content or delta.get("reasoning_content")):
+                got["first"] = time.monotonic() - start
+            if content:
+                got["parts"].append(content)
+            if choice.get("finish_reason"):
+                got["finish"] = choice["finish_reason"]
+    return got
+
+
+def answer_line(question_id, stream, seconds):
+    """The answer line: the text, tokens in and out (from usage, else llama.cpp's timings), and
+    the speed after the first token."""
+    usage = stream["usage"] if isinstance(stream["usage"], dict) else {}
+    timings = stream["timings"] if isinstance(stream["timings"], dict) else {}
+    first = stream["first"]
     tokens_in = number(usage.get("prompt_tokens"))
     tokens_out = number(usage.get("completion_tokens"))
     if tokens_in is None:
@@ -253,8 +271,8 @@ def ask(port, question, max_tokens, temperature):
     rate = None
     if tokens_out is not None and first is not None and seconds - first > 0:
         rate = tokens_out / (seconds - first)
-    return {"id": question["id"], "answer": "".join(parts), "finish": finish, "input_tokens": tokens_in,
-            "output_tokens": tokens_out, "seconds": round(seconds, 4),
+    return {"id": question_id, "answer": "".join(stream["parts"]), "finish": stream["finish"],
+            "input_tokens": tokens_in, "output_tokens": tokens_out, "seconds": round(seconds, 4),
             "first_token_seconds": None if first is None else round(first, 4),
             "tokens_per_second": None if rate is None else round(rate, 3)}
 
