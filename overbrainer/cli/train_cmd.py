@@ -11,18 +11,7 @@ from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import UsageError
 
 
-class _TrainGroup(HelpGroup):
-    """Options of the bare `train` conflict with a sub-command."""
-
-    def invoke(self, ctx: click.Context):
-        own = ("target", "resume_from", "detach", "keep_pod")
-        if ctx.protected_args and any(ctx.params.get(k) for k in own):
-            raise UsageError("--target, --resume-from, --detach and --keep-pod only apply to "
-                             "`overbrainer train` itself")
-        return super().invoke(ctx)
-
-
-@click.group("train", cls=_TrainGroup, invoke_without_command=True)
+@click.group("train", cls=HelpGroup, invoke_without_command=True)
 @click.option("--target", metavar="NAME", default=None, shell_complete=complete.targets,
               help="Train on this target instead of [training] target.")
 @click.option("--resume-from", "resume_from", metavar="RUN_ID", default=None, shell_complete=complete.run_ids,
@@ -40,6 +29,9 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     The job runs detached on its target: Ctrl-C only stops following it.
     """
     if ctx.invoked_subcommand is not None:
+        if target or resume_from or detach or keep_pod:  # options of the bare `train` only
+            raise UsageError("--target, --resume-from, --detach and --keep-pod only apply to "
+                             "`overbrainer train` itself")
         return
     from overbrainer.jobs import ids
     from overbrainer.runs.flow import train_flow
