@@ -18,11 +18,13 @@ pytest_plugins = [
 def pytest_configure(config):
     """Tests start from an environment without the caller's OVERBRAINER_*, VAULT_* and HF_*
     variables (in-process tests included: they load configurations from os.environ), with the
-    loopback exempt from the caller's proxy, and every llama.cpp the tests start on one thread."""
-    from tests.fixtures.cli import loopback_direct, scrub_environ
+    loopback exempt from the caller's proxy, SIGHUP at its default action even under `nohup`,
+    and every llama.cpp the tests start on one thread."""
+    from tests.fixtures.cli import default_hangup, loopback_direct, scrub_environ
     from tests.fixtures.llama import one_thread
 
     scrub_environ()
+    default_hangup()
     loopback_direct()
     one_thread()
 

@@ -1,10 +1,12 @@
-"""The suite stands apart from the caller's shell: a developer who followed the Quick start still
+"""The suite stands apart from the caller's shell (its variables, and a SIGHUP ignored by `nohup`):
+a developer who followed the Quick start still
 has `OVERBRAINER_PROVIDERS__LLM__BASE_URL` (and maybe VAULT_* or HF_* variables) exported when
 running the tests, and no test may see them (tests/conftest.py scrubs them once, before any test)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,11 +52,16 @@ def test_no_variable_of_the_caller_reaches_the_tests(tmp_path):
     assert sorted(config.providers) == ["local"] and config.pipeline.concurrency == 8
 
 
-def _pytest(*args: str) -> subprocess.CompletedProcess:
+def test_sighup_is_at_its_default_action():
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+
+
+def _pytest(*args: str, test: str = "test_no_variable_of_the_caller_reaches_the_tests",
+            preexec=None) -> subprocess.CompletedProcess:
     env = {**os.environ, **CALLERS, "OVERBRAINER_TEST_KEPT": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                           *args, f"{Path(__file__).relative_to(ROOT)}::test_no_variable_of_the_caller_reaches_the_tests"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                           *args, f"{Path(__file__).relative_to(ROOT)}::{test}"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, preexec_fn=preexec)
 
 
 def test_a_session_started_from_a_shell_with_such_variables_passes():
@@ -64,6 +71,18 @@ def test_a_session_started_from_a_shell_with_such_variables_passes():
     bare = _pytest("--noconftest")
     assert bare.returncode == 1
     assert "OVERBRAINER_PROVIDERS__LLM__BASE_URL" in bare.stdout
+
+
+def test_a_session_started_under_nohup_sends_real_hangups():
+    """`nohup pytest` starts the suite with SIGHUP ignored; the commands the tests start would
+    inherit that, and every test of a SIGHUP's exit code 129 would fail."""
+    def ignore_hangup():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    done = _pytest(test="test_sighup_is_at_its_default_action", preexec=ignore_hangup)
+    assert done.returncode == 0, done.stdout + done.stderr
+    bare = _pytest("--noconftest", test="test_sighup_is_at_its_default_action", preexec=ignore_hangup)
+    assert bare.returncode == 1
 
 
 def test_a_callers_proxy_never_carries_requests_to_the_fakes(monkeypatch):
