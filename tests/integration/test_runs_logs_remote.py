@@ -79,7 +79,11 @@ def test_follow_prints_remote_lines_as_they_come_and_ends_with_the_run(tmp_path,
             first = follower.stdout.readline()
             # The first line came while the job still ran: from the target, not a retrieved log.
             assert p.record(rid)["state"] == "running" and not (p.runs / rid / "job.log").exists()
-            out, err = follower.communicate()
+            # Read on from the same buffered stream (communicate() would read the pipe itself and
+            # miss a line that came with the first one, as it does on a busy machine).
+            out = follower.stdout.read()
+            err = follower.stderr.read()
+            follower.wait()
         finally:
             watchdog.cancel()
         assert first == "fake axolotl: train axolotl.yaml (mode ok)\n"
