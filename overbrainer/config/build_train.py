@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Any, Mapping
 
@@ -36,6 +35,7 @@ from overbrainer.config.model import (
 )
 from overbrainer.config.values import secret, url
 from overbrainer.errors import NOT_SUPPORTED
+from overbrainer.support.urls import ip
 
 NAME = re.compile(r"^[a-z0-9_]+$")
 HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -326,13 +326,10 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         version = 6
     else:
         version = 4
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
+    address = ip(host)
+    if address is None or address[0] != version:
         return None
-    if ip.version != version:
-        return None
-    return str(ip), int(port)
+    return address[1], int(port)
 
 
 def _ollama_part(kind: str, text: str) -> bool:

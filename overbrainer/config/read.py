@@ -12,14 +12,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from pathlib import Path
 from typing import Any, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.build import build
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import read_bytes
+from overbrainer.support.files import path_text, read_bytes
 
 CONFIG_FILE = "overbrainer.toml"
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -41,15 +40,15 @@ def syntax_reason(message: str) -> str:
     return reason[:1].lower() + reason[1:]
 
 
-def require_project(project_dir: str | os.PathLike) -> Path:
+def require_project(project_dir: str | os.PathLike) -> str:
     """The path of overbrainer.toml; ConfigError naming it when it is missing."""
-    path = Path(project_dir) / CONFIG_FILE
-    if not path.is_file():
+    path = path_text(project_dir, CONFIG_FILE)
+    if not os.path.isfile(path):
         raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR")
     return path
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     data = read_bytes(path, missing=f"{path} not found: run `overbrainer init` or pass -C DIR",
                       error=ConfigError)
     try:
