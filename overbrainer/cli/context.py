@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support.files import path_text
 
@@ -63,6 +62,8 @@ class AppContext:
     def start_work(self) -> None:
         """What a command that runs work needs first: the log handler, and SIGTERM and SIGHUP
         handled like Ctrl-C."""
+        from overbrainer.cli.stops import catch_stop_signals  # not loaded by `--help`, `config check`
+
         catch_stop_signals()
         self.start_logging()
 

@@ -10,9 +10,7 @@ import sys
 import click
 
 from overbrainer import __version__
-from overbrainer.cli.examples import epilog
-from overbrainer.cli.help import HelpGroup, add_examples
-from overbrainer.cli.stops import first_stop_signal
+from overbrainer.cli.help import HelpGroup, add_examples, epilog
 from overbrainer.errors import (
     EXIT_FAILURE,
     EXIT_HANGUP,
@@ -166,8 +164,9 @@ def stopped_code() -> int:
 
     interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
     first = interrupt.stopped_by() if interrupt is not None else None
-    if first is None:
-        first = first_stop_signal()
+    stops = sys.modules.get("overbrainer.cli.stops")  # loaded if the command caught stop signals
+    if first is None and stops is not None:
+        first = stops.first_stop_signal()
     return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 

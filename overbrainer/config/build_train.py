@@ -38,7 +38,7 @@ from overbrainer.errors import NOT_SUPPORTED
 from overbrainer.support.urls import ip
 
 NAME = re.compile(r"^[a-z0-9_]+$")
-HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"  # compiled when [hub] repo is set
 U32 = 2**32 - 1
 
 # Axolotl keys written from a typed [training] setting (axolotl key -> training key).
@@ -267,7 +267,7 @@ def hub(root: Table) -> Hub:
     if t is None:
         return Hub()
     repo = t.str("repo")
-    if repo is not None and not HUB_REPO.match(repo):
+    if repo is not None and not re.match(HUB_REPO, repo):
         t.problem("repo", "must be exactly NAMESPACE/NAME")
         repo = None
     h = Hub(repo=repo, private=t.bool("private", True), after_training=t.bool("after_training", False),

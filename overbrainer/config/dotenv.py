@@ -17,8 +17,9 @@ from overbrainer.errors import ConfigError
 from overbrainer.support.files import path_text
 from overbrainer.support.frozen import field, record
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_EXPAND = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}")
+# Patterns compiled on first use (re's cache): a project without .env never pays (start-up time).
+_KEY = r"[A-Za-z_][A-Za-z0-9_.]*"
+_EXPAND = r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}"
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "\x00"}
 
 
@@ -36,7 +37,7 @@ def _expand(value: str, lookup: Mapping[str, str], earlier: Mapping[str, str]) -
             return default
         return v or ""
 
-    return _EXPAND.sub(sub, value).replace("\x00", "$")
+    return re.sub(_EXPAND, sub, value).replace("\x00", "$")
 
 
 def parse(text: str, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -56,7 +57,7 @@ def parse(text: str, environ: Mapping[str, str] | None = None) -> list[tuple[str
             continue
         if s.startswith("export ") or s.startswith("export\t"):
             s = s[7:].lstrip()
-        m = _KEY.match(s)
+        m = re.match(_KEY, s)
         if not m:
             raise _error(start)
         key = m.group(0)

@@ -21,9 +21,10 @@ from overbrainer.errors import ConfigError
 from overbrainer.support.files import path_text, read_bytes
 
 CONFIG_FILE = "overbrainer.toml"
-_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+# Patterns for a syntax error only, compiled then (re's cache; start-up time).
+_AT = r"\(at line (\d+), column (\d+)\)"
 # What tomllib may quote from the file: a character ('x') or a key (('a', 'b')).
-_QUOTED = re.compile(r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_QUOTED = r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 _REWORDED = {
     "Cannot declare twice": "Cannot declare the same table or key twice",
     "Cannot mutate immutable namespace": "Cannot add to an inline table or array declared earlier",
@@ -35,7 +36,7 @@ def syntax_reason(message: str) -> str:
     """tomllib's reason without its position and without anything it quotes from the file."""
     reason = message.split(" (at ", 1)[0].strip()
     if not reason.startswith("Expected "):  # `Expected ']'` quotes TOML, not the file
-        reason = " ".join(_QUOTED.sub("", reason).split())
+        reason = " ".join(re.sub(_QUOTED, "", reason).split())
     reason = _REWORDED.get(reason, reason)
     return reason[:1].lower() + reason[1:]
 
@@ -57,7 +58,7 @@ def read_toml(path: str | os.PathLike) -> dict[str, Any]:
         line = data.count(b"\n", 0, e.start) + 1
         raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: not UTF-8 (at line {line})"]) from None
     except tomllib.TOMLDecodeError as e:
-        m = _AT.search(str(e))
+        m = re.search(_AT, str(e))
         if m:
             where = f"at line {m.group(1)}, column {m.group(2)}"
         else:
