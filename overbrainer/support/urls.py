@@ -2,7 +2,8 @@
 importing the two costs as many instructions as a sixteenth of `import click`, and `config check`
 reads a URL in every configuration.
 
-`split` and `unsplit` give what `urllib.parse.urlsplit` and `urlunsplit` give, `ip` what
+`split` and `unsplit` give what `urllib.parse.urlsplit` and `urlunsplit` give (`unsplit` of a URL
+without a netloc as Python 3.13's does), `ip` what
 `ipaddress.ip_address` accepts (tests/unit/test_support_urls.py compares them on a table of
 inputs). The rare forms whose checks need those modules (a bracketed IPv6 host, a host beyond
 ASCII, an IPv6 address) are handed to them, imported then.
@@ -88,12 +89,15 @@ def split(url: str) -> Parts:
 
 def unsplit(parts) -> str:
     """urllib.parse.urlunsplit(parts): the URL of five parts (scheme, netloc, path, query,
-    fragment)."""
+    fragment). Without a netloc, as Python 3.13's writes it (earlier ones add `//` after an
+    `http:` whose path does not start with `/`, and do not double the `//` a path starts with)."""
     scheme, netloc, path, query, fragment = parts
-    if netloc or (scheme and scheme in _USES_NETLOC and path[:2] != "//"):
+    if netloc:
         if path and path[:1] != "/":
             path = "/" + path
-        path = "//" + (netloc or "") + path
+        path = "//" + netloc + path
+    elif path[:2] == "//" or (scheme in _USES_NETLOC and scheme and (not path or path[:1] == "/")):
+        path = "//" + path
     if scheme:
         path = scheme + ":" + path
     if query:
