@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.support.files import path_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROJECT_FORMAT = 1
 # Commands that only read and report: their log handler is set up when they first log, and they
@@ -23,8 +25,10 @@ READ_ONLY = frozenset({"config"})
 class AppContext:
     """What every command gets: the project folder, the output mode, the front end, the config."""
 
-    def __init__(self, project_dir: Path, json_mode: bool = False, command: str | None = None):
-        self.project_dir = project_dir
+    def __init__(self, project_dir: str | os.PathLike, json_mode: bool = False, command: str | None = None):
+        # The project folder as text: what `config check` runs never imports pathlib (start-up
+        # time); `project_dir` is the Path the flows take.
+        self.root = path_text(project_dir)
         self.json_mode = json_mode
         self.command = command
         self._front: Any = None
@@ -35,7 +39,7 @@ class AppContext:
 
     @classmethod
     def start(cls, project_dir: str, *, json_mode: bool, command: str | None) -> "AppContext":
-        app = cls(Path(project_dir), json_mode=json_mode, command=command)
+        app = cls(project_dir, json_mode=json_mode, command=command)
         if command != "init":
             # .env comes first, so that OVERBRAINER_LOG set there applies to the logs. An error
             # is kept and raised when the command needs the environment (`--help` still works).
@@ -49,9 +53,17 @@ class AppContext:
             app.start_logging()  # its own mistakes are logged at once
         return app
 
+    @property
+    def project_dir(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.root)
+
     def start_work(self) -> None:
         """What a command that runs work needs first: the log handler, and SIGTERM and SIGHUP
         handled like Ctrl-C."""
+        from overbrainer.cli.stops import catch_stop_signals  # not loaded by `--help`, `config check`
+
         catch_stop_signals()
         self.start_logging()
 
@@ -114,19 +126,20 @@ class AppContext:
         if self._dotenv is None:
             from overbrainer.config.dotenv import load_project_env
 
-            self._dotenv = load_project_env(self.project_dir)
+            self._dotenv = load_project_env(self.root)
         return self._dotenv
 
     def require_project(self) -> None:
-        if not self.project_dir.is_dir():
-            what = "is not a directory" if self.project_dir.exists() else "does not exist"
-            raise ConfigError(f"project directory {self.project_dir} {what} (-C DIR)")
-        toml = self.project_dir / "overbrainer.toml"
-        if not toml.is_file():
+        if not os.path.isdir(self.root):
+            what = "is not a directory" if os.path.exists(self.root) else "does not exist"
+            raise ConfigError(f"project directory {self.root} {what} (-C DIR)")
+        toml = path_text(self.root, "overbrainer.toml")
+        if not os.path.isfile(toml):
             raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")
-        version = self.project_dir / ".overbrainer" / "version"
+        version = path_text(self.root, ".overbrainer", "version")
         try:
-            text = version.read_text().strip()
+            with open(version) as f:
+                text = f.read().strip()
         except FileNotFoundError:
             return  # projects from before the version file are format 1
         except OSError as e:
@@ -135,7 +148,7 @@ class AppContext:
             raise OverbrainerError(f"{version} is not a project format number")
         if int(text) > PROJECT_FORMAT:
             raise OverbrainerError(
-                f"{self.project_dir} uses project format {text}, newer than this overbrainer knows "
+                f"{self.root} uses project format {text}, newer than this overbrainer knows "
                 f"({PROJECT_FORMAT}): upgrade overbrainer"
             )
 
@@ -144,7 +157,7 @@ class AppContext:
         from overbrainer.config.read import read_config
 
         self.load_env()
-        config = read_config(self.project_dir)
+        config = read_config(self.root)
         if config.warnings:
             from overbrainer.config.load import log_warnings
 

@@ -10,17 +10,10 @@ import sys
 import click
 
 from overbrainer import __version__
-from overbrainer.cli.examples import epilog
-from overbrainer.cli.help import HelpGroup, add_examples
-from overbrainer.cli.stops import first_stop_signal
-from overbrainer.errors import (
-    EXIT_FAILURE,
-    EXIT_HANGUP,
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
-    OverbrainerError,
-)
+from overbrainer.cli.help import HelpGroup, add_examples, epilog
+
+# overbrainer.errors is imported where a command fails (`_failure`, `stopped_code`), not at start:
+# `--help` never needs it (start-up time).
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -164,10 +157,13 @@ def stopped_code() -> int:
     Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
     import signal
 
+    from overbrainer.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+
     interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
     first = interrupt.stopped_by() if interrupt is not None else None
-    if first is None:
-        first = first_stop_signal()
+    stops = sys.modules.get("overbrainer.cli.stops")  # loaded if the command caught stop signals
+    if first is None and stops is not None:
+        first = stops.first_stop_signal()
     return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 
@@ -206,21 +202,11 @@ def main(argv: list[str] | None = None) -> None:
         else:
             e.show()
         code = e.exit_code
-    except OverbrainerError as e:
-        code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
-        _print_error(str(e), code, json_mode)
     except KeyboardInterrupt:
         code = stopped_code()
         _print_error("interrupted", code, json_mode)
-    except BrokenPipeError:
-        quiet_stdout()
-        code = EXIT_FAILURE
-    except Exception as e:  # noqa: BLE001 - the last line of defence
-        import logging
-
-        logging.getLogger("overbrainer").debug("internal error", exc_info=True)
-        _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
-        code = EXIT_FAILURE
+    except Exception as e:  # noqa: BLE001 - ours, a closed stdout, and the last line of defence
+        code = _failure(e, json_mode)
     finally:
         try:
             sys.stdout.flush()
@@ -229,4 +215,24 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
-__all__ = ["cli", "main", "EXIT_USAGE"]
+def _failure(e: Exception, json_mode: bool) -> int:
+    """The exit code of a command that raised `e`, its message printed: an OverbrainerError's own
+    (130, 143 or 129 for Interrupted, as the signal decides); 1 for a closed stdout (quietly) and
+    for anything else (an internal error, its traceback logged at debug level)."""
+    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError
+
+    if isinstance(e, OverbrainerError):
+        code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
+        _print_error(str(e), code, json_mode)
+        return code
+    if isinstance(e, BrokenPipeError):
+        quiet_stdout()
+        return EXIT_FAILURE
+    import logging
+
+    logging.getLogger("overbrainer").debug("internal error", exc_info=True)
+    _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
+    return EXIT_FAILURE
+
+
+__all__ = ["cli", "main"]

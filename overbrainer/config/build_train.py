@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Any, Mapping
 
@@ -36,9 +35,10 @@ from overbrainer.config.model import (
 )
 from overbrainer.config.values import secret, url
 from overbrainer.errors import NOT_SUPPORTED
+from overbrainer.support.urls import ip
 
 NAME = re.compile(r"^[a-z0-9_]+$")
-HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"  # compiled when [hub] repo is set
 U32 = 2**32 - 1
 
 # Axolotl keys written from a typed [training] setting (axolotl key -> training key).
@@ -267,7 +267,7 @@ def hub(root: Table) -> Hub:
     if t is None:
         return Hub()
     repo = t.str("repo")
-    if repo is not None and not HUB_REPO.match(repo):
+    if repo is not None and not re.match(HUB_REPO, repo):
         t.problem("repo", "must be exactly NAMESPACE/NAME")
         repo = None
     h = Hub(repo=repo, private=t.bool("private", True), after_training=t.bool("after_training", False),
@@ -326,13 +326,10 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         version = 6
     else:
         version = 4
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
+    address = ip(host)
+    if address is None or address[0] != version:
         return None
-    if ip.version != version:
-        return None
-    return str(ip), int(port)
+    return address[1], int(port)
 
 
 def _ollama_part(kind: str, text: str) -> bool:

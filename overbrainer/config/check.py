@@ -6,7 +6,6 @@ Secrets show as `***` (or `(unset)`); the credentials and query of a URL are mas
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
@@ -21,6 +20,7 @@ from overbrainer.config.model import (
 from overbrainer.llm.thinking import mode, supported
 from overbrainer.support.frozen import asdict, fields
 from overbrainer.support.redact import MASK
+from overbrainer.support.urls import split, unsplit
 
 UNSET = "(unset)"
 
@@ -30,11 +30,11 @@ def show_url(url: str | None) -> str | None:
     if url is None:
         return None
     try:
-        p = urlsplit(url)
+        p = split(url)
         netloc = p.netloc
         if "@" in netloc:
             netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-        return urlunsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
+        return unsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
     except ValueError:
         return MASK
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from overbrainer.errors import ConfigError
+from overbrainer.support.files import path_text
 from overbrainer.support.frozen import field, record
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_EXPAND = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}")
+# Patterns compiled on first use (re's cache): a project without .env never pays (start-up time).
+_KEY = r"[A-Za-z_][A-Za-z0-9_.]*"
+_EXPAND = r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}"
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "\x00"}
 
 
@@ -36,7 +37,7 @@ def _expand(value: str, lookup: Mapping[str, str], earlier: Mapping[str, str]) -
             return default
         return v or ""
 
-    return _EXPAND.sub(sub, value).replace("\x00", "$")
+    return re.sub(_EXPAND, sub, value).replace("\x00", "$")
 
 
 def parse(text: str, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -56,7 +57,7 @@ def parse(text: str, environ: Mapping[str, str] | None = None) -> list[tuple[str
             continue
         if s.startswith("export ") or s.startswith("export\t"):
             s = s[7:].lstrip()
-        m = _KEY.match(s)
+        m = re.match(_KEY, s)
         if not m:
             raise _error(start)
         key = m.group(0)
@@ -111,10 +112,11 @@ def _double_quoted(body: str, lines: list[str], i: int, start: int) -> tuple[str
         i += 1
 
 
-def read(path: Path, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+def read(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Parse the file at `path`; a missing file is empty."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         return []
     except OSError as e:
@@ -126,30 +128,30 @@ def read(path: Path, environ: Mapping[str, str] | None = None) -> list[tuple[str
     return parse(text, environ)
 
 
-def _stamp_of(path: Path) -> tuple[int, int] | None:
+def _stamp_of(path: str) -> tuple[int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size)
 
 
-def stamp(project_dir: Path) -> tuple:
+def stamp(project_dir: str | os.PathLike) -> tuple:
     """What `run` compares between stages: mtime and size of overbrainer.toml and .env."""
-    return (_stamp_of(project_dir / "overbrainer.toml"), _stamp_of(project_dir / ".env"))
+    return (_stamp_of(path_text(project_dir, "overbrainer.toml")), _stamp_of(path_text(project_dir, ".env")))
 
 
 @record
 class DotenvState:
     """What `.env` did to the environment, so that `run` can reload it between stages."""
 
-    project_dir: Path
+    project_dir: str  # as written, without pathlib (start-up time)
     keys: set[str] = field(default_factory=set)  # the keys .env (not the shell) provided
     loaded_stamp: tuple = ()
 
     @property
-    def path(self) -> Path:
-        return self.project_dir / ".env"
+    def path(self) -> str:
+        return path_text(self.project_dir, ".env")
 
     def changed(self) -> bool:
         """Whether overbrainer.toml or .env changed (mtime or size) since the last (re)load."""
@@ -176,7 +178,7 @@ def load_project_env(project_dir: str | os.PathLike,
                      environ: MutableMapping[str, str] | None = None) -> DotenvState:
     """Load `<project_dir>/.env` into `environ` (default os.environ); the shell wins."""
     environ = os.environ if environ is None else environ
-    state = DotenvState(Path(project_dir))
+    state = DotenvState(path_text(project_dir))
     state.loaded_stamp = stamp(state.project_dir)
     for k, v in read(state.path, environ):
         if k not in environ:

@@ -12,19 +12,19 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from pathlib import Path
 from typing import Any, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.build import build
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import read_bytes
+from overbrainer.support.files import path_text, read_bytes
 
 CONFIG_FILE = "overbrainer.toml"
-_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+# Patterns for a syntax error only, compiled then (re's cache; start-up time).
+_AT = r"\(at line (\d+), column (\d+)\)"
 # What tomllib may quote from the file: a character ('x') or a key (('a', 'b')).
-_QUOTED = re.compile(r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_QUOTED = r"\((?:'[^']*'|\"[^\"]*\"|[^()])*\)|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 _REWORDED = {
     "Cannot declare twice": "Cannot declare the same table or key twice",
     "Cannot mutate immutable namespace": "Cannot add to an inline table or array declared earlier",
@@ -36,20 +36,20 @@ def syntax_reason(message: str) -> str:
     """tomllib's reason without its position and without anything it quotes from the file."""
     reason = message.split(" (at ", 1)[0].strip()
     if not reason.startswith("Expected "):  # `Expected ']'` quotes TOML, not the file
-        reason = " ".join(_QUOTED.sub("", reason).split())
+        reason = " ".join(re.sub(_QUOTED, "", reason).split())
     reason = _REWORDED.get(reason, reason)
     return reason[:1].lower() + reason[1:]
 
 
-def require_project(project_dir: str | os.PathLike) -> Path:
+def require_project(project_dir: str | os.PathLike) -> str:
     """The path of overbrainer.toml; ConfigError naming it when it is missing."""
-    path = Path(project_dir) / CONFIG_FILE
-    if not path.is_file():
+    path = path_text(project_dir, CONFIG_FILE)
+    if not os.path.isfile(path):
         raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR")
     return path
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
     data = read_bytes(path, missing=f"{path} not found: run `overbrainer init` or pass -C DIR",
                       error=ConfigError)
     try:
@@ -58,7 +58,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         line = data.count(b"\n", 0, e.start) + 1
         raise ConfigError("invalid configuration", [f"{CONFIG_FILE}: not UTF-8 (at line {line})"]) from None
     except tomllib.TOMLDecodeError as e:
-        m = _AT.search(str(e))
+        m = re.search(_AT, str(e))
         if m:
             where = f"at line {m.group(1)}, column {m.group(2)}"
         else:

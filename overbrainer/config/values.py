@@ -6,12 +6,11 @@ return None instead of stopping.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Mapping
-from urllib.parse import urlsplit
 
 from overbrainer.config.fields import Table
 from overbrainer.config.secrets import BAD_REFERENCE, Secret, parse_reference
+from overbrainer.support import urls
 
 
 def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
@@ -32,7 +31,7 @@ def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
         return None
     v = v.strip()
     try:
-        parts = urlsplit(v)
+        parts = urls.split(v)
         host = parts.hostname
     except ValueError:
         parts, host = None, None
@@ -46,13 +45,4 @@ def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
 
 
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    octets = host.split(".")
-    if len(octets) == 4 and all(o.isdigit() and len(o) <= 3 and int(o) <= 255 and (o == "0" or o[0] != "0")
-                                for o in octets):
-        return octets[0] == "127"  # the common case
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host == "localhost" or urls.is_loopback_ip(host)

@@ -9,9 +9,9 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from overbrainer.support.frozen import frozen
+from overbrainer.support.urls import split
 
 OPENAI = "openai"
 OPENROUTER = "openrouter"
@@ -80,7 +80,7 @@ def guess(base_url: str | None) -> str:
     if not base_url:
         return GENERIC
     try:
-        parts = urlsplit(base_url)
+        parts = split(base_url)
         host = (parts.hostname or "").lower()
         port = parts.port
     except ValueError:

@@ -23,7 +23,7 @@ ADAPTIVE = "adaptive"
 ENABLED = "enabled"
 MODES = (ADAPTIVE, ENABLED)
 
-_SPLIT = re.compile(r"[-_@:\[\]]")
+_SPLIT = r"[-_@:\[\]]"  # compiled on first use (re's cache): only Claude models need it
 
 
 def version(model: str) -> tuple[int, int] | None:
@@ -32,7 +32,7 @@ def version(model: str) -> tuple[int, int] | None:
     name = model.lower().rsplit("/", 1)[-1].replace(".", "-")
     if "claude" not in name:
         return None
-    numbers = [t for t in _SPLIT.split(name) if t.isdigit() and len(t) <= 2]  # a date is not a version
+    numbers = [t for t in re.split(_SPLIT, name) if t.isdigit() and len(t) <= 2]  # a date is not a version
     if not numbers:
         return None
     return int(numbers[0]), int(numbers[1]) if len(numbers) > 1 else 0

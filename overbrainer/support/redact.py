@@ -54,13 +54,13 @@ def redact(text: str) -> str:
 
 # Terminal escape sequences (CSI, OSC) and control characters (C0 but tab and newline, DEL, C1):
 # a provider's error body or a job's output must not move the cursor or retitle the terminal of
-# whoever reads the logs.
-_CONTROL = re.compile(r"(?:\x1b\[|\x9b)[0-9;?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                      r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# whoever reads the logs. Compiled on first use (re's cache): `config check` never strips.
+_CONTROL = (r"(?:\x1b\[|\x9b)[0-9;?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+            r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def strip_controls(text: str) -> str:
-    return _CONTROL.sub("", text)
+    return re.sub(_CONTROL, "", text)
 
 
 MESSAGE_CAP = 300  # characters of a server's words kept in a message

@@ -10,7 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from overbrainer.cli.examples import EXAMPLES
+from overbrainer.cli.help import EXAMPLES
 from overbrainer.cli.main import cli
 
 
