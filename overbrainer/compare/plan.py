@@ -151,7 +151,7 @@ def question_of(record: Any) -> dict | None:
 
 
 def eval_questions(project_dir: Path, limit: int | None) -> list[dict]:
-    path = Path(project_dir) / "data" / "eval.jsonl"
+    path = ProjectPaths(project_dir).eval
     out: list[dict] = []
     for _, record in json_lines(path, lenient=True):
         q = question_of(record)

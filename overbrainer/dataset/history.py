@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.stages import STAGES, StageStats
 from overbrainer.support.columns import realign
 from overbrainer.support.fmt import stamp
@@ -27,7 +28,7 @@ STATUSES = ("ok", "failed", "interrupted")
 
 
 def history_path(project_dir: str | os.PathLike) -> Path:
-    return Path(project_dir) / ".overbrainer" / "history.jsonl"
+    return ProjectPaths(project_dir).history
 
 
 @dataclass

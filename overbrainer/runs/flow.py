@@ -94,7 +94,7 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     if resume_from:
         resume = resume_source(runs_dir, resume_from, training)
     else:
-        require_examples(session.project_dir / "data" / "train.jsonl", "data/train.jsonl")
+        require_examples(ProjectPaths(session.project_dir).train, "data/train.jsonl")
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)

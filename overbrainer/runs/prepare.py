@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs import ids
@@ -69,7 +70,7 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
 
     `check()` is called between steps (it raises Interrupted after Ctrl-C). Returns the config.
     """
-    data_src = (resume.run_dir if resume else Path(project_dir)) / "data"
+    data_src = resume.run_dir / "data" if resume else ProjectPaths(project_dir).data
     shown = f"runs/{resume.record.id}/data/train.jsonl" if resume else "data/train.jsonl"
     require_examples(data_src / "train.jsonl", shown)
     data_dir = run_dir / "data"

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.check import show_url
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
@@ -158,6 +159,6 @@ def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_ke
 
     origins = Origins(read_toml(require_project(project_dir)), environ, dotenv_keys)
     stats = dataset_stats(project_dir, list(config.topics))
-    pods = pod_spend(Path(project_dir) / "runs")
+    pods = pod_spend(ProjectPaths(project_dir).runs)
     return ProjectFacts(config_rows(config, origins), stats.lines(), spend_rows(read_history(project_dir)),
                         pods[0] if pods else None)

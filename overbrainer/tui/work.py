@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.tui.tasks import Flow
 
 
@@ -20,6 +21,7 @@ class Workspace:
 
     def __init__(self, project_dir: str | Path, *, environ: Mapping[str, str] | None = None, dotenv: Any = None):
         self.project_dir = Path(project_dir)
+        self.paths = ProjectPaths(self.project_dir)
         self.environ = environ
         self.dotenv = dotenv
         self.config: Any = None  # the configuration last read

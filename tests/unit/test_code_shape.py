@@ -1,10 +1,12 @@
 """The house rules on size, read from the code: a module of the package holds at most 400 lines
 and a function (or method) at most 50, the scripts shipped to targets included. A longer one is a
-sign it does several jobs: split it along them."""
+sign it does several jobs: split it along them. And a project's own folders (`runs/`, `data/`,
+`.overbrainer/`) are named in one place, `dataset/paths.ProjectPaths`."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
@@ -37,3 +39,25 @@ def test_no_function_is_longer_than_50_lines():
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines")
     assert long == []
+
+
+# `<something>project_dir / "runs"` (or `Path(project_dir) / "data"`, `... / ".overbrainer"`).
+HAND_BUILT = re.compile(r'project_dir\)?\s*/\s*"(runs|data|\.overbrainer)"')
+# support/ sits below dataset/ and cannot import ProjectPaths: the lock names its own file.
+NAMES_ITS_OWN = {"dataset/paths.py", "support/lock.py"}
+
+
+def test_project_folders_are_named_by_project_paths():
+    hand_built = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in modules()
+                  if p.relative_to(ROOT).as_posix() not in NAMES_ITS_OWN
+                  for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                  if HAND_BUILT.search(line)]
+    assert hand_built == []
+
+
+def test_the_hand_built_pattern_sees_what_it_forbids():
+    for line in ('x = project_dir / "runs"', 'Path(project_dir) / "data" / "eval.jsonl"',
+                 'self.project_dir / ".overbrainer" / "lock"', 'session.project_dir /"runs"'):
+        assert HAND_BUILT.search(line), line
+    for line in ('run_dir / "data"', 'ProjectPaths(project_dir).runs', 'project_dir / "prompts"'):
+        assert not HAND_BUILT.search(line), line

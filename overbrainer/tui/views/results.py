@@ -23,5 +23,5 @@ class ResultsView(VerticalScroll):
         if not self.stale:
             return
         self.stale = False
-        lines = runs_model.results(self.app.workspace.project_dir / "runs")
+        lines = runs_model.results(self.app.workspace.paths.runs)
         self.query_one("#results-text", Static).update("\n".join(lines))

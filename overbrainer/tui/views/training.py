@@ -79,7 +79,7 @@ class TrainingView(Vertical):
         return key.value
 
     def refresh_view(self) -> None:
-        rows = runs_model.rows(self.app.workspace.project_dir / "runs", self.cache, self.app.live)
+        rows = runs_model.rows(self.app.workspace.paths.runs, self.cache, self.app.live)
         if rows != self.rows:  # redrawn only when something changed
             self._fill(rows)
         self._detail()
@@ -99,7 +99,7 @@ class TrainingView(Vertical):
     def _detail(self) -> None:
         app = self.app
         run_id = self.selected()
-        lines, losses = (runs_model.detail(app.workspace.project_dir / "runs", run_id, self.cache, app.live)
+        lines, losses = (runs_model.detail(app.workspace.paths.runs, run_id, self.cache, app.live)
                          if run_id else (["no run yet: n starts one"], []))
         task = next((t for t in reversed(app.tasks.history) if t.kind == TRAINING or t.run_id), None)
         results = [task.outcome(), *task.lines()] if task is not None else []
