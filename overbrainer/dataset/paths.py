@@ -41,11 +41,3 @@ class ProjectPaths:
     @property
     def history(self) -> Path:
         return self.state / "history.jsonl"
-
-    @property
-    def lock(self) -> Path:
-        return self.state / "lock"
-
-    @property
-    def version(self) -> Path:
-        return self.state / "version"

@@ -89,16 +89,17 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     name, tgt = pick_target(config, target)
     if keep_pod and not is_pod(tgt):
         raise ConfigError(f"--keep-pod applies to a runpod target only; target `{name}` is not one")
-    runs_dir = _runs_dir(session)
+    paths = ProjectPaths(session.project_dir)
+    runs_dir = paths.runs
     resume = None
     if resume_from:
         resume = resume_source(runs_dir, resume_from, training)
     else:
-        require_examples(ProjectPaths(session.project_dir).train, "data/train.jsonl")
+        require_examples(paths.train, "data/train.jsonl")
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)
-    fp = fingerprint(resume.run_dir / "data" if resume else ProjectPaths(session.project_dir).data, training)
+    fp = fingerprint(resume.run_dir / "data" if resume else paths.data, training)
     front = session.front
     interrupt = front.interrupt()
     try:

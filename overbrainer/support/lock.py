@@ -32,6 +32,11 @@ class ProjectLocked(Busy):
         self.command = command
 
 
+def lock_path(project_dir: str | os.PathLike) -> Path:
+    """`.overbrainer/lock` (named here: support/ sits below dataset/paths.ProjectPaths)."""
+    return Path(project_dir) / ".overbrainer" / "lock"
+
+
 class ProjectLock:
     """`with ProjectLock(project_dir):` holds the project for writing.
 
@@ -41,7 +46,7 @@ class ProjectLock:
     def __init__(self, project_dir: str | os.PathLike, command: str | None = None):
         self.project_dir = Path(project_dir)
         self.command = _clean(command)
-        self.path = self.project_dir / ".overbrainer" / "lock"
+        self.path = lock_path(self.project_dir)
         self._fd: int | None = None
 
     def acquire(self) -> "ProjectLock":
@@ -91,7 +96,7 @@ def holder_alive(project_dir: str | os.PathLike) -> bool:
     """Whether the process that last held the project's lock still runs (read without locking:
     a reader must not make a starting writer fail). A PID reused by another process reads as
     alive: the answer errs on the side of "someone may be working"."""
-    path = Path(project_dir) / ".overbrainer" / "lock"
+    path = lock_path(project_dir)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
