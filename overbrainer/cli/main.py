@@ -193,9 +193,12 @@ def main(argv: list[str] | None = None) -> None:
             code = rv
     except click.exceptions.Exit as e:
         code = e.exit_code
-    except click.exceptions.Abort:
-        code = stopped_code()
-        _print_error("interrupted", code, json_mode)
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, EOFError):  # click turns an escaped EOFError into Abort: a failure
+            code = _failure(e.__cause__, json_mode)
+        else:
+            code = stopped_code()
+            _print_error("interrupted", code, json_mode)
     except click.ClickException as e:
         if json_mode:
             _print_error(e.format_message(), e.exit_code, True)

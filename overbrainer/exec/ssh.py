@@ -131,7 +131,7 @@ class SshExecutor(Executor):
             raise _Dropped(f"cannot reach {self.endpoint.name}: {action}: {_why(e)}", sent) from e
         finally:
             if chan is not None:
-                chan.close()
+                self._close_channel(chan, t)
         if code == -1 or not t.is_active():
             self._drop(t)
             raise _Dropped(f"cannot reach {self.endpoint.name}: {action}: the connection closed", sent)
@@ -140,6 +140,18 @@ class SshExecutor(Executor):
         if feed_error is not None:
             raise OverbrainerError(f"{action} on {self.endpoint.name} failed: {_why(feed_error)}")
         return out
+
+    def _close_channel(self, chan, t) -> None:
+        """Close `chan`; a close on a connection that just died fails on its send (paramiko raises
+        EOFError, or OSError): the connection is dropped, and the check after the command (or the
+        error already raised) says so."""
+        # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
+        import paramiko
+
+        try:
+            chan.close()
+        except (OSError, EOFError, paramiko.SSHException):
+            self._drop(t)
 
     def _run(self, action: str, script: str, *, idempotent: bool = True, **kw) -> bytes:
         return self._call(action, lambda t: self._exec(t, script, action=action, **kw), idempotent=idempotent)

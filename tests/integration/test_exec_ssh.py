@@ -61,6 +61,33 @@ def test_an_operation_whose_connection_drops_midway_is_retried_once(ssh_executor
     assert result == {"out": "done\n"}
 
 
+def test_a_connection_that_dies_as_the_channel_closes_is_dropped_not_escaped(ssh_executor, monkeypatch):
+    """Closing a channel sends a message; on a connection that has just died (a pod deleted while
+    its command ended) paramiko's send raises EOFError. That is a dropped connection (retried
+    once, on a fresh one), never an EOFError out of the executor."""
+    import paramiko
+
+    first = ssh_executor._transport()
+    open_session = paramiko.Transport.open_session
+    failed = []
+
+    def session_whose_close_fails(transport, *args, **kw):
+        chan = open_session(transport, *args, **kw)
+        if not failed:
+            def close_on_a_dead_socket():
+                if transport not in failed:
+                    failed.append(transport)
+                    raise EOFError()  # what paramiko's packetizer raises when the socket write fails
+                return paramiko.Channel.close(chan)
+            chan.close = close_on_a_dead_socket
+        return chan
+
+    monkeypatch.setattr(paramiko.Transport, "open_session", session_whose_close_fails)
+    assert ssh_executor.probe("echo back") == "back\n"
+    assert failed == [first] and not first.is_active()
+    assert ssh_executor._transport() is not first
+
+
 def test_a_stopped_server_is_target_unreachable_then_it_recovers(ssh_executor, sshd):
     sshd.stop()
     try:

@@ -28,3 +28,37 @@ def test_json_version_is_a_json_object(cli):
     r = cli(["--json", "--version"])
     assert r.returncode == 0
     assert json.loads(r.stdout) == {"name": "overbrainer", "version": __import__("overbrainer").__version__}
+
+
+def _main_with(monkeypatch, command) -> int:
+    """overbrainer's main() over a real click group holding `command` (named `boom`)."""
+    import click
+
+    from overbrainer.cli import main as main_module
+
+    group = click.Group("overbrainer")
+    group.add_command(click.command("boom")(command))
+    monkeypatch.setattr(main_module, "cli", group)
+    try:
+        main_module.main(["boom"])
+    except SystemExit as e:
+        return e.code
+    raise AssertionError("main() did not exit")
+
+
+def test_an_escaped_eof_error_is_a_failure_not_an_interrupt(monkeypatch, capsys):
+    """click turns an EOFError out of a command into Abort, as it does Ctrl-C; it is a failure
+    (exit 1, an internal error), never "interrupted" (130)."""
+    def boom():
+        raise EOFError("the connection closed")
+
+    assert _main_with(monkeypatch, boom) == 1
+    assert "error: internal error: EOFError: the connection closed" in capsys.readouterr().err
+
+
+def test_ctrl_c_in_a_command_still_exits_130(monkeypatch, capsys):
+    def boom():
+        raise KeyboardInterrupt
+
+    assert _main_with(monkeypatch, boom) == 130
+    assert "error: interrupted" in capsys.readouterr().err
