@@ -29,6 +29,13 @@ POD_ID = "pod7h9k2m4n6p"
 KEY = "rpa_PODSCOPEDKEY0123456789abcdef"
 
 
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
 class Runpodish:
     """Pods by id; `calls` records (method, path, authorization, user-agent, body); `faults`
     maps "GET"/"DELETE"/"terminate"/"stop" to a status answered instead (a list is consumed).
@@ -181,7 +188,9 @@ class Pod:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
         pid = _read(self.root / "run" / "overbrainer" / "sshd.pid").strip()
-        if pid.isdigit():
+        # Only the sshd this pod started (its config is under our root): a pid file outlives its
+        # process, and the number may by now be another test's process.
+        if pid.isdigit() and str(self.root).encode() in _cmdline(int(pid)):
             try:
                 os.kill(int(pid), signal.SIGTERM)
             except ProcessLookupError:
