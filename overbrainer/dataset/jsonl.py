@@ -1,8 +1,10 @@
 """Crash-safe JSON Lines I/O for the data files.
 
-- `read_records`: a missing file is empty; blank lines are skipped; a last line without `\\n`
-  is kept when it is valid JSON and ignored with a warning otherwise; any other bad line is an
-  `OverbrainerError` naming the file and the 1-based line.
+- `iter_records` / `iter_json_lines`: one record at a time (memory holds a line, not the file);
+  `read_records` is the same as a list, for the small files. A missing file is empty; blank
+  lines are skipped; a last line without `\\n` is kept when it is valid JSON and ignored with a
+  warning otherwise; any other bad line is an `OverbrainerError` naming the file and the 1-based
+  line.
 - `Appender`: one flushed line per record, thread-safe; a torn tail is repaired on open.
 - `rewrite`: temp file in the same folder, fsync, rename (overbrainer.support.atomic).
 - `StagedRewrite`: several files staged as `.<name>.staged.tmp`, then renamed back to back.
@@ -17,7 +19,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Type, TypeVar
+from typing import Any, Iterable, Iterator, Type, TypeVar
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import atomic_write_bytes, fsync_dir
@@ -52,51 +54,80 @@ def _no_gc():
             gc.enable()
 
 
-def json_lines(path: Path, *, lenient: bool = False) -> list[tuple[int, Any]]:
-    """(line number, parsed JSON) of every non-blank line of `path`, torn tail handled.
-
-    A bad line is an error naming file and line, or with `lenient` a warning and skipped."""
+def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(1-based line number, byte offset, raw bytes without the newline) of every line of
+    `path`, blank ones included, read one at a time: memory holds one line, whatever the file's
+    size. A missing file has no line; the last piece of a file that does not end with `\n` is
+    yielded too (the caller decides about a torn tail: `torn` below)."""
     try:
-        data = path.read_bytes()
+        f = open(path, "rb")
     except FileNotFoundError:
-        return []
+        return
     except OSError as e:
         raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
-    parts = data.split(b"\n")
-    complete = data.endswith(b"\n") or not data
-    last = len(parts) - 1  # index of the piece after the final newline (empty when complete)
-    out = []
+    with f:
+        offset = 0
+        lineno = 0
+        try:
+            for raw in f:
+                lineno += 1
+                yield lineno, offset, raw
+                offset += len(raw)
+        except OSError as e:
+            raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
+
+
+def iter_json_lines(path: Path, *, lenient: bool = False,
+                    offsets: bool = False) -> Iterator[tuple[int, Any]] | Iterator[tuple[int, int, Any]]:
+    """(line number, parsed JSON) of every non-blank line of `path`, one at a time, torn tail
+    handled (a last line without `\n` that is not JSON is ignored with a warning). A bad line is
+    an error naming file and line, or with `lenient` a warning and skipped. `offsets`: yield
+    (line number, byte offset of the line, parsed JSON)."""
+    path = Path(path)
     loads = json.loads
-    for index, raw in enumerate(parts):
+    for lineno, offset, raw in iter_lines(path):
         if not raw.strip():
             continue
         try:
             obj = loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as e:
-            if not complete and index == last:
+            if not raw.endswith(b"\n"):
                 log.warning("%s: ignoring an incomplete last line", path)
                 continue
             reason = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "not JSON"
             if lenient:
-                log.warning("skipping line %d of %s: %s", index + 1, path, reason)
+                log.warning("skipping line %d of %s: %s", lineno, path, reason)
                 continue
-            raise OverbrainerError(f"{path}:{index + 1}: invalid record: {reason}") from None
-        out.append((index + 1, obj))
-    return out
+            raise OverbrainerError(f"{path}:{lineno}: invalid record: {reason}") from None
+        yield (lineno, offset, obj) if offsets else (lineno, obj)
+
+
+def json_lines(path: Path, *, lenient: bool = False) -> list[tuple[int, Any]]:
+    """`iter_json_lines` as a list: for the small files (history, a run's records)."""
+    return list(iter_json_lines(path, lenient=lenient))
+
+
+def iter_records(path: str | os.PathLike, cls: Type[T], *,
+                 offsets: bool = False) -> Iterator[T] | Iterator[tuple[int, T]]:
+    """Every record of `path` as `cls` (strict: unknown fields, bad types are errors), one at a
+    time. `offsets`: (byte offset of its line, record) pairs, for a second pass that reads the
+    line again (`read_line_at`) instead of keeping it."""
+    path = Path(path)
+    from_dict = cls.from_dict  # type: ignore[attr-defined]
+    for lineno, offset, obj in iter_json_lines(path, offsets=True):  # type: ignore[misc]
+        try:
+            record = from_dict(obj)
+        except RecordError as e:
+            raise OverbrainerError(f"{path}:{lineno}: invalid record: {e}") from None
+        yield (offset, record) if offsets else record
 
 
 def read_records(path: str | os.PathLike, cls: Type[T]) -> list[T]:
-    """Every record of `path` as `cls` (strict: unknown fields, bad types are errors)."""
-    path = Path(path)
-    from_dict = cls.from_dict  # type: ignore[attr-defined]
-    out = []
+    """Every record of `path` as `cls`, in a list: only for files whose size is bounded by the
+    configuration's counts (subtopics.jsonl, rejected.jsonl, a run's files); the data files
+    that grow with the dataset are read with `iter_records`."""
     with _no_gc():
-        for lineno, obj in json_lines(path):
-            try:
-                out.append(from_dict(obj))
-            except RecordError as e:
-                raise OverbrainerError(f"{path}:{lineno}: invalid record: {e}") from None
-    return out
+        return list(iter_records(path, cls))
 
 
 def _repair_tail(fd: int, path: Path) -> None:
