@@ -33,3 +33,15 @@ def subtopic_id(topic: str, name: str) -> str:
 
 def question_id(subtopic_id: str, text: str) -> str:
     return of("question", subtopic_id, normalize(text))
+
+
+_HEX_ID = re.compile("[0-9a-f]{32}")
+
+
+def id_key(item_id: str) -> int | str:
+    """A compact in-memory key for an ID, for the sets and maps that hold one per record: the
+    128-bit integer of a well-formed ID (about half the memory of its text), the text of any
+    other (a hand-written ID keeps its own key, so two different texts never share one)."""
+    if _HEX_ID.fullmatch(item_id):
+        return int(item_id, 16)
+    return item_id

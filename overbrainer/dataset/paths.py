@@ -41,3 +41,8 @@ class ProjectPaths:
     @property
     def history(self) -> Path:
         return self.state / "history.jsonl"
+
+    @property
+    def dataset_state(self) -> Path:
+        """The saved figures of the data files (dataset/state.py): a cache, rebuilt when stale."""
+        return self.state / "dataset.json"

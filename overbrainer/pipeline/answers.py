@@ -15,11 +15,21 @@ import dataclasses
 import logging
 
 from overbrainer.config.ready import refuse_hidden_reasoning
-from overbrainer.dataset.records import Example, Message, Meta, Question, latest
+from overbrainer.dataset.records import Example, Message, Meta
 from overbrainer.llm.hidden import hides
 from overbrainer.llm.types import ChatRequest
-from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor, read
+from overbrainer.pipeline.common import (
+    Output,
+    ask,
+    execute,
+    finish,
+    keeping_figures,
+    process,
+    processor,
+    stage_figures,
+)
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.pending import PendingQuestions, pending_count
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
 
@@ -73,11 +83,17 @@ def _with_kind(response, kind: str):
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_excluded: bool) -> StageResult:
     names = {t.name for t in topics}
+    figures = stage_figures(ctx, force)
+    if figures is not None:
+        count, total = pending_count(figures, names, retry_excluded)
+        if not count:  # nothing to ask: the saved figures say so, no data file is read
+            run.started(0, skipped=total)
+            return finish(run)
     output = Output(ctx.paths.answers, Example, names if force else None)
-    questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
-    pending = pending_questions(questions, output.current(), retry_excluded)
-    run.started(len(pending), skipped=len(questions) - len(pending))
-    if not pending:
+    pending = PendingQuestions(ctx.paths, names, output.records(), retry_excluded)
+    count, total = pending.count(figures)
+    run.started(count, skipped=total - count)
+    if not count:
         return finish(run)
     client = ctx.connect("parent")
     role = ctx.role("parent")
@@ -85,9 +101,10 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     if role.reasoning and hides:
         log.warning("parent %s: this model does not return its raw reasoning; every answer will be "
                     "excluded from training", client.model)
-    systems = _system_prompts(ctx, [t for t in topics if any(q.topic == t.name for q in pending)])
+    systems = _system_prompts(ctx, topics)
     include_system = bool(ctx.pipeline.include_system_prompt)
     proc = processor(ctx, run)
+    noting = figures if not retry_excluded else None
 
     def send(q):
         return ask(proc, client, ChatRequest(user=q.text, system=systems[q.topic]),
@@ -99,6 +116,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
                                 system=systems[q.topic] if include_system else None,
                                 reasoning=bool(role.reasoning), hides=hides)
         output.append(example)
+        if noting is not None:
+            noting.note_answer(q.topic, q.text, example.meta)
         run.wrote()
         if response.flagged is not None:
             log.warning("answers: %s: the provider's moderation flagged the question (%s); "
@@ -106,25 +125,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         run.item_done(q.id, response.usage, spent.cost, excluded=example.meta.excluded is not None)
 
-    with output:
-        return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id))
-
-
-def pending_questions(questions: list, answers: list, retry_excluded: bool = False) -> list:
-    """The questions to ask (each once, in file order): those with no answer yet, or with
-    `retry_excluded` those whose latest answer is excluded."""
-    if retry_excluded:
-        wanted = {e.id for e in latest(answers) if e.meta.excluded is not None}
-        ask_for = wanted.__contains__
-    else:
-        answered = {e.id for e in answers}
-        ask_for = lambda qid: qid not in answered  # noqa: E731
-    pending, seen = [], set()
-    for q in questions:
-        if ask_for(q.id) and q.id not in seen:
-            seen.add(q.id)
-            pending.append(q)
-    return pending
+    with keeping_figures(ctx, run, noting), output:
+        return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id, count=count))
 
 
 def _hides(protocol: str, model: str) -> bool:

@@ -4,12 +4,15 @@ one request processor (support/processor.py), read the data files, and a stage's
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import Callable
+from typing import Callable, Iterator
 
 from overbrainer.dataset.history import priced_before, read_history
-from overbrainer.dataset.jsonl import Appender, read_records, rewrite
+from overbrainer.dataset import state as dataset_state
+from overbrainer.dataset.figures import Figures
+from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewrite
 from overbrainer.dataset.records import Rejected
 from overbrainer.errors import Interrupted
 from overbrainer.llm.errors import LlmError
@@ -91,11 +94,15 @@ class Output:
         self._lock = threading.Lock()
 
     def current(self) -> list:
-        """The records the stage starts from (the forced topics' left out)."""
-        records = read(self.path, self._cls)
-        if self._forced is None:
-            return records
-        return [r for r in records if r.topic not in self._forced]
+        """The records the stage starts from (the forced topics' left out), as a list."""
+        return list(self.records())
+
+    def records(self) -> Iterator:
+        """The records the stage starts from (the forced topics' left out), one at a time."""
+        forced = self._forced
+        for record in iter_records(self.path, self._cls):
+            if forced is None or record.topic not in forced:
+                yield record
 
     def confirm(self) -> None:
         """The provider answered: apply `--force` now (once), and open the file for appending."""
@@ -120,6 +127,40 @@ class Output:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def stage_figures(ctx: StageContext, force: bool) -> Figures | None:
+    """The dataset's figures as a stage starts (dataset/state.py: saved ones, or a scan), or
+    None with `--force`, whose rewrite makes them stale."""
+    return None if force else dataset_state.current(ctx.paths)
+
+
+@contextlib.contextmanager
+def keeping_figures(ctx: StageContext, run: StageRun, figures: Figures | None) -> Iterator[None]:
+    """Around a stage's writing: once it is over (its files closed), the figures it kept up to
+    date as it appended are saved for the next command, or forgotten when they may no longer be
+    exact (`figures` None: a `--force` or `--retry-excluded` stage; an unexpected error). A stage
+    that appended nothing leaves the saved figures alone (a `--force` rewrite alone makes them
+    stale: they no longer match the file)."""
+    try:
+        yield
+    except Interrupted:
+        _keep(ctx, run, figures)
+        raise
+    except BaseException:
+        if run.written:
+            dataset_state.forget(ctx.paths)
+        raise
+    _keep(ctx, run, figures)
+
+
+def _keep(ctx: StageContext, run: StageRun, figures: Figures | None) -> None:
+    if not run.written:
+        return
+    if figures is not None and figures.exact:
+        dataset_state.save(ctx.paths, figures)
+    else:
+        dataset_state.forget(ctx.paths)
 
 
 def rejected_of(ctx: StageContext, kind: str) -> list:

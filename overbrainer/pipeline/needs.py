@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.records import Example, Question, Subtopic
-from overbrainer.pipeline.answers import pending_questions
-from overbrainer.pipeline.common import read
+from overbrainer.dataset import state as dataset_state
+from overbrainer.dataset.figures import Figures
 
 ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent"}
 # A question's size in bytes when the project has none to measure yet.
@@ -45,34 +44,32 @@ class _Coming:
     questions: dict[str, int] = field(default_factory=dict)
 
 
-def needs(ctx, stages: list[str], topics: list, *, force: bool = False,
-          retry_excluded: bool = False) -> list[Need]:
+def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_excluded: bool = False,
+          figures: Figures | None = None) -> list[Need]:
     """The needs of `stages` (in order; `split` has none) for `topics`, each counting what the
     stages before it in the list will add. `force`: as if the selected topics' output of each
-    stage were gone."""
+    stage were gone. Computed from the dataset's figures (dataset/state.py: the saved ones, or
+    one streaming pass), in closed form: the time does not grow with the configured counts."""
+    if figures is None:
+        figures = dataset_state.current(ctx.paths)
     coming = _Coming()
+    forced = {t.name for t in topics} if force else set()
     out = []
     for stage in stages:
         if stage == "subtopics":
-            out.append(_subtopics(ctx, topics, force, coming))
+            out.append(_subtopics(ctx, figures, topics, forced, coming))
         elif stage == "questions":
-            out.append(_questions(ctx, topics, force, coming))
+            out.append(_questions(ctx, figures, topics, forced, coming))
         elif stage == "answers":
-            out.append(_answers(ctx, topics, force, retry_excluded, coming))
+            out.append(_answers(ctx, figures, topics, forced, retry_excluded, coming))
     return out
 
 
-def _kept(records: list, topics: list, force: bool) -> list:
-    names = {t.name for t in topics}
-    return [r for r in records if not (force and r.topic in names)]
-
-
-def _subtopics(ctx, topics: list, force: bool, coming: _Coming) -> Need:
-    stored = _kept(read(ctx.paths.subtopics, Subtopic), topics, force)
+def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
     need = Need("subtopics")
     templates = None
     for t in topics:
-        missing = t.subtopics - sum(1 for s in stored if s.topic == t.name)
+        missing = t.subtopics - (0 if t.name in forced else figures.get(t.name).subtopics)
         if missing <= 0:
             continue
         templates = templates or ctx.templates("subtopics.txt")
@@ -85,51 +82,63 @@ def _subtopics(ctx, topics: list, force: bool, coming: _Coming) -> Need:
     return need
 
 
-def _questions(ctx, topics: list, force: bool, coming: _Coming) -> Need:
-    names = {t.name for t in topics}
-    subtopics = [s for s in read(ctx.paths.subtopics, Subtopic) if s.topic in names]
-    stored = _kept(read(ctx.paths.questions, Question), topics, force)
-    size = _mean([len(q.text.encode()) for q in stored], QUESTION_BYTES) + 3  # "- " and a newline
+def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+    stored = [f for name, f in figures.topics.items() if name not in forced]
+    size = _mean(sum(f.question_bytes for f in stored), sum(f.questions for f in stored), QUESTION_BYTES) + 3
     batch = max(1, ctx.pipeline.question_batch_size)
     need = Need("questions")
     templates = None
     for t in topics:
-        jobs = [sum(1 for q in stored if q.subtopic_id == s.id) for s in subtopics if s.topic == t.name]
-        jobs += [0] * coming.subtopics.get(t.name, 0)
-        need.estimated |= t.name in coming.subtopics
-        for have in jobs:
+        f = figures.get(t.name)
+        fill = {0: f.subtopics} if t.name in forced else dict(f.fill)
+        extra = coming.subtopics.get(t.name, 0)
+        if extra:
+            fill[0] = fill.get(0, 0) + extra
+            need.estimated = True
+        bases: dict[int, int] = {}
+        for have, k in fill.items():
             missing = t.questions_per_subtopic - have
-            if missing <= 0:
+            if missing <= 0 or k <= 0:
                 continue
-            templates = templates or ctx.templates("questions.txt")
-            base = len(templates.render("questions.txt", topic=t.name, description=t.description, subtopic="",
-                                        count=min(batch, missing), accepted=[]).encode())
-            for k in range(-(-missing // batch)):  # each batch's prompt lists the questions so far
-                need.prompt_bytes += base + (have + k * batch) * size
-                need.requests += 1
-            need.items += 1
-            need.list_items += missing
-            coming.questions[t.name] = coming.questions.get(t.name, 0) + missing
+            count = min(batch, missing)
+            if count not in bases:
+                templates = templates or ctx.templates("questions.txt")
+                bases[count] = len(templates.render("questions.txt", topic=t.name, description=t.description,
+                                                    subtopic="", count=count, accepted=[]).encode())
+            n = -(-missing // batch)  # batches of one subtopic; each prompt lists the questions so far
+            need.prompt_bytes += k * (n * bases[count] + size * (n * have + batch * n * (n - 1) // 2))
+            need.requests += k * n
+            need.items += k
+            need.list_items += k * missing
+            coming.questions[t.name] = coming.questions.get(t.name, 0) + k * missing
     return need
 
 
-def _answers(ctx, topics: list, force: bool, retry_excluded: bool, coming: _Coming) -> Need:
-    names = {t.name for t in topics}
-    questions = [q for q in read(ctx.paths.questions, Question) if q.topic in names]
-    answers = _kept(read(ctx.paths.answers, Example), topics, force)
-    pending = pending_questions(questions, answers, retry_excluded)
+def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_excluded: bool,
+             coming: _Coming) -> Need:
+    names = [t.name for t in topics]
     need = Need("answers", estimated=any(coming.questions.get(n) for n in names))
-    if not pending and not need.estimated:
+    pending: dict[str, tuple[int, int]] = {}
+    for name in names:
+        f = figures.get(name)
+        if name in forced:
+            pending[name] = (f.distinct, f.distinct_bytes)
+        elif retry_excluded:
+            pending[name] = (f.retry, f.retry_bytes)
+        else:
+            pending[name] = (f.unanswered, f.unanswered_bytes)
+    if not any(n for n, _ in pending.values()) and not need.estimated:
         return need
     templates = ctx.templates("answer_system.txt")
     systems = {t.name: len(templates.render("answer_system.txt", topic=t.name, description=t.description).encode())
                for t in topics}
-    size = _mean([len(q.text.encode()) for q in questions], QUESTION_BYTES)
-    need.requests = need.items = len(pending) + sum(coming.questions.get(n, 0) for n in names)
-    need.prompt_bytes = sum(systems[q.topic] + len(q.text.encode()) for q in pending)
+    selected = [figures.get(n) for n in names]
+    size = _mean(sum(f.question_bytes for f in selected), sum(f.questions for f in selected), QUESTION_BYTES)
+    need.requests = need.items = sum(n for n, _ in pending.values()) + sum(coming.questions.get(n, 0) for n in names)
+    need.prompt_bytes = sum(systems[n] * count + size_ for n, (count, size_) in pending.items())
     need.prompt_bytes += sum((systems[n] + size) * coming.questions.get(n, 0) for n in names)
     return need
 
 
-def _mean(values: list[int], default: int) -> int:
-    return sum(values) // len(values) if values else default
+def _mean(total: int, count: int, default: int) -> int:
+    return total // count if count else default

@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from overbrainer.dataset import state as dataset_state
+from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.history import read_history
-from overbrainer.dataset.records import Example, Question, Subtopic, latest
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
-from overbrainer.pipeline.common import read
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import after_plans, train_plan
@@ -78,18 +78,19 @@ class StagePlan:
 def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
-    return [_priced(ctx, need, history) for need in needs(ctx, stages, topics, force=force,
-                                                            retry_excluded=retry_excluded)]
+    figures = dataset_state.current(ctx.paths)
+    return [_priced(ctx, need, history, figures)
+            for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
 
 
-def _priced(ctx, need: Need, history) -> StagePlan:
+def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     role = ctx.role(need.role)
     plan = StagePlan(need, model=role.model, provider=role.provider,
                      max_tokens=int(role.max_tokens or DEFAULT_MAX_TOKENS))
     if not need.requests:
         plan.cost = plan.cost_max = 0.0
         return plan
-    _expect(ctx, plan, history)
+    _expect(plan, history, figures)
     price, why = _price(ctx, need.role)
     if price is None:
         plan.unpriced = why
@@ -101,10 +102,10 @@ def _priced(ctx, need: Need, history) -> StagePlan:
     return plan
 
 
-def _expect(ctx, plan: StagePlan, history) -> None:
+def _expect(plan: StagePlan, history, figures: Figures) -> None:
     """The expected tokens: the project's own figures per item, else the prompts' sizes."""
     need = plan.need
-    per = _measured(ctx, need.stage, history)
+    per = _measured(need.stage, history, figures)
     if per is not None:
         plan.basis = "history"
         plan.input_tokens, plan.output_tokens = round(per[0] * need.items), round(per[1] * need.items)
@@ -113,17 +114,15 @@ def _expect(ctx, plan: StagePlan, history) -> None:
     if need.stage == "answers":
         plan.output_tokens = need.requests * plan.max_tokens
     else:
-        plan.output_tokens = need.list_items * _item_tokens(ctx, need.stage)
+        plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
 
-def _measured(ctx, stage: str, history) -> tuple[float, float] | None:
+def _measured(stage: str, history, figures: Figures) -> tuple[float, float] | None:
     """(input, output) tokens per item as this project spent them, or None."""
     if stage == "answers":
-        metas = [e.meta for e in latest(read(ctx.paths.answers, Example))
-                 if e.meta.input_tokens or e.meta.output_tokens]
-        if metas:
-            return (sum(m.input_tokens for m in metas) / len(metas),
-                    sum(m.output_tokens for m in metas) / len(metas))
+        n, i, o = figures.answer_tokens  # the latest answer of each question that used tokens
+        if n:
+            return i / n, o / n
     lines = [e for e in history if e.stage == stage and e.done + e.excluded > 0
              and (e.input_tokens or e.output_tokens)]
     items = sum(e.done + e.excluded for e in lines)
@@ -132,14 +131,15 @@ def _measured(ctx, stage: str, history) -> tuple[float, float] | None:
     return sum(e.input_tokens for e in lines) / items, sum(e.output_tokens for e in lines) / items
 
 
-def _item_tokens(ctx, stage: str) -> int:
+def _item_tokens(stage: str, figures: Figures) -> int:
+    topics = figures.topics.values()
     if stage == "subtopics":
-        sizes = [len(s.name.encode()) for s in read(ctx.paths.subtopics, Subtopic)]
+        size, count = sum(t.subtopic_bytes for t in topics), sum(t.subtopics for t in topics)
     else:
-        sizes = [len(q.text.encode()) for q in read(ctx.paths.questions, Question)]
-    if not sizes:
+        size, count = sum(t.question_bytes for t in topics), sum(t.questions for t in topics)
+    if not count:
         return LIST_ITEM_TOKENS
-    return -(-sum(sizes) // (len(sizes) * BYTES_PER_TOKEN)) + 2  # quotes and a comma
+    return -(-size // (count * BYTES_PER_TOKEN)) + 2  # quotes and a comma
 
 
 def _price(ctx, role_name: str):

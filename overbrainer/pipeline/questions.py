@@ -7,7 +7,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.ids import question_id
+from overbrainer.dataset import state as dataset_state
+from overbrainer.dataset.figures import Figures
+from overbrainer.dataset.ids import id_key, question_id
+from overbrainer.dataset.jsonl import iter_records
 from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.pipeline.ask_list import ask_list
 from overbrainer.pipeline.common import (
@@ -15,10 +18,11 @@ from overbrainer.pipeline.common import (
     execute,
     failed_before,
     finish,
+    keeping_figures,
     process,
     processor,
-    read,
     rejected_of,
+    stage_figures,
 )
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
@@ -32,8 +36,8 @@ STAGE = "questions"
 
 
 def topics_without_subtopics(ctx: StageContext, topics: list) -> list:
-    have = {s.topic for s in read(ctx.paths.subtopics, Subtopic)}
-    return [t for t in topics if t.name not in have]
+    figures = dataset_state.current(ctx.paths)
+    return [t for t in topics if not figures.get(t.name).subtopics]
 
 
 def run_questions(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
@@ -42,84 +46,117 @@ def run_questions(ctx: StageContext, topics: list, *, force: bool = False) -> St
 
 @dataclass
 class _Job:
+    """A subtopic to fill: `have` questions so far, `accepted` their texts (read only for a
+    subtopic that has some: the prompt lists them)."""
+
     topic: object
     subtopic: object
+    have: int = 0
     accepted: list[str] = field(default_factory=list)
     dedup: object = None
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
+    figures = stage_figures(ctx, force)
+    if figures is not None and not any(figures.get(t.name).short_of(t.questions_per_subtopic) for t in topics):
+        # Every subtopic is full: the saved figures say so, no data file is read.
+        run.started(0, skipped=sum(figures.get(t.name).subtopics for t in topics))
+        return finish(run)
     output = Output(ctx.paths.questions, Question, {t.name for t in topics} if force else None)
-    subtopics = read(ctx.paths.subtopics, Subtopic)
-    stored = output.current()
-    rejected = rejected_of(ctx, "question")
-    jobs = _pending(run, topics, subtopics, stored)
+    jobs = _pending(ctx, run, topics, output)
     if not jobs:
         return finish(run)
 
     client = ctx.connect("generator")
     embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
     templates = ctx.templates("questions.txt")
-    known: dict[str, set[str]] = {}
-    jobs, stopped = _seed(ctx, run, jobs, stored + rejected, known, embedder)
+    known: dict[str, set] = {}
+    jobs, stopped = _seed(ctx, run, jobs, output, known, embedder)
     if stopped is not None:
         return stopped
+    if figures is not None:
+        for t in topics:
+            figures.topic(t.name)  # made here: workers of different topics only touch their own
     proc = processor(ctx, run)
-    filler = _Filler(ctx, run, proc, output, client, templates, known)
+    filler = _Filler(ctx, run, proc, output, client, templates, known, figures)
 
     def keep(job: _Job, value) -> None:
         usage, cost = value
         run.item_done(job.subtopic.id, usage, cost)
 
-    with output:
+    with keeping_figures(ctx, run, figures), output:
         return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
 
 
-def _pending(run: StageRun, topics: list, subtopics: list, stored: list) -> list[_Job]:
+def _pending(ctx: StageContext, run: StageRun, topics: list, output) -> list[_Job]:
     """The selected topics' subtopics still short of questions (the stage's items; full ones are
-    skipped), each with the questions it has."""
+    skipped), each with how many it has; two streaming passes, counts only."""
     by_topic = {t.name: t for t in topics}
-    selected = [s for s in subtopics if s.topic in by_topic]
-    accepted: dict[str, list[str]] = {}
-    for q in stored:
-        accepted.setdefault(q.subtopic_id, []).append(q.text)
+    counts: dict[str, int] = {}
+    for q in output.records():
+        counts[q.subtopic_id] = counts.get(q.subtopic_id, 0) + 1
     jobs: list[_Job] = []
-    for s in selected:
-        have = accepted.get(s.id, [])
-        if len(have) < by_topic[s.topic].questions_per_subtopic:
-            jobs.append(_Job(by_topic[s.topic], s, list(have)))
-    run.started(len(jobs), skipped=len(selected) - len(jobs))
+    selected = 0
+    for s in iter_records(ctx.paths.subtopics, Subtopic):
+        topic = by_topic.get(s.topic)
+        if topic is None:
+            continue
+        selected += 1
+        have = counts.get(s.id, 0)
+        if have < topic.questions_per_subtopic:
+            jobs.append(_Job(topic, s, have))
+    run.started(len(jobs), skipped=selected - len(jobs))
     return jobs
 
 
-def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], known_records: list, known: dict[str, set[str]],
+def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], output, known: dict[str, set],
           embedder) -> tuple[list[_Job], StageResult | None]:
-    """One deduplicator per topic that has something to fill, seeded with its known texts (stored
-    and rejected questions); `known` gets each topic's known question IDs. A topic whose seeding
-    fails is one failed item (its jobs dropped), or the stage's end on a fatal error."""
+    """One deduplicator per topic that has something to fill, seeded with its known texts (stored,
+    then rejected questions, in one streaming pass); `known` gets each topic's known question IDs
+    and a partly filled subtopic its questions' texts. A topic whose embedding seeding fails is
+    one failed item (its jobs dropped), or the stage's end on a fatal error."""
     pipeline = ctx.pipeline
     dedups = {}
     for name in dict.fromkeys(j.topic.name for j in jobs):
-        mine = [r for r in known_records if r.topic == name]
-        known[name] = {r.id for r in mine}
-        embed = None
-        if embedder is not None:
-            def embed(texts, n=name):
-                return embedder.embed(texts, on_retry=lambda m: log.debug("questions: %s: %s", n, m),
-                                      stop=ctx.stop_event)
-        dedup = TopicDedup(name, pipeline.dedup_threshold, embed, pipeline.embedding_threshold)
+        known[name] = set()
+        dedups[name] = TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
+                                  pipeline.embedding_threshold)
+    partial = {j.subtopic.id: j for j in jobs if j.have}
+    for record in output.records():
+        job = partial.get(record.subtopic_id)
+        if job is not None:
+            job.accepted.append(record.text)
+        _remember(dedups, known, record)
+    for record in rejected_of(ctx, "question"):
+        _remember(dedups, known, record)
+    for name, dedup in list(dedups.items()):
         try:
-            dedup.seed([r.text for r in mine])
+            dedup.seed_meanings()
         except Exception as e:  # noqa: BLE001 - taken as the processor takes a worker's error
             stopped = failed_before(run, name, e)
             if stopped is not None:
                 return jobs, stopped
-            continue
-        dedups[name] = dedup
+            del dedups[name]
     jobs = [j for j in jobs if j.topic.name in dedups]
     for j in jobs:
         j.dedup = dedups[j.topic.name]
     return jobs, None
+
+
+def _remember(dedups: dict, known: dict[str, set], record) -> None:
+    dedup = dedups.get(record.topic)
+    if dedup is not None:
+        known[record.topic].add(id_key(record.id))
+        dedup.remember(record.text)
+
+
+def _embed(ctx: StageContext, embedder, name: str):
+    if embedder is None:
+        return None
+
+    def embed(texts):
+        return embedder.embed(texts, on_retry=lambda m: log.debug("questions: %s: %s", name, m), stop=ctx.stop_event)
+    return embed
 
 
 class _Filler:
@@ -127,9 +164,10 @@ class _Filler:
     generator stalls, each batch's survivors appended under its topic's deduplicator lock."""
 
     def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
-                 known: dict[str, set[str]]):
+                 known: dict[str, set], figures: Figures | None):
         self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.known = client, templates, known
+        self.figures = figures
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
 
@@ -138,15 +176,15 @@ class _Filler:
         patience = max(1, self.pipeline.max_retries)
         stalls = 0
         usage, cost = Usage(), None
-        while len(job.accepted) < target and stalls < patience:
-            items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - len(job.accepted)))
+        while job.have < target and stalls < patience:
+            items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - job.have))
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c
             stalls = 0 if self._accept(job, items) else stalls + 1
-        if len(job.accepted) < target:
+        if job.have < target:
             log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself",
-                        job.subtopic.name, len(job.accepted), target)
+                        job.subtopic.name, job.have, target)
         return usage, cost
 
     def _ask(self, job: _Job, count: int):
@@ -162,20 +200,27 @@ class _Filler:
     def _accept(self, job: _Job, candidates: list[str]) -> int:
         """The batch's new questions appended (after the deduplicator); how many."""
         topic = job.topic.name
-        added = 0
+        before = job.have
+        added: list[str] = []
         with job.dedup.lock:
             kept = job.dedup.filter(candidates)
             self.proc.check_keeping()
-            for text in kept:
-                q = _question(topic, job.subtopic, text)
-                if q.id in self.known[topic]:
-                    continue
-                self.known[topic].add(q.id)
-                self.output.append(q)
-                self.run.wrote()
-                job.accepted.append(text)
-                added += 1
-        return added
+            try:
+                for text in kept:
+                    q = _question(topic, job.subtopic, text)
+                    key = id_key(q.id)
+                    if key in self.known[topic]:
+                        continue
+                    self.known[topic].add(key)
+                    self.output.append(q)
+                    self.run.wrote()
+                    job.accepted.append(text)
+                    job.have += 1
+                    added.append(text)
+            finally:
+                if self.figures is not None:
+                    self.figures.note_questions(topic, before, added)
+        return len(added)
 
 
 def _question(topic: str, sub, text: str):

@@ -15,7 +15,8 @@ log = logging.getLogger(__name__)
 
 
 class TopicDedup:
-    """`with dedup.lock: kept = dedup.filter(candidates)`; `seed()` once before first use.
+    """`with dedup.lock: kept = dedup.filter(candidates)`; every known text `remember`ed, then
+    `seed_meanings()` once, before first use.
 
     `embed(texts) -> vectors` (None without an embedder) runs the embedder with its retries."""
 
@@ -24,11 +25,19 @@ class TopicDedup:
         self.lock = threading.Lock()
         self.lexical = LexicalDedup(dedup_threshold)
         self.semantic = EmbeddingDedup(embedding_threshold, embed) if embed is not None else None
+        self._unembedded: list[str] = []
 
-    def seed(self, texts: list[str]) -> None:
-        """Known texts (stored and rejected questions): remembered, never filtered."""
-        self.lexical.seed(texts)
-        if self.semantic is not None and texts:
+    def remember(self, text: str) -> None:
+        """A known text (a stored or rejected question): remembered, never filtered. Its meaning
+        is embedded by `seed_meanings`, once every known text is remembered."""
+        self.lexical.record((text,))
+        if self.semantic is not None:
+            self._unembedded.append(text)
+
+    def seed_meanings(self) -> None:
+        """Embed the known texts (with an embedder; raises what the embedder raises)."""
+        if self.semantic is not None and self._unembedded:
+            texts, self._unembedded = self._unembedded, []
             self.semantic.seed(texts)
 
     def filter(self, candidates: list[str]) -> list[str]:

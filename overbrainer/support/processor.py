@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterable, Protocol, TypeVar
 
 from overbrainer.errors import Interrupted
 from overbrainer.support.budget import Budget
@@ -61,10 +61,11 @@ class Work(Generic[T]):
     """What a stage asks for: see the module docstring. `ident(item)` is the item's ID in events
     and errors."""
 
-    items: Sequence[T]
+    items: Iterable[T]
     send: Callable[[T], Any]
     keep: Callable[[T, Any], None]
     ident: Callable[[T], str] = str
+    count: int | None = None  # how many `items` holds, when it is a generator (sizes the threads)
 
 
 @dataclass
@@ -160,7 +161,7 @@ class Processor:
         """Send every item of `work`, keep every result; returns how it ended. Raises what
         `keep` raises, and an error classified `RAISE`, after keeping what arrived."""
         queue = WorkQueue(lambda item: self._send(work, item), work.items, self._concurrency,
-                          interrupt=self._interrupt, halt=self._stopping, name=self._name)
+                          interrupt=self._interrupt, halt=self._stopping, name=self._name, count=work.count)
         self._queue = queue
         try:
             for outcome in queue.results():
@@ -176,6 +177,8 @@ class Processor:
             queue.stop()
         if self._raised is not None:
             raise self._raised
+        if queue.source_error is not None:
+            raise queue.source_error  # the items could not all be read: what was fed is kept
         return self._ending
 
     def _send(self, work: Work, item):

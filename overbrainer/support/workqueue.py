@@ -8,6 +8,7 @@ The stages do not use it directly: support/processor.py runs their work on it.
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -37,55 +38,91 @@ class WorkQueue(Generic[T]):
     """`for outcome in WorkQueue(fn, items, concurrency, stop_event).results(): ...`
 
     `fn(item)` runs on a worker thread; its return value or exception is yielded as an Outcome
-    in completion order. `stop()` makes the workers take no new item; calls already running
-    finish on their own (their outcomes can still be collected with `drain()`). Setting `halt`
-    (an Event a worker may set) also makes them take no new item, while `results()` goes on
-    yielding what comes back.
+    in completion order. `items` may be any iterable, a generator reading a file included: a
+    feeding thread (the only one that touches it) keeps `concurrency` items queued ahead of the
+    workers, so memory holds what is in flight, never the whole work, and the workers never wait
+    for the consuming thread (`count`: how many items there are, when `items` has no len; it
+    only sizes the thread pool). An error raised by `items` ends the feeding: what was fed still
+    runs, and `source_error` holds it for the caller. `stop()` makes the workers take no new
+    item; calls already running finish on their own (their outcomes can still be collected with
+    `drain()`). Setting `halt` (an Event a worker may set) also makes them take no new item,
+    while `results()` goes on yielding what comes back.
     """
 
     def __init__(self, fn: Callable[[T], Any], items: Iterable[T], concurrency: int, *,
                  interrupt: threading.Event | None = None, halt: threading.Event | None = None,
-                 name: str = "work"):
+                 name: str = "work", count: int | None = None):
         self._fn = fn
-        self._items: queue.SimpleQueue = queue.SimpleQueue()
-        self._count = 0
-        for item in items:
-            self._items.put(item)
-            self._count += 1
+        self._source = iter(items)
+        if count is None and hasattr(items, "__len__"):
+            count = len(items)  # type: ignore[arg-type]
+        self._ahead = max(1, int(concurrency))
+        self._cond = threading.Condition()
+        self._pending: collections.deque = collections.deque()
+        self._exhausted = False
+        self._fed = 0
+        self.source_error: BaseException | None = None
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._stopped = threading.Event()
         self._halt = halt if halt is not None else self._stopped
-        self._lock = threading.Lock()
         self._busy = 0
         self._interrupt = interrupt
-        self._outstanding = self._count
-        n = max(1, min(int(concurrency), self._count))
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(n)
-        ] if self._count else []
+        self._yielded = 0
+        n = self._ahead if count is None else max(0, min(self._ahead, int(count)))
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(n)]
+        if self._threads:
+            self._threads.append(threading.Thread(target=self._feed, name=f"{name}-feed", daemon=True))
         self._started = False
 
-    def __len__(self) -> int:
-        return self._count
-
     def _work(self) -> None:
-        while not self._stopped.is_set() and not self._halt.is_set():
-            with self._lock:
-                self._busy += 1
-            try:
-                item = self._items.get_nowait()
-            except queue.Empty:
-                with self._lock:
-                    self._busy -= 1
-                return
+        while True:
+            with self._cond:
+                while not self._pending and not self._exhausted and not self._halted():
+                    self._cond.wait(_POLL)  # `halt` is set without a notify
+                if self._halted() or not self._pending:
+                    return
+                item = self._pending.popleft()
+                self._busy += 1  # with the take, under one lock: `in_flight` never misses it
+                self._cond.notify_all()  # room for the feeder
             try:
                 value = self._fn(item)
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
                 self._results.put(Outcome(item, error=e))
             else:
                 self._results.put(Outcome(item, value=value))
-            with self._lock:
+            with self._cond:
                 self._busy -= 1
+
+    def _halted(self) -> bool:
+        return self._stopped.is_set() or self._halt.is_set()
+
+    def _feed(self) -> None:
+        """The feeding thread: keep `concurrency` items queued ahead of the workers."""
+        try:
+            while True:
+                with self._cond:
+                    while len(self._pending) >= self._ahead and not self._halted():
+                        self._cond.wait(_POLL)
+                    if self._halted():
+                        return
+                try:
+                    item = next(self._source)
+                except StopIteration:
+                    return
+                with self._cond:
+                    self._pending.append(item)
+                    self._fed += 1
+                    self._cond.notify_all()
+        except Exception as e:  # noqa: BLE001 - the caller raises it once the fed work is kept
+            self.source_error = e
+        finally:
+            with self._cond:
+                self._exhausted = True
+                self._cond.notify_all()
+
+    def _done(self) -> bool:
+        with self._cond:
+            return self._exhausted and self._yielded >= self._fed
 
     @property
     def in_flight(self) -> int:
@@ -101,19 +138,23 @@ class WorkQueue(Generic[T]):
     def results(self) -> Iterator[Outcome[T]]:
         """Yield every outcome as it completes. Returns early (without error) when the
         interrupt event is set or `stop()` was called."""
+        if not self._threads:
+            return
         self._start()
-        while self._outstanding > 0:
+        while not self._done():
             if self._stopped.is_set() or (self._interrupt is not None and self._interrupt.is_set()):
                 return
             try:
                 outcome = self._results.get(timeout=_POLL)
             except queue.Empty:
                 continue
-            self._outstanding -= 1
+            self._yielded += 1
             yield outcome
 
     def stop(self) -> None:
         self._stopped.set()
+        with self._cond:
+            self._cond.notify_all()
 
     def drain(self, until: float | None = None,
               abandon: Callable[[], bool] | None = None) -> Iterator[Outcome[T]]:
@@ -125,7 +166,7 @@ class WorkQueue(Generic[T]):
             outcome = self._next(until, abandon)
             if outcome is None:
                 return
-            self._outstanding -= 1
+            self._yielded += 1
             yield outcome
 
     def _next(self, until: float | None, abandon: Callable[[], bool] | None) -> Outcome[T] | None:
