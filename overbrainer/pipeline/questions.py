@@ -1,6 +1,7 @@
 """Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
-its topic's deduplicator (serialized per topic) before it is appended."""
+its topic's deduplicator (serialized per topic) before it is appended. A batch asks for
+min(question_batch_size, ask_list.items_per_request(generator's max_tokens), still missing)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.ids import question_id
 from overbrainer.dataset.records import Question, Subtopic
-from overbrainer.pipeline.ask_list import ask_list
+from overbrainer.pipeline.ask_list import ask_list, items_per_request
 from overbrainer.pipeline.common import (
     Output,
     execute,
@@ -132,6 +133,7 @@ class _Filler:
         self.client, self.templates, self.known = client, templates, known
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
+        self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
 
     def fill(self, job: _Job) -> tuple[Usage, float | None]:
         target = job.topic.questions_per_subtopic
@@ -139,7 +141,7 @@ class _Filler:
         stalls = 0
         usage, cost = Usage(), None
         while len(job.accepted) < target and stalls < patience:
-            items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - len(job.accepted)))
+            items, u, c = self._ask(job, min(self.batch, target - len(job.accepted)))
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c
