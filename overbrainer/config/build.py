@@ -11,6 +11,7 @@ import re
 from typing import Any, Mapping
 
 from overbrainer.config import build_train
+from overbrainer.config import limits
 from overbrainer.config.fields import Table, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
@@ -88,6 +89,9 @@ def _topics(root: Table) -> list[Topic]:
     if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
         root.problem("topics", "expected an array of tables ([[topics]])")
         return []
+    if len(raw) > limits.MAX_TOPICS:
+        root.problem("topics", f"must be at most {limits.MAX_TOPICS} tables ([[topics]])")
+        return []
     out: list[Topic] = []
     seen: set[str] = set()
     for i, item in enumerate(raw):
@@ -99,11 +103,14 @@ def _topics(root: Table) -> list[Topic]:
                 root.problems.append(f"topics: duplicate name `{name}`")
             seen.add(name)
         description = t.str("description")
-        subtopics = t.int("subtopics", required=True, min=1, max=U32)
-        per = t.int("questions_per_subtopic", required=True, min=1, max=U32)
+        subtopics = t.int("subtopics", required=True, min=1, max=limits.MAX_SUBTOPICS)
+        per = t.int("questions_per_subtopic", required=True, min=1, max=limits.MAX_QUESTIONS_PER_SUBTOPIC)
         t.finish()
         if name is not None and subtopics is not None and per is not None:
             out.append(Topic(name, description, subtopics, per))
+    total = limits.planned_total_problem(out)
+    if total is not None:
+        root.problems.append(total)
     return out
 
 
@@ -203,11 +210,11 @@ def _pipeline(root: Table) -> Pipeline:
     d = Pipeline()
     unit_open = (lambda x: 0 < x <= 1, "must be in (0, 1]")
     p = Pipeline(
-        concurrency=t.int("concurrency", d.concurrency, min=1, max=1024),
-        max_retries=t.int("max_retries", d.max_retries, min=0, max=U32),
+        concurrency=t.int("concurrency", d.concurrency, min=1, max=limits.MAX_CONCURRENCY),
+        max_retries=t.int("max_retries", d.max_retries, min=0, max=limits.MAX_RETRIES),
         dedup_threshold=t.float("dedup_threshold", d.dedup_threshold, rule=unit_open),
         embedding_threshold=t.float("embedding_threshold", d.embedding_threshold, rule=unit_open),
-        question_batch_size=t.int("question_batch_size", d.question_batch_size, min=1, max=U32),
+        question_batch_size=t.int("question_batch_size", d.question_batch_size, min=1, max=limits.MAX_QUESTION_BATCH),
         request_timeout_secs=t.int("request_timeout_secs", d.request_timeout_secs, min=1, max=U64),
         eval_ratio=t.float("eval_ratio", d.eval_ratio, rule=(lambda x: 0 < x < 1, "must be in (0, 1)")),
         seed=t.int("seed", d.seed, min=0, max=SEED_MAX),

@@ -3,6 +3,10 @@
 Structured output first, dropped when the provider refuses it (a 400/422 naming response_format,
 or an answer that is not JSON at all), a token limit doubled up to 4× when the list was cut short,
 lenient parsing, and re-asks up to `max_retries` times.
+
+A list request never asks for more items than fit its token limit (`items_per_request`): the
+stages split larger counts over several requests (subtopics.py, questions.py), and `--plan`
+counts them the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 import logging
 from typing import Callable
 
+from overbrainer.llm.client import DEFAULT_MAX_TOKENS
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.listparse import string_array
 from overbrainer.llm.types import LENGTH, ChatRequest
@@ -25,6 +30,24 @@ NO_LIST = "no list of strings after all retries"
 # The limit a list needs at least: a provider that can afford no more than this (OpenRouter's
 # 402 names the limit the balance covers) stops the stage rather than cut every list short.
 LIST_NEEDS = 2048
+# The tokens one list item may take in an answer: a subtopic name or a question (often 20-40
+# tokens) with its JSON quoting and separator, and room to spare. A request asks for at most
+# max_tokens // ITEM_TOKENS items.
+ITEM_TOKENS = 64
+
+
+def items_per_request(max_tokens: int | None) -> int:
+    """The most items one list request may ask for under the role's `max_tokens` (None: the
+    client's default, llm/client.DEFAULT_MAX_TOKENS): max(1, max_tokens // ITEM_TOKENS)."""
+    limit = int(max_tokens or DEFAULT_MAX_TOKENS)
+    return max(1, limit // ITEM_TOKENS)
+
+
+def request_counts(missing: int, per_request: int) -> list[int]:
+    """The counts of the list requests asking for `missing` items, at most `per_request` each: as
+    many full requests as fit, then the rest (10 at 4 a request: 4, 4, 2)."""
+    per_request = max(1, per_request)
+    return [min(per_request, missing - k) for k in range(0, max(0, missing), per_request)]
 
 
 def ask_list(
@@ -76,7 +99,6 @@ def ask_list(
         else:
             retrying(NOT_A_LIST)
     raise LlmError(f"invalid response: {NO_LIST}")
-
 
 
 def _is_json(text: str) -> bool:

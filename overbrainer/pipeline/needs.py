@@ -9,10 +9,12 @@ subtopics still to come, answers of questions still to come) counts from the con
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
+from overbrainer.pipeline.ask_list import items_per_request, request_counts
 
 ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent"}
 # A question's size in bytes when the project has none to measure yet.
@@ -66,17 +68,22 @@ def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_ex
 
 
 def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+    """A topic missing subtopics asks for them in requests of at most `items_per_request` names
+    (pipeline/ask_list.request_counts): all of that size but the last."""
     need = Need("subtopics")
+    per = items_per_request(ctx.role("generator").max_tokens)
     templates = None
     for t in topics:
         missing = t.subtopics - (0 if t.name in forced else figures.get(t.name).subtopics)
         if missing <= 0:
             continue
         templates = templates or ctx.templates("subtopics.txt")
-        prompt = templates.render("subtopics.txt", topic=t.name, description=t.description, count=missing)
-        need.requests += 1
+        counts = Counter(request_counts(missing, per))
+        for count, k in counts.items():
+            prompt = templates.render("subtopics.txt", topic=t.name, description=t.description, count=count)
+            need.prompt_bytes += k * len(prompt.encode())
+            need.requests += k
         need.items += 1
-        need.prompt_bytes += len(prompt.encode())
         need.list_items += missing
         coming.subtopics[t.name] = missing
     return need
@@ -85,7 +92,7 @@ def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
 def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
     stored = [f for name, f in figures.topics.items() if name not in forced]
     size = _mean(sum(f.question_bytes for f in stored), sum(f.questions for f in stored), QUESTION_BYTES) + 3
-    batch = max(1, ctx.pipeline.question_batch_size)
+    batch = max(1, min(ctx.pipeline.question_batch_size, items_per_request(ctx.role("generator").max_tokens)))
     need = Need("questions")
     templates = None
     for t in topics:

@@ -1,6 +1,7 @@
 """Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
-its topic's deduplicator (serialized per topic) before it is appended."""
+its topic's deduplicator (serialized per topic) before it is appended. A batch asks for
+min(question_batch_size, ask_list.items_per_request(generator's max_tokens), still missing)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.ids import id_key, question_id
 from overbrainer.dataset.jsonl import iter_records
 from overbrainer.dataset.records import Question, Subtopic
-from overbrainer.pipeline.ask_list import ask_list
+from overbrainer.pipeline.ask_list import ask_list, items_per_request
 from overbrainer.pipeline.common import (
     Output,
     execute,
@@ -170,6 +171,7 @@ class _Filler:
         self.figures = figures
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
+        self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
 
     def fill(self, job: _Job) -> tuple[Usage, float | None]:
         target = job.topic.questions_per_subtopic
@@ -177,7 +179,7 @@ class _Filler:
         stalls = 0
         usage, cost = Usage(), None
         while job.have < target and stalls < patience:
-            items, u, c = self._ask(job, min(self.pipeline.question_batch_size, target - job.have))
+            items, u, c = self._ask(job, min(self.batch, target - job.have))
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c

@@ -97,6 +97,33 @@ def test_invalid_configuration_lists_every_problem_exit_2(cli, project):
     }
 
 
+def test_counts_over_their_limits_exit_2_naming_the_key_at_once(cli, project):
+    # The counts that once kept `run --plan` busy for minutes (and GBs): refused by every command.
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace("subtopics = 2\nquestions_per_subtopic = 3",
+                                             "subtopics = 1000000000\nquestions_per_subtopic = 1000000000"))
+    env = {**LOCAL_URL, "OVERBRAINER_PROVIDERS__LLM__API_KEY": ENV_MARK,
+           "OVERBRAINER_PIPELINE__QUESTION_BATCH_SIZE": "1001"}
+    for args in (["config", "check"], ["run", "--plan"]):
+        r = cli(["-C", project, *args], env=env)
+        assert r.returncode == 2 and r.stdout == "", args
+        assert r.stderr.strip().splitlines() == [
+            "error: invalid configuration",
+            "  topics.ownership.subtopics: must be at most 100000",
+            "  topics.ownership.questions_per_subtopic: must be at most 100000",
+            "  pipeline.question_batch_size: must be at most 1000 (from OVERBRAINER_PIPELINE__QUESTION_BATCH_SIZE)",
+        ], args
+        assert ENV_MARK not in r.stderr
+    # Each topic under its own limits, together over the planned total: the topics are named.
+    toml.write_text(toml.read_text().replace("subtopics = 1000000000\nquestions_per_subtopic = 1000000000",
+                                             "subtopics = 100000\nquestions_per_subtopic = 101"))
+    r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[1].strip() == (
+        "topics: the planned questions (subtopics x questions_per_subtopic, summed over the topics) must be at "
+        "most 10000000; these topics plan 10100000: ownership (100000 x 101 = 10100000)")
+
+
 def test_missing_project_exit_2(cli, tmp_path):
     r = cli(["-C", tmp_path, "config", "check"])
     assert r.returncode == 2 and "overbrainer.toml" in r.stderr

@@ -16,8 +16,9 @@ def _names(project, topic):
 
 
 def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider):
-    # One topic at a time, so the scripted answers go to the topics in order.
-    project.write(topics=2, subtopics=2, generator={"max_tokens": 100}, pipeline={"concurrency": 1})
+    # One topic at a time, so the scripted answers go to the topics in order; max_tokens 128 lets
+    # one request ask for 2 names (ask_list.ITEM_TOKENS).
+    project.write(topics=2, subtopics=2, generator={"max_tokens": 128}, pipeline={"concurrency": 1})
     fake_provider.script(
         Answer(content="Sure! Here are [2] subtopics:\n1. Alpha\n2) Beta"),   # topic0: bullets
         Answer(content="I cannot help with that."),                           # topic1: not a list
@@ -29,7 +30,7 @@ def test_subtopics_lenient_lists_reasks_and_token_growth(project, fake_provider)
     assert _names(project, "topic0") == ["Alpha", "Beta"]
     assert _names(project, "topic1") == ["Gamma", "Delta"]  # at most `missing` kept
     limits = [r.body["max_tokens"] for r in fake_provider.chat_requests()]
-    assert limits == [100, 100, 100, 200]
+    assert limits == [128, 128, 128, 256]
     # An answer that is not JSON at all refuses structured output: plain lists from then on.
     assert ["response_format" in r.body for r in fake_provider.chat_requests()] == [True, True, False, False]
     # Tokens of every attempt count: 4 answers of (10, 20).
