@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,32 +37,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.fixtures.provider_process import ProviderProcess  # noqa: E402
+
 WALL, CPU = 1.10, 1.20  # (a)'s targets: overbrainer over the bare client
 CAPPED = 1.05  # the capped run over the uncapped one (wall and CPU)
 
-_SERVER = r"""
-import sys, threading
-sys.path.insert(0, sys.argv[1])
-from tests.fixtures.provider import FakeProvider
-fake = FakeProvider()
-fake.latency = float(sys.argv[2])
-fake.models = {"parent": (1.0, 2.0)}  # listed prices: every run computes its cost
-fake.start()
-print(fake.url, flush=True)
-sys.stdin.read()   # until the benchmark closes our stdin
-fake.stop()
-"""
-
-
-class Server:
-    def __init__(self, latency: float):
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(ROOT), str(latency)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.url = self.proc.stdout.readline().strip()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(10)
+PRICES = "fake.models = {'parent': (1.0, 2.0)}"  # listed prices: every run computes its cost
 
 
 def make_project(root: Path, url: str, n: int, concurrency: int, cap: float | None = None) -> Path:
@@ -167,7 +146,7 @@ def median(values: list[float]) -> float:
 
 def alternate(tmp: Path, name: str, n: int, latency: float, concurrency: int, rounds: int, cap: float) -> dict:
     """Bare, ours, then ours under a spend cap, `rounds` times on one server; medians of each."""
-    server = Server(latency)
+    server = ProviderProcess(latency, PRICES)
     runs: dict[str, list] = {k: [] for k in ("bare_wall", "bare_cpu", "ob_wall", "ob_cpu", "lines",
                                              "cap_wall", "cap_cpu")}
     try:
