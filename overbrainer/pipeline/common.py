@@ -117,6 +117,11 @@ class Output:
         self.confirm()
         self._appender.append(record)
 
+    def append_all(self, records: list) -> None:
+        """A batch of records in one write (dataset/jsonl.Appender.append_all)."""
+        self.confirm()
+        self._appender.append_all(records)
+
     def close(self) -> None:
         with self._lock:
             if self._appender is not None:

@@ -202,26 +202,23 @@ class _Filler:
     def _accept(self, job: _Job, candidates: list[str]) -> int:
         """The batch's new questions appended (after the deduplicator); how many."""
         topic = job.topic.name
-        before = job.have
-        added: list[str] = []
+        new: list[Question] = []
         with job.dedup.lock:
             kept = job.dedup.filter(candidates)
             self.proc.check_keeping()
-            try:
-                for text in kept:
-                    q = _question(topic, job.subtopic, text)
-                    key = id_key(q.id)
-                    if key in self.known[topic]:
-                        continue
+            for text in kept:
+                q = _question(topic, job.subtopic, text)
+                key = id_key(q.id)
+                if key not in self.known[topic]:
                     self.known[topic].add(key)
-                    self.output.append(q)
-                    self.run.wrote()
-                    job.accepted.append(text)
-                    job.have += 1
-                    added.append(text)
-            finally:
-                if self.figures is not None:
-                    self.figures.note_questions(topic, before, added)
+                    new.append(q)
+            self.output.append_all(new)  # the batch in one write
+            added = [q.text for q in new]
+            if self.figures is not None:
+                self.figures.note_questions(topic, job.have, added)
+            self.run.wrote(len(added))
+            job.accepted.extend(added)
+            job.have += len(added)
         return len(added)
 
 

@@ -168,17 +168,19 @@ class _Tally:
 
 def _append_new(output, known: set[str], topic: str, names: list[str], count: int,
                 figures: Figures | None) -> int:
-    """Append up to `count` of `names` whose ID is not `known` yet; how many were appended."""
-    added = 0
+    """Append up to `count` of `names` whose ID is not `known` yet, in one write; how many were
+    appended."""
+    new: list[Subtopic] = []
     for name in names:
-        if added >= count:
+        if len(new) >= count:
             break
         sid = subtopic_id(topic, name)
         if sid in known:
             continue
         known.add(sid)
-        output.append(Subtopic(id=sid, topic=topic, name=name))
-        if figures is not None:
-            figures.note_subtopic(topic, name)
-        added += 1
-    return added
+        new.append(Subtopic(id=sid, topic=topic, name=name))
+    output.append_all(new)
+    if figures is not None:
+        for record in new:
+            figures.note_subtopic(topic, record.name)
+    return len(new)
