@@ -33,3 +33,20 @@ def subtopic_id(topic: str, name: str) -> str:
 
 def question_id(subtopic_id: str, text: str) -> str:
     return of("question", subtopic_id, normalize(text))
+
+
+_HEX_ID = re.compile("[0-9a-f]{32}")
+
+
+def packed(item_id: str) -> int | str:
+    """An ID as an index over many of them keeps it: the 128-bit integer of its 32 lowercase hex
+    digits (44 bytes instead of a string's 81), or the string itself when it is not of that form.
+    Two IDs are equal exactly when their packed forms are; packed integers order as their texts."""
+    if len(item_id) == 32 and _HEX_ID.fullmatch(item_id):
+        return int(item_id, 16)
+    return item_id
+
+
+def unpacked(key: int | str) -> str:
+    """The ID text of a `packed` key."""
+    return key if isinstance(key, str) else format(key, "032x")

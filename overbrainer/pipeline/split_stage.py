@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from overbrainer.dataset.split import run_split
+from overbrainer.dataset.split_files import run_split
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
@@ -40,7 +40,7 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     if topic is None:
         return StageResult(STAGE, stats, split=counts, error=error)
     return TopicSplit(STAGE, stats, split=counts, error=error, topic=topic,
-                      written_train=len(result.train), written_eval=len(result.eval))
+                      written_train=result.written_train, written_eval=result.written_eval)
 
 
 @dataclass
@@ -62,7 +62,7 @@ class TopicSplit(StageResult):
 
 def _nothing_to_train(result) -> OverbrainerError | None:
     """Exit 1 when data/train.jsonl was written empty, saying why."""
-    if result.train:
+    if result.written_train:
         return None
     if result.orphaned_usable and not result.usable:
         why = (f"all {result.orphaned_usable} usable answer(s) are orphaned (their topic or question is gone "
