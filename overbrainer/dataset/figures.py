@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ids import id_key
+from .ids import packed
 from .jsonl import iter_records
 from .paths import ProjectPaths
 from .records import Example, Question, Subtopic
@@ -171,12 +171,12 @@ def scan(paths: ProjectPaths) -> Figures:
 def _answers(paths: ProjectPaths, figures: Figures) -> dict:
     latest: dict = {}
     for ex in iter_records(paths.answers, Example):
-        latest[id_key(ex.id)] = _pack(ex.meta)
+        latest[packed(ex.id)] = _pack(ex.meta)
     figures.answers = len(latest)
     n = i = o = 0
     mask = (1 << _TOKEN_BITS) - 1
-    for packed in latest.values():
-        tokens = packed >> 1
+    for line in latest.values():
+        tokens = line >> 1
         if tokens:
             n += 1
             i += tokens >> _TOKEN_BITS
@@ -196,20 +196,20 @@ def _questions(paths: ProjectPaths, figures: Figures, latest: dict) -> dict:
         t.questions += 1
         t.question_bytes += size
         per_subtopic[q.subtopic_id] = per_subtopic.get(q.subtopic_id, 0) + 1
-        key = id_key(q.id)
+        key = packed(q.id)
         if key in seen:
             figures.duplicates += 1
             continue
         seen.add(key)
         t.distinct += 1
         t.distinct_bytes += size
-        packed = latest.get(key)
-        if packed is None:
+        line = latest.get(key)
+        if line is None:
             t.unanswered += 1
             t.unanswered_bytes += size
             continue
         matched += 1
-        if packed & 1:
+        if line & 1:
             t.retry += 1
             t.retry_bytes += size
     figures.orphan_answers = len(latest) - matched

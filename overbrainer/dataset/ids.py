@@ -38,10 +38,15 @@ def question_id(subtopic_id: str, text: str) -> str:
 _HEX_ID = re.compile("[0-9a-f]{32}")
 
 
-def id_key(item_id: str) -> int | str:
-    """A compact in-memory key for an ID, for the sets and maps that hold one per record: the
-    128-bit integer of a well-formed ID (about half the memory of its text), the text of any
-    other (a hand-written ID keeps its own key, so two different texts never share one)."""
-    if _HEX_ID.fullmatch(item_id):
+def packed(item_id: str) -> int | str:
+    """An ID as an index over many of them keeps it: the 128-bit integer of its 32 lowercase hex
+    digits (44 bytes instead of a string's 81), or the string itself when it is not of that form.
+    Two IDs are equal exactly when their packed forms are; packed integers order as their texts."""
+    if len(item_id) == 32 and _HEX_ID.fullmatch(item_id):
         return int(item_id, 16)
     return item_id
+
+
+def unpacked(key: int | str) -> str:
+    """The ID text of a `packed` key."""
+    return key if isinstance(key, str) else format(key, "032x")

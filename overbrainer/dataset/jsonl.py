@@ -6,8 +6,11 @@
   warning otherwise; any other bad line is an `OverbrainerError` naming the file and the 1-based
   line.
 - `Appender`: one flushed line per record, thread-safe; a torn tail is repaired on open.
-- `rewrite`: temp file in the same folder, fsync, rename (overbrainer.support.atomic).
-- `StagedRewrite`: several files staged as `.<name>.staged.tmp`, then renamed back to back.
+- `LineReader`: a line read again at the byte offset `iter_records(..., offsets=True)` gave.
+- `rewriting` / `rewrite`: temp file in the same folder written line by line, fsync, rename
+  (overbrainer.support.atomic); memory holds a line, not the file.
+- `StagedRewrite`: several files staged as `.<name>.staged.tmp` (also line by line), then
+  renamed back to back.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Type, TypeVar
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.support.atomic import atomic_write_bytes, fsync_dir
+from overbrainer.support.atomic import AtomicFile, fsync_dir
 
 from .records import RecordError
 
@@ -35,10 +38,6 @@ def dumps(record: Any) -> str:
     """One compact JSON line (no newline) for a record (with `to_dict`) or a plain dict."""
     obj = record.to_dict() if hasattr(record, "to_dict") else record
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
-def encode_lines(records: Iterable[Any]) -> bytes:
-    return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
 
 @contextlib.contextmanager
@@ -111,7 +110,7 @@ def iter_records(path: str | os.PathLike, cls: Type[T], *,
                  offsets: bool = False) -> Iterator[T] | Iterator[tuple[int, T]]:
     """Every record of `path` as `cls` (strict: unknown fields, bad types are errors), one at a
     time. `offsets`: (byte offset of its line, record) pairs, for a second pass that reads the
-    line again (`read_line_at`) instead of keeping it."""
+    line again (`LineReader`) instead of keeping it."""
     path = Path(path)
     from_dict = cls.from_dict  # type: ignore[attr-defined]
     for lineno, offset, obj in iter_json_lines(path, offsets=True):  # type: ignore[misc]
@@ -128,6 +127,40 @@ def read_records(path: str | os.PathLike, cls: Type[T]) -> list[T]:
     that grow with the dataset are read with `iter_records`."""
     with _no_gc():
         return list(iter_records(path, cls))
+
+
+class LineReader:
+    """`path`, opened on first use, to read records again at the byte offsets of their lines
+    (from `iter_records(..., offsets=True)`), in any order. A line that no longer parses (the
+    file changed between the passes) is an error naming the file and the offset."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._file: Any = None
+
+    def record_at(self, offset: int, cls: Type[T]) -> T:
+        try:
+            if self._file is None:
+                self._file = open(self.path, "rb")
+            self._file.seek(offset)
+            raw = self._file.readline()
+        except OSError as e:
+            raise OverbrainerError(f"cannot read {self.path}: {e.strerror}") from e
+        try:
+            return cls.from_dict(json.loads(raw.decode("utf-8")))  # type: ignore[attr-defined]
+        except (UnicodeDecodeError, ValueError):  # RecordError is a ValueError
+            raise OverbrainerError(f"{self.path}: the line at byte {offset} changed while it was being read") from None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> "LineReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _repair_tail(fd: int, path: Path) -> None:
@@ -189,7 +222,7 @@ class Appender:
     def append_all(self, records: Iterable[Any]) -> None:
         """Write `records` with a single write: a batch (a list request's new items) is in the
         file whole or, after a crash mid-write, cut at a line that the next open repairs."""
-        data = encode_lines(records)
+        data = "".join(dumps(record) + "\n" for record in records).encode("utf-8")
         if data:
             self._write(data)
 
@@ -223,40 +256,102 @@ class Appender:
         self.close()
 
 
-def rewrite(path: str | os.PathLike, records: Iterable[Any]) -> None:
-    """Replace `path` with `records` atomically (temp file, fsync, rename, fsync the folder)."""
+class LineWriter:
+    """Writes one line per record into a file being rewritten (`rewriting`, `StagedRewrite.staging`)."""
+
+    def __init__(self, write, name: Path):
+        self._write = write
+        self._name = name
+        self.count = 0  # lines written
+        self.cancelled = False
+
+    def write_line(self, line: str) -> None:
+        """`line` (JSON, without its newline) and a `\n`."""
+        try:
+            self._write(line.encode("utf-8") + b"\n")
+        except OSError as e:
+            raise OverbrainerError(f"cannot write {self._name}: {e.strerror}") from e
+        self.count += 1
+
+    def append(self, record: Any) -> None:
+        self.write_line(dumps(record))
+
+    def cancel(self) -> None:
+        """Keep the file as it was: the block ends without replacing it."""
+        self.cancelled = True
+
+
+@contextlib.contextmanager
+def rewriting(path: str | os.PathLike) -> Iterator[LineWriter]:
+    """Replace `path` with the lines written in the block, atomically (temp file beside it,
+    fsync, rename, fsync the folder), holding a line at a time. An error in the block, or
+    `cancel()`, leaves `path` as it was and deletes the temp file."""
     path = Path(path)
     try:
-        atomic_write_bytes(path, encode_lines(records))
+        out = AtomicFile(path)
+    except OSError as e:
+        raise OverbrainerError(f"cannot write {path}: {e.strerror}") from e
+    writer = LineWriter(out.write, path)
+    try:
+        yield writer
+    except BaseException:
+        out.discard()
+        raise
+    if writer.cancelled:
+        out.discard()
+        return
+    try:
+        out.commit()
     except OSError as e:
         raise OverbrainerError(f"cannot write {path}: {e.strerror}") from e
 
 
+def rewrite(path: str | os.PathLike, records: Iterable[Any]) -> None:
+    """Replace `path` with `records` atomically (`rewriting`)."""
+    with rewriting(path) as out:
+        for record in records:
+            out.append(record)
+
+
 class StagedRewrite:
-    """Rewrite several files together: `stage(path, records)` for each, then `commit()`.
+    """Rewrite several files together: `stage(path, records)` (or `with staging(path) as out:`
+    writing line by line) for each, then `commit()`.
 
     Staged files are `.<name>.staged.tmp` next to their target, fsynced; `commit` renames them
-    back to back. Until `commit` nothing changed; `discard()` (or an error in `commit` before a
-    rename) deletes the staged files.
+    back to back. Until `commit` nothing changed; `discard()` (or an error while staging, or in
+    `commit` before a rename) deletes the staged files.
     """
 
     def __init__(self) -> None:
         self._staged: list[tuple[Path, Path]] = []
 
     def stage(self, path: str | os.PathLike, records: Iterable[Any]) -> None:
+        with self.staging(path) as out:
+            for record in records:
+                out.append(record)
+
+    @contextlib.contextmanager
+    def staging(self, path: str | os.PathLike) -> Iterator[LineWriter]:
+        """Stage `path` with the lines written in the block; an error discards every staged file."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.staged.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(encode_lines(records))
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as e:
-            self._staged.append((tmp, path))
-            self.discard()
-            raise OverbrainerError(f"cannot write {tmp}: {e.strerror}") from e
         self._staged.append((tmp, path))
+        try:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                f = open(tmp, "wb", buffering=1 << 16)
+            except OSError as e:
+                raise OverbrainerError(f"cannot write {tmp}: {e.strerror}") from e
+            with f:
+                yield LineWriter(f.write, tmp)
+                try:
+                    f.flush()
+                    os.fsync(f.fileno())
+                except OSError as e:
+                    raise OverbrainerError(f"cannot write {tmp}: {e.strerror}") from e
+        except BaseException:
+            self.discard()
+            raise
 
     def commit(self) -> None:
         try:

@@ -46,3 +46,8 @@ class ProjectPaths:
     def dataset_state(self) -> Path:
         """The saved figures of the data files (dataset/state.py): a cache, rebuilt when stale."""
         return self.state / "dataset.json"
+
+    @property
+    def split_state(self) -> Path:
+        """What the last split read, wrote and counted (dataset/state.py)."""
+        return self.state / "split.json"

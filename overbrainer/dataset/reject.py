@@ -13,11 +13,12 @@ The caller holds the project lock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.words import plural
 
-from .jsonl import Appender, StagedRewrite, read_records
+from .jsonl import Appender, StagedRewrite, iter_records
 from .paths import ProjectPaths
 from .records import Example, Question, Rejected, Subtopic
 
@@ -54,65 +55,99 @@ class Rejection:
 
 
 def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
+    """Reject `item_id` (see the module). Every file is streamed: memory holds the IDs that go
+    (a subtopic's questions), never the records."""
     paths = ProjectPaths(project_dir)
     item_id = item_id.strip().lower()
-    subtopics = read_records(paths.subtopics, Subtopic)
-    questions = read_records(paths.questions, Question)
-    answers = read_records(paths.answers, Example)
-    rejected = read_records(paths.rejected, Rejected)
-    already = {(r.kind, r.id) for r in rejected}
-
+    subtopic, subtopic_lines = _first(paths.subtopics, Subtopic, item_id)
+    question, under = _scan_questions(paths, item_id)
     record: Rejected | None = None
-    subtopic = next((s for s in subtopics if s.id == item_id), None)
-    question = next((q for q in questions if q.id == item_id), None)
     if subtopic is not None:
-        gone_questions = {q.id for q in questions if q.subtopic_id == item_id}
-        result = Rejection("subtopic", item_id, subtopic.topic, subtopic.name)
+        gone_questions = under
+        result = Rejection("subtopic", item_id, subtopic.topic, subtopic.name, subtopics=subtopic_lines)
         record = Rejected.subtopic(subtopic)
-        keep_subtopics = [s for s in subtopics if s.id != item_id]
     elif question is not None:
         gone_questions = {item_id}
         result = Rejection("question", item_id, question.topic, question.text)
         record = Rejected.question(question)
-        keep_subtopics = subtopics
     else:
-        answer = next((a for a in answers if a.id == item_id), None)
-        earlier = next((r for r in rejected if r.id == item_id), None)
+        gone_questions = set()
+    gone_answers = gone_questions | {item_id}
+    answer, answered = _scan_answers(paths, item_id, gone_answers)
+    earlier, recorded_before = _scan_rejected(paths, item_id, record)
+    if record is None:
         if answer is None and earlier is not None:
             return Rejection(earlier.kind, item_id, earlier.topic, earlier.name or earlier.text or "",
                              dry_run=dry_run, already=True)
         if answer is None:
             raise OverbrainerError(f"no subtopic, question or answer has the ID {item_id} in {paths.data}")
-        gone_questions = set()
         result = Rejection("answer", item_id, answer.topic, answer.subtopic)
-        keep_subtopics = subtopics
-    keep_questions = [q for q in questions if q.id not in gone_questions]
-    gone_answers = gone_questions | {item_id}
-    keep_answers = [a for a in answers if a.id not in gone_answers]
-    result.subtopics = len(subtopics) - len(keep_subtopics)
-    result.questions = len(questions) - len(keep_questions)
-    result.answers = len({a.id for a in answers}) - len({a.id for a in keep_answers})  # answers, not records
-    result.recorded = record is not None and (record.kind, record.id) not in already
+    if gone_questions:
+        result.questions = sum(1 for q in iter_records(paths.questions, Question) if q.id in gone_questions)
+    result.answers = answered  # answers, not lines
+    result.recorded = record is not None and not recorded_before
     result.dry_run = dry_run
     if dry_run:
         return result
-
-    _apply(paths, result, record, keep_subtopics, keep_questions, keep_answers)
+    _apply(paths, result, record, item_id, gone_questions, gone_answers)
     return result
 
 
-def _apply(paths: ProjectPaths, result: Rejection, record: Rejected | None, keep_subtopics: list,
-           keep_questions: list, keep_answers: list) -> None:
-    """Rewrite the files that lose records (all staged, then renamed together) and note the
-    rejection in rejected.jsonl; on any failure nothing is renamed."""
+def _first(path, cls, item_id: str) -> tuple[Any, int]:
+    """The first record of `path` with the ID, and how many lines have it."""
+    first, lines = None, 0
+    for r in iter_records(path, cls):
+        if r.id == item_id:
+            lines += 1
+            if first is None:
+                first = r
+    return first, lines
+
+
+def _scan_questions(paths: ProjectPaths, item_id: str) -> tuple[Question | None, set[str]]:
+    """The first question with the ID, and the IDs of the questions of subtopic `item_id`."""
+    first, under = None, set()
+    for q in iter_records(paths.questions, Question):
+        if q.id == item_id and first is None:
+            first = q
+        if q.subtopic_id == item_id:
+            under.add(q.id)
+    return first, under
+
+
+def _scan_answers(paths: ProjectPaths, item_id: str, gone: set[str]) -> tuple[Example | None, int]:
+    """The first answer with the ID, and how many of the `gone` IDs have an answer."""
+    first, answered = None, set()
+    for a in iter_records(paths.answers, Example):
+        if a.id in gone:
+            answered.add(a.id)
+            if first is None and a.id == item_id:
+                first = a
+    return first, len(answered)
+
+
+def _scan_rejected(paths: ProjectPaths, item_id: str, record: Rejected | None) -> tuple[Rejected | None, bool]:
+    """The first rejection of the ID, and whether `record` is already in rejected.jsonl."""
+    first, recorded = None, False
+    for r in iter_records(paths.rejected, Rejected):
+        if r.id == item_id and first is None:
+            first = r
+        recorded = recorded or (record is not None and (r.kind, r.id) == (record.kind, record.id))
+    return first, recorded
+
+
+def _apply(paths: ProjectPaths, result: Rejection, record: Rejected | None, item_id: str,
+           gone_questions: set[str], gone_answers: set[str]) -> None:
+    """Rewrite the files that lose records (each streamed into its staged file, all renamed
+    together) and note the rejection in rejected.jsonl; on any failure nothing is renamed."""
     staged = StagedRewrite()
     try:
         if result.subtopics:
-            staged.stage(paths.subtopics, keep_subtopics)
+            _stage_without(staged, paths.subtopics, Subtopic, {item_id})
         if result.questions:
-            staged.stage(paths.questions, keep_questions)
+            _stage_without(staged, paths.questions, Question, gone_questions)
         if result.answers:
-            staged.stage(paths.answers, keep_answers)
+            _stage_without(staged, paths.answers, Example, gone_answers)
         if result.recorded:
             with Appender(paths.rejected) as appender:
                 appender.append(record)
@@ -120,3 +155,10 @@ def _apply(paths: ProjectPaths, result: Rejection, record: Rejected | None, keep
         staged.discard()
         raise
     staged.commit()
+
+
+def _stage_without(staged: StagedRewrite, path, cls, gone: set[str]) -> None:
+    with staged.staging(path) as out:
+        for r in iter_records(path, cls):
+            if r.id not in gone:
+                out.append(r)

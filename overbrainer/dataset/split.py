@@ -7,27 +7,26 @@ topics, then over each topic's subtopics, by largest remainder (ties: xxh3-64(se
 name); within a subtopic, examples sorted by (xxh3-64(seed, id), id) go to eval first. The
 result depends only on topics, subtopics, IDs, the ratio and the seed, never on file order.
 Order in both files: topics by name, subtopics by name, then the hash order above.
+
+This module holds the rule and its in-memory reference (`split_examples`); split_files.py splits
+the project's files by the same rule in two streaming passes.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 import xxhash
 
-from .jsonl import read_records, rewrite
 from .records import EXCLUSIONS, Example, Question, latest
-
-log = logging.getLogger(__name__)
 
 _U64 = (1 << 64) - 1
 
 
-def _hash(data: str, seed: int) -> int:
+def seeded_hash(data: str, seed: int) -> int:
+    """xxh3-64 of `data`'s UTF-8 bytes with `seed` taken modulo 2⁶⁴."""
     return xxhash.xxh3_64_intdigest(data.encode("utf-8"), seed=seed & _U64)
 
 
@@ -59,38 +58,48 @@ def allocate(groups: list[tuple[str, int]], units: int, seed: int) -> list[int]:
         return [0] * len(groups)
     quotas = [size * units // total for _, size in groups]
     order = sorted(range(len(groups)),
-                   key=lambda i: (-(groups[i][1] * units % total), _hash(groups[i][0], seed), groups[i][0]))
+                   key=lambda i: (-(groups[i][1] * units % total), seeded_hash(groups[i][0], seed), groups[i][0]))
     left = max(0, units - sum(quotas))
     for i in order[:left]:
         quotas[i] += 1
     return quotas
 
 
+def layout(sizes: dict[str, dict[str, int]], ratio: float, seed: int) -> Iterator[tuple[str, str, int]]:
+    """(topic, subtopic, eval quota) of every subtopic, in output order, from the number of
+    usable answers per topic and subtopic (`sizes[topic][subtopic]`, each above 0)."""
+    n = sum(sum(subtopics.values()) for subtopics in sizes.values())
+    topics = sorted(sizes)
+    topic_quotas = allocate([(t, sum(sizes[t].values())) for t in topics], eval_count(n, ratio), seed)
+    for topic, topic_quota in zip(topics, topic_quotas):
+        subtopics = sorted(sizes[topic])
+        quotas = allocate([(s, sizes[topic][s]) for s in subtopics], topic_quota, seed)
+        for subtopic, quota in zip(subtopics, quotas):
+            yield topic, subtopic, quota
+
+
 def stratify(examples: Iterable[Example], ratio: float, seed: int) -> tuple[list[Example], list[Example]]:
-    """(train, eval) of usable `examples`."""
+    """(train, eval) of usable `examples`, in memory (the files are split by split_files.py)."""
     tree: dict[str, dict[str, list[Example]]] = {}
-    n = 0
     for ex in examples:
         tree.setdefault(ex.topic, {}).setdefault(ex.subtopic, []).append(ex)
-        n += 1
-    topics = sorted(tree)
-    topic_quotas = allocate([(t, sum(map(len, tree[t].values()))) for t in topics], eval_count(n, ratio), seed)
+    sizes = {topic: {subtopic: len(group) for subtopic, group in subtopics.items()}
+             for topic, subtopics in tree.items()}
     train: list[Example] = []
     eval_: list[Example] = []
-    for topic, topic_quota in zip(topics, topic_quotas):
-        subtopics = sorted(tree[topic])
-        quotas = allocate([(s, len(tree[topic][s])) for s in subtopics], topic_quota, seed)
-        for subtopic, quota in zip(subtopics, quotas):
-            group = sorted(tree[topic][subtopic], key=lambda ex: (_hash(ex.id, seed), ex.id))
-            eval_.extend(group[:quota])
-            train.extend(group[quota:])
+    for topic, subtopic, quota in layout(sizes, ratio, seed):
+        group = sorted(tree[topic][subtopic], key=lambda ex: (seeded_hash(ex.id, seed), ex.id))
+        eval_.extend(group[:quota])
+        train.extend(group[quota:])
     return train, eval_
 
 
 @dataclass
 class SplitResult:
-    train: list[Example]
-    eval: list[Example]
+    """What a split did, in counts (the examples themselves are only in the files)."""
+
+    written_train: int = 0  # examples in train.jsonl (every topic)
+    written_eval: int = 0
     train_count: int = 0  # of the counted topics (all topics without --topic)
     eval_count: int = 0
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> n, fixed order, n > 0 only
@@ -121,20 +130,32 @@ class SplitResult:
                 "orphaned": self.orphaned}
 
 
+def counting(counted: str | Iterable[str] | None) -> Callable[[str], bool]:
+    """Whether a topic is counted: every topic, or the --topic name, or the names given."""
+    if counted is None:
+        return lambda topic: True
+    return ({counted} if isinstance(counted, str) else set(counted)).__contains__
+
+
 def split(examples: Iterable[Example], questions: Iterable[Question | str], topics: Iterable,
           eval_ratio: float, seed: int, *, counted: str | Iterable[str] | None = None) -> SplitResult:
-    """Split the answers. `topics`: the configured topics (names or objects with `.name`);
-    `questions`: Question records or their IDs; `counted`: a topic name (--topic) or names that
-    restrict what is counted (the files always hold every topic's usable answers). Of several
-    answers to one question only the last counts (records.latest)."""
+    """`split_examples`' counts."""
+    return split_examples(examples, questions, topics, eval_ratio, seed, counted=counted)[0]
+
+
+def split_examples(examples: Iterable[Example], questions: Iterable[Question | str], topics: Iterable,
+                   eval_ratio: float, seed: int, *,
+                   counted: str | Iterable[str] | None = None) -> tuple[SplitResult, list[Example], list[Example]]:
+    """The split in memory, with its (train, eval) examples: the rule's reference, for tests and
+    benchmarks (the files are split by split_files.run_split, which gives the same result).
+    `topics`: the configured topics (names or objects with `.name`); `questions`: Question
+    records or their IDs; `counted`: a topic name (--topic) or names that restrict what is
+    counted (the files always hold every topic's usable answers). Of several answers to one
+    question only the last counts (records.latest)."""
     configured = {t if isinstance(t, str) else t.name for t in topics}
     known = {q if isinstance(q, str) else q.id for q in questions}
-    if counted is None:
-        is_counted = lambda topic: True  # noqa: E731
-    else:
-        names = {counted} if isinstance(counted, str) else set(counted)
-        is_counted = names.__contains__
-    result = SplitResult([], [])
+    is_counted = counting(counted)
+    result = SplitResult()
     reasons = dict.fromkeys(EXCLUSIONS, 0)
     usable: list[Example] = []
     for ex in latest(examples):
@@ -151,27 +172,12 @@ def split(examples: Iterable[Example], questions: Iterable[Question | str], topi
             usable.append(ex)
     result.usable = len(usable)
     result.excluded = {k: v for k, v in reasons.items() if v}
-    result.train, result.eval = stratify(usable, eval_ratio, seed)
-    result.train_count = sum(1 for ex in result.train if is_counted(ex.topic))
-    result.eval_count = sum(1 for ex in result.eval if is_counted(ex.topic))
-    return result
+    train, eval_ = stratify(usable, eval_ratio, seed)
+    result.written_train, result.written_eval = len(train), len(eval_)
+    result.train_count = sum(1 for ex in train if is_counted(ex.topic))
+    result.eval_count = sum(1 for ex in eval_ if is_counted(ex.topic))
+    return result, train, eval_
 
 
-def write_split(result: SplitResult, train_path: str | Path, eval_path: str | Path) -> None:
-    """Rewrite train.jsonl and eval.jsonl atomically (each: temp file, fsync, rename)."""
-    rewrite(train_path, result.train)
-    rewrite(eval_path, result.eval)
-
-
-def run_split(paths, topics: Iterable, eval_ratio: float, seed: int, *,
-              counted: str | Iterable[str] | None = None) -> SplitResult:
-    """Read answers and questions of `paths` (ProjectPaths), split, warn when everything usable
-    is orphaned, write train/eval. Events and history are the caller's."""
-    answers = read_records(paths.answers, Example)
-    questions = read_records(paths.questions, Question)
-    result = split(answers, questions, topics, eval_ratio, seed, counted=counted)
-    if result.all_orphaned:
-        log.warning("all %d usable answers are orphaned (topic no longer configured or question no "
-                    "longer in data/questions.jsonl): train and eval will be empty", result.orphaned_usable)
-    write_split(result, paths.train, paths.eval)
-    return result
+ORPHANED_WARNING = ("all %d usable answers are orphaned (topic no longer configured or question no "
+                    "longer in data/questions.jsonl): train and eval will be empty")

@@ -10,10 +10,16 @@ a file that is not there).
   another tool, a crash between an append and the save) no longer matches: the next command
   scans again. So nothing a rerun decides rests on figures that do not match the files.
 - The file is a cache: a missing, unreadable or unknown one is scanned anew, never an error.
+
+The last split is kept the same way (`.overbrainer/split.json`): its settings (the configured
+topics' names, `eval_ratio`, `seed`), the identity of the answers and questions it read and of
+the train and eval files it wrote, and its counts. A split whose inputs, settings and outputs
+are all the same again has nothing to write: `unchanged_split` gives the counts it would print.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -22,6 +28,7 @@ from overbrainer.support.atomic import atomic_write_bytes
 
 from .figures import Figures, scan
 from .paths import ProjectPaths
+from .split import SplitResult
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +90,38 @@ def forget(paths: ProjectPaths) -> None:
         pass
     except OSError as e:
         log.warning("cannot remove %s: %s", paths.dataset_state, e.strerror)
+
+
+def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int) -> dict:
+    """What a split's result depends on: its inputs' identity and its settings."""
+    names = sorted(t if isinstance(t, str) else t.name for t in topics)
+    return {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
+            "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
+
+
+def _outputs(paths: ProjectPaths) -> dict:
+    return {"train": _identity(paths.train), "eval": _identity(paths.eval)}
+
+
+def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
+    """The counts of the last split when it read the same files with the same settings and its
+    train and eval files are still the ones it wrote; else None."""
+    try:
+        with open(paths.split_state, "rb") as f:
+            data = json.loads(f.read())
+        if data.get("format") != FORMAT or data.get("key") != key or data.get("outputs") != _outputs(paths):
+            return None
+        return SplitResult(**data["result"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.debug("%s: not used (%s)", paths.split_state, e)
+        return None
+
+
+def save_split(paths: ProjectPaths, key: dict, result: SplitResult) -> None:
+    data = {"format": FORMAT, "key": key, "outputs": _outputs(paths), "result": dataclasses.asdict(result)}
+    try:
+        atomic_write_bytes(paths.split_state, json.dumps(data, separators=(",", ":")).encode())
+    except OSError as e:
+        log.warning("cannot write %s: %s (the next split writes its files again)", paths.split_state, e.strerror)

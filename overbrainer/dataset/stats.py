@@ -9,9 +9,10 @@ from typing import Iterable
 from overbrainer.support.words import plural
 
 from .history import Cost, read_history, totals
-from .jsonl import read_records
+from .answer_index import USABLE, index_answers
+from .jsonl import iter_records
 from .paths import ProjectPaths
-from .records import EXCLUSIONS, Example, Question, Rejected, Subtopic, latest
+from .records import EXCLUSIONS, Question, Rejected, Subtopic
 
 
 @dataclass
@@ -81,22 +82,12 @@ def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
             per[topic] = TopicStats(topic, configured=topics is None)
         return per[topic]
 
-    for s in read_records(paths.subtopics, Subtopic):
+    for s in iter_records(paths.subtopics, Subtopic):
         get(s.topic).subtopics += 1
-    for q in read_records(paths.questions, Question):
+    for q in iter_records(paths.questions, Question):
         get(q.topic).questions += 1
-    reasons: dict[str, dict[str, int]] = {}
-    for ex in latest(read_records(paths.answers, Example)):
-        t = get(ex.topic)
-        t.answered += 1
-        if ex.meta.excluded is None:
-            t.usable += 1
-        else:
-            counts = reasons.setdefault(ex.topic, dict.fromkeys(EXCLUSIONS, 0))
-            counts[ex.meta.excluded] += 1
-    for topic, counts in reasons.items():
-        per[topic].excluded = {k: v for k, v in counts.items() if v}
-    for r in read_records(paths.rejected, Rejected):
+    _count_answers(paths, get)
+    for r in iter_records(paths.rejected, Rejected):
         t = get(r.topic)
         if r.kind == "subtopic":
             t.rejected_subtopics += 1
@@ -107,3 +98,24 @@ def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
     _, total = totals(read_history(project_dir))
     result.input_tokens, result.output_tokens, result.cost = total.input_tokens, total.output_tokens, total.cost
     return result
+
+
+def _count_answers(paths: ProjectPaths, get) -> None:
+    """Answered, usable and excluded per topic, of each question's latest answer (streamed:
+    answer_index keeps per ID its topic and status, not the answer)."""
+    index = index_answers(paths.answers)
+    per_group = [[0] * (len(EXCLUSIONS) + 1) for _ in index.groups]  # by reason, then usable last
+    for g, status in zip(index.group, index.status):
+        per_group[g][status] += 1  # USABLE is -1: the last slot
+    per_topic: dict[str, list[int]] = {}
+    for (topic, _), counts in zip(index.groups, per_group):
+        if any(counts):
+            total = per_topic.setdefault(topic, [0] * len(counts))
+            for k, n in enumerate(counts):
+                total[k] += n
+    for topic, counts in per_topic.items():
+        t = get(topic)
+        t.answered += sum(counts)
+        t.usable += counts[USABLE]
+        if any(counts[:USABLE]):
+            t.excluded = {reason: n for reason, n in zip(EXCLUSIONS, counts) if n}

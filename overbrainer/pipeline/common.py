@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 from overbrainer.dataset.history import priced_before, read_history
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
-from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewrite
+from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewriting
 from overbrainer.dataset.records import Rejected
 from overbrainer.errors import Interrupted
 from overbrainer.llm.errors import LlmError
@@ -67,13 +67,19 @@ def read(path, cls) -> list:
 
 
 def force_rewrite(path, cls, topics: set[str]) -> None:
-    """`--force`: drop the selected topics' records from a stage's output, atomically."""
-    records = read(path, cls)
-    kept = [r for r in records if r.topic not in topics]
-    if len(kept) != len(records):
-        rewrite(path, kept)
-        log.info("--force: removed %d record(s) of %s from %s", len(records) - len(kept),
-                 ", ".join(sorted(topics)), path.name)
+    """`--force`: drop the selected topics' records from a stage's output, atomically, streaming
+    the file into its rewrite (a line in memory, not the file). Unchanged when none goes."""
+    removed = 0
+    with rewriting(path) as out:
+        for record in iter_records(path, cls):
+            if record.topic in topics:
+                removed += 1
+            else:
+                out.append(record)
+        if not removed:
+            out.cancel()
+    if removed:
+        log.info("--force: removed %d record(s) of %s from %s", removed, ", ".join(sorted(topics)), path.name)
 
 
 class Output:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from overbrainer.dataset.figures import Figures
-from overbrainer.dataset.ids import id_key
+from overbrainer.dataset.ids import packed
 from overbrainer.dataset.jsonl import iter_records
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Question
@@ -26,10 +26,10 @@ class PendingQuestions:
         if retry_excluded:
             latest: dict = {}
             for ex in answers:
-                latest[id_key(ex.id)] = ex.meta.excluded is not None
+                latest[packed(ex.id)] = ex.meta.excluded is not None
             self._keys = {key for key, excluded in latest.items() if excluded}
         else:
-            self._keys = {id_key(ex.id) for ex in answers}
+            self._keys = {packed(ex.id) for ex in answers}
 
     def _asks(self, key) -> bool:
         return (key in self._keys) if self._retry else (key not in self._keys)
@@ -41,7 +41,7 @@ class PendingQuestions:
                 continue
             if counted is not None:
                 counted[0] += 1
-            key = id_key(q.id)
+            key = packed(q.id)
             if key in taken or not self._asks(key):
                 continue
             taken.add(key)

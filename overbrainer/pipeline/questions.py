@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
-from overbrainer.dataset.ids import id_key, question_id
+from overbrainer.dataset.ids import packed, question_id
 from overbrainer.dataset.jsonl import iter_records
 from overbrainer.dataset.records import Question, Subtopic
 from overbrainer.pipeline.ask_list import ask_list, items_per_request
@@ -147,7 +147,7 @@ def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], output, known: dic
 def _remember(dedups: dict, known: dict[str, set], record) -> None:
     dedup = dedups.get(record.topic)
     if dedup is not None:
-        known[record.topic].add(id_key(record.id))
+        known[record.topic].add(packed(record.id))
         dedup.remember(record.text)
 
 
@@ -208,7 +208,7 @@ class _Filler:
             self.proc.check_keeping()
             for text in kept:
                 q = _question(topic, job.subtopic, text)
-                key = id_key(q.id)
+                key = packed(q.id)
                 if key not in self.known[topic]:
                     self.known[topic].add(key)
                     new.append(q)

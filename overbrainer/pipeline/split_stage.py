@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from overbrainer.dataset.split import run_split
+from overbrainer.dataset.split_files import run_split
+from overbrainer.dataset import state as dataset_state
+from overbrainer.dataset.split import ORPHANED_WARNING
 from overbrainer.dataset.stages import StageStats
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
@@ -29,8 +31,7 @@ def run_split_stage(ctx: StageContext, topic: str | None = None) -> StageResult:
 
 
 def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
-    pipeline = ctx.pipeline
-    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
+    result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
     counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
@@ -40,7 +41,26 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     if topic is None:
         return StageResult(STAGE, stats, split=counts, error=error)
     return TopicSplit(STAGE, stats, split=counts, error=error, topic=topic,
-                      written_train=len(result.train), written_eval=len(result.eval))
+                      written_train=result.written_train, written_eval=result.written_eval)
+
+
+def _split(ctx: StageContext, topic: str | None):
+    """Split, or, when the inputs, the settings and the files written are those of the last
+    split (dataset/state.py), only its counts again: nothing to read or write."""
+    pipeline = ctx.pipeline
+    key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed)
+    if topic is None:
+        result = dataset_state.unchanged_split(ctx.paths, key)
+        if result is not None:
+            log.info("split: the answers, questions and settings are those of the last split: "
+                     "train.jsonl and eval.jsonl are up to date")
+            if result.all_orphaned:
+                log.warning(ORPHANED_WARNING, result.orphaned_usable)
+            return result
+    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
+    if topic is None:
+        dataset_state.save_split(ctx.paths, key, result)
+    return result
 
 
 @dataclass
@@ -62,7 +82,7 @@ class TopicSplit(StageResult):
 
 def _nothing_to_train(result) -> OverbrainerError | None:
     """Exit 1 when data/train.jsonl was written empty, saying why."""
-    if result.train:
+    if result.written_train:
         return None
     if result.orphaned_usable and not result.usable:
         why = (f"all {result.orphaned_usable} usable answer(s) are orphaned (their topic or question is gone "

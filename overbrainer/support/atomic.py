@@ -29,24 +29,59 @@ def fsync_dir(path: str | os.PathLike) -> None:
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, mode: int | None = None) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_temp(path, 0o666 if mode is None else mode & 0o777)
+    out = AtomicFile(path, mode=mode)
     try:
-        with os.fdopen(fd, "wb") as f:
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)  # exactly `mode`, whatever the umask
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        out.write(data)
     except BaseException:
+        out.discard()
+        raise
+    out.commit()
+
+
+class AtomicFile:
+    """A streaming rewrite of `path`: `write` as often as needed into a temp file beside it,
+    then `commit()` (flush, fsync, rename over `path`, fsync the folder) or `discard()` (the
+    temp file is deleted, `path` untouched). A failed `commit` discards too."""
+
+    def __init__(self, path: str | os.PathLike, *, mode: int | None = None, buffering: int = 1 << 16):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self.tmp = _create_temp(self.path, 0o666 if mode is None else mode & 0o777)
         try:
-            os.unlink(tmp)
+            if mode is not None:
+                os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
+            self._file = os.fdopen(fd, "wb", buffering=buffering)
+        except BaseException:
+            os.close(fd)
+            self._unlink()
+            raise
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def commit(self) -> None:
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        try:
+            self._file.close()
         except OSError:
             pass
-        raise
-    fsync_dir(path.parent)
+        self._unlink()
+
+    def _unlink(self) -> None:
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
 
 
 def _create_temp(path: Path, perm: int) -> tuple[int, Path]:

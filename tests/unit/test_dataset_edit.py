@@ -106,3 +106,41 @@ def test_rejecting_an_id_again_says_it_was_already_rejected(tmp_path):
     assert {p.name: p.read_bytes() for p in paths.data.iterdir()} == before
     one = reject(tmp_path, qs[2].id)
     assert one.line().endswith("removed 0 subtopics, 1 question, 1 answer; run split to update train and eval")
+
+
+def test_rejecting_a_question_answered_twice_removes_both_lines_and_counts_one_answer(tmp_path):
+    paths, subs, qs = build(tmp_path)
+    answers = read_records(paths.answers, Example)
+    retried = Example(qs[2].id, "own", "B", [Message("user", "q3?"), Message("assistant", "é 🙂")],
+                      Meta("m", 1, 1, "stop", "raw"))
+    rewrite(paths.answers, answers + [retried])
+    subtopics_before = paths.subtopics.read_bytes()
+    result = reject(tmp_path, qs[2].id)
+    assert (result.kind, result.questions, result.answers) == ("question", 1, 1)
+    assert read_records(paths.answers, Example) == answers[:2]
+    assert paths.subtopics.read_bytes() == subtopics_before
+    assert sorted(p.name for p in paths.data.iterdir()) == [
+        "answers.jsonl", "questions.jsonl", "rejected.jsonl", "subtopics.jsonl"]
+
+
+def test_a_bad_line_anywhere_stops_a_rejection_before_anything_changes(tmp_path):
+    paths, subs, qs = build(tmp_path)
+    with open(paths.answers, "a") as f:
+        f.write('{"id": 1}\n')
+    before = {p.name: p.read_bytes() for p in paths.data.iterdir()}
+    with pytest.raises(OverbrainerError, match=r"answers.jsonl:4: invalid record"):
+        reject(tmp_path, subs[0].id)
+    assert {p.name: p.read_bytes() for p in paths.data.iterdir()} == before
+
+
+def test_stats_count_each_questions_latest_answer(tmp_path):
+    paths, subs, qs = build(tmp_path)
+    answers = read_records(paths.answers, Example)
+    meta = Meta("m", 1, 1, "stop", "raw")
+    retried = Example(qs[2].id, "own", "B", [Message("user", "q3?"), Message("assistant", "ok")], meta)
+    moved_first = Example("x" * 32, "gone", "G", [Message("user", "q")], Meta("m", 1, 1, "stop", "raw", "empty"))
+    moved = Example("x" * 32, "own", "A", [Message("user", "q")], meta)
+    rewrite(paths.answers, [moved_first] + answers + [retried, moved])
+    stats = dataset_stats(tmp_path, ["own"])
+    assert stats.lines()[0] == "own: 2 subtopics, 3 questions, 4 answered (4 usable, 0 excluded)"
+    assert [t.topic for t in stats.topics] == ["own", "old"]

@@ -9,7 +9,7 @@ import os
 
 from overbrainer.dataset import state
 from overbrainer.dataset.figures import Figures, scan
-from overbrainer.dataset.ids import id_key, question_id, subtopic_id
+from overbrainer.dataset.ids import packed, question_id, subtopic_id
 from overbrainer.dataset.jsonl import Appender
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Message, Meta, Question, Subtopic
@@ -116,8 +116,8 @@ def test_what_the_stages_note_equals_a_new_scan(tmp_path):
     assert state.load(paths) == figures
 
 
-def test_an_id_key_is_compact_for_our_ids_and_never_merges_two_texts():
+def test_a_packed_id_is_compact_for_our_ids_and_never_merges_two_texts():
     ours = question_id("s", "q")
-    assert id_key(ours) == int(ours, 16)
-    assert id_key("ABC") == "ABC" and id_key("0x" + "1" * 30) == "0x" + "1" * 30
-    assert id_key(ours.upper()) != id_key(ours)
+    assert packed(ours) == int(ours, 16)
+    assert packed("ABC") == "ABC" and packed("0x" + "1" * 30) == "0x" + "1" * 30
+    assert packed(ours.upper()) != packed(ours)

@@ -1,14 +1,17 @@
+import json
 import logging
+import random
 from collections import Counter
 
 import pytest
 import xxhash
 
 from overbrainer.dataset import ids
-from overbrainer.dataset.jsonl import read_records, rewrite
+from overbrainer.dataset.jsonl import dumps, read_records, rewrite
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Message, Meta, Question
-from overbrainer.dataset.split import allocate, eval_count, round_half_away, run_split, split, stratify
+from overbrainer.dataset.split import allocate, eval_count, round_half_away, split, split_examples, stratify
+from overbrainer.dataset.split_files import run_split
 
 
 def example(subtopic, n, topic="t", excluded=None):
@@ -139,9 +142,10 @@ def test_topic_option_only_restricts_counting():
     data = grid("ab", 2, 10)
     extra = [example("a0", 50, topic="a", excluded="empty"), example("b0", 50, topic="b", excluded="empty")]
     answers = data + extra
-    all_topics = split(answers, questions_for(answers), ["a", "b"], 0.1, 42)
-    only_a = split(answers, questions_for(answers), ["a", "b"], 0.1, 42, counted="a")
-    assert only_a.train == all_topics.train and only_a.eval == all_topics.eval
+    all_topics = split_examples(answers, questions_for(answers), ["a", "b"], 0.1, 42)
+    only_a = split_examples(answers, questions_for(answers), ["a", "b"], 0.1, 42, counted="a")
+    assert only_a[1:] == all_topics[1:]
+    only_a = only_a[0]
     assert (only_a.train_count, only_a.eval_count, only_a.excluded, only_a.total) == (18, 2, {"empty": 1}, 21)
 
 
@@ -162,11 +166,90 @@ def test_run_split_writes_train_and_eval(tmp_path):
     rewrite(paths.answers, list(reversed(data)))
     rewrite(paths.questions, questions_for(data))
     result = run_split(paths, ["t"], 0.1, 42)
-    assert read_records(paths.train, Example) == result.train and len(result.train) == 18
-    assert read_records(paths.eval, Example) == result.eval and len(result.eval) == 2
-    assert result.to_dict()["train"] == 18
+    reference, train, eval_ = split_examples(data, questions_for(data), ["t"], 0.1, 42)
+    assert read_records(paths.train, Example) == train and result.written_train == 18
+    assert read_records(paths.eval, Example) == eval_ and result.written_eval == 2
+    assert result == reference and result.to_dict()["train"] == 18
 
 
 @pytest.mark.parametrize("n, ratio, expected", [(10, 0.5, 5), (3, 0.5, 2), (100, 0.05, 5), (7, 0.01, 1)])
 def test_eval_count_table(n, ratio, expected):
     assert eval_count(n, ratio) == expected
+
+
+def random_answer(rng, item_id, topics):
+    topic = rng.choice(topics)
+    subtopic = rng.choice(["Borrowing", "Ünïcödé 🙂", "b", "B", "z z"])
+    excluded = rng.choice([None, None, None, "truncated", "empty", "refused", "no_raw_reasoning"])
+    text = rng.choice(["plain", "é ü 日本 🙂", 'quote " and \\ backslash', "line\nbreak"])
+    return Example(item_id, topic, subtopic, [Message("user", text), Message("assistant", "a", rng.choice([None, "r"]))],
+                   Meta("m", rng.randrange(100), rng.randrange(100), "stop", "raw", excluded))
+
+
+def write_lines(path, records, rng):
+    """Compact lines as the tool writes them, or spaced and ASCII-escaped ones (split rewrites
+    them compact); sometimes a valid last line without its newline."""
+    lines = [json.dumps(r.to_dict()) if rng.random() < 0.3 else dumps(r) for r in records]
+    text = "\n".join(lines) + ("" if lines and rng.random() < 0.3 else "\n") if lines else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_streaming_split_equals_the_in_memory_reference(tmp_path, case):
+    rng = random.Random(case)
+    topics = ["a", "b", "ü", "old"]
+    ids_ = [ids.of("q", str(case), str(n)) for n in range(rng.randrange(0, 60))]
+    ids_ += rng.sample(["Q-1", "F" * 32, "short", "ÿ"], rng.randrange(0, 5))  # IDs not 32 lowercase hex
+    answers = [random_answer(rng, rng.choice(ids_), topics) for _ in range(rng.randrange(0, 90))] if ids_ else []
+    questions = [Question(i, "a", "sid", "s", "q") for i in ids_ if rng.random() < 0.85]
+    paths = ProjectPaths(tmp_path)
+    write_lines(paths.answers, answers, rng)
+    write_lines(paths.questions, questions, rng)
+    configured = rng.sample(topics[:3], rng.randrange(1, 4))
+    counted = rng.choice([None, "a", ["a", "ü"]])
+    ratio, seed = rng.choice([0.0, 0.1, 0.5, 0.99, 1.0, rng.random()]), rng.choice([0, 42, -1, 2**64 + 5])
+    reference, train, eval_ = split_examples(read_records(paths.answers, Example), read_records(paths.questions, Question),
+                                             configured, ratio, seed, counted=counted)
+    result = run_split(paths, configured, ratio, seed, counted=counted)
+    assert result == reference
+    assert paths.train.read_bytes() == "".join(dumps(e) + "\n" for e in train).encode("utf-8")
+    assert paths.eval.read_bytes() == "".join(dumps(e) + "\n" for e in eval_).encode("utf-8")
+    assert sorted(p.name for p in paths.data.iterdir()) == sorted(
+        {"answers.jsonl", "questions.jsonl", "train.jsonl", "eval.jsonl"})
+
+
+def test_a_superseded_answer_is_split_by_its_latest_line(tmp_path):
+    paths = ProjectPaths(tmp_path)
+    first = example("s", 1, excluded="truncated")
+    again = Example(first.id, "t", "s", [Message("user", "q1"), Message("assistant", "better")], Meta("m", 1, 2, "stop", "raw"))
+    others = uniform(1, 3)
+    rewrite(paths.answers, [first] + others + [again])
+    rewrite(paths.questions, questions_for(others + [first]))
+    result = run_split(paths, ["t"], 0.25, 42)
+    written = read_records(paths.train, Example) + read_records(paths.eval, Example)
+    assert result.summary() == "split: 3 train, 1 eval, 0 excluded, 0 orphaned"
+    assert again in written and first not in written and len(written) == 4
+
+
+def test_an_answers_file_changed_between_the_passes_is_an_error(tmp_path, monkeypatch):
+    from overbrainer.dataset import split_files
+    from overbrainer.errors import OverbrainerError
+
+    paths = ProjectPaths(tmp_path)
+    data = uniform(1, 4)
+    rewrite(paths.answers, data)
+    rewrite(paths.questions, questions_for(data))
+    paths.train.write_text("old\n")
+    real = split_files.index_answers
+
+    def index_then_change(path):
+        index = real(path)
+        rewrite(path, list(reversed(data)))  # same lengths, other IDs at the offsets
+        return index
+
+    monkeypatch.setattr(split_files, "index_answers", index_then_change)
+    with pytest.raises(OverbrainerError, match="changed while it was being split"):
+        run_split(paths, ["t"], 0.25, 42)
+    assert paths.train.read_text() == "old\n" and not paths.eval.exists()
+    assert sorted(p.name for p in paths.data.iterdir()) == ["answers.jsonl", "questions.jsonl", "train.jsonl"]
