@@ -187,6 +187,7 @@ class _Filler:
         if job.have < target:
             log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself",
                         job.subtopic.name, job.have, target)
+        job.accepted = []  # the subtopic is done: its texts live on in the file and the deduplicator
         return usage, cost
 
     def _ask(self, job: _Job, count: int):

@@ -40,9 +40,10 @@ class WorkQueue(Generic[T]):
     `fn(item)` runs on a worker thread; its return value or exception is yielded as an Outcome
     in completion order. `items` may be any iterable, a generator reading a file included: a
     feeding thread (the only one that touches it) keeps `concurrency` items queued ahead of the
-    workers, so memory holds what is in flight, never the whole work, and the workers never wait
-    for the consuming thread (`count`: how many items there are, when `items` has no len; it
-    only sizes the thread pool). An error raised by `items` ends the feeding: what was fed still
+    workers, and at most twice `concurrency` items between the feeding and the consuming (queued,
+    in flight, or done and not yet yielded): memory holds what is in flight, never the whole
+    work, whichever side is slower (`count`: how many items there are, when `items` has no
+    len; it only sizes the thread pool). An error raised by `items` ends the feeding: what was fed still
     runs, and `source_error` holds it for the caller. `stop()` makes the workers take no new
     item; calls already running finish on their own (their outcomes can still be collected with
     `drain()`). Setting `halt` (an Event a worker may set) also makes them take no new item,
@@ -101,7 +102,8 @@ class WorkQueue(Generic[T]):
         try:
             while True:
                 with self._cond:
-                    while len(self._pending) >= self._ahead and not self._halted():
+                    while not self._halted() and (len(self._pending) >= self._ahead
+                                                  or self._fed - self._yielded >= 2 * self._ahead):
                         self._cond.wait(_POLL)
                     if self._halted():
                         return
@@ -148,7 +150,9 @@ class WorkQueue(Generic[T]):
                 outcome = self._results.get(timeout=_POLL)
             except queue.Empty:
                 continue
-            self._yielded += 1
+            with self._cond:
+                self._yielded += 1
+                self._cond.notify_all()  # room for the feeder
             yield outcome
 
     def stop(self) -> None:
