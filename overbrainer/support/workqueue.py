@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
+from overbrainer.support import address_space
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -134,6 +136,7 @@ class WorkQueue(Generic[T]):
     def _start(self) -> None:
         if not self._started:
             self._started = True
+            address_space.fit()
             for t in self._threads:
                 t.start()
 
