@@ -28,11 +28,12 @@ limited run completes, and its files equal the unlimited run's. How memory is li
   or systemd's MemoryMax enforces. Needs root and the v2 `memory` controller;
 - `rss`: the child's resident memory (VmRSS) read every 50 ms, the child killed above 1 GB, and its
   kernel-kept peak (ru_maxrss) checked after the run: the same bound, enforced from outside;
-- `as`: RLIMIT_AS (ulimit -v) set before exec. Address space, not memory: every thread's 8 MB
-  stack and each malloc arena's 64 MB reservation count, so at concurrency 64 a run that is 60 MB
-  resident reserves ~1.5 GB and fails to start its threads under 1 GB ("can't start new thread").
-  Kept to show that; not a measure of memory;
-- `auto` (default): `cgroup` when available, else `rss`. The output says which was used.
+- `as`: RLIMIT_AS (`ulimit -v`) set before exec. Address space, not memory: every thread's stack
+  and each malloc arena's 64 MB reservation count; overbrainer fits its threads under such a limit
+  (support/address_space.py: 1 MB stacks, 2 arenas, only when a limit is set), so this is the
+  strictest of the three;
+- `auto` (default): `as`, the `ulimit -v` a minimal server or a cron job's shell sets. The output
+  says which was used.
 
 Usage: python3 scripts/bench_scale.py [--sizes 5000,50000] [--big] [--limit-mode auto|cgroup|rss|as]
        [--big-size 500000] [--latency 0.01] [--concurrency 64] [--keep DIR]
@@ -297,7 +298,7 @@ LIMITS = {"cgroup": "a cgroup v2 memory.max", "rss": "resident memory watched, r
 
 def big(tmp: Path, server: ProviderProcess, n: int, concurrency: int, mode: str) -> bool:
     if mode == "auto":
-        mode = "cgroup" if cgroup_available() else "rss"
+        mode = "as"
     print(f"--big: {n} answers, unlimited, then under a 1 GB limit ({mode}: {LIMITS[mode]})")
     free = make_project(tmp / "big-free", n, concurrency)
     r = run_overbrainer(free, server.url, "run")
@@ -326,7 +327,7 @@ def main() -> int:
     parser.add_argument("--big", action="store_true", help=f"also {BIG} answers unlimited and under a 1 GB limit")
     parser.add_argument("--big-size", type=int, default=BIG, help=f"the answers of --big ({BIG})")
     parser.add_argument("--limit-mode", choices=("auto", "cgroup", "rss", "as"), default="auto",
-                        help="how --big limits memory (auto: cgroup when available, else rss)")
+                        help="how --big limits memory (auto: as, i.e. ulimit -v)")
     parser.add_argument("--latency", type=float, default=0.01, help="the fake's latency in seconds (0.01)")
     parser.add_argument("--concurrency", type=int, default=64, help="[pipeline] concurrency (64)")
     parser.add_argument("--keep", type=Path, help="make the projects under this folder and keep them")
