@@ -60,7 +60,9 @@ class WorkQueue(Generic[T]):
         if count is None and hasattr(items, "__len__"):
             count = len(items)  # type: ignore[arg-type]
         self._ahead = max(1, int(concurrency))
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # workers wait here for an item
+        self._room = threading.Condition(lock)  # the feeder waits here for room
         self._pending: collections.deque = collections.deque()
         self._exhausted = False
         self._fed = 0
@@ -86,7 +88,7 @@ class WorkQueue(Generic[T]):
                     return
                 item = self._pending.popleft()
                 self._busy += 1  # with the take, under one lock: `in_flight` never misses it
-                self._cond.notify_all()  # room for the feeder
+                self._room.notify()
             try:
                 value = self._fn(item)
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
@@ -103,10 +105,10 @@ class WorkQueue(Generic[T]):
         """The feeding thread: keep `concurrency` items queued ahead of the workers."""
         try:
             while True:
-                with self._cond:
+                with self._room:
                     while not self._halted() and (len(self._pending) >= self._ahead
                                                   or self._fed - self._yielded >= 2 * self._ahead):
-                        self._cond.wait(_POLL)
+                        self._room.wait(_POLL)
                     if self._halted():
                         return
                 try:
@@ -116,13 +118,13 @@ class WorkQueue(Generic[T]):
                 with self._cond:
                     self._pending.append(item)
                     self._fed += 1
-                    self._cond.notify_all()
+                    self._cond.notify()
         except Exception as e:  # noqa: BLE001 - the caller raises it once the fed work is kept
             self.source_error = e
         finally:
             with self._cond:
                 self._exhausted = True
-                self._cond.notify_all()
+                self._cond.notify_all()  # the workers end once the queue is empty
 
     def _done(self) -> bool:
         with self._cond:
@@ -153,15 +155,16 @@ class WorkQueue(Generic[T]):
                 outcome = self._results.get(timeout=_POLL)
             except queue.Empty:
                 continue
-            with self._cond:
+            with self._room:
                 self._yielded += 1
-                self._cond.notify_all()  # room for the feeder
+                self._room.notify()
             yield outcome
 
     def stop(self) -> None:
         self._stopped.set()
         with self._cond:
             self._cond.notify_all()
+            self._room.notify_all()
 
     def drain(self, until: float | None = None,
               abandon: Callable[[], bool] | None = None) -> Iterator[Outcome[T]]:
