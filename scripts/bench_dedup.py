@@ -15,10 +15,17 @@ For each size (--sizes) and each implementation (this tree's, and the one of git
   give the same answer.
 
 Then a --sample-question sample runs through both the index and the exact all-pairs rule: the
-results must be identical, and the speed-up is printed. Exits 1 when an answer differs.
+results must be identical, and the speed-up is printed. Last, the embedding deduplicator (this
+tree's and the baseline's): the memory it holds per 100k remembered vectors of dimension
+--embed-dim (seeded with --embed-n random vectors handed over as fresh lists of floats, as
+parsed from a response), and identical answers on a small filter.
+
+Targets (exit 1 when one is missed, or when an answer differs): the index holds <= 40 MB per
+100k texts at each size, and takes <= 1.2x the baseline's CPU time per text.
 
     python3 scripts/bench_dedup.py [--sizes 10000,100000] [--sample 5000] [--threshold 0.8]
                                    [--seed 1] [--baseline REV | --baseline '']
+                                   [--embed-dim 768] [--embed-n 10000]
 """
 
 from __future__ import annotations
@@ -38,11 +45,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from overbrainer.dataset import dedup as current  # noqa: E402
+from overbrainer.dataset import embed_dedup as embed_current  # noqa: E402
 from overbrainer.dataset.dedup import jaccard, shingles  # noqa: E402
 
 # The last revision with the str/frozenset/dict index (before the compact one).
 BASELINE = "581e7f635d7e0858f7fd41870b912b916d3b6826"
 PATH = "overbrainer/dataset/dedup.py"
+MAX_MB_PER_100K = 40  # the lexical index's held memory per 100k texts (of ~17 words)
+MAX_TIME_RATIO = 1.2  # CPU time per text against the baseline (single runs: a busy machine skews)
 
 OPENINGS = ["", "", "", "In practice, ", "Can you explain: ", "I am new to this: ", "Quick question: ",
             "From a performance point of view, ", "For a code review, ", "In a large codebase, "]
@@ -130,15 +140,17 @@ def corpus(n: int, seed: int) -> list[str]:
     return texts
 
 
-def run_indexed(texts: list[str], threshold: float, cls=None, batch: int = 10):
+def run_indexed(texts: list[str], threshold: float, cls=None, batch: int = 10, answers: bool = True):
     """Feed `texts` in batches, each text as a fresh str object (the deduplicator is then the
-    only holder of the texts it remembers, as in the pipeline)."""
+    only holder of the texts it remembers, as in the pipeline); with answers=False, the
+    answers are not kept (to measure the deduplicator's memory alone)."""
     d = (cls or current.LexicalDedup)(threshold)
     kept, dropped = [], []
     for start in range(0, len(texts), batch):
         k, dr = d.filter([t.encode().decode() for t in texts[start:start + batch]])
-        kept += k
-        dropped += dr
+        if answers:
+            kept += k
+            dropped += dr
     return (kept, dropped), d
 
 
@@ -156,11 +168,11 @@ def run_all_pairs(texts: list[str], threshold: float):
     return kept, dropped
 
 
-def load_baseline(rev: str) -> types.ModuleType:
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{PATH}"], check=True,
+def load_baseline(rev: str, path: str = PATH) -> types.ModuleType:
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
                             capture_output=True, text=True).stdout
-    module = types.ModuleType("dedup_baseline")
-    exec(compile(source, f"{rev[:10]}:{PATH}", "exec"), module.__dict__)
+    module = types.ModuleType("baseline")
+    exec(compile(source, f"{rev[:10]}:{path}", "exec"), module.__dict__)
     return module
 
 
@@ -174,13 +186,15 @@ def measure(impl: str, n: int, threshold: float, seed: int) -> dict:
     cls = (current if impl == "current" else load_baseline(impl)).LexicalDedup
     texts = corpus(n, seed)
     before, cpu = rss(), time.process_time()
-    result, d = run_indexed(texts, threshold, cls)
+    _, d = run_indexed(texts, threshold, cls, answers=False)
     cpu, grown = time.process_time() - cpu, rss() - before
+    del d
+    result, d = run_indexed(texts, threshold, cls)
     digest = hashlib.sha256(json.dumps(result).encode()).hexdigest()[:16]
     comparisons, kept = d.comparisons, len(result[0])
     del d, result
     tracemalloc.start()
-    _, d = run_indexed(texts, threshold, cls)
+    _, d = run_indexed(texts, threshold, cls, answers=False)
     held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"us_per_text": cpu / n * 1e6, "held": held, "peak": peak, "rss": grown, "kept": kept,
@@ -210,13 +224,19 @@ def compare_sizes(args) -> int:
         got = {label: child(impl, n, args) for label, impl in impls}
         for label, m in got.items():
             report(label, n, m)
+        held = got["current"]["held"] * 100_000 / n / 1e6
+        ok = held <= MAX_MB_PER_100K
+        status |= 0 if ok else 1
+        print(f"  target: held memory <= {MAX_MB_PER_100K} MB per 100k texts: {'met' if ok else 'MISSED'}")
         if "baseline" in got:
             new, old = got["current"], got["baseline"]
             same = new["digest"] == old["digest"]
-            status |= 0 if same else 1
-            print(f"  current/baseline: time {new['us_per_text'] / old['us_per_text']:.2f}x, "
+            time_ratio = new["us_per_text"] / old["us_per_text"]
+            ok = same and time_ratio <= MAX_TIME_RATIO
+            status |= 0 if ok else 1
+            print(f"  current/baseline: time {time_ratio:.2f}x (target <= {MAX_TIME_RATIO}x), "
                   f"held memory {new['held'] / old['held']:.3f}x, peak {new['peak'] / old['peak']:.3f}x; "
-                  f"answers {'identical' if same else 'DIFFER'}")
+                  f"answers {'identical' if same else 'DIFFER'}: {'met' if ok else 'MISSED'}")
     return status
 
 
@@ -236,6 +256,57 @@ def compare_all_pairs(args) -> int:
     return 0
 
 
+class RandomEmbedder:
+    """Deterministic vectors: a fresh list of floats per text (as parsed from JSON)."""
+
+    def __init__(self, dim: int, seed: int):
+        self.dim, self.seed = dim, seed
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            rng = random.Random(f"{self.seed}:{text.rstrip('!')}")  # "x!" embeds as "x": a duplicate
+            out.append([rng.gauss(0.0, 1.0) for _ in range(self.dim)])
+        return out
+
+
+def embedding_memory(cls, dim: int, n: int, seed: int) -> int:
+    """Bytes tracemalloc sees held by an embedding deduplicator after seeding n vectors."""
+    embed = RandomEmbedder(dim, seed)
+    tracemalloc.start()
+    d = cls(0.9, embed)
+    d.seed(f"text {i}" for i in range(n))
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del d
+    return held
+
+
+def embedding_answers(cls, dim: int, seed: int):
+    d = cls(0.95, RandomEmbedder(dim, seed))
+    d.seed(f"text {i}" for i in range(200))
+    return d.filter([f"text {i}!" if i % 3 else f"new {i}" for i in range(0, 400, 2)])
+
+
+def compare_embeddings(args) -> int:
+    impls = [("current", embed_current)]
+    if args.baseline:
+        impls.append(("baseline", load_baseline(args.baseline, "overbrainer/dataset/embed_dedup.py")))
+    print(f"embedding dedup, dimension {args.embed_dim}, {args.embed_n} vectors seeded:")
+    held, answers = {}, {}
+    for label, module in impls:
+        held[label] = embedding_memory(module.EmbeddingDedup, args.embed_dim, args.embed_n, args.seed)
+        answers[label] = embedding_answers(module.EmbeddingDedup, args.embed_dim, args.seed)
+        print(f"  {label:9} held {held[label] * 100_000 / args.embed_n / 1e6:8.1f} MB/100k vectors "
+              f"({held[label] / args.embed_n:6.0f} B/vector)")
+    if "baseline" not in held:
+        return 0
+    same = answers["current"] == answers["baseline"]
+    print(f"  current/baseline: held memory {held['current'] / held['baseline']:.3f}x; answers "
+          f"{'identical' if same else 'DIFFER'} ({len(answers['current'][1])} of 200 dropped)")
+    return 0 if same else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -243,12 +314,14 @@ def main() -> int:
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--baseline", default=BASELINE, help="git revision to compare with ('' for none)")
+    ap.add_argument("--embed-dim", type=int, default=768)
+    ap.add_argument("--embed-n", type=int, default=10_000)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, int(args.sizes), args.threshold, args.seed)))
         return 0
-    return compare_sizes(args) | compare_all_pairs(args)
+    return compare_sizes(args) | compare_all_pairs(args) | compare_embeddings(args)
 
 
 if __name__ == "__main__":
