@@ -1,26 +1,58 @@
 #!/usr/bin/env python3
-"""Benchmark the lexical deduplication of one topic.
+"""Benchmark the lexical deduplication of one topic: memory per 100k texts, time per text.
 
-100,000 synthetic questions (8-20 words from templates over a Zipf-weighted vocabulary, about
-one in eight a near-duplicate of an earlier one: a word changed, dropped or added, case and
+Synthetic questions (8-20 words, 17 on average, from templates over a Zipf-weighted vocabulary;
+about one in eight a near-duplicate of an earlier one: a word changed, dropped or added, case and
 punctuation changed) go through LexicalDedup in batches of 10, as the questions stage feeds it.
-Then a 5,000-question sample runs through both the indexed filter and the exact all-pairs rule:
-the results must be identical, and the speed-up is printed.
+For each size (--sizes) and each implementation (this tree's, and the one of git revision
+--baseline, loaded from git into the same run), a fresh child process measures:
 
-    python3 scripts/bench_dedup.py [--n 100000] [--sample 5000] [--threshold 0.8] [--seed 1]
+- CPU time per text (each text handed over as a fresh str, as parsed from a response);
+- the index's memory: tracemalloc's traced bytes held by the deduplicator once every text went
+  through (its remembered texts included), and the peak while building, both per 100k texts;
+  and the growth of the process's RSS over the same build (without tracemalloc);
+- exact Jaccard checks per text, and a digest of (kept, dropped): both implementations must
+  give the same answer.
+
+Then a --sample-question sample runs through both the index and the exact all-pairs rule: the
+results must be identical, and the speed-up is printed. Last, the embedding deduplicator (this
+tree's and the baseline's): the memory it holds per 100k remembered vectors of dimension
+--embed-dim (seeded with --embed-n random vectors handed over as fresh lists of floats, as
+parsed from a response), and identical answers on a small filter.
+
+Targets (exit 1 when one is missed, or when an answer differs): the index holds <= 40 MB per
+100k texts at each size, and takes <= 1.2x the baseline's CPU time per text.
+
+    python3 scripts/bench_dedup.py [--sizes 10000,100000] [--sample 5000] [--threshold 0.8]
+                                   [--seed 1] [--baseline REV | --baseline '']
+                                   [--embed-dim 768] [--embed-n 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import random
+import subprocess
 import sys
 import time
+import tracemalloc
+import types
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from overbrainer.dataset.dedup import LexicalDedup, jaccard, shingles  # noqa: E402
+from overbrainer.dataset import dedup as current  # noqa: E402
+from overbrainer.dataset import embed_dedup as embed_current  # noqa: E402
+from overbrainer.dataset.dedup import jaccard, shingles  # noqa: E402
+
+# The last revision with the str/frozenset/dict index (before the compact one).
+BASELINE = "581e7f635d7e0858f7fd41870b912b916d3b6826"
+PATH = "overbrainer/dataset/dedup.py"
+MAX_MB_PER_100K = 40  # the lexical index's held memory per 100k texts (of ~17 words)
+MAX_TIME_RATIO = 1.2  # CPU time per text against the baseline (single runs: a busy machine skews)
 
 OPENINGS = ["", "", "", "In practice, ", "Can you explain: ", "I am new to this: ", "Quick question: ",
             "From a performance point of view, ", "For a code review, ", "In a large codebase, "]
@@ -108,13 +140,17 @@ def corpus(n: int, seed: int) -> list[str]:
     return texts
 
 
-def run_indexed(texts: list[str], threshold: float, batch: int = 10):
-    d = LexicalDedup(threshold)
+def run_indexed(texts: list[str], threshold: float, cls=None, batch: int = 10, answers: bool = True):
+    """Feed `texts` in batches, each text as a fresh str object (the deduplicator is then the
+    only holder of the texts it remembers, as in the pipeline); with answers=False, the
+    answers are not kept (to measure the deduplicator's memory alone)."""
+    d = (cls or current.LexicalDedup)(threshold)
     kept, dropped = [], []
     for start in range(0, len(texts), batch):
-        k, dr = d.filter(texts[start:start + batch])
-        kept += k
-        dropped += dr
+        k, dr = d.filter([t.encode().decode() for t in texts[start:start + batch]])
+        if answers:
+            kept += k
+            dropped += dr
     return (kept, dropped), d
 
 
@@ -132,23 +168,80 @@ def run_all_pairs(texts: list[str], threshold: float):
     return kept, dropped
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--sample", type=int, default=5_000)
-    ap.add_argument("--threshold", type=float, default=0.8)
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
+def load_baseline(rev: str, path: str = PATH) -> types.ModuleType:
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType("baseline")
+    exec(compile(source, f"{rev[:10]}:{path}", "exec"), module.__dict__)
+    return module
 
-    texts = corpus(args.n, args.seed)
-    start, cpu = time.perf_counter(), time.process_time()
-    (kept, dropped), d = run_indexed(texts, args.threshold)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"dedup {args.n} questions: {seconds:.1f} s ({cpu:.1f} s CPU)")
-    print(f"kept {len(kept)}, dropped {len(dropped)}; exact Jaccard checks {d.comparisons} "
-          f"({d.comparisons / max(1, args.n):.1f} per question)")
 
-    sample = texts[: args.sample]
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def measure(impl: str, n: int, threshold: float, seed: int) -> dict:
+    """One implementation at one size, in this (fresh) process."""
+    cls = (current if impl == "current" else load_baseline(impl)).LexicalDedup
+    texts = corpus(n, seed)
+    before, cpu = rss(), time.process_time()
+    _, d = run_indexed(texts, threshold, cls, answers=False)
+    cpu, grown = time.process_time() - cpu, rss() - before
+    del d
+    result, d = run_indexed(texts, threshold, cls)
+    digest = hashlib.sha256(json.dumps(result).encode()).hexdigest()[:16]
+    comparisons, kept = d.comparisons, len(result[0])
+    del d, result
+    tracemalloc.start()
+    _, d = run_indexed(texts, threshold, cls, answers=False)
+    held, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"us_per_text": cpu / n * 1e6, "held": held, "peak": peak, "rss": grown, "kept": kept,
+            "comparisons": comparisons, "digest": digest}
+
+
+def child(impl: str, n: int, args) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--measure", impl, "--sizes", str(n),
+                          "--threshold", str(args.threshold), "--seed", str(args.seed)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def report(label: str, n: int, m: dict) -> None:
+    per = 100_000 / n / 1e6
+    print(f"  {label:9} {m['us_per_text']:7.1f} us/text  held {m['held'] * per:7.1f} MB/100k "
+          f"({m['held'] / n:5.0f} B/text)  peak {m['peak'] * per:7.1f} MB/100k  "
+          f"RSS +{m['rss'] * per:7.1f} MB/100k  checks {m['comparisons'] / n:5.2f}/text  "
+          f"kept {m['kept']}")
+
+
+def compare_sizes(args) -> int:
+    status = 0
+    impls = [("current", "current")] + ([("baseline", args.baseline)] if args.baseline else [])
+    for n in [int(x) for x in args.sizes.split(",")]:
+        print(f"{n} questions (threshold {args.threshold}):")
+        got = {label: child(impl, n, args) for label, impl in impls}
+        for label, m in got.items():
+            report(label, n, m)
+        held = got["current"]["held"] * 100_000 / n / 1e6
+        ok = held <= MAX_MB_PER_100K
+        status |= 0 if ok else 1
+        print(f"  target: held memory <= {MAX_MB_PER_100K} MB per 100k texts: {'met' if ok else 'MISSED'}")
+        if "baseline" in got:
+            new, old = got["current"], got["baseline"]
+            same = new["digest"] == old["digest"]
+            time_ratio = new["us_per_text"] / old["us_per_text"]
+            ok = same and time_ratio <= MAX_TIME_RATIO
+            status |= 0 if ok else 1
+            print(f"  current/baseline: time {time_ratio:.2f}x (target <= {MAX_TIME_RATIO}x), "
+                  f"held memory {new['held'] / old['held']:.3f}x, peak {new['peak'] / old['peak']:.3f}x; "
+                  f"answers {'identical' if same else 'DIFFER'}: {'met' if ok else 'MISSED'}")
+    return status
+
+
+def compare_all_pairs(args) -> int:
+    sample = corpus(args.sample, args.seed)
     start = time.process_time()
     indexed, _ = run_indexed(sample, args.threshold)
     t_indexed = time.process_time() - start
@@ -161,6 +254,74 @@ def main() -> int:
     print(f"speed-up over all-pairs ({args.sample}): {t_naive / t_indexed:.1f}x (identical results; "
           f"{t_naive:.2f} s vs {t_indexed:.2f} s CPU)")
     return 0
+
+
+class RandomEmbedder:
+    """Deterministic vectors: a fresh list of floats per text (as parsed from JSON)."""
+
+    def __init__(self, dim: int, seed: int):
+        self.dim, self.seed = dim, seed
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            rng = random.Random(f"{self.seed}:{text.rstrip('!')}")  # "x!" embeds as "x": a duplicate
+            out.append([rng.gauss(0.0, 1.0) for _ in range(self.dim)])
+        return out
+
+
+def embedding_memory(cls, dim: int, n: int, seed: int) -> int:
+    """Bytes tracemalloc sees held by an embedding deduplicator after seeding n vectors."""
+    embed = RandomEmbedder(dim, seed)
+    tracemalloc.start()
+    d = cls(0.9, embed)
+    d.seed(f"text {i}" for i in range(n))
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del d
+    return held
+
+
+def embedding_answers(cls, dim: int, seed: int):
+    d = cls(0.95, RandomEmbedder(dim, seed))
+    d.seed(f"text {i}" for i in range(200))
+    return d.filter([f"text {i}!" if i % 3 else f"new {i}" for i in range(0, 400, 2)])
+
+
+def compare_embeddings(args) -> int:
+    impls = [("current", embed_current)]
+    if args.baseline:
+        impls.append(("baseline", load_baseline(args.baseline, "overbrainer/dataset/embed_dedup.py")))
+    print(f"embedding dedup, dimension {args.embed_dim}, {args.embed_n} vectors seeded:")
+    held, answers = {}, {}
+    for label, module in impls:
+        held[label] = embedding_memory(module.EmbeddingDedup, args.embed_dim, args.embed_n, args.seed)
+        answers[label] = embedding_answers(module.EmbeddingDedup, args.embed_dim, args.seed)
+        print(f"  {label:9} held {held[label] * 100_000 / args.embed_n / 1e6:8.1f} MB/100k vectors "
+              f"({held[label] / args.embed_n:6.0f} B/vector)")
+    if "baseline" not in held:
+        return 0
+    same = answers["current"] == answers["baseline"]
+    print(f"  current/baseline: held memory {held['current'] / held['baseline']:.3f}x; answers "
+          f"{'identical' if same else 'DIFFER'} ({len(answers['current'][1])} of 200 dropped)")
+    return 0 if same else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--sample", type=int, default=5_000)
+    ap.add_argument("--threshold", type=float, default=0.8)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--baseline", default=BASELINE, help="git revision to compare with ('' for none)")
+    ap.add_argument("--embed-dim", type=int, default=768)
+    ap.add_argument("--embed-n", type=int, default=10_000)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, int(args.sizes), args.threshold, args.seed)))
+        return 0
+    return compare_sizes(args) | compare_all_pairs(args) | compare_embeddings(args)
 
 
 if __name__ == "__main__":

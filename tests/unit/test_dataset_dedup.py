@@ -2,7 +2,8 @@ import random
 
 import pytest
 
-from overbrainer.dataset.dedup import LexicalDedup, filter_all_pairs, jaccard, shingles
+from overbrainer.dataset.dedup import LexicalDedup, filter_all_pairs, jaccard, shingle_hashes, shingles
+from overbrainer.dataset.textstore import TextStore
 
 
 def test_shingles_fold_case_and_punctuation():
@@ -108,3 +109,131 @@ def test_index_rebuilds_keep_results_exact():
     texts = [" ".join(rng.choice(VOCAB) for _ in range(rng.randint(3, 9))) for _ in range(1500)]
     d = LexicalDedup(0.6)
     assert d.filter(texts) == filter_all_pairs([], texts, 0.6)
+
+
+# --- the compact index: larger random inputs, edges, memory --------------------------------
+
+WORDS = ("borrow checker lifetime trait closure iterator vector slice string buffer thread mutex "
+         "channel future executor reference pointer arena allocator macro module crate enum struct "
+         "what how why when is are the a of in does can I use my").split()
+
+
+def question_like(rng, pool):
+    """A text of 0-20 words from a Zipf-ish vocabulary, or a near-copy of an earlier one (a word
+    changed, dropped or added, case and punctuation changed), so every threshold sees matches."""
+    if pool and rng.random() < 0.4:
+        words = rng.choice(pool).split()
+        if words:
+            i = rng.randrange(len(words))
+            words[i:i + rng.choice([0, 1])] = rng.choice([[], [rng.choice(WORDS)]])
+        text = " ".join(words)
+        return rng.choice([text, text.upper(), text + "?", text.replace(" ", ", ")])
+    n = rng.choice([0, 1, 2, 3] + list(range(8, 21)) * 2)
+    return " ".join(WORDS[min(int(len(WORDS) ** rng.random()) - 1, len(WORDS) - 1)] for _ in range(n))
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.8, 0.9, 1.0, 1.5])
+def test_identical_to_the_all_pairs_rule_on_larger_inputs(threshold):
+    rng = random.Random(int(threshold * 100) + 3)
+    memory: list[str] = []
+    for _ in range(700):  # past several rebuilds of the order (at 64, 128, 256, 512 texts)
+        memory.append(question_like(rng, memory))
+    batches = [[question_like(rng, memory) for _ in range(rng.randint(1, 30))] for _ in range(20)]
+    d = LexicalDedup(threshold)
+    d.seed(memory)
+    everything = list(memory)
+    for i, batch in enumerate(batches):
+        expected = filter_all_pairs(everything, batch, threshold)
+        if i % 4 == 0:
+            assert d.check(batch) == expected_dups(batch, *expected)
+        assert d.filter(batch) == expected
+        everything.extend(expected[0])
+    assert len(d) == len(everything)
+
+
+def test_edge_texts_empty_single_words_and_unicode():
+    texts = ["", "   ", "?!", "Rust", "rust!", "été", "ÉTÉ", "Ünïcode ÉTÉ", "ünïcode été?", "日本語 テキスト",
+             "日本語　テキスト", "emoji 🦀 crab", "emoji crab", "lone \ud800 surrogate", "lone surrogate",
+             "a", "a b", "b a", "a b a b"]
+    for threshold in (0.0, 0.5, 0.8, 1.0, 1.01):
+        d = LexicalDedup(threshold)
+        assert d.filter(texts) == filter_all_pairs([], texts, threshold)
+        assert d.check(texts) == [dup for dup in expected_dups(texts, *filter_all_pairs(texts, texts, threshold))]
+    d = LexicalDedup(0.8)
+    assert d.filter(["lone \ud800 surrogate", "LONE surrogate"]) == (
+        ["lone \ud800 surrogate"], [("LONE surrogate", "lone \ud800 surrogate")])  # named exactly
+
+
+def test_shingle_hashes_are_xxh3_of_the_shingles():
+    import xxhash
+
+    for text in ["What is a borrow?", "Borrowing!", "?!", "Ünïcode ÉTÉ and more words"]:
+        assert shingle_hashes(text) == {xxhash.xxh3_64_intdigest(s.encode()) for s in shingles(text)}
+
+
+def test_check_leaves_memory_unchanged():
+    rng = random.Random(5)
+    memory = []
+    for _ in range(300):
+        memory.append(question_like(rng, memory))
+    d, twin = LexicalDedup(0.7), LexicalDedup(0.7)
+    d.seed(memory)
+    twin.seed(memory)
+    size, nbytes = len(d), d.nbytes()
+    big = [question_like(rng, []) for _ in range(3000)]  # more new postings than the table has buckets
+    assert d.check(big).count(None) > 1000
+    assert (len(d), d.nbytes()) == (size, nbytes)
+
+    def failing():
+        yield from big[:50]
+        raise RuntimeError("the caller's iterator fails half-way")
+
+    with pytest.raises(RuntimeError):
+        d.check(failing())
+    assert (len(d), d.nbytes()) == (size, nbytes)
+    batch = big[:200] + memory[:50]
+    assert d.filter(batch) == twin.filter(batch)
+    assert d.nbytes() == twin.nbytes()
+
+
+def test_the_named_duplicate_is_the_first_remembered():
+    d = LexicalDedup(0.5)
+    base = "how does the borrow checker handle loops over a mutable vector"
+    d.seed([base + " in rust", "unrelated words about arenas and allocators"])
+    d.seed([f"filler text number {i} about something else entirely" for i in range(200)])  # rebuilds
+    d.seed([base, base + "?", base.upper()])
+    # The identical texts came later: the first remembered one with Jaccard >= 0.5 is named.
+    assert d.check([base]) == [base + " in rust"]
+    kept, dropped = d.filter([base.lower() + "!", "something new entirely, not seen before at all"])
+    assert dropped == [(base.lower() + "!", base + " in rust")]
+    assert d.filter(["Something new entirely: not seen before at all"])[1] == [
+        ("Something new entirely: not seen before at all", "something new entirely, not seen before at all")]
+
+
+def test_memory_stays_compact():
+    rng = random.Random(9)
+    texts = []
+    for _ in range(5000):
+        texts.append(question_like(rng, texts))
+    d = LexicalDedup(0.8)
+    d.seed(texts)
+    utf8 = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    shingle_count = sum(len(shingle_hashes(t)) for t in texts)
+    # texts as UTF-8 + 8 bytes each, 8 bytes a shingle + 8 a text, at most 22 bytes a posting
+    assert d.nbytes() <= utf8 + 16 * len(texts) + 8 * shingle_count + 22 * shingle_count + 8192
+
+
+def test_text_store_round_trips_and_truncates():
+    store = TextStore()
+    texts = ["", "plain", "ünïcode", "日本語", "lone \ud800 surrogate", "🦀"]
+    for text in texts:
+        store.append(text)
+    assert [store[i] for i in range(len(store))] == texts
+    store.truncate(3)
+    assert len(store) == 3 and store[2] == "ünïcode"
+    with pytest.raises(IndexError):
+        store[3]
+    store.append("again")
+    assert store[3] == "again" and store.nbytes() == len("".join(texts[:3] + ["again"]).encode()) + 4 * 8
+    store.truncate(0)
+    assert len(store) == 0 and store.nbytes() == 0
