@@ -90,7 +90,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
             run.started(0, skipped=total)
             return finish(run)
     output = Output(ctx.paths.answers, Example, names if force else None)
-    pending = PendingQuestions(ctx.paths, names, output.records(), retry_excluded)
+    pending = PendingQuestions(ctx.paths, names, output.records(), retry_excluded,
+                               unique=figures is not None and not figures.duplicates)
     count, total = pending.count(figures)
     run.started(count, skipped=total - count)
     if not count:

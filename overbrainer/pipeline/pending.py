@@ -1,7 +1,8 @@
 """The questions the `answers` stage asks, streamed from questions.jsonl: those of the selected
 topics with no answer yet (with `retry_excluded`: whose latest answer is excluded), each once, in
-file order. Memory: a compact key per answered (or retried) question ID and per question asked,
-never a record's text but that of the questions in flight."""
+file order. Memory: a compact key per answered (or retried) question ID, and per question asked
+unless the dataset's figures say no ID stands twice; never a record's text but that of the
+questions in flight."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ class PendingQuestions:
     the questions to ask; `count()` says how many there are without keeping them."""
 
     def __init__(self, paths: ProjectPaths, names: set[str], answers: Iterable[Example],
-                 retry_excluded: bool = False):
+                 retry_excluded: bool = False, *, unique: bool = False):
         self._paths = paths
         self._names = names
         self._retry = retry_excluded
+        self._unique = unique  # no question ID stands twice in questions.jsonl: nothing to skip
         if retry_excluded:
             latest: dict = {}
             for ex in answers:
@@ -35,16 +37,17 @@ class PendingQuestions:
         return (key in self._keys) if self._retry else (key not in self._keys)
 
     def _walk(self, counted: list[int] | None = None) -> Iterator[Question]:
-        taken: set = set()
+        taken: set | None = None if self._unique else set()
         for q in iter_records(self._paths.questions, Question):
             if q.topic not in self._names:
                 continue
             if counted is not None:
                 counted[0] += 1
             key = packed(q.id)
-            if key in taken or not self._asks(key):
+            if not self._asks(key) or (taken is not None and key in taken):
                 continue
-            taken.add(key)
+            if taken is not None:
+                taken.add(key)
             yield q
 
     def __iter__(self) -> Iterator[Question]:

@@ -6,6 +6,7 @@ min(question_batch_size, ask_list.items_per_request(generator's max_tokens), sti
 from __future__ import annotations
 
 import logging
+from array import array
 from dataclasses import dataclass, field
 
 from overbrainer.dataset import state as dataset_state
@@ -17,7 +18,6 @@ from overbrainer.pipeline.ask_list import ask_list, items_per_request
 from overbrainer.pipeline.common import (
     Output,
     execute,
-    failed_before,
     finish,
     keeping_figures,
     process,
@@ -28,6 +28,7 @@ from overbrainer.pipeline.common import (
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.pipeline.topic_dedup import TopicDedup
+from overbrainer.pipeline.topic_dedups import TopicDedups, TopicState
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
 
@@ -54,7 +55,7 @@ class _Job:
     subtopic: object
     have: int = 0
     accepted: list[str] = field(default_factory=list)
-    dedup: object = None
+    state: TopicState | None = None  # its topic's deduplicator, while it is filled
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
@@ -63,23 +64,28 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         # Every subtopic is full: the saved figures say so, no data file is read.
         run.started(0, skipped=sum(figures.get(t.name).subtopics for t in topics))
         return finish(run)
-    output = Output(ctx.paths.questions, Question, {t.name for t in topics} if force else None)
-    jobs = _pending(ctx, run, topics, output)
+    forced = {t.name for t in topics} if force else None
+    output = Output(ctx.paths.questions, Question, forced)
+    jobs, offsets = _pending(ctx, run, topics, forced)
     if not jobs:
         return finish(run)
 
     client = ctx.connect("generator")
     embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
     templates = ctx.templates("questions.txt")
-    known: dict[str, set] = {}
-    jobs, stopped = _seed(ctx, run, jobs, output, known, embedder)
-    if stopped is not None:
-        return stopped
+    rejected: dict[str, list] = {}
+    for r in rejected_of(ctx, "question"):
+        if r.topic in offsets:
+            rejected.setdefault(r.topic, []).append(r)
+    pipeline = ctx.pipeline
+    dedups = TopicDedups(ctx.paths.questions, jobs, offsets, rejected,
+                         lambda name: TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
+                                                 pipeline.embedding_threshold))
     if figures is not None:
         for t in topics:
             figures.topic(t.name)  # made here: workers of different topics only touch their own
     proc = processor(ctx, run)
-    filler = _Filler(ctx, run, proc, output, client, templates, known, figures)
+    filler = _Filler(ctx, run, proc, output, client, templates, dedups, figures)
 
     def keep(job: _Job, value) -> None:
         usage, cost = value
@@ -89,13 +95,21 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
 
 
-def _pending(ctx: StageContext, run: StageRun, topics: list, output) -> list[_Job]:
-    """The selected topics' subtopics still short of questions (the stage's items; full ones are
-    skipped), each with how many it has; two streaming passes, counts only."""
+def _pending(ctx: StageContext, run: StageRun, topics: list,
+             forced: set[str] | None) -> tuple[list[_Job], dict[str, array]]:
+    """The selected topics' subtopics still short of questions (the stage's items, topic by
+    topic; full ones are skipped), each with how many it has, and per selected topic the byte
+    offsets of its stored questions (its deduplicator's seed, read when it is made); two
+    streaming passes, counts and offsets only."""
     by_topic = {t.name: t for t in topics}
     counts: dict[str, int] = {}
-    for q in output.records():
+    offsets: dict[str, array] = {name: array("Q") for name in by_topic}
+    for offset, q in iter_records(ctx.paths.questions, Question, offsets=True):
+        if forced is not None and q.topic in forced:
+            continue
         counts[q.subtopic_id] = counts.get(q.subtopic_id, 0) + 1
+        if q.topic in offsets:
+            offsets[q.topic].append(offset)
     jobs: list[_Job] = []
     selected = 0
     for s in iter_records(ctx.paths.subtopics, Subtopic):
@@ -107,48 +121,9 @@ def _pending(ctx: StageContext, run: StageRun, topics: list, output) -> list[_Jo
         if have < topic.questions_per_subtopic:
             jobs.append(_Job(topic, s, have))
     run.started(len(jobs), skipped=selected - len(jobs))
-    return jobs
-
-
-def _seed(ctx: StageContext, run: StageRun, jobs: list[_Job], output, known: dict[str, set],
-          embedder) -> tuple[list[_Job], StageResult | None]:
-    """One deduplicator per topic that has something to fill, seeded with its known texts (stored,
-    then rejected questions, in one streaming pass); `known` gets each topic's known question IDs
-    and a partly filled subtopic its questions' texts. A topic whose embedding seeding fails is
-    one failed item (its jobs dropped), or the stage's end on a fatal error."""
-    pipeline = ctx.pipeline
-    dedups = {}
-    for name in dict.fromkeys(j.topic.name for j in jobs):
-        known[name] = set()
-        dedups[name] = TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
-                                  pipeline.embedding_threshold)
-    partial = {j.subtopic.id: j for j in jobs if j.have}
-    for record in output.records():
-        job = partial.get(record.subtopic_id)
-        if job is not None:
-            job.accepted.append(record.text)
-        _remember(dedups, known, record)
-    for record in rejected_of(ctx, "question"):
-        _remember(dedups, known, record)
-    for name, dedup in list(dedups.items()):
-        try:
-            dedup.seed_meanings()
-        except Exception as e:  # noqa: BLE001 - taken as the processor takes a worker's error
-            stopped = failed_before(run, name, e)
-            if stopped is not None:
-                return jobs, stopped
-            del dedups[name]
-    jobs = [j for j in jobs if j.topic.name in dedups]
-    for j in jobs:
-        j.dedup = dedups[j.topic.name]
-    return jobs, None
-
-
-def _remember(dedups: dict, known: dict[str, set], record) -> None:
-    dedup = dedups.get(record.topic)
-    if dedup is not None:
-        known[record.topic].add(packed(record.id))
-        dedup.remember(record.text)
+    order = {name: i for i, name in enumerate(by_topic)}
+    jobs.sort(key=lambda j: order[j.topic.name])  # topic by topic: few deduplicators alive at once
+    return jobs, offsets
 
 
 def _embed(ctx: StageContext, embedder, name: str):
@@ -165,15 +140,24 @@ class _Filler:
     generator stalls, each batch's survivors appended under its topic's deduplicator lock."""
 
     def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
-                 known: dict[str, set], figures: Figures | None):
+                 dedups: TopicDedups, figures: Figures | None):
         self.run, self.proc, self.output = run, proc, output
-        self.client, self.templates, self.known = client, templates, known
+        self.client, self.templates, self.dedups = client, templates, dedups
         self.figures = figures
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
         self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
 
     def fill(self, job: _Job) -> tuple[Usage, float | None]:
+        try:
+            job.state = self.dedups.acquire(job)
+            return self._fill(job)
+        finally:
+            job.state = None
+            job.accepted = []  # the subtopic is done: its texts live on in the file and the deduplicator
+            self.dedups.release(job)
+
+    def _fill(self, job: _Job) -> tuple[Usage, float | None]:
         target = job.topic.questions_per_subtopic
         patience = max(1, self.pipeline.max_retries)
         stalls = 0
@@ -187,7 +171,6 @@ class _Filler:
         if job.have < target:
             log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself",
                         job.subtopic.name, job.have, target)
-        job.accepted = []  # the subtopic is done: its texts live on in the file and the deduplicator
         return usage, cost
 
     def _ask(self, job: _Job, count: int):
@@ -204,14 +187,15 @@ class _Filler:
         """The batch's new questions appended (after the deduplicator); how many."""
         topic = job.topic.name
         new: list[Question] = []
-        with job.dedup.lock:
-            kept = job.dedup.filter(candidates)
+        state = job.state
+        with state.dedup.lock:
+            kept = state.dedup.filter(candidates)
             self.proc.check_keeping()
             for text in kept:
                 q = _question(topic, job.subtopic, text)
                 key = packed(q.id)
-                if key not in self.known[topic]:
-                    self.known[topic].add(key)
+                if key not in state.known:
+                    state.known.add(key)
                     new.append(q)
             self.output.append_all(new)  # the batch in one write
             added = [q.text for q in new]
