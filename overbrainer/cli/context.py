@@ -60,10 +60,13 @@ class AppContext:
         return Path(self.root)
 
     def start_work(self) -> None:
-        """What a command that runs work needs first: the log handler, and SIGTERM and SIGHUP
-        handled like Ctrl-C."""
+        """What a command that runs work needs first: the log handler, SIGTERM and SIGHUP
+        handled like Ctrl-C, and the worker threads' memory settings (support/address_space.py:
+        before any other thread starts, or glibc keeps its default arena count)."""
         from overbrainer.cli.stops import catch_stop_signals  # not loaded by `--help`, `config check`
+        from overbrainer.support import address_space
 
+        address_space.fit()
         catch_stop_signals()
         self.start_logging()
 

@@ -1,17 +1,27 @@
-"""Room for the worker threads under an address-space limit (`ulimit -v`, RLIMIT_AS).
+"""Memory of the worker threads: glibc's malloc arenas, and room for the threads under an
+address-space limit (`ulimit -v`, RLIMIT_AS).
 
-A limit on address space counts what is reserved, not what is used: glibc gives each thread that
-allocates a malloc arena of its own (64 MB reserved each, up to 8 per core), and each thread a
-stack of `ulimit -s` (8 MB by default). At `concurrency = 64` that reserves about 1.5 GB while
-the process uses 60 MB, and the threads fail to start ("can't start new thread") under a 1 GB
-`ulimit -v`. When such a limit is set, and only then, `fit()` gives new threads a 1 MB stack
-(ample for an HTTP request: the workers recurse little) and caps glibc's arenas at 2
-(`mallopt(M_ARENA_MAX)`; elsewhere nothing happens). Memory used is the same either way.
+glibc gives each thread that allocates an arena of its own (up to 8 per core, 64 MB of address
+space reserved each), and memory freed in one arena stays there: at `concurrency = 64` a long
+stage's resident memory grows by the fragments its workers leave (about 12 MB over 50,000
+questions) although what it keeps does not grow. `fit()`, called once before the first worker
+pool starts, caps the arenas at 2 (`mallopt(M_ARENA_MAX)`, what `MALLOC_ARENA_MAX=2` does; a
+`MALLOC_ARENA_MAX` already in the environment is left to rule; elsewhere than glibc nothing
+happens): the workers spend their time waiting on the network, so two arenas are no bottleneck.
+glibc fixes its arena count when a second thread first needs an arena, so the command line calls
+`fit()` before it starts any thread (cli/context.AppContext.start_work); the work queue calls it
+too, for the flows run without the command line (a no-op the second time).
+
+Under an address-space limit, new threads also get a 1 MB stack instead of `ulimit -s` (8 MB):
+64 stacks of 8 MB and 16 arenas reserve about 1.5 GB for a process that uses 60 MB, and the
+threads then fail to start ("can't start new thread") under a 1 GB `ulimit -v`. A worker recurses
+little (an HTTP request, a JSON document): 1 MB is ample.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import resource
 import threading
 
@@ -34,13 +44,14 @@ def fit() -> None:
     if _done:
         return
     _done = True
-    if not limited():
+    if limited():
+        threading.stack_size(THREAD_STACK)
+        log.debug("address space limited: thread stacks of %d KB", THREAD_STACK >> 10)
+    if "MALLOC_ARENA_MAX" in os.environ:
         return
-    threading.stack_size(THREAD_STACK)
     try:
-        import ctypes  # lazy: only under an address-space limit
+        import ctypes  # lazy: only by commands that start worker threads
 
         ctypes.CDLL(None).mallopt(_M_ARENA_MAX, ARENAS)
-    except (OSError, AttributeError) as e:  # not glibc: its allocator reserves less
+    except (OSError, AttributeError) as e:  # not glibc
         log.debug("mallopt unavailable: %s", e)
-    log.debug("address space limited: thread stacks of %d KB, %d malloc arenas", THREAD_STACK >> 10, ARENAS)

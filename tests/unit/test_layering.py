@@ -50,7 +50,7 @@ LAZY: frozenset[tuple[str, str]] = frozenset({
     ("overbrainer.hub.push", "huggingface_hub"),
     ("overbrainer.support.urls", "urllib.parse"),  # a bracketed or non-ASCII host only
     ("overbrainer.support.urls", "ipaddress"),  # an IPv6 address only
-    ("overbrainer.support.address_space", "ctypes"),  # under `ulimit -v` only
+    ("overbrainer.support.address_space", "ctypes"),  # commands that start worker threads only
 })
 
 
