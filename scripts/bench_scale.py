@@ -313,7 +313,11 @@ def big(tmp: Path, server: ProviderProcess, n: int, concurrency: int, mode: str)
     for run, what in ((r, "unlimited run"), (lr, "limited run")):
         if _failed(run, what):
             print(f"    FAILED: {_failed(run, what)}")
-    ok = r["rc"] == 0 and lr["rc"] == 0 and lr["rss"] * (1 << 20) <= LIMIT_BYTES
+    made = [count_lines(p / "data" / "answers.jsonl") if (p / "data" / "answers.jsonl").exists() else 0
+            for p in (free, limited)]
+    print(f"    answers written: {made[0]} unlimited, {made[1]} limited (of {n})")
+    ok = (r["rc"] == 0 and lr["rc"] == 0 and lr["rss"] * (1 << 20) <= LIMIT_BYTES
+          and made[0] == n and made[1] == n)
     if ok:
         ok = same_data(free, limited)
     print(f"    {n} answers under 1 GB with the same records as unlimited: {_mark(ok)}")
