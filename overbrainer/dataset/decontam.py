@@ -10,10 +10,11 @@ text: it overlaps a text whose whole normalized text is the same (a short benchm
 as is), never a longer text that contains it. A text without a word overlaps nothing.
 
 Units are kept as 64-bit hashes (xxh3-64 of the UTF-8 joined words), in `HashIndex`: sorted
-`array('Q')` runs merged as they grow, looked up by bisection. Memory: 8 bytes per distinct
-n-gram at rest (8 MB per million), up to twice that while two runs merge, plus a pending set of
-at most `HashIndex.PENDING` hashes (about 4 MB). A false match needs a 64-bit collision: about
-one in 2⁶⁴ ÷ (index size) per lookup.
+`array('Q')` runs merged into one on the first lookup, with a bitmap filter of about one byte
+per hash in front of the bisection. Memory: 9 to 10 bytes per distinct n-gram at rest (about
+10 MB per million), up to twice that during the one merge, plus a pending set of at most
+`HashIndex.PENDING` hashes (about 4 MB). A false match needs a 64-bit collision: about one in
+2⁶⁴ ÷ (index size) per lookup.
 """
 
 from __future__ import annotations
@@ -50,14 +51,18 @@ def units(text: str, n: int = DEFAULT_N) -> set[int]:
 
 
 class HashIndex:
-    """A set of 64-bit hashes in sorted arrays: `add` any number, then look up with `hits` (a
-    lookup first merges what was added)."""
+    """A set of 64-bit hashes: `add` any number (kept as sorted runs of at most PENDING), then
+    look up with `hits` or `in`. The first lookup after an add merges the runs into one sorted
+    array without duplicates (a streaming k-way merge) and builds a bitmap of about 8 bits per
+    hash (the top bits of each hash), so that most misses cost one bit test, not a bisection."""
 
     PENDING = 1 << 16
 
     def __init__(self) -> None:
         self._pending: set[int] = set()
         self._runs: list[array] = []
+        self._bits = bytearray(1)
+        self._shift = 63
 
     def add(self, hashes: Iterable[int]) -> None:
         self._pending.update(hashes)
@@ -68,35 +73,42 @@ class HashIndex:
         if self._pending:
             self._runs.append(array("Q", sorted(self._pending)))
             self._pending.clear()
-        runs = self._runs
-        while len(runs) >= 2 and len(runs[-2]) <= 2 * len(runs[-1]):
-            b, a = runs.pop(), runs.pop()
-            runs.append(array("Q", (k for k, _ in groupby(heapq.merge(a, b)))))
 
     def _sorted(self) -> array:
         if self._pending or len(self._runs) > 1:
             self._flush()
-            while len(self._runs) > 1:  # the runs left differ in size: merge them all
-                b, a = self._runs.pop(), self._runs.pop()
-                self._runs.append(array("Q", (k for k, _ in groupby(heapq.merge(a, b)))))
+            runs = self._runs
+            merged = runs[0] if len(runs) == 1 else array("Q", (k for k, _ in groupby(heapq.merge(*runs))))
+            self._runs = [merged]
+            self._bitmap(merged)
         return self._runs[0] if self._runs else array("Q")
+
+    def _bitmap(self, hashes: array) -> None:
+        """Bit `h >> shift` set for every hash h, 2^b bits for the smallest 2^b >= 8 × len."""
+        b = max(8, (8 * len(hashes)).bit_length())
+        self._shift = 64 - b
+        bits = self._bits = bytearray(1 << (b - 3))
+        shift = self._shift
+        for h in hashes:
+            k = h >> shift
+            bits[k >> 3] |= 1 << (k & 7)
 
     def __len__(self) -> int:
         return len(self._sorted())
 
     def __contains__(self, h: int) -> bool:
-        a = self._sorted()
-        i = bisect_left(a, h)
-        return i < len(a) and a[i] == h
+        return self.hits((h,))
 
     def hits(self, hashes: Iterable[int]) -> bool:
         """Whether any of `hashes` is in the index."""
         a = self._sorted()
-        size = len(a)
+        size, bits, shift = len(a), self._bits, self._shift
         for h in hashes:
-            i = bisect_left(a, h)
-            if i < size and a[i] == h:
-                return True
+            k = h >> shift
+            if bits[k >> 3] >> (k & 7) & 1:
+                i = bisect_left(a, h)
+                if i < size and a[i] == h:
+                    return True
         return False
 
 

@@ -138,6 +138,20 @@ def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
         return None
 
 
+def decontamination_facts(paths: ProjectPaths) -> dict | None:
+    """What the split that wrote the current train and eval files did to decontaminate them:
+    {"ngram", "eval", "benchmarks": [paths], "contaminated": {source: n}}; None when unknown
+    (no saved split, or train/eval changed since)."""
+    data = last_split(paths)
+    try:
+        settings = data["key"]["decontaminate"]  # type: ignore[index]
+        return {"ngram": int(settings["ngram"]), "eval": bool(settings["eval"]),
+                "benchmarks": [str(path) for path, _ in settings["benchmarks"]],
+                "contaminated": {str(k): int(v) for k, v in data["result"].get("contaminated", {}).items()}}  # type: ignore[index]
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+
+
 def save_split(paths: ProjectPaths, key: dict, result: SplitResult) -> None:
     data = {"format": FORMAT, "key": key, "outputs": _outputs(paths), "result": dataclasses.asdict(result)}
     try:
