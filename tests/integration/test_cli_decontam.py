@@ -6,9 +6,9 @@ a missing benchmark file is a configuration error before anything is paid."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import uuid
 
 import pytest
 
@@ -25,11 +25,12 @@ def _question(ex: dict) -> str:
 
 def _inject_copies(project, eval_examples: list[dict]) -> dict[str, str]:
     """For each eval example, a question and an answer that copy its question (case, spacing and
-    punctuation changed), under a new ID. Returns {copy ID: original ID}."""
+    punctuation changed), under a new ID. Returns {copy ID: original ID}. The fake provider's
+    replies and the IDs are deterministic, so is which copies land in eval."""
     pairs = {}
     with open(project.data / "questions.jsonl", "a") as qf, open(project.data / "answers.jsonl", "a") as af:
         for ex in eval_examples:
-            new_id = uuid.uuid4().hex
+            new_id = hashlib.md5(f"copy of {ex['id']}".encode()).hexdigest()  # deterministic, like every ID here
             text = "  " + _question(ex).upper().replace(" ", "  ") + " ?!"
             q = next(q for q in project.records("questions") if q["id"] == ex["id"])
             qf.write(json.dumps(dict(q, id=new_id, text=text), separators=(",", ":")) + "\n")
@@ -90,6 +91,16 @@ def test_copies_of_benchmark_items_and_of_eval_questions_are_left_out(project, f
     assert data["contaminated"] == n_contaminated and data["contaminated_by_source"] == by_source
     assert project.history()[-1]["split"] == {"train": n_train, "eval": n_eval, "orphaned": 0,
                                               "contaminated": n_contaminated}
+    assert "train.jsonl and eval.jsonl are up to date" in r.stderr  # the saved split: nothing read
+    # A changed benchmark file (its identity is in the split's key) splits again.
+    with open(project.dir / "bench" / "items.jsonl", "a") as f:
+        single = next(ex for ex in train if ex["id"] not in partner)  # a question without a copy
+        f.write(json.dumps({"question": _question(single)}) + "\n")
+    r = cli(["--json", "-C", project.dir, "split"], env=project.env)
+    assert "up to date" not in r.stderr
+    data = json.loads(r.stdout)
+    assert data["contaminated_by_source"]["items.jsonl"] == 3 and data["contaminated_by_source"]["more.parquet"] == 1
+    assert data["contaminated"] == sum(data["contaminated_by_source"].values())
 
     # The model card states it.
     env = {**project.env, **RUN_ENV}
@@ -99,8 +110,9 @@ def test_copies_of_benchmark_items_and_of_eval_questions_are_left_out(project, f
     r = cli(["-C", project.dir, "push", rid, "--dry-run"], env=env)
     assert r.returncode == 0, r.stderr
     card = (project.dir / "runs" / rid / "hub" / "README.md").read_text()
+    by_source = ", ".join(f"{k} {v}" for k, v in data["contaminated_by_source"].items())
     assert (f"| Decontamination | 13-gram overlap with the eval split, items.jsonl, more.parquet: "
-            f"{n_contaminated} examples left out ({m.group(4)}) |") in card
+            f"{data['contaminated']} examples left out ({by_source}) |") in card
 
 
 def test_a_benchmark_that_cannot_be_read_stops_run_before_any_request(project, fake_provider, cli):
