@@ -39,17 +39,32 @@ def _problem(bench: Any, why: str) -> ConfigError:
     return ConfigError(f"{KEY}: {bench.path}: {why}")
 
 
-def check(root: Path, benchmarks: Iterable[Any]) -> None:
-    """ConfigError for the first benchmark that cannot be read (missing, not a readable file, a
-    Parquet file without pyarrow), before anything is read or paid for."""
+def problems(root: str | os.PathLike, benchmarks: Iterable[Any]) -> list[str]:
+    """One problem per benchmark that cannot be read (missing, not a readable file, a Parquet
+    file without pyarrow); `config check` lists them."""
+    found = []
     for bench in benchmarks:
-        path = Path(root) / bench.path
-        if not path.is_file():
-            raise _problem(bench, "no such file" if not path.exists() else "not a file")
-        if not os.access(path, os.R_OK):
-            raise _problem(bench, "not readable")
-        if is_parquet(bench.path):
-            _pyarrow(bench)
+        try:
+            _readable(Path(root), bench)
+        except ConfigError as e:
+            found.append(e.message)
+    return found
+
+
+def check(root: str | os.PathLike, benchmarks: Iterable[Any]) -> None:
+    """ConfigError for the first benchmark that cannot be read, before anything is read or paid for."""
+    for bench in benchmarks:
+        _readable(Path(root), bench)
+
+
+def _readable(root: Path, bench: Any) -> None:
+    path = root / bench.path
+    if not path.is_file():
+        raise _problem(bench, "no such file" if not path.exists() else "not a file")
+    if not os.access(path, os.R_OK):
+        raise _problem(bench, "not readable")
+    if is_parquet(bench.path):
+        _pyarrow(bench)
 
 
 def _pyarrow(bench: Any) -> Any:

@@ -125,3 +125,16 @@ def test_a_benchmark_that_cannot_be_read_stops_run_before_any_request(project, f
     (project.dir / "bench" / "gone.jsonl").write_text('{"q": "fine"}\n{oops\n')
     r = cli(["-C", project.dir, "split"], env=project.env)
     assert r.returncode == 2 and "pipeline.decontaminate: bench/gone.jsonl: line 2 is not a JSON record" in r.stderr
+
+
+def test_config_check_lists_the_benchmarks_that_cannot_be_read(project, fake_provider, cli):
+    project.write(topics=1, subtopics=1, questions=2,
+                  pipeline={"decontaminate": ["bench/ok.jsonl", "bench/gone.jsonl"], "decontaminate_ngram": 8})
+    (project.dir / "bench").mkdir()
+    (project.dir / "bench" / "ok.jsonl").write_text('{"q": "fine"}\n')
+    r = cli(["-C", project.dir, "config", "check"], env=project.env)
+    assert r.returncode == 2
+    assert "decontaminate: [bench/ok.jsonl, bench/gone.jsonl], decontaminate_ngram: 8" in r.stdout
+    assert r.stderr.strip().splitlines()[-1] == "error: pipeline.decontaminate: bench/gone.jsonl: no such file"
+    (project.dir / "bench" / "gone.jsonl").write_text("")
+    assert cli(["-C", project.dir, "config", "check"], env=project.env).returncode == 0
