@@ -7,6 +7,9 @@ A synthetic project gets N answers of about --answer-bytes each (10 topics x 50 
 the questions answered twice, the first answer excluded; 3% excluded; 1% orphaned). Each path
 runs in its own child process, which reports its wall time and peak RSS (VmHWM) less its RSS
 before the split (after imports). Both paths must write byte-identical train.jsonl/eval.jsonl.
+A third run, `decontam`, is the streaming split as `split` runs it by default plus a benchmark
+file: the eval check (13-grams of the eval questions and answers) and a benchmark of 5,000 items
+of about 100 words (docs/stages.md#decontamination); it prints its cost over `new`.
 
     python3 scripts/bench_split.py [--sizes 10000 100000] [--answer-bytes 2000] [--keep DIR]
 """
@@ -96,10 +99,23 @@ def child(path: str, folder: str) -> None:
         _, train, eval_ = split_examples(answers, questions, topics, 0.1, 42)
         rewrite(paths.train, train)
         rewrite(paths.eval, eval_)
+    elif path == "decontam":
+        run_split(paths, topics, 0.1, 42, benchmarks=_benchmark(), eval_ngram=13)
     else:
         run_split(paths, topics, 0.1, 42)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_kb": _rss_kb("VmHWM"), "base_kb": base}))
+
+
+def _benchmark():
+    """A Screen of 5,000 items of about 100 words (words that the answers do not use)."""
+    from overbrainer.dataset.decontam import Screen
+
+    rng = random.Random(7)
+    vocabulary = [f"bench{i}" for i in range(500)]
+    screen = Screen()
+    screen.add_source("bench.jsonl", (" ".join(rng.choices(vocabulary, k=100)) for _ in range(5000)))
+    return screen
 
 
 def _digest(paths: ProjectPaths) -> str:
@@ -150,6 +166,10 @@ def main() -> int:
                 return 1
             rows[n] = (old, new)
             _report(n, paths.answers.stat().st_size / 1e6, old, new)
+            dec = measure(folder, "decontam")
+            print(f"{n:>7} answers: decontam (eval check + a 5,000-item benchmark) {dec['seconds']:6.2f} s "
+                  f"({dec['cpu']:6.2f} s CPU), added memory {_added_mb(dec):6.1f} MB; over new: CPU "
+                  f"{dec['cpu'] / new['cpu']:.2f}x, added memory +{_added_mb(dec) - _added_mb(new):.1f} MB")
     small, large = args.sizes
     for name, i in (("old", 0), ("new", 1)):
         a, b = rows[small][i], rows[large][i]

@@ -41,6 +41,10 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         if probe:
             failure = _probe(app, cfg, data) or failure
         problems = ready.problems(cfg)
+        if cfg.pipeline.decontaminate:  # pathlib and the readers only then (start-up time)
+            from overbrainer.dataset import benchmarks
+
+            problems += benchmarks.problems(app.root, cfg.pipeline.decontaminate)
         data["problems"] = problems
         if app.json_mode:
             app.report(show.text(cfg), data)

@@ -12,13 +12,14 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import Table, origin, unknown
+from overbrainer.config.fields import EnvStr, Table, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
     PROTOCOLS,
     ROLE_NAMES,
     THINKING_MODES,
+    Benchmark,
     Config,
     Pipeline,
     Project,
@@ -221,6 +222,38 @@ def _pipeline(root: Table) -> Pipeline:
         include_system_prompt=t.bool("include_system_prompt", d.include_system_prompt),
         stop_grace_secs=t.int("stop_grace_secs", d.stop_grace_secs, min=0, max=3600),
         max_cost_usd=t.float("max_cost_usd", rule=(lambda x: 0 < x < math.inf, "must be greater than 0")),
+        decontaminate=_benchmarks(t),
+        decontaminate_ngram=t.int("decontaminate_ngram", d.decontaminate_ngram, min=1, max=limits.MAX_NGRAM),
+        decontaminate_eval=t.bool("decontaminate_eval", d.decontaminate_eval),
     )
     t.finish()
     return p
+
+
+def _benchmarks(t: Table) -> tuple[Benchmark, ...]:
+    """`decontaminate`: benchmark paths, each a string or a table {path, fields}; from the
+    environment, paths separated by commas."""
+    key = "decontaminate"
+    v = t.raw(key, [])
+    if isinstance(v, EnvStr):
+        return tuple(Benchmark(p.strip()) for p in v.split(",") if p.strip())
+    if not isinstance(v, list):
+        t.problem(key, "expected a list of paths (or {path, fields} tables)", v)
+        return ()
+    out = []
+    for i, item in enumerate(v):
+        if isinstance(item, dict):
+            item_t = Table(item, t.key(f"{key}[{i}]"), t.problems)
+            path = item_t.str("path", required=True, nonempty=True)
+            fields = item_t.raw("fields", [])
+            item_t.finish()
+            if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+                item_t.problem("fields", "expected a list of field names", fields)
+                continue
+            if path is not None:
+                out.append(Benchmark(path, tuple(fields)))
+        elif isinstance(item, str) and item.strip():
+            out.append(Benchmark(item.strip()))
+        else:
+            t.problem(f"{key}[{i}]", "expected a path (a non-empty string) or a {path, fields} table", item)
+    return tuple(out)

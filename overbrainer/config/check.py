@@ -10,6 +10,7 @@ from typing import Any
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
     DEFAULT_RUNPOD_BASE_URL,
+    Benchmark,
     Config,
     LocalTarget,
     Role,
@@ -48,8 +49,10 @@ def _fmt(v: Any) -> str:
         return UNSET
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, Benchmark):
+        return v.path + (f" (fields {', '.join(v.fields)})" if v.fields else "")
     return str(v)
 
 

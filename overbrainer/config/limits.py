@@ -18,6 +18,7 @@ MAX_PLANNED_QUESTIONS = 10_000_000  # subtopics x questions_per_subtopic, summed
 MAX_QUESTION_BATCH = 1_000  # [pipeline] question_batch_size
 MAX_CONCURRENCY = 1_024  # [pipeline] concurrency
 MAX_RETRIES = 100  # [pipeline] max_retries
+MAX_NGRAM = 64  # [pipeline] decontaminate_ngram
 
 NAMED = 5  # the topics a planned-total problem names (the largest), then "and N more"
 

@@ -92,6 +92,15 @@ class Roles:
 
 
 @frozen
+class Benchmark:
+    """A benchmark file of `pipeline.decontaminate`: its path (relative to the project) and the
+    fields whose text is read (empty: every string of a record)."""
+
+    path: str
+    fields: tuple[str, ...] = ()
+
+
+@frozen
 class Pipeline:
     concurrency: int = 8
     max_retries: int = 5
@@ -104,6 +113,9 @@ class Pipeline:
     include_system_prompt: bool = False
     stop_grace_secs: int = 30  # on a stop, how long the requests in flight may take to come back
     max_cost_usd: float | None = None  # the LLM spend cap of one command (None: no cap)
+    decontaminate: tuple[Benchmark, ...] = ()  # benchmark files no example may overlap
+    decontaminate_ngram: int = 13  # n of the n-gram overlap rule (lm-evaluation-harness's 13)
+    decontaminate_eval: bool = True  # drop from train the examples whose question overlaps eval
 
 
 @frozen

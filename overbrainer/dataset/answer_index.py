@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from typing import Callable
 
 from .ids import packed
 from .jsonl import iter_records
@@ -30,6 +31,7 @@ class AnswerIndex:
         self.groups: list[tuple[str, str]] = []
         self._group_of: dict[tuple[str, str], int] = {}
         self.text_ids = False  # some ID is not 32 lowercase hex digits (kept as its text)
+        self.hits: dict[int, str] = {}  # number -> the source its usable answer overlaps (decontamination)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -65,9 +67,19 @@ class AnswerIndex:
         return None if status == USABLE else EXCLUSIONS[status]
 
 
-def index_answers(path: str | os.PathLike) -> AnswerIndex:
-    """Read answers.jsonl at `path` once (strictly, like every reader) into an AnswerIndex."""
+def index_answers(path: str | os.PathLike,
+                  screen: Callable[[Example], str | None] | None = None) -> AnswerIndex:
+    """Read answers.jsonl at `path` once (strictly, like every reader) into an AnswerIndex.
+    `screen(ex)`: for a usable answer, the source of contamination it overlaps, or None; the
+    latest answer of a question that overlaps one is in `index.hits`."""
     index = AnswerIndex()
     for offset, ex in iter_records(path, Example, offsets=True):
         index.add(offset, ex)  # type: ignore[arg-type]
+        if screen is not None:
+            n = index.number[packed(ex.id)]  # type: ignore[attr-defined]
+            source = screen(ex) if ex.meta.excluded is None else None  # type: ignore[attr-defined]
+            if source is None:
+                index.hits.pop(n, None)
+            else:
+                index.hits[n] = source
     return index

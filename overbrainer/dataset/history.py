@@ -60,6 +60,8 @@ class HistoryEntry:
         if self.split is not None:
             d["split"] = {"train": self.split["train"], "eval": self.split["eval"],
                           "orphaned": self.split["orphaned"]}
+            if self.split.get("contaminated"):  # only when some were (older readers ignore it)
+                d["split"]["contaminated"] = self.split["contaminated"]
         if self.backfilled:
             d["backfilled"] = True
         return d
@@ -98,7 +100,10 @@ class HistoryEntry:
                     not isinstance(split.get(k), int) or isinstance(split.get(k), bool)
                     for k in ("train", "eval", "orphaned")):
                 raise ValueError("`split` must hold train, eval and orphaned counts")
+            contaminated = split.get("contaminated")
             split = {k: split[k] for k in ("train", "eval", "orphaned")}
+            if isinstance(contaminated, int) and not isinstance(contaminated, bool) and contaminated > 0:
+                split["contaminated"] = contaminated
         backfilled = d.get("backfilled", False)
         if not isinstance(backfilled, bool):
             raise ValueError("`backfilled` must be a boolean")
@@ -164,10 +169,13 @@ class HistoryRecorder:
             excluded_from_split = None
             if split is not None:
                 if isinstance(split, dict):
-                    split_counts = {k: int(split[k]) for k in ("train", "eval", "orphaned")}
+                    split_counts = {k: int(split[k]) for k in ("train", "eval", "orphaned", "contaminated")
+                                    if k in split}
                 else:
                     split_counts = {"train": split.train_count, "eval": split.eval_count,
                                     "orphaned": split.orphaned}
+                    if split.contaminated_total:
+                        split_counts["contaminated"] = split.contaminated_total
                     excluded_from_split = split.excluded_total
             if stats is None:
                 if split_counts is None:

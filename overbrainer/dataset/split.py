@@ -107,6 +107,11 @@ class SplitResult:
     total: int = 0  # answers of the counted topics (StageStarted total)
     orphaned_usable: int = 0  # usable answers orphaned, all topics
     usable: int = 0  # usable answers split, all topics
+    contaminated: dict[str, int] = field(default_factory=dict)  # source ("eval", a benchmark) -> n > 0
+
+    @property
+    def contaminated_total(self) -> int:
+        return sum(self.contaminated.values())
 
     @property
     def excluded_total(self) -> int:
@@ -118,16 +123,27 @@ class SplitResult:
         return self.orphaned_usable > 0 and self.usable == 0
 
     def summary(self) -> str:
-        """`split: 90 train, 10 eval, 3 excluded (truncated 3), 2 orphaned`."""
+        """`split: 90 train, 10 eval, 3 excluded (truncated 3), 2 contaminated (eval 1,
+        gsm8k_test.jsonl 1), 2 orphaned` (the contaminated part only when there are some)."""
         excluded = f"{self.excluded_total} excluded"
         if self.excluded:
             excluded += " (" + ", ".join(f"{k} {v}" for k, v in self.excluded.items()) + ")"
-        return f"split: {self.train_count} train, {self.eval_count} eval, {excluded}, {self.orphaned} orphaned"
+        return (f"split: {self.train_count} train, {self.eval_count} eval, {excluded}, "
+                f"{contaminated_text(self.contaminated)}{self.orphaned} orphaned")
 
     def to_dict(self) -> dict:
         return {"stage": "split", "train": self.train_count, "eval": self.eval_count,
                 "excluded": self.excluded_total, "excluded_by_reason": dict(self.excluded),
+                "contaminated": self.contaminated_total, "contaminated_by_source": dict(self.contaminated),
                 "orphaned": self.orphaned}
+
+
+def contaminated_text(by_source: dict[str, int]) -> str:
+    """`2 contaminated (eval 1, gsm8k_test.jsonl 1), ` or nothing when there is none."""
+    if not by_source:
+        return ""
+    return (f"{sum(by_source.values())} contaminated ("
+            + ", ".join(f"{k} {v}" for k, v in by_source.items()) + "), ")
 
 
 def counting(counted: str | Iterable[str] | None) -> Callable[[str], bool]:

@@ -92,11 +92,30 @@ def forget(paths: ProjectPaths) -> None:
         log.warning("cannot remove %s: %s", paths.dataset_state, e.strerror)
 
 
-def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int) -> dict:
-    """What a split's result depends on: its inputs' identity and its settings."""
+def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int, decontaminate: dict | None = None) -> dict:
+    """What a split's result depends on: its inputs' identity and its settings. `decontaminate`:
+    its settings ({"ngram", "eval", "benchmarks": [[path, [fields]], ...]}); the benchmark files'
+    identities are added."""
     names = sorted(t if isinstance(t, str) else t.name for t in topics)
-    return {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
-            "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
+    key = {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
+           "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
+    if decontaminate is not None:
+        files = [_identity(paths.root / path) for path, _ in decontaminate["benchmarks"]]
+        key["decontaminate"] = dict(decontaminate, files=files)
+    return key
+
+
+def last_split(paths: ProjectPaths) -> dict | None:
+    """The saved record of the last split ({"key", "outputs", "result"}) when its train and eval
+    files are still the ones it wrote; else None (the model card's decontamination facts)."""
+    try:
+        with open(paths.split_state, "rb") as f:
+            data = json.loads(f.read())
+        if data.get("format") != FORMAT or data.get("outputs") != _outputs(paths):
+            return None
+        return data
+    except (OSError, ValueError):
+        return None
 
 
 def _outputs(paths: ProjectPaths) -> dict:
@@ -116,6 +135,20 @@ def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         log.debug("%s: not used (%s)", paths.split_state, e)
+        return None
+
+
+def decontamination_facts(paths: ProjectPaths) -> dict | None:
+    """What the split that wrote the current train and eval files did to decontaminate them:
+    {"ngram", "eval", "benchmarks": [paths], "contaminated": {source: n}}; None when unknown
+    (no saved split, or train/eval changed since)."""
+    data = last_split(paths)
+    try:
+        settings = data["key"]["decontaminate"]  # type: ignore[index]
+        return {"ngram": int(settings["ngram"]), "eval": bool(settings["eval"]),
+                "benchmarks": [str(path) for path, _ in settings["benchmarks"]],
+                "contaminated": {str(k): int(v) for k, v in data["result"].get("contaminated", {}).items()}}  # type: ignore[index]
+    except (TypeError, KeyError, ValueError, AttributeError):
         return None
 
 

@@ -102,7 +102,22 @@ def _table(f: CardFacts) -> list[str]:
         rows.append(("Final loss", ", ".join(losses)))
     if f.training_secs is not None:
         rows.append(("Training time", duration(f.training_secs, words=True)))
+    if f.decontamination is not None:
+        rows.append(("Decontamination", decontamination_text(f.decontamination)))
     return ["| | |", "|---|---|"] + [f"| {cell(k)} | {cell(v)} |" for k, v in rows]
+
+
+def decontamination_text(d: dict) -> str:
+    """`13-gram overlap with the eval split, gsm8k_test.jsonl: 3 examples left out (eval 1,
+    gsm8k_test.jsonl 2)`, or `none` when nothing was checked."""
+    against = (["the eval split"] if d["eval"] else []) + list(d["benchmarks"])
+    if not against:
+        return "none"
+    n = sum(d["contaminated"].values())
+    left = f"{n} example{'' if n == 1 else 's'} left out"
+    if n:
+        left += " (" + ", ".join(f"{k} {v}" for k, v in d["contaminated"].items()) + ")"
+    return f"{d['ngram']}-gram overlap with {', '.join(against)}: {left}"
 
 
 def render(f: CardFacts) -> str:

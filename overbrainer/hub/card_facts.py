@@ -50,6 +50,7 @@ class CardFacts:
     topics: list[tuple[str, str | None]] = field(default_factory=list)
     license: str | None = None
     reproduce: str = ""
+    decontamination: dict | None = None  # {"ngram", "eval", "benchmarks": [file names], "contaminated"}
 
 
 def axolotl_settings(run_dir: Path) -> dict:
@@ -85,6 +86,24 @@ def _count(path: Path) -> tuple[int | None, bool]:
     except (OSError, ValueError) as e:
         log.warning("push: card without the %s count (%s)", path.stem, type(e).__name__)
         return None, False
+
+
+def _decontamination(path: Path) -> dict | None:
+    """The run's data/decontamination.json (runs/prepare.py), benchmark paths cut to their file
+    names; None when absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        contaminated: dict[str, int] = {}
+        for k, v in data["contaminated"].items():
+            name = Path(str(k)).name
+            contaminated[name] = contaminated.get(name, 0) + int(v)
+        return {"ngram": int(data["ngram"]), "eval": bool(data["eval"]),
+                "benchmarks": [Path(str(b)).name for b in data["benchmarks"]], "contaminated": contaminated}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("push: card without the decontamination (%s)", type(e).__name__)
+        return None
 
 
 def _metrics(path: Path) -> tuple[float | None, float | None, float | None]:
@@ -141,6 +160,7 @@ def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str],
     facts.eval_count, r2 = _count(run_dir / "data" / "eval.jsonl")
     if facts.train_count is not None:
         facts.kept = "answers and reasoning" if (r1 or r2) else "answers only"
+    facts.decontamination = _decontamination(run_dir / "data" / "decontamination.json")
     facts.train_loss, facts.eval_loss, facts.training_secs = _metrics(run_dir / "metrics.jsonl")
     facts.gguf_types = gguf_types(paths, run_id)
     facts.gpu, facts.spend = _pod(run_dir)

@@ -45,4 +45,6 @@ class StageRecorder:
         if result is not None and result.split is not None:
             s = result.split
             split = {"train": s.train, "eval": s.eval, "orphaned": s.orphaned}
+            if s.contaminated:
+                split["contaminated"] = s.contaminated
         recorder.finish("failed" if failed else "ok", stats, split=split)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.dataset import benchmarks as benchmark_files
 from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
 from overbrainer.pipeline.answers import run_answers
@@ -136,6 +137,7 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     stage that fails. Training (the command's next flow) should use `watch.config` when the
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run."""
     refuse_hidden_reasoning(config)  # before the first stage spends anything
+    benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch)
 

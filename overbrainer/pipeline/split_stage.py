@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from overbrainer.dataset import benchmarks as benchmark_files
 from overbrainer.dataset.split_files import run_split
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.split import ORPHANED_WARNING
@@ -33,7 +34,8 @@ def run_split_stage(ctx: StageContext, topic: str | None = None) -> StageResult:
 def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
-    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
+    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded),
+                         dict(result.contaminated))
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))
@@ -48,7 +50,9 @@ def _split(ctx: StageContext, topic: str | None):
     """Split, or, when the inputs, the settings and the files written are those of the last
     split (dataset/state.py), only its counts again: nothing to read or write."""
     pipeline = ctx.pipeline
-    key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed)
+    benchmark_files.check(ctx.paths.root, pipeline.decontaminate)
+    key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed,
+                                  decontamination(pipeline))
     if topic is None:
         result = dataset_state.unchanged_split(ctx.paths, key)
         if result is not None:
@@ -57,10 +61,19 @@ def _split(ctx: StageContext, topic: str | None):
             if result.all_orphaned:
                 log.warning(ORPHANED_WARNING, result.orphaned_usable)
             return result
-    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
+    screen = benchmark_files.screen(ctx.paths.root, pipeline.decontaminate, pipeline.decontaminate_ngram)
+    eval_ngram = pipeline.decontaminate_ngram if pipeline.decontaminate_eval else None
+    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic,
+                       benchmarks=screen, eval_ngram=eval_ngram)
     if topic is None:
         dataset_state.save_split(ctx.paths, key, result)
     return result
+
+
+def decontamination(pipeline) -> dict:
+    """The decontamination settings, as the split key and the model card keep them."""
+    return {"ngram": pipeline.decontaminate_ngram, "eval": pipeline.decontaminate_eval,
+            "benchmarks": [[b.path, list(b.fields)] for b in pipeline.decontaminate]}
 
 
 @dataclass
@@ -94,6 +107,9 @@ def _nothing_to_train(result) -> OverbrainerError | None:
             why += ": the parent does not return its reasoning; set roles.parent.reasoning = false"
         else:
             why += ": see `overbrainer dataset stats`"
+    elif result.contaminated and not result.written_train:
+        why = ("every answer left for train overlaps the eval split or a benchmark "
+               f"({', '.join(f'{k} {n}' for k, n in result.contaminated.items())})")
     elif not result.usable:
         why = "there is no answer yet: run `overbrainer answers` first"
     else:

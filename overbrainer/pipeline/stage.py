@@ -10,6 +10,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from overbrainer.dataset.split import contaminated_text
 from overbrainer.dataset.stages import StageStats
 from overbrainer.front.events import (
     ItemDone,
@@ -137,10 +138,15 @@ class SplitCounts:
     eval: int = 0
     orphaned: int = 0
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
+    contaminated_by_source: dict[str, int] = field(default_factory=dict)  # "eval" or a benchmark -> n > 0
 
     @property
     def excluded(self) -> int:
         return sum(self.excluded_by_reason.values())
+
+    @property
+    def contaminated(self) -> int:
+        return sum(self.contaminated_by_source.values())
 
 
 # What each stage's items are, and what it writes: (item, items, record, records).
@@ -190,7 +196,8 @@ class StageResult:
             s = self.split
             return {"stage": "split", "train": s.train, "eval": s.eval, "orphaned": s.orphaned,
                     "excluded": s.excluded,
-                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS}}
+                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS},
+                    "contaminated": s.contaminated, "contaminated_by_source": dict(s.contaminated_by_source)}
         st = self.stats
         _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
         out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,
@@ -253,4 +260,5 @@ def split_line(s: SplitCounts) -> str:
     reasons = ", ".join(f"{r} {s.excluded_by_reason[r]}" for r in EXCLUSION_REASONS
                         if s.excluded_by_reason.get(r, 0) > 0)
     excluded = f"{s.excluded} excluded" + (f" ({reasons})" if reasons else "")
-    return f"split: {s.train} train, {s.eval} eval, {excluded}, {s.orphaned} orphaned"
+    contaminated = contaminated_text(s.contaminated_by_source)
+    return f"split: {s.train} train, {s.eval} eval, {excluded}, {contaminated}{s.orphaned} orphaned"

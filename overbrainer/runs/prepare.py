@@ -3,6 +3,7 @@ for a resumed run, the stopped run's checkpoint. Also the `--resume-from` checks
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -11,16 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.dataset.state import decontamination_facts
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import STOPPED, RunRecord, load
+from overbrainer.support.atomic import atomic_write_bytes
 from overbrainer.support.links import link_or_copy
 from overbrainer.train.axolotl_config import build_config, eval_warning, has_examples, require_examples, write_config
 from overbrainer.train.job import PLUGIN_NAME, install_plugin
 from overbrainer.train.resume import resume_differences
 
 log = logging.getLogger(__name__)
+
+DECONTAMINATION = "decontamination.json"  # in a run's data/: how its examples were decontaminated
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
     has_eval = has_examples(data_src / "eval.jsonl")
     if has_eval:
         _copy_file(data_src / "eval.jsonl", data_dir / "eval.jsonl")
+    _decontamination(data_src, data_dir, None if resume else ProjectPaths(project_dir))
     check()
     try:
         install_plugin(run_dir)
@@ -100,6 +106,23 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
     except OSError as e:
         raise OverbrainerError(f"cannot write {run_dir / 'axolotl.yaml'}: {e.strerror}") from e
     return config
+
+
+def _decontamination(data_src: Path, data_dir: Path, project: ProjectPaths | None) -> None:
+    """data/decontamination.json: how the split that wrote the copied files decontaminated them
+    (dataset/state.decontamination_facts; a resumed run: the stopped run's file), for the model
+    card. Best effort: without it the card says nothing about decontamination."""
+    try:
+        if project is None:
+            if (data_src / DECONTAMINATION).is_file():
+                shutil.copyfile(data_src / DECONTAMINATION, data_dir / DECONTAMINATION)
+            return
+        facts = decontamination_facts(project)
+        if facts is not None:
+            atomic_write_bytes(data_dir / DECONTAMINATION, json.dumps(facts, separators=(",", ":")).encode())
+    except OSError as e:
+        log.warning("cannot write %s: %s (the model card will not state the decontamination)",
+                    data_dir / DECONTAMINATION, e.strerror)
 
 
 def _copy_file(src: Path, dst: Path) -> None:

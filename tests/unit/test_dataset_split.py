@@ -243,8 +243,8 @@ def test_an_answers_file_changed_between_the_passes_is_an_error(tmp_path, monkey
     paths.train.write_text("old\n")
     real = split_files.index_answers
 
-    def index_then_change(path):
-        index = real(path)
+    def index_then_change(path, *screen):
+        index = real(path, *screen)
         rewrite(path, list(reversed(data)))  # same lengths, other IDs at the offsets
         return index
 

@@ -43,10 +43,16 @@ def _third_party(imports: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def _declared() -> set[str]:
+    """install_requires, and the optional extras a user installs for a feature (`parquet`: imported
+    only when that feature is configured, with the `pip install` hint when missing)."""
     cfg = configparser.ConfigParser()
     cfg.read(SETUP_CFG)
     lines = cfg["options"]["install_requires"].split("\n")
-    return {re.split(r"[<>=!~ \[;]", line.strip())[0].lower().replace("_", "-") for line in lines if line.strip()}
+    extras = cfg["options.extras_require"]
+    for name in extras:
+        if name not in ("test", "dev"):
+            lines += extras[name].split("\n")
+    return {re.split(r"[<>=!~ \[;#]", line.strip())[0].lower().replace("_", "-") for line in lines if line.strip()}
 
 
 def test_every_imported_package_is_declared():

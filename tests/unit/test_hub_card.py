@@ -109,3 +109,25 @@ def test_yaml_scalars_are_quoted_when_ambiguous():
 def test_gguf_types_come_from_the_run_s_file_names():
     assert gguf_types(["r-Q8_0.gguf", "r-Q4_K_M.gguf", "merged/r-F16.gguf", "other.gguf", "Modelfile"], "r") == [
         "Q4_K_M", "Q8_0"]
+
+
+def test_card_states_the_decontamination(tmp_path):
+    import json
+
+    from overbrainer.hub.card_facts import gather
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "decontamination.json").write_text(json.dumps(
+        {"ngram": 13, "eval": True, "benchmarks": ["/home/u/bench/gsm8k_test.jsonl", "m/math500.parquet"],
+         "contaminated": {"eval": 1, "bench/gsm8k_test.jsonl": 2}}))
+    facts = gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1")
+    card = render(facts)
+    assert ("| Decontamination | 13-gram overlap with the eval split, gsm8k_test.jsonl, math500.parquet: "
+            "3 examples left out (eval 1, gsm8k_test.jsonl 2) |") in card
+    assert "/home" not in card and "bench/" not in card
+    facts.decontamination = {"ngram": 8, "eval": False, "benchmarks": [], "contaminated": {}}
+    assert "| Decontamination | none |" in render(facts)
+    facts.decontamination = {"ngram": 13, "eval": True, "benchmarks": [], "contaminated": {}}
+    assert "| Decontamination | 13-gram overlap with the eval split: 0 examples left out |" in render(facts)
+    (tmp_path / "data" / "decontamination.json").unlink()  # a run made before: no row
+    assert "Decontamination" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))

@@ -41,6 +41,7 @@ FRONT_IN_DOMAIN = frozenset({"runpod"})
 LAZY: frozenset[tuple[str, str]] = frozenset({
     ("overbrainer.config.secrets", "overbrainer.config.vault"),  # the HTTP stack, for vault: only
     ("overbrainer.config.fields", "difflib"),  # did-you-mean, for an unknown key only
+    ("overbrainer.dataset.benchmarks", "pyarrow"),  # optional: a Parquet benchmark only
     ("overbrainer.exec.ssh", "paramiko"),
     ("overbrainer.exec.ssh_connect", "paramiko"),
     ("overbrainer.front.render_bars", "tqdm"),
