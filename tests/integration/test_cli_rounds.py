@@ -136,3 +136,14 @@ def test_a_subtopic_whose_questions_stall_is_held_back(project, fake_provider, c
     r = cli(["-C", project.dir, "questions"], env=project.env)
     assert r.returncode == 1 and "questions of `Alpha` (topic0)" in r.stderr
     assert fake_provider.chat_requests() != []
+
+
+def test_an_own_subtopics_prompt_without_existing_still_works(project, fake_provider, cli):
+    project.write(topics=1, subtopics=2, questions=1)
+    (project.dir / "prompts").mkdir(exist_ok=True)
+    (project.dir / "prompts" / "subtopics.txt").write_text(
+        "Subtopics of {{ topic }}. Reply with a JSON array of {{ count }} strings and nothing else.\n")
+    r = cli(["-C", project.dir, "subtopics"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("subtopics: 1 topic, 2 subtopics written;")
+    assert "prompts/subtopics.txt does not use `existing`" in r.stderr
