@@ -110,9 +110,10 @@ def _nothing_to_do(run: StageRun, figures: Figures, topics: list, held: Held) ->
     stalls = {t.name: held.of_topic(t) for t in topics}
     if any(short_of(figures.get(t.name), t, stalls[t.name]) for t in topics):
         return False
-    for t in topics:
-        for stall in stalls[t.name]:
-            held.hold(stall)
+    for t in topics:  # each subtopic record short of questions is a held one (by the count above)
+        short = figures.get(t.name).short_of(t.questions_per_subtopic)
+        if short:
+            held.hold(max(stalls[t.name], key=lambda s: s.at), short)
     run.held_back(held.count, held.latest)
     run.started(0, skipped=sum(figures.get(t.name).subtopics for t in topics) - held.count)
     return True

@@ -23,7 +23,7 @@ from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
 from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
 from overbrainer.pipeline.split_stage import run_split_stage
-from overbrainer.pipeline.stage import StageResult
+from overbrainer.pipeline.stage import StageResult, some
 from overbrainer.pipeline.subtopics import run_subtopics
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def conclude(result: StageResult, report: Report, command: str | None = None) ->
 def stalled_error(results: list[StageResult]) -> ItemsFailed | None:
     """The stages' items whose round added nothing this time (pipeline/held.py), as one error
     line naming them and what asks them again; None when there are none."""
-    parts = [f"{r.stage} of {', '.join(r.stalled)}" for r in results if r.stalled]
+    parts = [f"{r.stage} of {some(r.stalled)}" for r in results if r.stalled]
     if not parts:
         return None
     kinds = [r.stage for r in results if r.stalled]

@@ -273,11 +273,18 @@ def rounds_note(r: StageResult) -> str:
     one, items, _, records = UNITS.get(r.stage, ("item", "items", "record", "records"))
     note = ""
     if r.stalled:
-        note += f"; {counted(len(r.stalled), one, items)} added no new {records}: {', '.join(r.stalled)}"
+        note += f"; {counted(len(r.stalled), one, items)} added no new {records}: {some(r.stalled)}"
     if r.held:
         note += (f"; {r.held} {one}(s) held back: no new items at the last try ({r.held_at}); "
                  "change the prompt or the config to ask again")
     return note
+
+
+def some(labels: list[str], shown: int = 5) -> str:
+    """`a, b, c` or, past `shown` labels, `a, b, c, d, e and 7 more`: a line stays short."""
+    if len(labels) <= shown:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:shown])} and {len(labels) - shown} more"
 
 
 def split_line(s: SplitCounts) -> str:

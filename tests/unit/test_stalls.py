@@ -7,7 +7,11 @@ import os
 from overbrainer.config.model import Topic
 from overbrainer.dataset import stalls
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.dataset.stages import StageStats
+from overbrainer.pipeline.run_flow import stalled_error
+from overbrainer.pipeline.stage import StageResult, summary_line
 from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES, existing_names
+from overbrainer.support.usage import Usage
 
 TOPIC = Topic(name="rust", description="Ownership", subtopics=4, questions_per_subtopic=3)
 
@@ -67,3 +71,21 @@ def test_the_existing_names_a_prompt_lists_are_bounded():
     long = ["x" * 1000 for _ in range(100)]
     listed = existing_names(long)
     assert len(listed) == EXISTING_BYTES // 1003 and sum(len(n) + 3 for n in listed) <= EXISTING_BYTES
+
+
+def test_the_summary_and_the_error_name_what_added_nothing_and_what_is_held_back():
+    stats = StageStats(1, 0, 0, 0, Usage(10, 5), None)
+    r = StageResult("subtopics", stats, total=1, stalled=["rust"], held=2, held_at="2026-12-01")
+    line = summary_line(r)
+    assert line.endswith("; 1 topic added no new subtopics: rust; 2 topic(s) held back: no new items at the "
+                         "last try (2026-12-01); change the prompt or the config to ask again")
+    assert r.data()["stalled"] == ["rust"] and (r.data()["held"], r.data()["held_at"]) == (2, "2026-12-01")
+    many = StageResult("questions", stats, stalled=[f"`s{i}` (rust)" for i in range(8)])
+    assert summary_line(many).endswith("; 8 subtopics added no new questions: `s0` (rust), `s1` (rust), `s2` (rust), "
+                                       "`s3` (rust), `s4` (rust) and 3 more")
+    error = stalled_error([r, StageResult("answers", stats), many])
+    assert str(error).startswith("no new items at the last try: subtopics of rust; questions of `s0` (rust), ")
+    assert "the prompt (prompts/subtopics.txt, prompts/questions.txt)" in str(error) and error.exit_code == 1
+    assert stalled_error([StageResult("answers", stats)]) is None
+    quiet = StageResult("subtopics", stats)
+    assert "held back" not in summary_line(quiet) and "stalled" not in quiet.data()
