@@ -139,7 +139,7 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> N
     (`train: up to date with run <id>` otherwise); after a run that failed on them it stops with
     exit 1 and says how to retry (`overbrainer train`)."""
     from overbrainer.config.load import load_config
-    from overbrainer.pipeline.run_flow import ConfigWatch, run_all
+    from overbrainer.pipeline.run_flow import ConfigWatch, raise_stalled, run_all
 
     if plan:
         from overbrainer.pipeline.plan import plan_flow
@@ -150,15 +150,19 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> N
     with app.open_project(write=True) as config:
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
-            run_all(app.session(), config, watch=watcher, max_cost=max_cost)
-        config = watcher.config or config  # reloaded before training when it changed
-        if config.training is None:
-            log.info("no [training] section: run stops after split")
-            return
-        from overbrainer.hub.after_training import push_after_training, warn_missing_token
-        from overbrainer.runs.changed import train_if_changed
+            results = run_all(app.session(), config, watch=watcher, max_cost=max_cost)
+        _train_after_run(app, watcher.config or config, retrain)  # reloaded before training when it changed
+        raise_stalled(results)  # a round that added nothing: exit 1, once everything else ran
 
-        warn_missing_token(config)
-        result = train_if_changed(app.session(), config, retrain=retrain, after=app.post_train())
-        if result is not None:
-            push_after_training(app.session(), config, result)
+
+def _train_after_run(app: AppContext, config, retrain: bool) -> None:
+    if config.training is None:
+        log.info("no [training] section: run stops after split")
+        return
+    from overbrainer.hub.after_training import push_after_training, warn_missing_token
+    from overbrainer.runs.changed import train_if_changed
+
+    warn_missing_token(config)
+    result = train_if_changed(app.session(), config, retrain=retrain, after=app.post_train())
+    if result is not None:
+        push_after_training(app.session(), config, result)

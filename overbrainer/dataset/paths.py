@@ -51,3 +51,9 @@ class ProjectPaths:
     def split_state(self) -> Path:
         """What the last split read, wrote and counted (dataset/state.py)."""
         return self.state / "split.json"
+
+    @property
+    def stalls(self) -> Path:
+        """The list rounds that added nothing, not asked again until their prompt changes
+        (dataset/stalls.py)."""
+        return self.state / "stalls.json"

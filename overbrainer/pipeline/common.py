@@ -55,7 +55,8 @@ def _unpriced(ctx: StageContext, result: StageResult) -> StageResult:
 def result_of(run: StageRun, stats, error: BaseException | None = None, *,
               interrupted: bool = False) -> StageResult:
     return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
-                       handled=run.handled, interrupted=interrupted, abandoned=run.abandoned)
+                       handled=run.handled, interrupted=interrupted, abandoned=run.abandoned,
+                       stalled=list(run.stalled), held=run.held, held_at=run.held_at)
 
 
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.pipeline.ask_list import items_per_request, request_counts
+from overbrainer.pipeline.held import Held, fills
+from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES
 
 ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent"}
 # A question's size in bytes when the project has none to measure yet.
@@ -32,6 +34,7 @@ class Need:
     prompt_bytes: int = 0
     list_items: int = 0
     estimated: bool = False
+    held: int = 0  # items held back: their last round added nothing (pipeline/held.py)
 
     @property
     def role(self) -> str:
@@ -69,20 +72,32 @@ def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_ex
 
 def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
     """A topic missing subtopics asks for them in requests of at most `items_per_request` names
-    (pipeline/ask_list.request_counts): all of that size but the last."""
+    (pipeline/ask_list.request_counts): all of that size but the last. A topic held back
+    (its last round added nothing) asks nothing. Each prompt lists the names so far, counted
+    at their mean size up to the prompt's bound (subtopics.EXISTING_NAMES, EXISTING_BYTES)."""
     need = Need("subtopics")
     per = items_per_request(ctx.role("generator").max_tokens)
+    held = Held(ctx, "subtopics", bool(forced))
     templates = None
     for t in topics:
-        missing = t.subtopics - (0 if t.name in forced else figures.get(t.name).subtopics)
+        f = figures.get(t.name)
+        have = 0 if t.name in forced else f.subtopics
+        missing = t.subtopics - have
         if missing <= 0:
             continue
+        if held.stall(t) is not None:
+            need.held += 1
+            continue
         templates = templates or ctx.templates("subtopics.txt")
-        counts = Counter(request_counts(missing, per))
-        for count, k in counts.items():
-            prompt = templates.render("subtopics.txt", topic=t.name, description=t.description, count=count)
+        name_bytes = _mean(f.subtopic_bytes, f.subtopics, 30) + 3
+        counts = request_counts(missing, per)
+        for count, k in Counter(counts).items():
+            prompt = templates.render("subtopics.txt", topic=t.name, description=t.description, count=count,
+                                      existing=[])
             need.prompt_bytes += k * len(prompt.encode())
             need.requests += k
+        need.prompt_bytes += name_bytes * _listed(have, per, len(counts),
+                                                  min(EXISTING_NAMES, EXISTING_BYTES // name_bytes))
         need.items += 1
         need.list_items += missing
         coming.subtopics[t.name] = missing
@@ -94,10 +109,15 @@ def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
     size = _mean(sum(f.question_bytes for f in stored), sum(f.questions for f in stored), QUESTION_BYTES) + 3
     batch = max(1, min(ctx.pipeline.question_batch_size, items_per_request(ctx.role("generator").max_tokens)))
     need = Need("questions")
+    held = Held(ctx, "questions", bool(forced))
     templates = None
     for t in topics:
         f = figures.get(t.name)
         fill = {0: f.subtopics} if t.name in forced else dict(f.fill)
+        for have, k in fills(held.of_topic(t)).items():  # subtopics held back ask nothing
+            if have < t.questions_per_subtopic and fill.get(have, 0) > 0:
+                need.held += min(k, fill[have])
+                fill[have] -= min(k, fill[have])
         extra = coming.subtopics.get(t.name, 0)
         if extra:
             fill[0] = fill.get(0, 0) + extra
@@ -145,6 +165,13 @@ def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_exclud
     need.prompt_bytes = sum(systems[n] * count + size_ for n, (count, size_) in pending.items())
     need.prompt_bytes += sum((systems[n] + size) * coming.questions.get(n, 0) for n in names)
     return need
+
+
+def _listed(have: int, per: int, n: int, cap: int) -> int:
+    """The names the `n` requests of a topic list in all: request i lists min(cap, have + i·per)
+    (every request but the last adds `per`), in closed form."""
+    m = min(n, max(0, -(-(cap - have) // per)))  # requests listing fewer than `cap`
+    return m * have + per * m * (m - 1) // 2 + (n - m) * cap
 
 
 def _mean(total: int, count: int, default: int) -> int:

@@ -53,7 +53,7 @@ class StagePlan:
         about = "about " if n.estimated else ""
         head = f"{n.stage}: {about}{_count(n.requests, 'request')}"
         if not n.requests:
-            return f"{head}: nothing to ask"
+            return f"{head}: nothing to ask{_held(n)}"
         head += f" to {n.role} {self.model}"
         if n.estimated:
             head += " (estimated from the configured counts: earlier stages have not run yet)"
@@ -62,9 +62,9 @@ class StagePlan:
             basis += " and max_tokens"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
-            return f"{head}; {tokens}; cost unknown ({self.unpriced})"
+            return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens})")
+                f"(at max_tokens {self.max_tokens}){_held(n)}")
 
     def data(self) -> dict:
         n = self.need
@@ -72,7 +72,15 @@ class StagePlan:
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
-                "price_known": self.unpriced is None}
+                "price_known": self.unpriced is None, "held": n.held}
+
+
+def _held(need: Need) -> str:
+    """`; 1 topic(s) held back: …` (pipeline/held.py): items not asked, their last round added nothing."""
+    if not need.held:
+        return ""
+    return (f"; {need.held} {UNITS[need.stage]}(s) held back: no new items at the last try; "
+            "change the prompt or the config to ask again")
 
 
 def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,

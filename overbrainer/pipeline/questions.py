@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.figures import Figures
+from overbrainer.dataset.figures import Figures, TopicFigures
 from overbrainer.dataset.ids import packed, question_id
 from overbrainer.dataset.jsonl import iter_records
 from overbrainer.dataset.records import Question, Subtopic
@@ -26,6 +26,7 @@ from overbrainer.pipeline.common import (
     stage_figures,
 )
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.pipeline.topic_dedup import TopicDedup
 from overbrainer.pipeline.topic_dedups import TopicDedups, TopicState
@@ -56,17 +57,24 @@ class _Job:
     have: int = 0
     accepted: list[str] = field(default_factory=list)
     state: TopicState | None = None  # its topic's deduplicator, while it is filled
+    stalled: bool = False  # stopped after max(1, max_retries) batches in a row that added nothing
+
+
+def short_of(f: TopicFigures, topic, held: list) -> int:
+    """The topic's subtopic records short of questions, less those held back (`held`: the
+    topic's stalls, matched by the number of questions they held)."""
+    kept = fills(held)
+    return sum(max(0, k - kept.get(n, 0)) for n, k in f.fill.items() if n < topic.questions_per_subtopic)
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
     figures = stage_figures(ctx, force)
-    if figures is not None and not any(figures.get(t.name).short_of(t.questions_per_subtopic) for t in topics):
-        # Every subtopic is full: the saved figures say so, no data file is read.
-        run.started(0, skipped=sum(figures.get(t.name).subtopics for t in topics))
-        return finish(run)
+    held = Held(ctx, STAGE, force)
+    if figures is not None and _nothing_to_do(run, figures, topics, held):
+        return finish(run)  # the saved figures say so: no data file is read
     forced = {t.name for t in topics} if force else None
     output = Output(ctx.paths.questions, Question, forced)
-    jobs, offsets = _pending(ctx, run, topics, forced)
+    jobs, offsets = _pending(ctx, run, topics, forced, held)
     if not jobs:
         return finish(run)
 
@@ -89,18 +97,40 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     def keep(job: _Job, value) -> None:
         usage, cost = value
+        if job.stalled:
+            held.record(job.topic, job.subtopic.id, job.have)
+            run.stall(f"`{job.subtopic.name}` ({job.topic.name})")
+        else:
+            held.clear(job.subtopic.id)
         run.item_done(job.subtopic.id, usage, cost)
 
-    with keeping_figures(ctx, run, figures), output:
-        return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
+    try:
+        with keeping_figures(ctx, run, figures), output:
+            return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
+    finally:
+        held.save()
 
 
-def _pending(ctx: StageContext, run: StageRun, topics: list,
-             forced: set[str] | None) -> tuple[list[_Job], dict[str, array]]:
+def _nothing_to_do(run: StageRun, figures: Figures, topics: list, held: Held) -> bool:
+    """Every subtopic is full or held back, by the figures: the stage starts with none."""
+    stalls = {t.name: held.of_topic(t) for t in topics}
+    if any(short_of(figures.get(t.name), t, stalls[t.name]) for t in topics):
+        return False
+    for t in topics:  # each subtopic record short of questions is a held one (by the count above)
+        short = figures.get(t.name).short_of(t.questions_per_subtopic)
+        if short:
+            held.hold(max(stalls[t.name], key=lambda s: s.at), short)
+    run.held_back(held.count, held.latest)
+    run.started(0, skipped=sum(figures.get(t.name).subtopics for t in topics) - held.count)
+    return True
+
+
+def _pending(ctx: StageContext, run: StageRun, topics: list, forced: set[str] | None,
+             held: Held) -> tuple[list[_Job], dict[str, array]]:
     """The selected topics' subtopics still short of questions (the stage's items, topic by
-    topic; full ones are skipped), each with how many it has, and per selected topic the byte
-    offsets of its stored questions (its deduplicator's seed, read when it is made); two
-    streaming passes, counts and offsets only."""
+    topic; full ones are skipped, held ones held back), each with how many it has, and per
+    selected topic the byte offsets of its stored questions (its deduplicator's seed, read when
+    it is made); two streaming passes, counts and offsets only."""
     by_topic = {t.name: t for t in topics}
     counts: dict[str, int] = {}
     offsets: dict[str, array] = {name: array("Q") for name in by_topic}
@@ -116,10 +146,15 @@ def _pending(ctx: StageContext, run: StageRun, topics: list,
         topic = by_topic.get(s.topic)
         if topic is None:
             continue
-        selected += 1
         have = counts.get(s.id, 0)
+        stall = held.stall(topic, s.id) if have < topic.questions_per_subtopic else None
+        if stall is not None:
+            held.hold(stall)
+            continue
+        selected += 1
         if have < topic.questions_per_subtopic:
             jobs.append(_Job(topic, s, have))
+    run.held_back(held.count, held.latest)
     run.started(len(jobs), skipped=selected - len(jobs))
     order = {name: i for i, name in enumerate(by_topic)}
     jobs.sort(key=lambda j: order[j.topic.name])  # topic by topic: few deduplicators alive at once
@@ -169,8 +204,9 @@ class _Filler:
                 cost = (cost or 0.0) + c
             stalls = 0 if self._accept(job, items) else stalls + 1
         if job.have < target:
-            log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself",
-                        job.subtopic.name, job.have, target)
+            job.stalled = True
+            log.warning("subtopic `%s`: stopped at %d of %d questions, the generator kept repeating itself; "
+                        "held back until its prompt changes", job.subtopic.name, job.have, target)
         return usage, cost
 
     def _ask(self, job: _Job, count: int):

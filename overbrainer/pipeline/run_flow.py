@@ -24,7 +24,7 @@ from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
 from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
 from overbrainer.pipeline.split_stage import run_split_stage
-from overbrainer.pipeline.stage import StageResult
+from overbrainer.pipeline.stage import StageResult, some
 from overbrainer.pipeline.subtopics import run_subtopics
 
 if TYPE_CHECKING:
@@ -63,12 +63,34 @@ def conclude(result: StageResult, report: Report, command: str | None = None) ->
     return result
 
 
+def stalled_error(results: list[StageResult]) -> ItemsFailed | None:
+    """The stages' items whose round added nothing this time (pipeline/held.py), as one error
+    line naming them and what asks them again; None when there are none."""
+    parts = [f"{r.stage} of {some(r.stalled)}" for r in results if r.stalled]
+    if not parts:
+        return None
+    kinds = [r.stage for r in results if r.stalled]
+    return ItemsFailed(f"no new items at the last try: {'; '.join(parts)}; not asked again until the topic's "
+                       f"description or counts, the prompt ({', '.join(f'prompts/{k}.txt' for k in kinds)}) "
+                       "or the generator's model change, or with --force")
+
+
+def raise_stalled(results: list[StageResult]) -> None:
+    """`run` and the stage commands end with exit 1 when a paid round added nothing."""
+    error = stalled_error(results)
+    if error is not None:
+        raise error
+
+
 def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
               retry_excluded: bool = False, max_cost: float | None = None) -> list[StageResult]:
     """One stage command (`subtopics`, `questions`, `answers`, `split`); `retry_excluded`:
-    `answers --retry-excluded`; `max_cost`: `--max-cost`."""
+    `answers --retry-excluded`; `max_cost`: `--max-cost`. Ends with ItemsFailed when a round
+    added nothing (`stalled_error`)."""
     with stage_context(session, config, max_cost=max_cost) as ctx:
-        return _stage(ctx, stage, session.report, topic, force, retry_excluded)
+        results = _stage(ctx, stage, session.report, topic, force, retry_excluded)
+    raise_stalled(results)
+    return results
 
 
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
@@ -135,7 +157,9 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
             max_cost: float | None = None) -> list[StageResult]:
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
-    configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run."""
+    configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run.
+    A round that added nothing does not stop the run: the command ends with
+    `raise_stalled(results)` once everything else is done."""
     refuse_hidden_reasoning(config)  # before the first stage spends anything
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:

@@ -50,6 +50,9 @@ class StageRun:
         self.provider: str | None = None
         self.model: str | None = None
         self.abandoned = 0  # requests in flight when the stop's grace ended, not waited for
+        self.stalled: list[str] = []  # items whose round added nothing (pipeline/held.py)
+        self.held = 0  # items not asked: their last round added nothing, and its prompt is unchanged
+        self.held_at: str | None = None  # the latest date of those rounds
 
     # --- events ----------------------------------------------------------------------------
 
@@ -106,6 +109,15 @@ class StageRun:
 
     def retrying(self, item_id: str, message: str) -> None:
         self.publish(ItemFailed(self.name, item_id, message, True))
+
+    def stall(self, label: str) -> None:
+        """An item whose round added nothing: it stops for this run, and is held back next time."""
+        with self._lock:
+            self.stalled.append(label)
+
+    def held_back(self, n: int, at: str | None) -> None:
+        """`n` items not asked: their last round (at `at`) added nothing."""
+        self.held, self.held_at = n, at
 
     def item_failed(self, item_id: str, message: str) -> None:
         with self._lock:
@@ -181,6 +193,9 @@ class StageResult:
     interrupted: bool = False
     abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
     unpriced: bool = False  # spent nothing, at a price unknown the last time the stage spent
+    stalled: list[str] = field(default_factory=list)  # items whose round added nothing
+    held: int = 0  # items held back: their last round added nothing (at `held_at`)
+    held_at: str | None = None
 
     @property
     def stopped(self) -> bool:
@@ -209,6 +224,10 @@ class StageResult:
             out["cost_estimate"] = round(st.cost_estimate, 8)
         if self.abandoned:
             out["abandoned"] = self.abandoned
+        if self.stalled:
+            out["stalled"] = list(self.stalled)
+        if self.held:
+            out["held"], out["held_at"] = self.held, self.held_at
         if self.stopped:
             out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
         return out
@@ -253,7 +272,26 @@ def summary_line(r: StageResult) -> str:
     if r.abandoned:
         line += (f"; {counted(r.abandoned, 'request', 'requests')} in flight "
                  f"{'was' if r.abandoned == 1 else 'were'} abandoned; the provider may bill them")
-    return line
+    return line + rounds_note(r)
+
+
+def rounds_note(r: StageResult) -> str:
+    """`; 1 topic added nothing: topic0` and `; 2 topic(s) held back: …` (pipeline/held.py)."""
+    one, items, _, records = UNITS.get(r.stage, ("item", "items", "record", "records"))
+    note = ""
+    if r.stalled:
+        note += f"; {counted(len(r.stalled), one, items)} added no new {records}: {some(r.stalled)}"
+    if r.held:
+        note += (f"; {r.held} {one}(s) held back: no new items at the last try ({r.held_at}); "
+                 "change the prompt or the config to ask again")
+    return note
+
+
+def some(labels: list[str], shown: int = 5) -> str:
+    """`a, b, c` or, past `shown` labels, `a, b, c, d, e and 7 more`: a line stays short."""
+    if len(labels) <= shown:
+        return ", ".join(labels)
+    return f"{', '.join(labels[:shown])} and {len(labels) - shown} more"
 
 
 def split_line(s: SplitCounts) -> str:

@@ -1,14 +1,16 @@
 """Stage `subtopics`: per topic, ask the generator for the subtopics still missing, in list
-requests of at most ask_list.items_per_request(generator's max_tokens) names each, up to
-`concurrency` requests at a time; the processing (the only writing) thread appends each request's
-new names to data/subtopics.jsonl as its answer arrives, those that arrived before a stop
-included. A topic is the stage's item: done once all its requests came back, failed (once) when
-one of them failed."""
+requests of at most ask_list.items_per_request(generator's max_tokens) names each. A topic is the
+stage's item: up to `concurrency` topics at a time, each topic's requests one after another, so
+that each prompt lists the names the earlier ones added (`existing`: the topic's names, at most
+the last EXISTING_NAMES of them within EXISTING_BYTES). Each answer's new names are appended to
+data/subtopics.jsonl as it arrives. An answer with no new name stops its topic for this run, and
+records it (pipeline/held.py): it is not asked again until its prompt's settings change. A topic
+fails (once) when one of its requests failed; its later requests are not sent."""
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import deque
 from dataclasses import dataclass, field
 
 from overbrainer.dataset.figures import Figures
@@ -26,6 +28,7 @@ from overbrainer.pipeline.common import (
     stage_figures,
 )
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.held import Held
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
@@ -33,154 +36,183 @@ from overbrainer.support.usage import Usage
 log = logging.getLogger(__name__)
 
 STAGE = "subtopics"
+# The prompt's `existing`: the topic's last names (stored, then those of this run), at most this
+# many, and at most this many bytes of names in all, so that a prompt stays small at any count.
+EXISTING_NAMES = 200
+EXISTING_BYTES = 16_000
 
 
 def run_subtopics(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
     return execute(ctx, STAGE, "generator", lambda run: _body(ctx, run, topics, force))
 
 
+def existing_names(names) -> list[str]:
+    """The names a prompt lists (oldest first): the last EXISTING_NAMES of `names` whose bytes
+    (each with 3 for its quoting) fit EXISTING_BYTES."""
+    out: list[str] = []
+    size = 0
+    for name in reversed(list(names)):
+        size += len(name.encode()) + 3
+        if len(out) >= EXISTING_NAMES or size > EXISTING_BYTES:
+            break
+        out.append(name)
+    out.reverse()
+    return out
+
+
 @dataclass
 class _Topic:
-    """One topic of the stage: the subtopics it misses, its requests not settled yet (kept or
-    failed), the IDs it knows (stored, rejected, appended), what its answers added and cost."""
+    """One topic of the stage: the counts of its requests, the IDs it knows (stored, rejected,
+    appended), its last names (for the prompt), what its answers added."""
 
     topic: object
-    missing: int
-    unsettled: int
+    have: int
+    counts: list[int]
     known: set[str] = field(default_factory=set)
+    names: deque = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
     added: int = 0
-    given_up: bool = False  # a request of the topic raised: the workers send no other (worker side)
-    failed: bool = False  # the topic was counted as failed (processing thread)
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
+    stalled: bool = False  # an answer held no new name: the topic stops (worker side)
+
+    @property
+    def missing(self) -> int:
+        return sum(self.counts)
 
 
-@dataclass(slots=True)
-class _Request:
-    """One list request of a topic, asking for `count` names."""
-
-    state: _Topic
-    count: int
-
-
-def _requests(topics: list, stored, rejected, per_request: int) -> tuple[dict[str, _Topic], list[_Request]]:
-    """The topics short of subtopics, by name, each knowing its stored and rejected IDs, and their
-    requests (topic by topic, in order). `stored` is read once, as it streams."""
-    selected = {t.name for t in topics}
-    have: Counter[str] = Counter()
-    known: dict[str, set[str]] = {name: set() for name in selected}
+def _states(topics: list, stored, rejected, per_request: int) -> dict[str, _Topic]:
+    """The topics short of subtopics, by name, each knowing its stored and rejected IDs and its
+    last stored names. `stored` is read once, as it streams."""
+    states = {t.name: _Topic(t, 0, []) for t in topics}
     for r in stored:
-        if r.topic in selected:
-            have[r.topic] += 1
-            known[r.topic].add(r.id)
-    states: dict[str, _Topic] = {}
-    requests: list[_Request] = []
-    for topic in topics:
-        if have[topic.name] < topic.subtopics:
-            counts = request_counts(topic.subtopics - have[topic.name], per_request)
-            state = states[topic.name] = _Topic(topic, topic.subtopics - have[topic.name], len(counts),
-                                                known[topic.name])
-            requests += [_Request(state, n) for n in counts]
+        state = states.get(r.topic)
+        if state is not None:
+            state.have += 1
+            state.known.add(r.id)
+            state.names.append(r.name)
+    for name, state in list(states.items()):
+        if state.have >= state.topic.subtopics:
+            del states[name]
+        else:
+            state.counts = request_counts(state.topic.subtopics - state.have, per_request)
     for r in rejected:
         if r.topic in states:
             states[r.topic].known.add(r.id)
-    return states, requests
+    return states
+
+
+def _open(topics: list, held: Held, run: StageRun) -> list:
+    """The topics not held back (their last round added nothing, and its prompt is the same)."""
+    out = []
+    for t in topics:
+        stall = held.stall(t)
+        if stall is None:
+            out.append(t)
+        else:
+            held.hold(stall)
+    run.held_back(held.count, held.latest)
+    return out
 
 
 def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
     figures = stage_figures(ctx, force)
+    held = Held(ctx, STAGE, force)
+    topics = _open(topics, held, run)
     if figures is not None and all(figures.get(t.name).subtopics >= t.subtopics for t in topics):
         run.started(0, skipped=len(topics))  # the saved figures say so: no data file is read
         return finish(run)
     output = Output(ctx.paths.subtopics, Subtopic, {t.name for t in topics} if force else None)
     role = ctx.role("generator")
-    states, requests = _requests(topics, output.records(), rejected_of(ctx, "subtopic"),
-                                 items_per_request(role.max_tokens))
+    states = _states(topics, output.records(), rejected_of(ctx, "subtopic"), items_per_request(role.max_tokens))
     run.started(len(states), skipped=len(topics) - len(states))
     if not states:
         return finish(run)
+    if figures is not None:
+        for name in states:
+            figures.topic(name)  # made here: workers of different topics only touch their own
+    proc = processor(ctx, run)
+    asker = _Asker(ctx, run, proc, output, figures)
 
-    client = ctx.connect("generator")
-    templates = ctx.templates("subtopics.txt")
-    proc = processor(ctx, run, tally=_Tally(run, states))
+    def keep(state: _Topic, value) -> None:
+        _done(run, held, state, *value)
 
-    def send(request: _Request):
-        topic = request.state.topic
-        if request.state.given_up:  # an earlier request of the topic failed: so has the
-            return None             # topic, a rerun asks for the rest
-        prompt = templates.render("subtopics.txt", topic=topic.name, description=topic.description,
-                                  count=request.count)
-        try:
-            return ask_list(client, prompt, max_tokens=role.max_tokens, max_retries=ctx.pipeline.max_retries,
-                            spend=run.spend, retrying=lambda m: run.retrying(topic.name, m), proc=proc)
-        except BaseException:
-            request.state.given_up = True
-            raise
-
-    def keep(request: _Request, value) -> None:
-        state = request.state
-        state.unsettled -= 1
-        if value is not None:
-            names, usage, cost = value
-            output.confirm()
-            added = _append_new(output, state.known, state.topic.name, names, request.count, figures)
-            state.added += added
-            run.wrote(added)
-            state.usage = state.usage + usage
-            if cost is not None:
-                state.cost = (state.cost or 0.0) + cost
-        if state.unsettled == 0 and not state.failed:
-            _done(run, state)
-
-    with keeping_figures(ctx, run, figures), output:
-        return process(run, proc, Work(requests, send, keep, ident=lambda request: request.state.topic.name))
+    try:
+        with keeping_figures(ctx, run, figures), output:
+            return process(run, proc, Work(list(states.values()), asker.fill, keep,
+                                           ident=lambda state: state.topic.name))
+    finally:
+        held.save()
 
 
-def _done(run: StageRun, state: _Topic) -> None:
-    """Every request of the topic came back: it is done, whatever number of new names they held."""
-    if state.added < state.missing:
-        log.info("%s: %s: %d of %d new subtopics; a rerun asks for the rest", STAGE,
-                 state.topic.name, state.added, state.missing)
-    run.item_done(state.topic.name, state.usage, state.cost)
+def _done(run: StageRun, held: Held, state: _Topic, usage: Usage, cost: float | None) -> None:
+    """The topic's requests came back: done, whatever number of new names they held; one that
+    held none records the topic as stalled."""
+    name = state.topic.name
+    if state.stalled:
+        held.record(state.topic, name, state.have)
+        run.stall(name)
+        log.warning("%s: %s: stopped at %d of %d subtopics, the generator gave no new one; held back until "
+                    "its prompt changes", STAGE, name, state.have, state.topic.subtopics)
+    else:
+        held.clear(name)
+        if state.added < state.missing:
+            log.info("%s: %s: %d of %d new subtopics; a rerun asks for the rest", STAGE, name,
+                     state.added, state.missing)
+    run.item_done(name, usage, cost)
 
 
-class _Tally:
-    """The processor's tally (support/processor.Tally) for topics of several requests: a topic
-    fails once, at the first of its requests that fails, and is then never done."""
+class _Asker:
+    """Asks one topic's requests in order (a worker's item), each prompt listing the names so
+    far, and appends each answer's new names."""
 
-    def __init__(self, run: StageRun, states: dict[str, _Topic]):
-        self.run, self.states = run, states
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, figures: Figures | None):
+        self.run, self.proc, self.output, self.figures = run, proc, output, figures
+        self.client = ctx.connect("generator")
+        self.templates = ctx.templates("subtopics.txt")
+        self.role = ctx.role("generator")
+        self.max_retries = ctx.pipeline.max_retries
+        if "existing" not in self.templates.source("subtopics.txt"):
+            log.warning("%s: prompts/subtopics.txt does not use `existing` (the names the topic has): the "
+                        "requests of one topic may get the same answer", STAGE)
 
-    def _first_failure(self, topic: str) -> bool:
-        state = self.states[topic]
-        state.unsettled -= 1
-        first, state.failed = not state.failed, True
-        return first
+    def fill(self, state: _Topic) -> tuple[Usage, float | None]:
+        topic = state.topic
+        usage, cost = Usage(), None
+        for count in state.counts:
+            prompt = self.templates.render("subtopics.txt", topic=topic.name, description=topic.description,
+                                           count=count, existing=existing_names(state.names))
+            names, u, c = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
+                                   max_retries=self.max_retries, spend=self.run.spend,
+                                   retrying=lambda m: self.run.retrying(topic.name, m), proc=self.proc)
+            usage = usage + u
+            if c is not None:
+                cost = (cost or 0.0) + c
+            self.output.confirm()
+            self.proc.check_keeping()
+            added = _append_new(self.output, state, names, count, self.figures)
+            self.run.wrote(added)
+            if not added:
+                state.stalled = True  # the same prompt would bring nothing new either
+                break
+        return usage, cost
 
-    def item_failed(self, item_id: str, message: str) -> None:
-        if self._first_failure(item_id):
-            self.run.item_failed(item_id, message)
 
-    def item_stopped(self, item_id: str, error: BaseException) -> None:
-        if self._first_failure(item_id):
-            self.run.item_stopped(item_id, error)
-
-
-def _append_new(output, known: set[str], topic: str, names: list[str], count: int,
-                figures: Figures | None) -> int:
-    """Append up to `count` of `names` whose ID is not `known` yet, in one write; how many were
-    appended."""
+def _append_new(output, state: _Topic, names: list[str], count: int, figures: Figures | None) -> int:
+    """Append up to `count` of `names` whose ID is not known to the topic yet, in one write; how
+    many were appended."""
+    topic = state.topic.name
     new: list[Subtopic] = []
     for name in names:
         if len(new) >= count:
             break
         sid = subtopic_id(topic, name)
-        if sid in known:
+        if sid in state.known:
             continue
-        known.add(sid)
+        state.known.add(sid)
         new.append(Subtopic(id=sid, topic=topic, name=name))
     output.append_all(new)
-    if figures is not None:
-        for record in new:
+    for record in new:
+        state.names.append(record.name)
+        if figures is not None:
             figures.note_subtopic(topic, record.name)
+    state.added += len(new)
+    state.have += len(new)
     return len(new)

@@ -103,17 +103,33 @@ def test_a_failed_request_fails_its_topic_once_and_the_topic_sends_no_more(proje
     assert len(project.records("subtopics")) == 20
 
 
-def test_a_fatal_error_met_by_several_requests_of_one_topic_fails_it_once(project, fake_provider):
-    # The topic's 3 requests are in flight at once and all meet the same fatal error.
+def test_a_fatal_error_fails_the_topic_once_and_its_later_requests_are_not_sent(project, fake_provider):
+    # A topic's requests go one after another (each prompt lists what the earlier ones added):
+    # the first meets a fatal error, the other two are never sent.
     project.write(topics=1, subtopics=10, generator={"max_tokens": 256}, pipeline={"concurrency": 3})
-    fake_provider.hold_until = 3
     fake_provider.responder = lambda req: Fault.not_found()
     texts, datas, err = project.stage("subtopics")
     assert type(err).__name__ == "LlmError" and err.fatal
-    assert sorted(_asked(fake_provider, "subtopics")) == [2, 4, 4]
+    assert _asked(fake_provider, "subtopics") == [4]
     assert (datas[0]["total"], datas[0]["done"], datas[0]["failed"]) == (1, 0, 1)
     assert texts[0].startswith("subtopics: stopped after 1 of 1 topics: HTTP 404: model not found;")
     assert project.history()[-1]["failed"] == 1
+
+
+def test_a_split_topic_asks_in_order_each_prompt_listing_the_names_so_far(project, fake_provider):
+    # 10 missing at 4 a request, two topics in parallel: each topic's prompts differ, and each
+    # lists the names its earlier requests added.
+    project.write(topics=2, subtopics=10, generator={"max_tokens": 256}, pipeline={"concurrency": 2})
+    fake_provider.responder = _fresh_names()
+    texts, _, err = project.stage("subtopics")
+    assert err is None
+    for topic in project.topic_names:
+        prompts = [r.prompt for r in fake_provider.chat_requests() if f'topic "{topic}"' in r.prompt]
+        assert len(prompts) == len(set(prompts)) == 3
+        names = [s["name"] for s in project.records("subtopics") if s["topic"] == topic]
+        assert "already exist" not in prompts[0]
+        assert all(f"- {n}\n" in prompts[1] for n in names[:4]) and f"- {names[4]}\n" not in prompts[1]
+        assert all(f"- {n}\n" in prompts[2] for n in names[:8])
 
 
 def test_questions_batches_never_ask_for_more_than_fits_max_tokens(project, fake_provider):

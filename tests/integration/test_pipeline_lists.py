@@ -126,13 +126,20 @@ def test_questions_prestep_and_dedup_serialized_across_parallel_subtopics(projec
     fake_provider.responder = responder
     with caplog.at_level(logging.WARNING):
         texts, _, err = project.stage("questions")
-    assert err is None
     assert [t.split(":")[0] for t in texts] == ["subtopics", "questions"]
     stored = [q["text"] for q in project.records("questions")]
     assert sorted(stored) == sorted(same)  # each accepted once in the topic, whatever subtopic asked
     assert texts[1].startswith("questions: 3 subtopics, 3 questions written; 0 skipped, 0 failed")
     assert "the generator kept repeating itself" in caplog.text
     assert [h["stage"] for h in project.history()] == ["subtopics", "questions"]
+    # The two subtopics that stalled are named, exit 1; they are held back by the next run.
+    assert type(err).__name__ == "ItemsFailed" and str(err).startswith("no new items at the last try: questions of")
+    assert texts[1].count("(topic0)") == 2 and "2 subtopics added no new questions" in texts[1]
+    fake_provider.clear()
+    texts, _, err = project.stage("questions")
+    assert err is None and fake_provider.chat_requests() == []
+    assert texts[0].startswith("questions: 0 subtopics, 0 questions written; 1 skipped, 0 failed")
+    assert "; 2 subtopic(s) held back: no new items at the last try (" in texts[0]
 
 
 def test_questions_lexical_then_embedding_dedup_with_rejected_seed(project, fake_provider, caplog):
@@ -154,7 +161,7 @@ def test_questions_lexical_then_embedding_dedup_with_rejected_seed(project, fake
     )   # batches 2 and 3 (2 candidates each) are lexical copies: nothing more is embedded
     with caplog.at_level(logging.DEBUG, logger="overbrainer.pipeline"):
         texts, _, err = project.stage("questions")
-    assert err is None
+    assert str(err).startswith("no new items at the last try: questions of `")  # batches 2 and 3 stalled
     assert [q["text"] for q in project.records("questions")] == ["Alpha beta gamma delta?"]
     assert len(fake_provider.embedding_requests()) == 2
     assert "a near-copy of 'How does X work?'" in caplog.text

@@ -10,10 +10,12 @@ from overbrainer.errors import OverbrainerError
 
 def test_builtin_defaults_render(tmp_path):
     t = load_templates(tmp_path)
-    s = t.render("subtopics", topic="Rust <ownership>", description=None, count=7)
+    s = t.render("subtopics", topic="Rust <ownership>", description=None, count=7, existing=[])
     assert 'topic "Rust <ownership>"' in s and "7 strings" in s and "Topic description" not in s
-    s = t.render("subtopics.txt", topic="x", description="about & more", count=2)
+    assert "already exist" not in s
+    s = t.render("subtopics.txt", topic="x", description="about & more", count=2, existing=["Lifetimes", "Traits"])
     assert "Topic description: about & more" in s
+    assert "These subtopics already exist. Do not repeat them" in s and "\n- Lifetimes\n- Traits\n" in s
     q = t.render("questions", topic="t", description="", subtopic="Borrowing", count=3, accepted=["What is a borrow?"])
     assert "Do not repeat or rephrase them:\n- What is a borrow?\n" in q and "3 new questions" in q
     assert "already exist" not in t.render("questions", topic="t", description=None, subtopic="s", count=3, accepted=[])
@@ -22,6 +24,13 @@ def test_builtin_defaults_render(tmp_path):
     j = t.render("judge", question="Q?", answer_a="AAA", answer_b="BBB")
     assert "Answer A:\nAAA" in j and '"verdict"' in j
     assert t.origin("judge") == "built-in" and t.source("judge") == builtin_source("judge")
+
+
+def test_an_own_subtopics_prompt_without_existing_still_renders(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "subtopics.txt").write_text("{{ count }} subtopics of {{ topic }}\n")
+    t = load_templates(tmp_path, ["subtopics"])
+    assert t.render("subtopics", topic="x", description=None, count=3, existing=["a"]) == "3 subtopics of x"
 
 
 def test_override_wins(tmp_path):
