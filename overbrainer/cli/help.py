@@ -84,6 +84,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "answers": (("the questions still unanswered, spending at most $5", "overbrainer answers --max-cost 5"),
                 ("ask again only the answers kept aside (cut, refused, empty)",
                  "overbrainer answers --retry-excluded")),
+    "gate": (("check the new answers against [gate] and roles.grader, spending at most $2",
+              "overbrainer gate --max-cost 2"),),
     "split": (("rewrite data/train.jsonl and data/eval.jsonl", "overbrainer split"),),
     "run": (("what a run would send, train and cost, sending nothing", "overbrainer run --plan"),
             ("every stage, then train only when the data or [training] changed", "overbrainer -C /srv/distil run"),

@@ -35,6 +35,11 @@ class ProjectPaths:
         return self.data / "eval.jsonl"
 
     @property
+    def gate(self) -> Path:
+        """The quality gate's verdicts (dataset/verdicts.py)."""
+        return self.data / "gate.jsonl"
+
+    @property
     def rejected(self) -> Path:
         return self.data / "rejected.jsonl"
 

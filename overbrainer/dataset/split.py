@@ -107,6 +107,7 @@ class SplitResult:
     total: int = 0  # answers of the counted topics (StageStarted total)
     orphaned_usable: int = 0  # usable answers orphaned, all topics
     usable: int = 0  # usable answers split, all topics
+    gated: dict[str, int] = field(default_factory=dict)  # gate reason -> n (dataset/verdicts.py), n > 0 only
 
     @property
     def excluded_total(self) -> int:
@@ -122,6 +123,9 @@ class SplitResult:
         excluded = f"{self.excluded_total} excluded"
         if self.excluded:
             excluded += " (" + ", ".join(f"{k} {v}" for k, v in self.excluded.items()) + ")"
+        if self.gated:
+            excluded += f", {sum(self.gated.values())} gated (" + ", ".join(
+                f"{k} {v}" for k, v in self.gated.items()) + ")"
         return f"split: {self.train_count} train, {self.eval_count} eval, {excluded}, {self.orphaned} orphaned"
 
     def to_dict(self) -> dict:

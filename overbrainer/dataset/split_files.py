@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from overbrainer.errors import OverbrainerError
 
@@ -22,20 +22,23 @@ from .ids import packed, unpacked
 from .jsonl import LineReader, LineWriter, iter_records, rewriting
 from .records import EXCLUSIONS, Example, Question
 from .split import ORPHANED_WARNING, SplitResult, counting, layout, seeded_hash
+from .verdicts import GATE_REASONS, gate_drops, gated_numbers
 
 log = logging.getLogger(__name__)
 
 
 def run_split(paths, topics: Iterable, eval_ratio: float, seed: int, *,
-              counted: str | Iterable[str] | None = None) -> SplitResult:
+              counted: str | Iterable[str] | None = None, gate: Mapping[str, str] | None = None) -> SplitResult:
     """Split the answers of `paths` (ProjectPaths) and rewrite train/eval, with the result of
     split.split_examples on the same records. Warns when everything usable is orphaned.
-    `topics`: the configured ones (names or objects with `.name`); `counted`: see split.split.
-    Events and history are the caller's."""
+    `topics`: the configured ones (names or objects with `.name`); `counted`: see split.split;
+    `gate`: the gate's current settings (check -> digest, pipeline/gate.gate_settings): a usable
+    answer whose verdict is drop is left out, counted as gated. Events and history are the caller's."""
     is_counted = counting(counted)
     index = index_answers(paths.answers)
+    gated = gated_numbers(paths.answers, index, gate_drops(paths.gate, gate)) if gate else {}
     known = _known(index, paths.questions)
-    result, members = _tally(index, known, topics, is_counted)
+    result, members = _tally(index, known, topics, is_counted, gated)
     if result.all_orphaned:
         log.warning(ORPHANED_WARNING, result.orphaned_usable)
     _write(paths, index, members, eval_ratio, seed, is_counted, result)
@@ -53,14 +56,15 @@ def _known(index: AnswerIndex, questions_path) -> bytearray:
     return known
 
 
-def _tally(index: AnswerIndex, known: bytearray, topics: Iterable,
-           is_counted: Callable[[str], bool]) -> tuple[SplitResult, list[array]]:
+def _tally(index: AnswerIndex, known: bytearray, topics: Iterable, is_counted: Callable[[str], bool],
+           gated: Mapping[int, int]) -> tuple[SplitResult, list[array]]:
     """The counts, and per group of the index the numbers of its usable answers."""
     configured = {t if isinstance(t, str) else t.name for t in topics}
     in_config = [topic in configured for topic, _ in index.groups]
     counted = [is_counted(topic) for topic, _ in index.groups]
     members = [array("I") for _ in index.groups]
     reasons = [0] * len(EXCLUSIONS)
+    gate_reasons = [0] * len(GATE_REASONS)
     result = SplitResult()
     for n, (g, status) in enumerate(zip(index.group, index.status)):
         c = counted[g]
@@ -71,10 +75,13 @@ def _tally(index: AnswerIndex, known: bytearray, topics: Iterable,
         elif status != USABLE:
             if c:
                 reasons[status] += 1
+        elif n in gated:
+            gate_reasons[gated[n]] += c
         else:
             members[g].append(n)
     result.usable = sum(map(len, members))
     result.excluded = {reason: k for reason, k in zip(EXCLUSIONS, reasons) if k}
+    result.gated = {reason: k for reason, k in zip(GATE_REASONS, gate_reasons) if k}
     return result, members
 
 

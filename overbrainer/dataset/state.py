@@ -12,7 +12,8 @@ a file that is not there).
 - The file is a cache: a missing, unreadable or unknown one is scanned anew, never an error.
 
 The last split is kept the same way (`.overbrainer/split.json`): its settings (the configured
-topics' names, `eval_ratio`, `seed`), the identity of the answers and questions it read and of
+topics' names, `eval_ratio`, `seed`, the gate's settings), the identity of the answers,
+questions and gate verdicts it read and of
 the train and eval files it wrote, and its counts. A split whose inputs, settings and outputs
 are all the same again has nothing to write: `unchanged_split` gives the counts it would print.
 """
@@ -92,11 +93,15 @@ def forget(paths: ProjectPaths) -> None:
         log.warning("cannot remove %s: %s", paths.dataset_state, e.strerror)
 
 
-def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int) -> dict:
-    """What a split's result depends on: its inputs' identity and its settings."""
+def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int, gate: dict | None = None) -> dict:
+    """What a split's result depends on: its inputs' identity and its settings (`gate`: the
+    gate's current settings, check -> digest; gate.jsonl is then an input too)."""
     names = sorted(t if isinstance(t, str) else t.name for t in topics)
-    return {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
-            "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
+    key = {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
+           "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
+    if gate:
+        key["gate"] = {"file": _identity(paths.gate), "settings": dict(sorted(gate.items()))}
+    return key
 
 
 def _outputs(paths: ProjectPaths) -> dict:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from overbrainer.dataset.history import format_history_lines, history_report, read_history
 from overbrainer.dataset.reject import reject
 from overbrainer.dataset.stats import dataset_stats
+from overbrainer.pipeline.gate import gate_settings
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -30,7 +31,8 @@ def history_flow(session: "Session", config=None, *, all_runs: bool = False,
 def stats_flow(session: "Session", config) -> None:
     """`dataset stats`: per topic subtopics, questions, answered, excluded by reason; tokens and
     cost so far. Reads only (no lock)."""
-    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None)
+    gate = gate_settings(config, session.project_dir) if config is not None else None
+    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None, gate)
     session.report("\n".join(stats.lines()), stats.to_dict())
 
 

@@ -14,6 +14,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
 from overbrainer.pipeline.common import execute
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.gate import gate_settings
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
 from overbrainer.support.usage import Usage
 from overbrainer.support.words import plural
@@ -33,9 +34,10 @@ def run_split_stage(ctx: StageContext, topic: str | None = None) -> StageResult:
 def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
-    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
+    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded),
+                         dict(result.gated))
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
-                       excluded=counts.excluded, usage=Usage(), cost=None)
+                       excluded=counts.excluded + counts.gated, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))
     error = _nothing_to_train(result)
     if topic is None:
@@ -48,7 +50,8 @@ def _split(ctx: StageContext, topic: str | None):
     """Split, or, when the inputs, the settings and the files written are those of the last
     split (dataset/state.py), only its counts again: nothing to read or write."""
     pipeline = ctx.pipeline
-    key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed)
+    gate = gate_settings(ctx.config, ctx.project_dir)
+    key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, gate)
     if topic is None:
         result = dataset_state.unchanged_split(ctx.paths, key)
         if result is not None:
@@ -57,7 +60,7 @@ def _split(ctx: StageContext, topic: str | None):
             if result.all_orphaned:
                 log.warning(ORPHANED_WARNING, result.orphaned_usable)
             return result
-    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic)
+    result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic, gate=gate)
     if topic is None:
         dataset_state.save_split(ctx.paths, key, result)
     return result
@@ -94,6 +97,9 @@ def _nothing_to_train(result) -> OverbrainerError | None:
             why += ": the parent does not return its reasoning; set roles.parent.reasoning = false"
         else:
             why += ": see `overbrainer dataset stats`"
+    elif result.gated and not result.usable:
+        reasons = ", ".join(f"{reason} {n}" for reason, n in result.gated.items())
+        why = f"the gate dropped every usable answer ({reasons}): see data/gate.jsonl and [gate]"
     elif not result.usable:
         why = "there is no answer yet: run `overbrainer answers` first"
     else:

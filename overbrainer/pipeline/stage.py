@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 
 from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.verdicts import GATE_REASONS
 from overbrainer.front.events import (
     ItemDone,
     ItemFailed,
@@ -137,10 +138,15 @@ class SplitCounts:
     eval: int = 0
     orphaned: int = 0
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
+    gated_by_reason: dict[str, int] = field(default_factory=dict)  # the gate's drops (dataset/verdicts.py)
 
     @property
     def excluded(self) -> int:
         return sum(self.excluded_by_reason.values())
+
+    @property
+    def gated(self) -> int:
+        return sum(self.gated_by_reason.values())
 
 
 # What each stage's items are, and what it writes: (item, items, record, records).
@@ -148,6 +154,7 @@ UNITS = {
     "subtopics": ("topic", "topics", "subtopic", "subtopics"),
     "questions": ("subtopic", "subtopics", "question", "questions"),
     "answers": ("question", "questions", "answer", "answers"),
+    "gate": ("answer", "answers", "verdict", "verdicts"),
 }
 
 
@@ -190,7 +197,8 @@ class StageResult:
             s = self.split
             return {"stage": "split", "train": s.train, "eval": s.eval, "orphaned": s.orphaned,
                     "excluded": s.excluded,
-                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS}}
+                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS},
+                    "gated": s.gated, "gated_by_reason": {r: s.gated_by_reason.get(r, 0) for r in GATE_REASONS}}
         st = self.stats
         _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
         out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,
@@ -253,4 +261,7 @@ def split_line(s: SplitCounts) -> str:
     reasons = ", ".join(f"{r} {s.excluded_by_reason[r]}" for r in EXCLUSION_REASONS
                         if s.excluded_by_reason.get(r, 0) > 0)
     excluded = f"{s.excluded} excluded" + (f" ({reasons})" if reasons else "")
+    if s.gated:
+        excluded += f", {s.gated} gated (" + ", ".join(
+            f"{r} {s.gated_by_reason[r]}" for r in GATE_REASONS if s.gated_by_reason.get(r, 0) > 0) + ")"
     return f"split: {s.train} train, {s.eval} eval, {excluded}, {s.orphaned} orphaned"
