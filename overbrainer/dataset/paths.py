@@ -53,6 +53,11 @@ class ProjectPaths:
         return self.state / "dataset.json"
 
     @property
+    def gate_state(self) -> Path:
+        """What the last complete gate read and judged (dataset/state.py)."""
+        return self.state / "gate.json"
+
+    @property
     def split_state(self) -> Path:
         """What the last split read, wrote and counted (dataset/state.py)."""
         return self.state / "split.json"

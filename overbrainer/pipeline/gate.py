@@ -29,6 +29,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from overbrainer.config.templates import load_templates
+from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
 from overbrainer.dataset.gate_rules import Rules
 from overbrainer.dataset.ids import packed
@@ -117,17 +118,22 @@ def _body(ctx: StageContext, run: StageRun, names: set[str]) -> StageResult:
         log.info("gate: no check is configured ([gate] rules, roles.grader): every usable answer goes to split")
         run.started(0)
         return finish(run)
+    judged_before = dataset_state.unchanged_gate(ctx.paths, dataset_state.gate_key(ctx.paths, settings, names))
+    if judged_before is not None:  # nothing changed since the last complete gate: nothing is read
+        run.started(0, skipped=judged_before)
+        return finish(run)
     index = index_answers(ctx.paths.answers)
     with Output(ctx.paths.gate, Verdict) as output:
         g = _Gate(ctx, run, settings, Rules(ctx.config.gate), index, output, EarlyStop(STAGE, ctx.config.gate))
         skipped = _pending(g, names)
         run.started(len(g.todo), skipped=skipped)
         stop = _apply_rules(g)
-        if stop is not None:
-            return finish(run, stop)
-        if not g.to_grade:
-            return finish(run)
-        return _grade(g)
+        result = finish(run, stop) if stop is not None or not g.to_grade else _grade(g)
+    st = result.stats
+    if result.error is None and not st.failed:
+        dataset_state.save_gate(ctx.paths, dataset_state.gate_key(ctx.paths, settings, names),
+                                st.skipped + st.done + st.excluded)
+    return result
 
 
 def _pending(g: _Gate, names: set[str]) -> int:

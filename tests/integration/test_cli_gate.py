@@ -5,6 +5,7 @@ grader scores through a scripted reply and is never paid twice for one answer; t
 from __future__ import annotations
 
 import json
+import os
 
 from tests.fixtures.provider import Answer
 
@@ -75,6 +76,7 @@ def test_the_gate_drops_every_bad_answer_and_no_good_one(project, fake_provider,
     r = cli(["-C", project.dir, "gate"], env=project.env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("gate: 0 answers, 0 verdicts written; 7 skipped, 0 failed;")
+    assert "gate: nothing to do" in r.stderr
     assert len(project.records("gate")) == 7
 
 
@@ -139,3 +141,28 @@ def test_answers_stop_early_when_most_of_the_first_answers_are_rejected(project,
     assert r.returncode == 1
     assert "error: gate: stopped early: 2 of the first 2 answers were rejected (" in r.stderr
     assert r.stdout.startswith("gate: stopped after 2 of ")
+
+
+def _garble_in_place(path) -> None:
+    """Invalid JSON in place, with the same inode, size and times: only a reader notices."""
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.write(b"#" * st.st_size)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_run_with_the_gate_and_nothing_to_do_reads_no_data_file(project, fake_provider, cli):
+    _gated_project(project, fake_provider)
+    assert cli(["-C", project.dir, "questions"], env=project.env).returncode == 0
+    fake_provider.script(Answer(GERMAN))
+    first = cli(["-C", project.dir, "run"], env=project.env)
+    assert first.returncode == 0, first.stderr
+    for name in ("subtopics", "questions", "answers", "gate"):
+        _garble_in_place(project.data / f"{name}.jsonl")
+    fake_provider.clear()
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[3].startswith("gate: 0 answers, 0 verdicts written; 10 skipped, 0 failed;")
+    assert r.stdout.splitlines()[-1] == first.stdout.splitlines()[-1] == (
+        "split: 8 train, 1 eval, 0 excluded, 1 gated (language 1), 0 orphaned")
+    assert fake_provider.chat_requests() == []
