@@ -94,6 +94,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
                 ("one line per stage execution, as JSON", "overbrainer --json history --all")),
     "dataset": (("per-topic counts, tokens and cost", "overbrainer dataset stats"),),
     "dataset stats": (("per-topic counts, tokens and cost", "overbrainer dataset stats"),),
+    "dataset gated": (("the answers the gate dropped and why", "overbrainer dataset gated"),
+                      ("one topic's, as JSON", "overbrainer --json dataset gated --topic ownership")),
     "dataset reject": (("drop a question (and its answer) for good; IDs are in data/questions.jsonl",
                         "overbrainer dataset reject 9f86d081884c7d659a2feaa0c55ad015"),),
     "train": (("train on [training] target and follow it to the end", "overbrainer train"),

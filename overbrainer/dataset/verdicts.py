@@ -125,25 +125,45 @@ def judged(path: str | os.PathLike, settings: Mapping[str, str]) -> set[int]:
     return out
 
 
-def gate_drops(path: str | os.PathLike, settings: Mapping[str, str]) -> dict:
-    """Per gated answer (packed ID) its (answer digest, reason): the answers whose latest
-    verdict of some current check says drop. Verdicts of checks no longer configured, or made
-    with other settings, do not count."""
-    latest: dict[tuple, tuple[str, str | None]] = {}
+def _latest_drops(path: str | os.PathLike, settings: Mapping[str, str]) -> dict[tuple, Verdict]:
+    """Per (packed ID, check) whose latest current verdict is drop, that verdict."""
+    latest: dict[tuple, Verdict] = {}
     for v in iter_records(path, Verdict):
         if settings.get(v.check) != v.settings:
             continue
         key = (packed(v.id), v.check)
         if v.verdict == "drop":
-            latest[key] = (v.answer, v.reason)
-        elif key in latest:
-            latest[key] = (v.answer, None)
+            latest[key] = v
+        else:
+            latest.pop(key, None)
+    return latest
+
+
+def _first_by_check(latest: dict[tuple, Verdict]) -> dict:
+    """Per packed ID the drop verdict that counts: the rules' when both checks dropped it."""
     drops: dict = {}
-    for check in CHECKS:  # the rules' reason first, when both dropped the answer
-        for (key, c), (digest, reason) in latest.items():
-            if c == check and reason is not None and key not in drops:
-                drops[key] = (digest, reason)
+    for check in CHECKS:
+        for (key, c), v in latest.items():
+            if c == check and key not in drops:
+                drops[key] = v
     return drops
+
+
+def gate_drops(path: str | os.PathLike, settings: Mapping[str, str]) -> dict:
+    """Per gated answer (packed ID) its (answer digest, reason): the answers whose latest
+    verdict of some current check says drop. Verdicts of checks no longer configured, or made
+    with other settings, do not count."""
+    return {key: (v.answer, v.reason) for key, v in _first_by_check(_latest_drops(path, settings)).items()}
+
+
+def gated_answers(paths, settings: Mapping[str, str], index) -> list[tuple[str, str, Verdict]]:
+    """(topic, subtopic, drop verdict) of each answer gated now, in answers.jsonl's order of
+    questions (`index`: answer_index.AnswerIndex of paths.answers)."""
+    if not settings:
+        return []
+    drops = _first_by_check(_latest_drops(paths.gate, settings))
+    current = gated_numbers(paths.answers, index, {k: (v.answer, v.reason) for k, v in drops.items()})
+    return [(*index.groups[index.group[n]], drops[index.keys[n]]) for n in sorted(current)]
 
 
 def gated_numbers(answers_path: str | os.PathLike, index, drops: dict) -> dict[int, int]:

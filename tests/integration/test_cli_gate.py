@@ -72,6 +72,17 @@ def test_the_gate_drops_every_bad_answer_and_no_good_one(project, fake_provider,
     r = cli(["-C", project.dir, "dataset", "stats"], env=project.env)
     assert r.stdout.splitlines()[0] == ("topic0: 2 subtopics, 10 questions, 10 answered (4 usable, 3 excluded: "
                                         "truncated 1, empty 1, refused 1); gated 3: language 1, length 1, format 1")
+    r = cli(["-C", project.dir, "dataset", "gated"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout.splitlines()
+    assert listed[-1] == "3 answers gated" and len(listed) == 4
+    reasons = {line.split()[0]: line.split("  ")[2] for line in listed[:-1]}
+    assert {i: v.split(": ")[1] for i, v in reasons.items()} == {
+        i: {GERMAN: "language", NO_FORMAT: "format", "ANSWER: too short": "length"}[a["messages"][-1]["content"]]
+        for i, a in answers.items() if i in reasons}
+    assert "rules: length: 17 characters, fewer than 60" in r.stdout
+    assert "rules: format: does not match format_regex" in r.stdout
+    assert "rules: language: looks like de, not en (stop words: de " in r.stdout
     # A rerun judges nothing again, and the split is the same.
     r = cli(["-C", project.dir, "gate"], env=project.env)
     assert r.returncode == 0, r.stderr
