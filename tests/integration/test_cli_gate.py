@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import threading
 
+from tests.fixtures.cli import clean_env, signalled_when
 from tests.fixtures.provider import Answer
 
 GOOD = ("ANSWER: The answer to this question is that the value depends on the input, and it is "
@@ -177,3 +182,48 @@ def test_a_run_with_the_gate_and_nothing_to_do_reads_no_data_file(project, fake_
     assert r.stdout.splitlines()[-1] == first.stdout.splitlines()[-1] == (
         "split: 8 train, 1 eval, 0 excluded, 1 gated (language 1), 0 orphaned")
     assert fake_provider.chat_requests() == []
+
+
+def test_a_gate_killed_mid_grading_then_rerun_grades_each_answer_once_more_at_most(project, fake_provider, cli,
+                                                                                   tmp_path):
+    """kill -9 while grader requests are in flight: the verdicts written stay, the rerun grades
+    only the answers without one (those in flight were never written), and the outcome is the
+    uninterrupted one's."""
+    _gated_project(project, fake_provider, extra=['[roles.grader]', 'provider = "fake"', 'model = "grader-model"'],
+                   pipeline={"concurrency": 2})
+    assert cli(["-C", project.dir, "questions"], env=project.env).returncode == 0
+    fake_provider.script(Answer(GERMAN), Answer(GOOD + " MEDIOCRE"), Answer(GOOD + " MEDIOCRE, again"))
+    assert cli(["-C", project.dir, "answers"], env=project.env).returncode == 0
+    grade = fake_provider.responder
+    cond, state = threading.Condition(), {"passed": 0, "held": 0, "hold": True}
+
+    def holding(req):
+        if "You grade one answer" in req.body["messages"][-1]["content"]:
+            with cond:
+                if state["hold"] and state["passed"] >= 3:
+                    state["held"] += 1
+                    cond.wait_for(lambda: not state["hold"], timeout=60)
+                state["passed"] += 1
+        return grade(req)
+
+    fake_provider.responder = holding
+    home = tmp_path / "home"
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "gate"],
+                            env=clean_env(project.env, home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        signalled_when(proc, lambda: state["held"] == 2 and len(project.records("gate")) == 13,
+                       "3 grades written, 2 held", signum=signal.SIGKILL, timeout=60)
+    finally:
+        with cond:
+            state["hold"] = False
+            cond.notify_all()
+    assert proc.returncode == -signal.SIGKILL
+    fake_provider.clear()
+    r = cli(["-C", project.dir, "gate"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    assert len(fake_provider.chat_requests()) == 6  # the 9 usable answers less the 3 graded before the kill
+    verdicts = project.records("gate")
+    assert sorted(v["check"] for v in verdicts) == ["grader"] * 9 + ["rules"] * 10
+    assert len({v["id"] for v in verdicts if v["check"] == "grader"}) == 9
+    r = cli(["-C", project.dir, "split"], env=project.env)
+    assert "3 gated (language 1, grader 2)" in r.stdout
