@@ -17,7 +17,7 @@ are read as the nearest listed one; ja is told from zh only by the kana it uses.
 
 from __future__ import annotations
 
-import unicodedata
+import re
 
 MIN_LETTERS = 40
 MIN_STOPWORDS = 5
@@ -34,40 +34,50 @@ _STOPWORDS = {
 }
 _WORDS = {lang: frozenset(text.split()) for lang, text in _STOPWORDS.items()}
 
-# The scripts of the languages written in their own: Unicode name prefixes of their letters.
-_SCRIPTS = {
-    "ru": ("CYRILLIC",), "uk": ("CYRILLIC",), "bg": ("CYRILLIC",), "el": ("GREEK",),
-    "ar": ("ARABIC",), "fa": ("ARABIC",), "he": ("HEBREW",), "hi": ("DEVANAGARI",), "th": ("THAI",),
-    "ko": ("HANGUL",), "zh": ("CJK",), "ja": ("CJK", "HIRAGANA", "KATAKANA"),
+# Per word, the languages whose stop word it is (one lookup a word).
+_LANGS_OF: dict[str, tuple[str, ...]] = {}
+for _lang, _words in _WORDS.items():
+    for _w in _words:
+        _LANGS_OF[_w] = _LANGS_OF.get(_w, ()) + (_lang,)
+
+# The letters of each script (Unicode blocks), as regular expression classes.
+_LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"
+_BLOCKS = {
+    "cyrillic": "\u0400-\u052f", "greek": "\u0370-\u03ff\u1f00-\u1fff",
+    "arabic": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff",
+    "hebrew": "\u0590-\u05ff\ufb1d-\ufb4f", "devanagari": "\u0900-\u097f", "thai": "\u0e00-\u0e7f",
+    "hangul": "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af",
+    "han": "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df",
+    "kana": "\u3040-\u30ff",
 }
+# The languages written in their own script, and its blocks.
+_SCRIPTS = {
+    "ru": "cyrillic", "uk": "cyrillic", "bg": "cyrillic", "el": "greek", "ar": "arabic", "fa": "arabic",
+    "he": "hebrew", "hi": "devanagari", "th": "thai", "ko": "hangul", "zh": "han", "ja": "han kana",
+}
+_OUTSIDE = {lang: re.compile("[^" + "".join(_BLOCKS[b] for b in blocks.split()) + "]+")
+            for lang, blocks in _SCRIPTS.items()}
+_NOT_LATIN = re.compile(f"[^{_LATIN}]+")
+_NOT_KANA = re.compile(f"[^{_BLOCKS['kana']}]+")
+_NOT_LETTER = re.compile(r"[\W\d_]+")
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 LANGUAGES = tuple(_STOPWORDS) + tuple(_SCRIPTS)
-
-
-def _script(ch: str) -> str:
-    name = unicodedata.name(ch, "")
-    return name.split(" ", 1)[0]
-
-
-def _letters(text: str) -> list[str]:
-    return [ch for ch in text if ch.isalpha()]
 
 
 def language_problem(text: str, language: str) -> str | None:
     """Why `text` does not look written in `language` (one of LANGUAGES), or None (it does, or
     it is too short to tell)."""
-    letters = _letters(text)
+    letters = _NOT_LETTER.sub("", text)
     if len(letters) < MIN_LETTERS:
         return None
     if language in _SCRIPTS:
-        wanted = _SCRIPTS[language]
-        inside = sum(1 for ch in letters if _script(ch).startswith(wanted))
-        share = inside / len(letters)
+        share = len(_OUTSIDE[language].sub("", letters)) / len(letters)
         if share < SHARE:
             return f"{share:.0%} of the letters are in the script of {language}"
-        if language == "ja" and not any(_script(ch) in ("HIRAGANA", "KATAKANA") for ch in letters):
+        if language == "ja" and not _NOT_KANA.sub("", letters):
             return "no kana: not ja"
         return None
-    latin = sum(1 for ch in letters if _script(ch) == "LATIN") / len(letters)
+    latin = len(_NOT_LATIN.sub("", letters)) / len(letters)
     if latin < SHARE:
         return f"{latin:.0%} of the letters are Latin"
     return _stopword_problem(text, language)
@@ -75,11 +85,10 @@ def language_problem(text: str, language: str) -> str | None:
 
 def _stopword_problem(text: str, language: str) -> str | None:
     counts = dict.fromkeys(_WORDS, 0)
-    for word in text.lower().split():
-        word = word.strip(".,;:!?()[]{}\"'«»“”‘’`*_-")
-        for lang, words in _WORDS.items():
-            if word in words:
-                counts[lang] += 1
+    langs_of = _LANGS_OF
+    for word in _WORD.findall(text.lower()):
+        for lang in langs_of.get(word, ()):
+            counts[lang] += 1
     if sum(counts.values()) < MIN_STOPWORDS:
         return None
     best = max(counts, key=lambda lang: (counts[lang], lang == language))
