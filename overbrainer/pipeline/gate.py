@@ -169,8 +169,9 @@ def _apply_rules(g: _Gate):
             if rules_on and judged_key(ex.id, digest, "rules", g.settings["rules"]) not in done:
                 drop = g.rules.check(ex)
                 g.verdict(ex, digest, "rules", drop)
-            if drop is None and "grader" in g.settings:
-                g.to_grade.append(n)
+            if drop is None and "grader" in g.settings and (
+                    judged_key(ex.id, digest, "grader", g.settings["grader"]) not in done):
+                g.to_grade.append(n)  # (graded already with these settings: kept, never paid twice)
                 continue
             g.run.item_done(ex.id, Usage(), None, excluded=drop is not None)
             stop = g.watch.note(drop[0] if drop else None)

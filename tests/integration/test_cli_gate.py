@@ -117,11 +117,16 @@ def test_the_grader_scores_once_and_its_cost_is_counted(project, fake_provider, 
     r = cli(["-C", project.dir, "split"], env=project.env)
     assert "2 gated (language 1, grader 1)" in r.stdout
 
-    # A rerun pays nothing; a new threshold grades again.
+    # A rerun pays nothing, nor do new rules (the answers they keep were graded already).
     fake_provider.clear()
     r = cli(["-C", project.dir, "gate"], env=project.env)
     assert r.returncode == 0 and fake_provider.chat_requests() == [], r.stderr
     text = (project.dir / "overbrainer.toml").read_text()
+    (project.dir / "overbrainer.toml").write_text(text.replace("min_chars = 60", "min_chars = 61"))
+    r = cli(["-C", project.dir, "gate"], env=project.env)
+    assert r.returncode == 0 and fake_provider.chat_requests() == [], r.stderr
+    assert r.stdout.startswith("gate: 9 answers, 9 verdicts written (1 excluded from training); 1 skipped")
+    # A new threshold grades again.
     (project.dir / "overbrainer.toml").write_text(text + "grader_threshold = 2\n")
     r = cli(["-C", project.dir, "gate"], env=project.env)
     assert r.returncode == 0, r.stderr
