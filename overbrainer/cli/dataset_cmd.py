@@ -1,9 +1,10 @@
-"""`overbrainer dataset stats|reject ID`: inspect and prune the dataset."""
+"""`overbrainer dataset stats|gated|reject ID`: inspect and prune the dataset."""
 
 from __future__ import annotations
 
 import click
 
+from overbrainer.cli import complete
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.help import HelpGroup
 
@@ -22,6 +23,19 @@ def stats(app: AppContext) -> None:
 
     with app.open_project(write=False) as config:
         stats_flow(app.session(), config)
+
+
+@dataset.command("gated", short_help="The answers the quality gate dropped, each with its reason.")
+@click.option("--topic", metavar="NAME", default=None, help="Only this topic.", shell_complete=complete.topics)
+@pass_app
+def gated(app: AppContext, topic: str | None) -> None:
+    """One line per answer the gate dropped (data/gate.jsonl, with the current [gate] and
+    roles.grader settings): its ID, topic / subtopic, check, reason and what the check saw.
+    They stay in data/answers.jsonl; split leaves them out. Reads only."""
+    from overbrainer.pipeline.dataset_ops import gated_flow
+
+    with app.open_project(write=False) as config:
+        gated_flow(app.session(), config, topic=topic)
 
 
 @dataset.command("reject", short_help="Remove a subtopic or question and never generate it again.")

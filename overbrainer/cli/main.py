@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "subtopics": ("overbrainer.cli.stages", "subtopics", "Generate the subtopics of each topic."),
     "questions": ("overbrainer.cli.stages", "questions", "Generate questions for each subtopic."),
     "answers": ("overbrainer.cli.stages", "answers", "Ask the parent model to answer every question."),
+    "gate": ("overbrainer.cli.stages", "gate", "Check every answer ([gate] rules, roles.grader) before split."),
     "split": ("overbrainer.cli.stages", "split", "Write data/train.jsonl and data/eval.jsonl."),
     "run": ("overbrainer.cli.stages", "run", "Run every stage in order, then train when [training] is set."),
     "history": ("overbrainer.cli.history_cmd", "history", "Show what each stage did and spent."),

@@ -1,4 +1,4 @@
-"""The stage commands: `subtopics`, `questions`, `answers`, `split` and `run`.
+"""The stage commands: `subtopics`, `questions`, `answers`, `gate`, `split` and `run`.
 
 Each opens the project for writing (lock) and calls one flow of overbrainer.pipeline.run_flow
 with the command's Session (the flow starts the front end's bus and Ctrl-C catcher). Heavy
@@ -116,6 +116,17 @@ def answers(app: AppContext, topic: str | None, force: bool, retry_excluded: boo
     _stage(app, "answers", topic, force, plan=plan, max_cost=max_cost, retry_excluded=retry_excluded)
 
 
+@click.command(short_help="Check every answer ([gate] rules, roles.grader) before split.")
+@_TOPIC
+@_MAX_COST
+@pass_app
+def gate(app: AppContext, topic: str | None, max_cost: float | None) -> None:
+    """Judge every usable answer not judged yet with the current settings: the rule checks of
+    [gate], then the grader (roles.grader, prompts/grader.txt) on those the rules keep. Each
+    verdict goes to data/gate.jsonl; `split` leaves out the answers dropped."""
+    _stage(app, "gate", topic, False, max_cost=max_cost)
+
+
 @click.command(short_help="Write data/train.jsonl and data/eval.jsonl.")
 @_TOPIC
 @pass_app
@@ -132,7 +143,8 @@ def split(app: AppContext, topic: str | None) -> None:
               help="Train even when a run already trained on this data and these [training] settings.")
 @pass_app
 def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> None:
-    """subtopics → questions → answers → split on every topic, stopping at the first stage that
+    """subtopics → questions → answers → gate (when [gate] or roles.grader is set) → split on
+    every topic, stopping at the first stage that
     fails; the configuration is re-read between stages when it changed.
 
     With [training], it then trains only when no run trained on this data and these settings yet

@@ -21,6 +21,7 @@ from overbrainer.config.model import (
     THINKING_MODES,
     Benchmark,
     Config,
+    Gate,
     Pipeline,
     Project,
     Provider,
@@ -29,6 +30,8 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
+from overbrainer.dataset.json_schema import schema_problems
+from overbrainer.dataset.language import LANGUAGES
 from overbrainer.llm.dialects import guess
 from overbrainer.llm.thinking import problems as refused
 
@@ -46,6 +49,7 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     providers = _providers(root, environ)
     roles = _roles(root, providers, _declared(data, "providers"))
     pipeline = _pipeline(root)
+    gate = _gate(root)
     training = build_train.training(root)
     targets = build_train.targets(root, environ)
     runpod = build_train.runpod(root, environ)
@@ -69,7 +73,7 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
-                  training=training, targets=targets, runpod=runpod, export=export, hub=hub,
+                  gate=gate, training=training, targets=targets, runpod=runpod, export=export, hub=hub,
                   compare=compare, metrics=metrics, hf_token=hf_token, log=log, warnings=warnings)
 
 
@@ -257,3 +261,49 @@ def _benchmarks(t: Table) -> tuple[Benchmark, ...]:
         else:
             t.problem(f"{key}[{i}]", "expected a path (a non-empty string) or a {path, fields} table", item)
     return tuple(out)
+
+
+def _gate(root: Table) -> Gate:
+    t = root.table("gate")
+    if t is None:
+        return Gate()
+    d = Gate()
+    g = Gate(
+        min_chars=t.int("min_chars", min=0, max=U32), max_chars=t.int("max_chars", min=1, max=U64),
+        min_tokens=t.int("min_tokens", min=0, max=U32), max_tokens=t.int("max_tokens", min=1, max=U64),
+        language=t.choice("language", LANGUAGES),
+        format_regex=_regex(t, "format_regex"),
+        json_schema=_schema(t, "json_schema"),
+        grader_threshold=t.float("grader_threshold", d.grader_threshold,
+                                 rule=(lambda x: 0 <= x <= 10, "must be in [0, 10]")),
+        stop_after=t.int("stop_after", d.stop_after, min=0, max=limits.MAX_PLANNED_QUESTIONS),
+        stop_share=t.float("stop_share", d.stop_share, rule=(lambda x: 0 <= x < 1, "must be in [0, 1)")),
+    )
+    t.finish()
+    for low, high in (("min_chars", "max_chars"), ("min_tokens", "max_tokens")):
+        a, b = getattr(g, low), getattr(g, high)
+        if a is not None and b is not None and a > b:
+            t.problem(low, f"must not be greater than {high}")
+    return g
+
+
+def _regex(t: Table, k: str) -> str | None:
+    v = t.str(k, nonempty=True)
+    if v is None:
+        return None
+    try:
+        re.compile(v)
+    except re.error as e:
+        t.problem(k, f"not a valid regular expression ({e})", t.data.get(k))
+        return None
+    return v
+
+
+def _schema(t: Table, k: str) -> dict | None:
+    v = t.raw(k)
+    if v is None:
+        return None
+    problems = schema_problems(v)
+    for p in problems:
+        t.problem(k, p, v)
+    return None if problems else v

@@ -126,6 +126,9 @@ def lines(config: Config) -> list[tuple[str, str]]:
         provider = config.providers.get(role.provider)
         out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
     out.append(("pipeline", _section(config.pipeline)))
+    out.append(("gate", _section(config.gate, ("json_schema",))))
+    if config.gate.json_schema is not None:
+        out.append(("gate.json_schema", ", ".join(sorted(config.gate.json_schema))))
     tr = config.training
     if tr is None:
         out.append(("training", f"{UNSET}: `run` stops after split"))
@@ -185,8 +188,10 @@ def data(config: Config) -> dict[str, Any]:
                       for n, p in config.providers.items()},
         "roles": {n: (asdict(r) if r is not None else None)
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),
-                               ("embedder", config.roles.embedder), ("judge", config.roles.judge))},
+                               ("embedder", config.roles.embedder), ("judge", config.roles.judge),
+                               ("grader", config.roles.grader))},
         "pipeline": asdict(config.pipeline),
+        "gate": asdict(config.gate),
         "training": _training_data(config),
         "targets": {n: plain(t, summary=target_text(t)) for n, t in config.targets.items()},
         "runpod": {"api_key": _secret(config.runpod.api_key),

@@ -1,6 +1,6 @@
 """`overbrainer init [DIR]`: a new project that loads as it is. Never overwrites, never asks.
 
-Writes overbrainer.toml, .env.example, prompts/{subtopics,questions,answer_system,judge}.txt and
+Writes overbrainer.toml, .env.example, prompts/{subtopics,questions,answer_system,judge,grader}.txt and
 .overbrainer/version, and creates .gitignore or appends only its missing lines. When any file it
 would write exists, it refuses before writing anything.
 """

@@ -76,7 +76,7 @@ class Role:
     thinking: str | None = None  # anthropic: adaptive | enabled (None: by model family)
 
 
-ROLE_NAMES = ("generator", "parent", "embedder", "judge")
+ROLE_NAMES = ("generator", "parent", "embedder", "judge", "grader")
 
 
 @frozen
@@ -85,9 +85,11 @@ class Roles:
     parent: Role
     embedder: Role | None = None
     judge: Role | None = None
+    grader: Role | None = None  # the gate's LLM grader (none: no grading)
 
     def all(self) -> list[tuple[str, Role]]:
-        """Every configured role with its name, in the order generator, parent, embedder, judge."""
+        """Every configured role with its name, in the order generator, parent, embedder, judge,
+        grader."""
         return [(n, getattr(self, n)) for n in ROLE_NAMES if getattr(self, n) is not None]
 
 
@@ -116,6 +118,23 @@ class Pipeline:
     decontaminate: tuple[Benchmark, ...] = ()  # benchmark files no example may overlap
     decontaminate_ngram: int = 13  # n of the n-gram overlap rule (lm-evaluation-harness's 13)
     decontaminate_eval: bool = True  # drop from train the examples whose question overlaps eval
+
+
+@frozen
+class Gate:
+    """[gate] (docs/stages.md#gate): the rule checks on answers (None: not checked), the
+    grader's threshold, and the early stop of `answers` and `gate`."""
+
+    min_chars: int | None = None
+    max_chars: int | None = None
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    language: str | None = None  # dataset/language.LANGUAGES
+    format_regex: str | None = None
+    json_schema: dict[str, Any] | None = None
+    grader_threshold: float = 7.0  # roles.grader's score (0-10) an answer needs to be kept
+    stop_after: int = 50  # the first N answers of a stage execution the early stop watches (0: off)
+    stop_share: float = 0.5  # stop when more than this share of them is rejected
 
 
 @frozen
@@ -260,6 +279,7 @@ class Config:
     topics: list[Topic] = field(default_factory=list)
     providers: dict[str, Provider] = field(default_factory=dict)
     pipeline: Pipeline = field(default_factory=Pipeline)
+    gate: Gate = field(default_factory=Gate)
     training: Training | None = None
     targets: dict[str, Target] = field(default_factory=dict)
     runpod: Runpod = field(default_factory=Runpod)

@@ -18,7 +18,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from overbrainer.errors import OverbrainerError
 
-NAMES = ("subtopics", "questions", "answer_system", "judge")
+NAMES = ("subtopics", "questions", "answer_system", "judge", "grader")
 
 
 def _file_name(name: str) -> str:

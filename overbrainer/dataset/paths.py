@@ -35,6 +35,11 @@ class ProjectPaths:
         return self.data / "eval.jsonl"
 
     @property
+    def gate(self) -> Path:
+        """The quality gate's verdicts (dataset/verdicts.py)."""
+        return self.data / "gate.jsonl"
+
+    @property
     def rejected(self) -> Path:
         return self.data / "rejected.jsonl"
 
@@ -46,6 +51,11 @@ class ProjectPaths:
     def dataset_state(self) -> Path:
         """The saved figures of the data files (dataset/state.py): a cache, rebuilt when stale."""
         return self.state / "dataset.json"
+
+    @property
+    def gate_state(self) -> Path:
+        """What the last complete gate read and judged (dataset/state.py)."""
+        return self.state / "gate.json"
 
     @property
     def split_state(self) -> Path:

@@ -108,6 +108,7 @@ class SplitResult:
     orphaned_usable: int = 0  # usable answers orphaned, all topics
     usable: int = 0  # usable answers split, all topics
     contaminated: dict[str, int] = field(default_factory=dict)  # source ("eval", a benchmark) -> n > 0
+    gated: dict[str, int] = field(default_factory=dict)  # gate reason -> n (dataset/verdicts.py), n > 0 only
 
     @property
     def contaminated_total(self) -> int:
@@ -128,6 +129,9 @@ class SplitResult:
         excluded = f"{self.excluded_total} excluded"
         if self.excluded:
             excluded += " (" + ", ".join(f"{k} {v}" for k, v in self.excluded.items()) + ")"
+        if self.gated:
+            excluded += f", {sum(self.gated.values())} gated (" + ", ".join(
+                f"{k} {v}" for k, v in self.gated.items()) + ")"
         return (f"split: {self.train_count} train, {self.eval_count} eval, {excluded}, "
                 f"{contaminated_text(self.contaminated)}{self.orphaned} orphaned")
 

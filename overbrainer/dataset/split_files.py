@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from overbrainer.errors import OverbrainerError
 
@@ -30,6 +30,7 @@ from .ids import packed, unpacked
 from .jsonl import LineReader, LineWriter, iter_records, rewriting
 from .records import EXCLUSIONS, Example, Question
 from .split import ORPHANED_WARNING, SplitResult, counting, layout, seeded_hash
+from .verdicts import GATE_REASONS, gate_drops, gated_numbers
 
 EVAL = "eval"  # the source name of an overlap with the eval split
 
@@ -38,21 +39,24 @@ log = logging.getLogger(__name__)
 
 def run_split(paths, topics: Iterable, eval_ratio: float, seed: int, *,
               counted: str | Iterable[str] | None = None, benchmarks: Screen | None = None,
-              eval_ngram: int | None = None) -> SplitResult:
+              eval_ngram: int | None = None, gate: Mapping[str, str] | None = None) -> SplitResult:
     """Split the answers of `paths` (ProjectPaths) and rewrite train/eval, with the result of
-    split.split_examples on the same records (without decontamination). Warns when everything
-    usable is orphaned. `topics`: the configured ones (names or objects with `.name`);
+    split.split_examples on the same records (without decontamination and the gate). Warns when
+    everything usable is orphaned. `topics`: the configured ones (names or objects with `.name`);
     `counted`: see split.split; `benchmarks`: the benchmark files' Screen (an answer that
     overlaps one is left out); `eval_ngram`: the n of the train-against-eval check (None: no
-    check). Events and history are the caller's."""
+    check); `gate`: the gate's current settings (check -> digest, pipeline/gate.gate_settings): a
+    usable answer whose verdict is drop is left out, counted as gated. Events and history are the
+    caller's."""
     is_counted = counting(counted)
     if benchmarks:
         index = index_answers(paths.answers, lambda ex: benchmarks.overlaps(question_text(ex), answer_text(ex)))
     else:
         index = index_answers(paths.answers)
+    gated = gated_numbers(paths.answers, index, gate_drops(paths.gate, gate)) if gate else {}
     known = _known(index, paths.questions)
     sources = [EVAL] + [label for label, _ in benchmarks.sources] if benchmarks else [EVAL]
-    result, members = _tally(index, known, topics, is_counted, dict.fromkeys(sources, 0))
+    result, members = _tally(index, known, topics, is_counted, dict.fromkeys(sources, 0), gated)
     if result.all_orphaned:
         log.warning(ORPHANED_WARNING, result.orphaned_usable)
     _write(paths, index, members, (eval_ratio, seed, eval_ngram), is_counted, result)
@@ -79,7 +83,7 @@ def _known(index: AnswerIndex, questions_path) -> bytearray:
 
 
 def _tally(index: AnswerIndex, known: bytearray, topics: Iterable, is_counted: Callable[[str], bool],
-           contaminated: dict[str, int]) -> tuple[SplitResult, list[array]]:
+           contaminated: dict[str, int], gated: Mapping[int, int]) -> tuple[SplitResult, list[array]]:
     """The counts, and per group of the index the numbers of its usable answers."""
     configured = {t if isinstance(t, str) else t.name for t in topics}
     in_config = [topic in configured for topic, _ in index.groups]
@@ -87,6 +91,7 @@ def _tally(index: AnswerIndex, known: bytearray, topics: Iterable, is_counted: C
     members = [array("I") for _ in index.groups]
     reasons = [0] * len(EXCLUSIONS)
     hits = index.hits
+    gate_reasons = [0] * len(GATE_REASONS)
     result = SplitResult()
     for n, (g, status) in enumerate(zip(index.group, index.status)):
         c = counted[g]
@@ -97,6 +102,8 @@ def _tally(index: AnswerIndex, known: bytearray, topics: Iterable, is_counted: C
         elif status != USABLE:
             if c:
                 reasons[status] += 1
+        elif n in gated:
+            gate_reasons[gated[n]] += c
         elif n in hits:
             if c:
                 contaminated[hits[n]] += 1
@@ -105,6 +112,7 @@ def _tally(index: AnswerIndex, known: bytearray, topics: Iterable, is_counted: C
     result.usable = sum(map(len, members))
     result.excluded = {reason: k for reason, k in zip(EXCLUSIONS, reasons) if k}
     result.contaminated = contaminated
+    result.gated = {reason: k for reason, k in zip(GATE_REASONS, gate_reasons) if k}
     return result, members
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.support.usage import Usage
 
-STAGES = ("subtopics", "questions", "answers", "split")
+STAGES = ("subtopics", "questions", "answers", "gate", "split")
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ a file that is not there).
 - The file is a cache: a missing, unreadable or unknown one is scanned anew, never an error.
 
 The last split is kept the same way (`.overbrainer/split.json`): its settings (the configured
-topics' names, `eval_ratio`, `seed`), the identity of the answers and questions it read and of
+topics' names, `eval_ratio`, `seed`, the gate's settings), the identity of the answers,
+questions and gate verdicts it read and of
 the train and eval files it wrote, and its counts. A split whose inputs, settings and outputs
 are all the same again has nothing to write: `unchanged_split` gives the counts it would print.
+And the last complete `gate` (`.overbrainer/gate.json`): the identity of answers.jsonl and
+gate.jsonl after it, its settings and topics; a gate with the same again has nothing to judge.
 """
 
 from __future__ import annotations
@@ -92,16 +95,20 @@ def forget(paths: ProjectPaths) -> None:
         log.warning("cannot remove %s: %s", paths.dataset_state, e.strerror)
 
 
-def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int, decontaminate: dict | None = None) -> dict:
+def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int, decontaminate: dict | None = None,
+              gate: dict | None = None) -> dict:
     """What a split's result depends on: its inputs' identity and its settings. `decontaminate`:
     its settings ({"ngram", "eval", "benchmarks": [[path, [fields]], ...]}); the benchmark files'
-    identities are added."""
+    identities are added. `gate`: the gate's current settings, check -> digest; gate.jsonl is
+    then an input too."""
     names = sorted(t if isinstance(t, str) else t.name for t in topics)
     key = {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
            "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
     if decontaminate is not None:
         files = [_identity(paths.root / path) for path, _ in decontaminate["benchmarks"]]
         key["decontaminate"] = dict(decontaminate, files=files)
+    if gate:
+        key["gate"] = {"file": _identity(paths.gate), "settings": dict(sorted(gate.items()))}
     return key
 
 
@@ -122,18 +129,35 @@ def _outputs(paths: ProjectPaths) -> dict:
     return {"train": _identity(paths.train), "eval": _identity(paths.eval)}
 
 
+def _cached(path, key: dict, outputs: dict | None = None) -> dict | None:
+    """The saved state at `path` when its key (and outputs) are these; else None."""
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
+        if data.get("format") != FORMAT or data.get("key") != key or data.get("outputs") != outputs:
+            return None
+        return data
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, AttributeError) as e:
+        log.debug("%s: not used (%s)", path, e)
+        return None
+
+
+def _save(path, data: dict, then: str) -> None:
+    try:
+        atomic_write_bytes(path, json.dumps({"format": FORMAT, **data}, separators=(",", ":")).encode())
+    except OSError as e:
+        log.warning("cannot write %s: %s (%s)", path, e.strerror, then)
+
+
 def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
     """The counts of the last split when it read the same files with the same settings and its
     train and eval files are still the ones it wrote; else None."""
+    data = _cached(paths.split_state, key, _outputs(paths))
     try:
-        with open(paths.split_state, "rb") as f:
-            data = json.loads(f.read())
-        if data.get("format") != FORMAT or data.get("key") != key or data.get("outputs") != _outputs(paths):
-            return None
-        return SplitResult(**data["result"])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        return None if data is None else SplitResult(**data["result"])
+    except (KeyError, TypeError) as e:
         log.debug("%s: not used (%s)", paths.split_state, e)
         return None
 
@@ -153,8 +177,24 @@ def decontamination_facts(paths: ProjectPaths) -> dict | None:
 
 
 def save_split(paths: ProjectPaths, key: dict, result: SplitResult) -> None:
-    data = {"format": FORMAT, "key": key, "outputs": _outputs(paths), "result": dataclasses.asdict(result)}
-    try:
-        atomic_write_bytes(paths.split_state, json.dumps(data, separators=(",", ":")).encode())
-    except OSError as e:
-        log.warning("cannot write %s: %s (the next split writes its files again)", paths.split_state, e.strerror)
+    _save(paths.split_state, {"key": key, "outputs": _outputs(paths), "result": dataclasses.asdict(result)},
+          "the next split writes its files again")
+
+
+def gate_key(paths: ProjectPaths, settings: dict, topics) -> dict:
+    """What a `gate` execution depends on: answers.jsonl, gate.jsonl, the gate's settings (check
+    -> digest) and the selected topics."""
+    return {"answers": _identity(paths.answers), "gate": _identity(paths.gate),
+            "settings": dict(sorted(settings.items())), "topics": sorted(topics)}
+
+
+def unchanged_gate(paths: ProjectPaths, key: dict) -> int | None:
+    """The answers judged by the last complete `gate` when nothing it depends on changed since
+    (so there is nothing to judge); else None."""
+    data = _cached(paths.gate_state, key)
+    judged = None if data is None else data.get("judged")
+    return judged if isinstance(judged, int) and not isinstance(judged, bool) else None
+
+
+def save_gate(paths: ProjectPaths, key: dict, judged: int) -> None:
+    _save(paths.gate_state, {"key": key, "outputs": None, "judged": judged}, "the next gate reads the answers again")

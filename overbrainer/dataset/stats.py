@@ -13,6 +13,7 @@ from .answer_index import USABLE, index_answers
 from .jsonl import iter_records
 from .paths import ProjectPaths
 from .records import EXCLUSIONS, Question, Rejected, Subtopic
+from .verdicts import GATE_REASONS, gate_drops, gated_numbers
 
 
 @dataclass
@@ -26,6 +27,7 @@ class TopicStats:
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> n, fixed order, n > 0 only
     rejected_subtopics: int = 0
     rejected_questions: int = 0
+    gated: dict[str, int] = field(default_factory=dict)  # the gate's drops: reason -> n, n > 0 only
 
     @property
     def excluded_total(self) -> int:
@@ -38,6 +40,8 @@ class TopicStats:
         if self.excluded:
             text += ": " + ", ".join(f"{k} {v}" for k, v in self.excluded.items())
         text += ")"
+        if self.gated:
+            text += f"; gated {sum(self.gated.values())}: " + ", ".join(f"{k} {v}" for k, v in self.gated.items())
         if self.rejected_subtopics or self.rejected_questions:
             text += (f"; rejected {plural(self.rejected_subtopics, 'subtopic')}, "
                      f"{plural(self.rejected_questions, 'question')}")
@@ -49,7 +53,8 @@ class TopicStats:
         return {"topic": self.topic, "configured": self.configured, "subtopics": self.subtopics,
                 "questions": self.questions, "answered": self.answered, "usable": self.usable,
                 "excluded": self.excluded_total, "excluded_by_reason": dict(self.excluded),
-                "rejected_subtopics": self.rejected_subtopics, "rejected_questions": self.rejected_questions}
+                "rejected_subtopics": self.rejected_subtopics, "rejected_questions": self.rejected_questions,
+                "gated": sum(self.gated.values()), "gated_by_reason": {r: self.gated.get(r, 0) for r in GATE_REASONS}}
 
 
 @dataclass
@@ -70,9 +75,11 @@ class DatasetStats:
                 "cost_complete": self.cost.complete}
 
 
-def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
+def dataset_stats(project_dir, topics: Iterable | None = None, gate: dict | None = None) -> DatasetStats:
     """Counts per topic: the configured `topics` (names or objects with `.name`) in their order,
-    then topics found only in the data files, by name. With `topics` None: every topic found."""
+    then topics found only in the data files, by name. With `topics` None: every topic found.
+    `gate`: the gate's current settings (check -> digest): its drops are counted per reason
+    (`usable` counts the answers the gate kept or has not judged)."""
     paths = ProjectPaths(project_dir)
     names = [t if isinstance(t, str) else t.name for t in (topics or [])]
     per: dict[str, TopicStats] = {n: TopicStats(n) for n in names}
@@ -86,7 +93,7 @@ def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
         get(s.topic).subtopics += 1
     for q in iter_records(paths.questions, Question):
         get(q.topic).questions += 1
-    _count_answers(paths, get)
+    _count_answers(paths, get, gate)
     for r in iter_records(paths.rejected, Rejected):
         t = get(r.topic)
         if r.kind == "subtopic":
@@ -100,10 +107,19 @@ def dataset_stats(project_dir, topics: Iterable | None = None) -> DatasetStats:
     return result
 
 
-def _count_answers(paths: ProjectPaths, get) -> None:
+def _count_answers(paths: ProjectPaths, get, gate: dict | None) -> None:
     """Answered, usable and excluded per topic, of each question's latest answer (streamed:
-    answer_index keeps per ID its topic and status, not the answer)."""
+    answer_index keeps per ID its topic and status, not the answer); gated per topic."""
     index = index_answers(paths.answers)
+    gated = gated_numbers(paths.answers, index, gate_drops(paths.gate, gate)) if gate else {}
+    for n, reason in gated.items():
+        t = get(index.topic(n))
+        t.usable -= 1
+        name = GATE_REASONS[reason]
+        t.gated[name] = t.gated.get(name, 0) + 1
+    for t in {index.topic(n) for n in gated}:
+        found = get(t)
+        found.gated = {r: found.gated[r] for r in GATE_REASONS if r in found.gated}
     per_group = [[0] * (len(EXCLUSIONS) + 1) for _ in index.groups]  # by reason, then usable last
     for g, status in zip(index.group, index.status):
         per_group[g][status] += 1  # USABLE is -1: the last slot

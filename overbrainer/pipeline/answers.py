@@ -6,7 +6,9 @@ A question counts as done once any answer with its ID exists, excluded ones incl
 `retry_excluded` the pending questions are those whose latest answer is excluded: the new answer
 is appended and supersedes it (dataset.records.latest); nothing is removed. A stop (a fatal
 provider error, the user's interrupt, the spend cap) sends nothing new, and keeps every answer
-received, those in flight within the grace included (support/processor.py).
+received, those in flight within the grace included (support/processor.py). So does the early
+stop (pipeline/early_stop.py): too many of the first answers excluded or breaking a rule of
+[gate].
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dataclasses
 import logging
 
 from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.dataset.gate_rules import Rules
 from overbrainer.dataset.records import Example, Message, Meta
 from overbrainer.llm.hidden import hides
 from overbrainer.llm.types import ChatRequest
@@ -29,6 +32,7 @@ from overbrainer.pipeline.common import (
     stage_figures,
 )
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.early_stop import EarlyStop
 from overbrainer.pipeline.pending import PendingQuestions, pending_count
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
@@ -96,16 +100,12 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     run.started(count, skipped=total - count)
     if not count:
         return finish(run)
-    client = ctx.connect("parent")
-    role = ctx.role("parent")
-    hides = _hides(client.protocol, client.model)
-    if role.reasoning and hides:
-        log.warning("parent %s: this model does not return its raw reasoning; every answer will be "
-                    "excluded from training", client.model)
+    client, role, hides = _parent(ctx)
     systems = _system_prompts(ctx, topics)
     include_system = bool(ctx.pipeline.include_system_prompt)
     proc = processor(ctx, run)
     noting = figures if not retry_excluded else None
+    rules, watch = Rules(ctx.config.gate), EarlyStop(STAGE, ctx.config.gate)
 
     def send(q):
         return ask(proc, client, ChatRequest(user=q.text, system=systems[q.topic]),
@@ -125,9 +125,32 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
                         "excluded as refused", q.id, response.flagged)
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         run.item_done(q.id, response.usage, spent.cost, excluded=example.meta.excluded is not None)
+        stop = watch.note(rejection(example, rules))
+        if stop is not None:
+            proc.halt(stop)
 
     with keeping_figures(ctx, run, noting), output:
         return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id, count=count))
+
+
+def _parent(ctx: StageContext):
+    """The parent's client and role, and whether it hides its raw reasoning (said once)."""
+    client = ctx.connect("parent")
+    role = ctx.role("parent")
+    hides = _hides(client.protocol, client.model)
+    if role.reasoning and hides:
+        log.warning("parent %s: this model does not return its raw reasoning; every answer will be "
+                    "excluded from training", client.model)
+    return client, role, hides
+
+
+def rejection(example: Example, rules: Rules) -> str | None:
+    """Why the early stop counts `example` as rejected: its exclusion, or the first rule of
+    [gate] it breaks (the `gate` stage records that verdict later); None when it is kept."""
+    if example.meta.excluded is not None:
+        return example.meta.excluded
+    broken = rules.check(example) if rules.active else None
+    return broken[0] if broken is not None else None
 
 
 def _hides(protocol: str, model: str) -> bool:

@@ -1,13 +1,18 @@
-"""The flows of `history` and `dataset stats|reject`: read or prune the data files and report
+"""The flows of `history` and `dataset stats|gated|reject`: read or prune the data files and report
 the result through the session, `flow(session, config, *, options)` like every flow."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from overbrainer.dataset.answer_index import index_answers
 from overbrainer.dataset.history import format_history_lines, history_report, read_history
 from overbrainer.dataset.reject import reject
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.stats import dataset_stats
+from overbrainer.dataset.verdicts import gated_answers
+from overbrainer.pipeline.gate import gate_settings
+from overbrainer.support.words import plural
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -30,8 +35,25 @@ def history_flow(session: "Session", config=None, *, all_runs: bool = False,
 def stats_flow(session: "Session", config) -> None:
     """`dataset stats`: per topic subtopics, questions, answered, excluded by reason; tokens and
     cost so far. Reads only (no lock)."""
-    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None)
+    gate = gate_settings(config, session.project_dir) if config is not None else None
+    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None, gate)
     session.report("\n".join(stats.lines()), stats.to_dict())
+
+
+def gated_flow(session: "Session", config, *, topic: str | None = None) -> None:
+    """`dataset gated [--topic NAME]`: the answers the gate dropped, with their reasons. Reads only."""
+    if topic is not None:
+        config.topic(topic)  # `unknown topic` first
+    paths = ProjectPaths(session.project_dir)
+    rows = [(t, sub, v) for t, sub, v in gated_answers(paths, gate_settings(config, session.project_dir),
+                                                       index_answers(paths.answers))
+            if topic is None or t == topic]
+    lines = [f"{v.id}  {t} / {sub}  {v.check}: {v.reason}" + (f": {v.detail}" if v.detail else "")
+             for t, sub, v in rows]
+    lines.append(f"{plural(len(rows), 'answer')} gated")
+    data = {"gated": [{"id": v.id, "topic": t, "subtopic": sub, "check": v.check, "reason": v.reason,
+                       "detail": v.detail, "score": v.score} for t, sub, v in rows], "count": len(rows)}
+    session.report("\n".join(lines), data)
 
 
 def reject_flow(session: "Session", config, *, item_id: str) -> None:

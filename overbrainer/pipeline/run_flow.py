@@ -1,6 +1,6 @@
 """The stage commands' flows: one stage (with `questions`' subtopics pre-step), and `run`
-(the four stages in order, the configuration reloaded between them when it changed; the
-command trains afterwards when `[training]` is set).
+(the stages in order, `gate` only when it has a check to make, the configuration reloaded
+between them when it changed; the command trains afterwards when `[training]` is set).
 
 Like every flow they take `(session, config, *, options)` (front/session.py) and build their
 StageContext on the session's front end. Each stage's summary goes through `session.report` as
@@ -21,6 +21,7 @@ from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.context import StageContext, StageInterrupted
+from overbrainer.pipeline.gate import gate_configured, run_gate
 from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
 from overbrainer.pipeline.questions import run_questions, topics_without_subtopics
 from overbrainer.pipeline.split_stage import run_split_stage
@@ -84,7 +85,7 @@ def raise_stalled(results: list[StageResult]) -> None:
 
 def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
               retry_excluded: bool = False, max_cost: float | None = None) -> list[StageResult]:
-    """One stage command (`subtopics`, `questions`, `answers`, `split`); `retry_excluded`:
+    """One stage command (`subtopics`, `questions`, `answers`, `gate`, `split`); `retry_excluded`:
     `answers --retry-excluded`; `max_cost`: `--max-cost`. Ends with ItemsFailed when a round
     added nothing (`stalled_error`)."""
     with stage_context(session, config, max_cost=max_cost) as ctx:
@@ -97,6 +98,8 @@ def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
            force: bool, retry_excluded: bool = False) -> list[StageResult]:
     if stage == "split":
         return [conclude(run_split_stage(ctx, topic), report, stage)]
+    if stage == "gate":
+        return [conclude(run_gate(ctx, ctx.select_topics(topic)), report, stage)]
     topics = ctx.select_topics(topic)
     refuse_unpriced(ctx, COMMAND_STAGES[stage], topics, force=force, retry_excluded=retry_excluded)
     results: list[StageResult] = []
@@ -155,7 +158,7 @@ class ConfigWatch:
 
 def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
             max_cost: float | None = None) -> list[StageResult]:
-    """`run`: subtopics → questions → answers → split on every topic, stopping at the first
+    """`run`: subtopics → questions → answers → gate (when configured) → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run.
     A round that added nothing does not stop the run: the command ends with
@@ -172,6 +175,7 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[S
         "subtopics": lambda: run_subtopics(ctx, list(ctx.config.topics)),
         "questions": lambda: run_questions(ctx, list(ctx.config.topics)),
         "answers": lambda: run_answers(ctx, list(ctx.config.topics)),
+        "gate": lambda: run_gate(ctx, list(ctx.config.topics)),
         "split": lambda: run_split_stage(ctx),
     }
     results = []
@@ -180,6 +184,8 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[S
             _maybe_reload(ctx, watch)
         if ctx.interrupted():
             raise StageInterrupted(stage)
+        if stage == "gate" and not gate_configured(ctx.config):
+            continue  # no check configured: nothing to say, every usable answer goes to split
         results.append(conclude(flows[stage](), report))
     # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)

@@ -15,6 +15,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
 from overbrainer.pipeline.common import execute
 from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.gate import gate_settings
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
 from overbrainer.support.usage import Usage
 from overbrainer.support.words import plural
@@ -35,9 +36,9 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
     counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded),
-                         dict(result.contaminated))
+                         contaminated_by_source=dict(result.contaminated), gated_by_reason=dict(result.gated))
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
-                       excluded=counts.excluded, usage=Usage(), cost=None)
+                       excluded=counts.excluded + counts.gated, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))
     error = _nothing_to_train(result)
     if topic is None:
@@ -51,8 +52,9 @@ def _split(ctx: StageContext, topic: str | None):
     split (dataset/state.py), only its counts again: nothing to read or write."""
     pipeline = ctx.pipeline
     benchmark_files.check(ctx.paths.root, pipeline.decontaminate)
+    gate = gate_settings(ctx.config, ctx.project_dir)
     key = dataset_state.split_key(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed,
-                                  decontamination(pipeline))
+                                  decontamination(pipeline), gate)
     if topic is None:
         result = dataset_state.unchanged_split(ctx.paths, key)
         if result is not None:
@@ -64,7 +66,7 @@ def _split(ctx: StageContext, topic: str | None):
     screen = benchmark_files.screen(ctx.paths.root, pipeline.decontaminate, pipeline.decontaminate_ngram)
     eval_ngram = pipeline.decontaminate_ngram if pipeline.decontaminate_eval else None
     result = run_split(ctx.paths, ctx.config.topics, pipeline.eval_ratio, pipeline.seed, counted=topic,
-                       benchmarks=screen, eval_ngram=eval_ngram)
+                       benchmarks=screen, eval_ngram=eval_ngram, gate=gate)
     if topic is None:
         dataset_state.save_split(ctx.paths, key, result)
     return result
@@ -107,6 +109,9 @@ def _nothing_to_train(result) -> OverbrainerError | None:
             why += ": the parent does not return its reasoning; set roles.parent.reasoning = false"
         else:
             why += ": see `overbrainer dataset stats`"
+    elif result.gated and not result.usable:
+        reasons = ", ".join(f"{reason} {n}" for reason, n in result.gated.items())
+        why = f"the gate dropped every usable answer ({reasons}): see data/gate.jsonl and [gate]"
     elif result.contaminated and not result.written_train:
         why = ("every answer left for train overlaps the eval split or a benchmark "
                f"({', '.join(f'{k} {n}' for k, n in result.contaminated.items())})")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.split import contaminated_text
 from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.verdicts import GATE_REASONS
 from overbrainer.front.events import (
     ItemDone,
     ItemFailed,
@@ -151,6 +152,7 @@ class SplitCounts:
     orphaned: int = 0
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
     contaminated_by_source: dict[str, int] = field(default_factory=dict)  # "eval" or a benchmark -> n > 0
+    gated_by_reason: dict[str, int] = field(default_factory=dict)  # the gate's drops (dataset/verdicts.py)
 
     @property
     def excluded(self) -> int:
@@ -160,12 +162,17 @@ class SplitCounts:
     def contaminated(self) -> int:
         return sum(self.contaminated_by_source.values())
 
+    @property
+    def gated(self) -> int:
+        return sum(self.gated_by_reason.values())
+
 
 # What each stage's items are, and what it writes: (item, items, record, records).
 UNITS = {
     "subtopics": ("topic", "topics", "subtopic", "subtopics"),
     "questions": ("subtopic", "subtopics", "question", "questions"),
     "answers": ("question", "questions", "answer", "answers"),
+    "gate": ("answer", "answers", "verdict", "verdicts"),
 }
 
 
@@ -212,7 +219,8 @@ class StageResult:
             return {"stage": "split", "train": s.train, "eval": s.eval, "orphaned": s.orphaned,
                     "excluded": s.excluded,
                     "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS},
-                    "contaminated": s.contaminated, "contaminated_by_source": dict(s.contaminated_by_source)}
+                    "contaminated": s.contaminated, "contaminated_by_source": dict(s.contaminated_by_source),
+                    "gated": s.gated, "gated_by_reason": {r: s.gated_by_reason.get(r, 0) for r in GATE_REASONS}}
         st = self.stats
         _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
         out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,
@@ -298,5 +306,8 @@ def split_line(s: SplitCounts) -> str:
     reasons = ", ".join(f"{r} {s.excluded_by_reason[r]}" for r in EXCLUSION_REASONS
                         if s.excluded_by_reason.get(r, 0) > 0)
     excluded = f"{s.excluded} excluded" + (f" ({reasons})" if reasons else "")
+    if s.gated:
+        excluded += f", {s.gated} gated (" + ", ".join(
+            f"{r} {s.gated_by_reason[r]}" for r in GATE_REASONS if s.gated_by_reason.get(r, 0) > 0) + ")"
     contaminated = contaminated_text(s.contaminated_by_source)
     return f"split: {s.train} train, {s.eval} eval, {excluded}, {contaminated}{s.orphaned} orphaned"

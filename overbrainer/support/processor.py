@@ -150,6 +150,14 @@ class Processor:
         if self._closed.is_set():
             raise Interrupted(STOPPING)
 
+    def halt(self, error: BaseException) -> None:
+        """Called by `keep` to stop the work as a fatal error would (a stage's early stop):
+        nothing new is sent, the results in flight are kept, and `error` is the Ending's."""
+        with self._lock:
+            if self._ending.error is None and self._raised is None:
+                self._ending.error = error
+        self._stop()
+
     @property
     def in_flight(self) -> int:
         """Items being sent whose result has not come back yet (after a stop: those abandoned)."""

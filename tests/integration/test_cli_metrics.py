@@ -161,7 +161,7 @@ def test_an_answers_run_scraped_while_it_runs_then_its_textfile_equals_history(p
     assert_counters_equal(final, from_history(history))
     assert final[answers_in] >= got[answers_in]
     assert {k[1][0][1]: v for k, v in final.items() if k[0] == "overbrainer_stage_running"} == {
-        "subtopics": 0, "questions": 0, "answers": 0, "split": 0}
+        "subtopics": 0, "questions": 0, "answers": 0, "gate": 0, "split": 0}
     assert final[("overbrainer_item_retries_total", (("stage", "answers"),))] == 1
     assert list(textfile.parent.iterdir()) == [textfile]
 

@@ -19,7 +19,8 @@ def test_init_writes_a_project_that_loads(tmp_path):
     d = tmp_path / "My Demo-Project"
     r = init_project(d)
     assert r.created == ["overbrainer.toml", ".env.example", "prompts/subtopics.txt", "prompts/questions.txt",
-                         "prompts/answer_system.txt", "prompts/judge.txt", ".overbrainer/version"]
+                         "prompts/answer_system.txt", "prompts/judge.txt", "prompts/grader.txt",
+                         ".overbrainer/version"]
     assert r.gitignore == "created"
     assert (d / ".overbrainer" / "version").read_text() == "1\n"
     assert (d / ".gitignore").read_text() == ".env\n/data/\n/runs/\n/.overbrainer/\n"
