@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from overbrainer.config.dotenv import stamp
-from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
 from overbrainer.pipeline.answers import run_answers
@@ -135,7 +135,7 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     """`run`: subtopics → questions → answers → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run."""
-    refuse_hidden_reasoning(config)  # before the first stage spends anything
+    refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch)
 
