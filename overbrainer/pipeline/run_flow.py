@@ -25,6 +25,7 @@ from overbrainer.pipeline.questions import run_questions, topics_without_subtopi
 from overbrainer.pipeline.split_stage import run_split_stage
 from overbrainer.pipeline.stage import StageResult
 from overbrainer.pipeline.subtopics import run_subtopics
+from overbrainer.support.budget import Budget, SpendCapReached
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -48,12 +49,21 @@ def stage_context(session: "Session", config, *, max_cost: float | None = None) 
         guard.close()
 
 
-def conclude(result: StageResult, report: Report, command: str | None = None) -> StageResult:
+def conclude(result: StageResult, report: Report, command: str | None = None,
+             budget: Budget | None = None) -> StageResult:
     """Print the stage's summary, then raise what stopped it or what failed in it (an interrupt
-    as StageInterrupted, naming the stage and the `command` that resumes it)."""
+    as StageInterrupted, naming the stage and the `command` that resumes it; a spend recorded
+    past `budget`'s cap as SpendPastCap, before any other failure of the stage)."""
     report(result.text(), result.data())
+    past = budget.overspent() if budget is not None else None
     if result.interrupted:
+        if past is not None:
+            log.error("%s", past)
         raise StageInterrupted(result.stage, command) from result.error
+    if past is not None:
+        if result.error is not None and not isinstance(result.error, SpendCapReached):
+            log.error("%s", result.error)
+        raise past
     if result.error is not None:
         raise result.error
     if result.stats.failed:
@@ -73,27 +83,27 @@ def run_stage(session: "Session", config, stage: str, *, topic: str | None = Non
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
            force: bool, retry_excluded: bool = False) -> list[StageResult]:
     if stage == "split":
-        return [conclude(run_split_stage(ctx, topic), report, stage)]
+        return [conclude(run_split_stage(ctx, topic), report, stage, ctx.budget)]
     topics = ctx.select_topics(topic)
     refuse_unpriced(ctx, COMMAND_STAGES[stage], topics, force=force, retry_excluded=retry_excluded)
     results: list[StageResult] = []
     if stage == "subtopics":
-        results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage))
+        results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage, ctx.budget))
     elif stage == "questions":
         empty = topics_without_subtopics(ctx, topics)
         pending_error: ItemsFailed | None = None
         if empty:
             # Topics with no subtopic at all get theirs first (never with --force).
             try:
-                results.append(conclude(run_subtopics(ctx, empty, force=False), report, stage))
+                results.append(conclude(run_subtopics(ctx, empty, force=False), report, stage, ctx.budget))
             except ItemsFailed as e:
                 pending_error = e  # fill what can be filled, then fail
-        results.append(conclude(run_questions(ctx, topics, force=force), report, stage))
+        results.append(conclude(run_questions(ctx, topics, force=force), report, stage, ctx.budget))
         if pending_error is not None:
             raise pending_error
     elif stage == "answers":
         results.append(conclude(run_answers(ctx, topics, force=force, retry_excluded=retry_excluded), report,
-                                "answers --retry-excluded" if retry_excluded else stage))
+                                "answers --retry-excluded" if retry_excluded else stage, ctx.budget))
     else:  # pragma: no cover - the CLI only passes known names
         raise ValueError(stage)
     return results
@@ -154,7 +164,7 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[S
             _maybe_reload(ctx, watch)
         if ctx.interrupted():
             raise StageInterrupted(stage)
-        results.append(conclude(flows[stage](), report))
+        results.append(conclude(flows[stage](), report, budget=ctx.budget))
     # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)
     return results

@@ -80,3 +80,23 @@ def test_a_bad_cap_is_a_usage_error(project, cli):
     project.write(pipeline={"max_cost_usd": -1})
     r = cli(["-C", project.dir, "answers"], env=project.env)
     assert r.returncode == 2 and "pipeline.max_cost_usd: must be greater than 0" in r.stderr, r.stderr
+
+
+def test_spend_recorded_past_the_cap_is_an_error_naming_the_cap_and_the_amount(project, fake_provider, cli):
+    # A provider that ignores max_tokens: each answer bills 200,000 output tokens ($1.20) where
+    # its bound held 200. What was paid for is kept; split (the next stage of `run`) does not run.
+    project.write(topics=1, subtopics=1, questions=6, parent={"max_tokens": 200}, pipeline={"concurrency": 2})
+    fake_provider.models = dict(PRICES)
+    fake_provider.responder = lambda req: Answer("An answer.", usage=(50, 200_000)) if "JSON array" not in \
+        req.body["messages"][-1]["content"] else None
+    r = cli(["-C", project.dir, "run", "--max-cost", "1"], env=project.env, timeout=30)
+    assert r.returncode == 1, r.stderr
+    spent = sum(h["cost"] for h in project.history())
+    assert spent > 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: spend past the cap: ${spent:.4f} recorded, over max_cost_usd $1.0000; responses cost more than "
+        "their requests' upper bounds (does the provider ignore max_tokens?); what was paid for is kept")
+    assert r.stdout.splitlines()[-1].startswith("answers: ") and "split:" not in r.stdout
+    written = project.records("answers")
+    assert 1 <= len(written) < 6 and len(written) == len(fake_provider.served) - 2  # 2: subtopics, questions
+    assert not (project.data / "train.jsonl").exists()
