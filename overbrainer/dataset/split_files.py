@@ -89,8 +89,7 @@ def _write(paths, index: AnswerIndex, members: list[array], ratio: float, seed: 
         for topic, subtopic, quota in layout(sizes, ratio, seed):
             order = _ordered(index, members[group_of[(topic, subtopic)]], seed)
             picked, rest = order[:quota], order[quota:]
-            _copy(source, index, picked, eval_out)
-            _copy(source, index, rest, train_out)
+            result.kept_output_tokens += _copy(source, index, picked, eval_out) + _copy(source, index, rest, train_out)
             if is_counted(topic):
                 result.eval_count += len(picked)
                 result.train_count += len(rest)
@@ -111,9 +110,13 @@ def _ordered(index: AnswerIndex, numbers: array, seed: int) -> list[int]:
     return sorted(numbers, key=key)
 
 
-def _copy(source: LineReader, index: AnswerIndex, numbers: list[int], out: LineWriter) -> None:
+def _copy(source: LineReader, index: AnswerIndex, numbers: list[int], out: LineWriter) -> int:
+    """Copy the answers `numbers` to `out`; their output tokens in all (the kept share's)."""
+    tokens = 0
     for n in numbers:
         ex = source.record_at(index.offset[n], Example)
         if packed(ex.id) != index.keys[n]:
             raise OverbrainerError(f"{source.path} changed while it was being split: run split again")
         out.append(ex)
+        tokens += ex.meta.output_tokens
+    return tokens

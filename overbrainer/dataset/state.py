@@ -111,6 +111,8 @@ def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
             data = json.loads(f.read())
         if data.get("format") != FORMAT or data.get("key") != key or data.get("outputs") != _outputs(paths):
             return None
+        if "kept_output_tokens" not in data["result"]:
+            return None  # saved before the kept tokens were counted: split again, once
         return SplitResult(**data["result"])
     except FileNotFoundError:
         return None

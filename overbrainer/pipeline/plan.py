@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.history import read_history
+from overbrainer.dataset.kept import kept_share
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
 from overbrainer.pipeline.context import StageContext
@@ -215,7 +216,7 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     for p in plans:
         session.report(p.line(), p.data())
     if command == "run":
-        session.report("split: no request", {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0})
+        session.report(*_split_line(session.project_dir))
     train = None
     if command == "run" and config.training is not None:
         train = train_plan(session.project_dir, config, retrain=retrain,
@@ -226,6 +227,15 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     total = totals(plans, train)
     session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)
     return total
+
+
+def _split_line(project_dir) -> tuple[str, dict]:
+    """`split: no request`, and the kept share so far (dataset/kept.py) once a split counted it."""
+    data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
+    share = kept_share(read_history(project_dir))
+    if share is None:
+        return "split: no request", data
+    return f"split: no request; so far {share.text()}", {**data, **share.data()}
 
 
 def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:

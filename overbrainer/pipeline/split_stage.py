@@ -33,7 +33,8 @@ def run_split_stage(ctx: StageContext, topic: str | None = None) -> StageResult:
 def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
-    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded))
+    counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded),
+                         result.kept_output_tokens)
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))

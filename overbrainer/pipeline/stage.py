@@ -137,6 +137,7 @@ class SplitCounts:
     eval: int = 0
     orphaned: int = 0
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
+    kept_output_tokens: int = 0  # output tokens of the answers now in train and eval (every topic)
 
     @property
     def excluded(self) -> int:
@@ -190,7 +191,8 @@ class StageResult:
             s = self.split
             return {"stage": "split", "train": s.train, "eval": s.eval, "orphaned": s.orphaned,
                     "excluded": s.excluded,
-                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS}}
+                    "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS},
+                    "kept_output_tokens": s.kept_output_tokens}
         st = self.stats
         _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
         out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,
