@@ -1,13 +1,17 @@
 """`config check --probe`, the roles: per role, a request that proves the setup works before a paid
 stage does (docs/stages.md#probe).
 
-1. The provider's model listing (`GET /models`), when it has one: the role's model must be in it
-   (a dated id of an Anthropic alias, an Ollama `:latest` tag or an OpenRouter `:variant` of a
-   listed model counts). llama.cpp serves one model whatever the name asked: its listing is not
-   judged. A listing proves little: OpenRouter's needs no key at all.
+1. The provider's model listing (`GET /models`), when it has one; a refused key (401/403) fails
+   here, naming the API key's variable.
 2. An authenticated request with the role's model, as the stages send it: a chat asking for one
    token (the role's reasoning settings kept, except Anthropic's thinking, whose budget must stay
    under `max_tokens`: the probe asks without it), or, for the embedder, the embedding of one word.
+   A refused key fails here too (a listing proves little: OpenRouter's needs no key at all).
+3. Only then the listing is judged: the role's model should be in it (a dated id of an Anthropic
+   alias, an Ollama `:latest` tag or an OpenRouter `:variant` of a listed model counts); llama.cpp
+   serves one model whatever the name asked, so its listing is not judged. A model the listing
+   lacks is a warning when the request of step 2 answered (a server that serves any name), a
+   failure when it did not.
 
 Nothing is retried; each failure is one line naming the provider and what to fix.
 """
@@ -41,10 +45,12 @@ class Probe:
     base_url: str | None
     ok: bool
     detail: str
+    warning: bool = False  # ok, but the listing lacks the model
 
     def line(self) -> str:
         where = f"{self.provider} ({self.base_url})" if self.base_url else self.provider
-        return f"probe {self.role}: {where} {'ok' if self.ok else 'FAILED'}: {self.detail}"
+        word = "FAILED" if not self.ok else "warning" if self.warning else "ok"
+        return f"probe {self.role}: {where} {word}: {self.detail}"
 
     @property
     def name(self) -> str:
@@ -52,7 +58,7 @@ class Probe:
 
     def to_dict(self) -> dict:
         return {"role": self.role, "provider": self.provider, "base_url": self.base_url, "ok": self.ok,
-                "detail": self.detail}
+                "warning": self.warning, "detail": self.detail}
 
 
 def probe(config: Config) -> list[Probe]:
@@ -64,13 +70,13 @@ def _probe_role(config: Config, name: str, role) -> Probe:
     provider = config.providers[role.provider]
     shown = show_url(provider.base_url)
 
-    def result(ok: bool, detail: str) -> Probe:
-        return Probe(name, role.provider, shown, ok, detail)
+    def result(ok: bool, detail: str, warning: bool = False) -> Probe:
+        return Probe(name, role.provider, shown, ok, detail, warning)
 
     if not provider.base_url:
         return result(False, f"base_url is not set: set OVERBRAINER_PROVIDERS__{provider.name.upper()}__BASE_URL")
     try:
-        return result(True, _ask(provider, name, role))
+        return result(True, *_ask(provider, name, role))
     except LlmError as e:
         return result(False, _with_fix(str(e), e, provider, name))
     except OverbrainerError as e:
@@ -97,56 +103,76 @@ def listed(model: str, ids: set[str]) -> bool:
     return bool(colon) and base in ids
 
 
-def _ask(provider, name: str, role) -> str:
-    """The probe's two requests; the ok line's detail, else raises the error that failed it."""
+def _ask(provider, name: str, role) -> tuple[str, bool]:
+    """The probe's requests: the ok line's detail and whether it is a warning, else raises the
+    error that failed it."""
     anthropic = provider.protocol == "anthropic"
     wire = anthropic_protocol if anthropic else openai_protocol
     api_key = provider.api_key.resolve() if provider.api_key is not None else None
     headers = wire.headers(api_key)
     channel = channel_for(provider.name, provider.base_url, 1)
     dialect = None if anthropic else dialects.get(provider.dialect)
-    said = _listing(channel, headers, provider, role, anthropic, dialect)
+    explain = _explainer(provider, dialect)
+    ids = _listing(channel, headers, anthropic, explain)
+    if dialect is not None and dialect.name == dialects.LLAMACPP and ids:
+        ids = None  # one model served whatever the name: nothing to judge
+    path, body, asked = _request(wire, name, role, dialect)
+    unlisted = bool(ids) and not listed(role.model, ids)
+    missing = f"model {role.model} is not in provider {provider.name}'s model listing ({len(ids or ())} models)"
+    try:
+        _send(channel, path, body, headers, provider, dialect, explain)
+    except LlmError as e:
+        if unlisted and e.status not in (401, 403) and not getattr(e, "transport", None):
+            raise OverbrainerError(f"{missing}, and the request with it failed ({e}): check the model name "
+                                   "in [roles]") from e
+        raise
+    if unlisted:
+        return f"{missing}, but {asked} (a server that answers any name lists only what it has loaded)", True
+    if ids is None:
+        said = ("llama.cpp serves its one model whatever the name" if dialect is not None
+                and dialect.name == dialects.LLAMACPP else "no model listing")
+    else:
+        said = f"model {role.model} listed"
+    return f"{said}; {asked}", False
+
+
+def _request(wire, name: str, role, dialect) -> tuple[str, dict, str]:
+    """The authenticated request with the role's model: (path, body, what its answer proves)."""
     if name == "embedder":
-        _send(channel, "POST", "/embeddings", wire.embed_body(role.model, ["ok"]), headers, provider, dialect)
-        return f"{said}; an authenticated embedding answered"
+        return "/embeddings", wire.embed_body(role.model, ["ok"]), "an authenticated embedding answered"
     request = ChatRequest(user="Say OK.")
-    if anthropic:  # thinking needs max_tokens above its budget: the probe asks without it
+    if wire is anthropic_protocol:  # thinking needs max_tokens above its budget: the probe asks without it
         body = wire.chat_body(replace(role, reasoning=False), request, 1, False)
     else:
         body = wire.chat_body(role, request, 1, False, dialect)
-    _send(channel, "POST", wire.CHAT_PATH, body, headers, provider, dialect)
-    return f"{said}; an authenticated 1-token chat with {role.model} answered"
+    return wire.CHAT_PATH, body, f"an authenticated 1-token chat with {role.model} answered"
 
 
-def _listing(channel, headers, provider, role, anthropic: bool, dialect) -> str:
-    """What the model listing says of the role's model; raises when it does not list it."""
+def _listing(channel, headers, anthropic: bool, explain) -> set[str] | None:
+    """The ids of the provider's model listing (None: it has none); a refused key raises."""
     path = LISTING + ("?limit=1000" if anthropic else "")
     try:
-        doc = request_once(channel, "GET", path, headers=headers, timeout=LISTING_TIMEOUT)
+        doc = request_once(channel, "GET", path, headers=headers, timeout=LISTING_TIMEOUT, explain=explain)
     except LlmError as e:
         if e.status not in _NO_LISTING:
             raise
-        return "no model listing"
+        return None
     ids = {str(m.get("id")) for m in entries(doc) or [] if isinstance(m, dict) and m.get("id")}
-    if not ids:
-        return "no model listing"
-    if dialect is not None and dialect.name == dialects.LLAMACPP:
-        return "llama.cpp serves its one model whatever the name"
-    if not listed(role.model, ids):
-        raise OverbrainerError(f"model {role.model} is not in provider {provider.name}'s model listing "
-                               f"({len(ids)} models): check the model name in [roles]")
-    return f"model {role.model} listed"
+    return ids or None
 
 
-def _send(channel, method: str, path: str, body: dict, headers: dict, provider, dialect) -> None:
+def _explainer(provider, dialect):
     protocol = "openai" if dialect is not None else "anthropic"
     name = dialect.name if dialect is not None else "generic"
 
     def explain(status, raw, retry_after):
         return meanings.explain(status, raw, retry_after, provider.name, dialect=name, protocol=protocol)
+    return explain
 
-    doc = request_once(channel, method, path, body=body, headers=headers, timeout=ASK_TIMEOUT, explain=explain)
+
+def _send(channel, path: str, body: dict, headers: dict, provider, dialect, explain) -> None:
+    doc = request_once(channel, "POST", path, body=body, headers=headers, timeout=ASK_TIMEOUT, explain=explain)
     if dialect is not None:
-        error = meanings.in_body(doc, provider.name, name)
+        error = meanings.in_body(doc, provider.name, dialect.name)
         if error is not None:
             raise error

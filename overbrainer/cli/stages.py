@@ -8,7 +8,6 @@ modules are imported inside the commands.
 from __future__ import annotations
 
 import contextlib
-import logging
 from typing import Iterator
 
 import click
@@ -25,9 +24,6 @@ _PLAN = click.option("--plan", is_flag=True,
 _MAX_COST = click.option("--max-cost", type=click.FloatRange(min=0, min_open=True, max=1e9), metavar="USD",
                          default=None, help="Send no LLM request that could take this command's spend past USD "
                                             "(overrides [pipeline] max_cost_usd).")
-
-
-log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -151,7 +147,8 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> N
     (`train: up to date with run <id>` otherwise); after a run that failed on them it stops with
     exit 1 and says how to retry (`overbrainer train`)."""
     from overbrainer.config.load import load_config
-    from overbrainer.pipeline.run_flow import ConfigWatch, raise_stalled, run_all
+    from overbrainer.pipeline.run_flow import ConfigWatch
+    from overbrainer.pipeline.run_project import run_project
 
     if plan:
         from overbrainer.pipeline.plan import plan_flow
@@ -162,19 +159,5 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> N
     with app.open_project(write=True) as config:
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
-            results = run_all(app.session(), config, watch=watcher, max_cost=max_cost)
-        _train_after_run(app, watcher.config or config, retrain)  # reloaded before training when it changed
-        raise_stalled(results)  # a round that added nothing: exit 1, once everything else ran
-
-
-def _train_after_run(app: AppContext, config, retrain: bool) -> None:
-    if config.training is None:
-        log.info("no [training] section: run stops after split")
-        return
-    from overbrainer.hub.after_training import push_after_training, warn_missing_token
-    from overbrainer.runs.changed import train_if_changed
-
-    warn_missing_token(config)
-    result = train_if_changed(app.session(), config, retrain=retrain, after=app.post_train())
-    if result is not None:
-        push_after_training(app.session(), config, result)
+            run_project(app.session(), config, watch=watcher, max_cost=max_cost, retrain=retrain,
+                        after=app.post_train())

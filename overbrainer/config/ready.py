@@ -1,7 +1,9 @@
 """Whether a valid configuration can do its work, checked before anything is sent or removed:
-every provider a role uses has a URL, and a parent asked for its reasoning can return it.
+it has topics, every provider a role uses has a URL, and a parent asked for its reasoning can
+return it.
 
-`config check` lists these problems; `answers` and `run` refuse with the first one (exit 2).
+`config check` lists these problems; `run` refuses with the first of no topics and hidden
+reasoning, `answers` with hidden reasoning (exit 2), before any stage runs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ def unset_urls(config: Config) -> list[str]:
             for name in used if not config.providers[name].base_url]
 
 
+NO_TOPICS = ("topics: no [[topics]] table: there is nothing to generate; add one per subject area "
+             "([[topics]] with name, subtopics and questions_per_subtopic; `overbrainer init` writes an example)")
+
+
+def no_topics(config: Config) -> str | None:
+    """The problem of a project with no `[[topics]]` (every stage would write nothing), or None."""
+    return None if config.topics else NO_TOPICS
+
+
 def hidden_reasoning(config: Config) -> str | None:
     """The problem of `roles.parent.reasoning = true` with a parent that never returns its raw
     reasoning (every answer would be excluded from training), or None."""
@@ -39,9 +50,17 @@ def hidden_reasoning(config: Config) -> str | None:
 
 
 def problems(config: Config) -> list[str]:
-    found = unset_urls(config)
+    found = [p for p in (no_topics(config),) if p] + unset_urls(config)
     reasoning = hidden_reasoning(config)
     return found + ([reasoning] if reasoning else [])
+
+
+def refuse_unrunnable(config: Config) -> None:
+    """ConfigError (exit 2) before `run`'s first stage: no topics, or a parent hiding the
+    reasoning asked for."""
+    for problem in (no_topics(config), hidden_reasoning(config)):
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 def refuse_hidden_reasoning(config: Config) -> None:

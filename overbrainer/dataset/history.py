@@ -21,10 +21,12 @@ from overbrainer.support.columns import realign
 from overbrainer.support.fmt import stamp
 
 from .jsonl import Appender, json_lines
+from .kept import kept_share
 
 log = logging.getLogger(__name__)
 
 STATUSES = ("ok", "failed", "interrupted")
+SPLIT_KEYS = ("train", "eval", "orphaned", "kept_output_tokens")  # the last one optional (older lines)
 
 
 def history_path(project_dir: str | os.PathLike) -> Path:
@@ -46,7 +48,9 @@ class HistoryEntry:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
-    split: dict | None = None  # {"train": n, "eval": n, "orphaned": n}, split lines only
+    # split lines only: {"train": n, "eval": n, "orphaned": n[, "kept_output_tokens": n]} (the
+    # last since issue 27: the output tokens of the answers that split left in train and eval)
+    split: dict | None = None
     backfilled: bool = False
     cost_estimate: float | None = None  # listed-price estimate beside a billed `cost`
 
@@ -58,8 +62,7 @@ class HistoryEntry:
         if self.cost_estimate is not None:
             d["cost_estimate"] = self.cost_estimate
         if self.split is not None:
-            d["split"] = {"train": self.split["train"], "eval": self.split["eval"],
-                          "orphaned": self.split["orphaned"]}
+            d["split"] = {k: self.split[k] for k in SPLIT_KEYS if k in self.split}
             if self.split.get("contaminated"):  # only when some were (older readers ignore it)
                 d["split"]["contaminated"] = self.split["contaminated"]
         if self.backfilled:
@@ -94,16 +97,7 @@ class HistoryEntry:
         cost = d.get("cost")
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
             raise ValueError("`cost` must be a number or null")
-        split = d.get("split")
-        if split is not None:
-            if not isinstance(split, dict) or any(
-                    not isinstance(split.get(k), int) or isinstance(split.get(k), bool)
-                    for k in ("train", "eval", "orphaned")):
-                raise ValueError("`split` must hold train, eval and orphaned counts")
-            contaminated = split.get("contaminated")
-            split = {k: split[k] for k in ("train", "eval", "orphaned")}
-            if isinstance(contaminated, int) and not isinstance(contaminated, bool) and contaminated > 0:
-                split["contaminated"] = contaminated
+        split = _split_counts(d.get("split"))
         backfilled = d.get("backfilled", False)
         if not isinstance(backfilled, bool):
             raise ValueError("`backfilled` must be a boolean")
@@ -122,6 +116,24 @@ def append_entries(project_dir: str | os.PathLike, entries: list[HistoryEntry]) 
     with Appender(history_path(project_dir)) as appender:
         appender.append_all(e.to_dict() for e in entries)
 
+
+
+def _split_counts(split: Any) -> dict | None:
+    """A history line's `split` counts (None on other lines); raises ValueError naming the field."""
+    if split is None:
+        return None
+    if not isinstance(split, dict) or any(
+            not isinstance(split.get(k), int) or isinstance(split.get(k), bool)
+            for k in ("train", "eval", "orphaned")):
+        raise ValueError("`split` must hold train, eval and orphaned counts")
+    kept = split.get("kept_output_tokens")
+    if kept is not None and (not isinstance(kept, int) or isinstance(kept, bool) or kept < 0):
+        raise ValueError("`split.kept_output_tokens` must be a non-negative integer")
+    contaminated = split.get("contaminated")
+    out = {k: split[k] for k in SPLIT_KEYS if k in split}
+    if isinstance(contaminated, int) and not isinstance(contaminated, bool) and contaminated > 0:
+        out["contaminated"] = contaminated
+    return out
 
 def read_history(project_dir: str | os.PathLike) -> list[HistoryEntry]:
     """Every entry, oldest first. Missing file: empty. Malformed lines are skipped with a warning."""
@@ -169,11 +181,10 @@ class HistoryRecorder:
             excluded_from_split = None
             if split is not None:
                 if isinstance(split, dict):
-                    split_counts = {k: int(split[k]) for k in ("train", "eval", "orphaned", "contaminated")
-                                    if k in split}
+                    split_counts = {k: int(split[k]) for k in SPLIT_KEYS + ("contaminated",) if k in split}
                 else:
                     split_counts = {"train": split.train_count, "eval": split.eval_count,
-                                    "orphaned": split.orphaned}
+                                    "orphaned": split.orphaned, "kept_output_tokens": split.kept_output_tokens}
                     if split.contaminated_total:
                         split_counts["contaminated"] = split.contaminated_total
                     excluded_from_split = split.excluded_total
@@ -322,8 +333,10 @@ def entry_line(e: HistoryEntry, priced: bool | None = None) -> str:
     """One line of `history --all`; `priced`: priced_before() the entry (a line that spent
     nothing says `cost unknown` when False)."""
     if e.split is not None:
+        kept = e.split.get("kept_output_tokens")
         return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  train {e.split['train']}, eval {e.split['eval']}, "
-                f"excluded {e.excluded}, orphaned {e.split['orphaned']}")
+                f"excluded {e.excluded}, orphaned {e.split['orphaned']}"
+                + ("" if kept is None else f"; {kept} output tokens kept"))
     note = " (backfilled)" if e.backfilled else ""
     if e.cost is None and spent_nothing(e):
         cost = Cost("unknown") if priced is False else Cost("none")
@@ -347,7 +360,9 @@ def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list
                 priced[e.stage] = e.cost is not None
         return realign(lines, cells=5)  # time, stage, status, model, counts
     per, total = totals(entries)
-    return [_total_line(s, t) for s, t in per.items()] + [_total_line("total", total)]
+    share = kept_share(entries)
+    kept = [] if share is None else [f"{'kept':<9}  {share.text()}"]
+    return [_total_line(s, t) for s, t in per.items()] + [_total_line("total", total)] + kept
 
 
 def history_report(entries: list[HistoryEntry], all: bool = False) -> dict:  # noqa: A002
@@ -355,4 +370,6 @@ def history_report(entries: list[HistoryEntry], all: bool = False) -> dict:  # n
     if all:
         return {"entries": [e.to_dict() for e in entries]}
     per, total = totals(entries)
-    return {"stages": {s: t.to_dict() for s, t in per.items()}, "total": total.to_dict(counts=False)}
+    share = kept_share(entries)
+    return {"stages": {s: t.to_dict() for s, t in per.items()}, "total": total.to_dict(counts=False),
+            "kept": None if share is None else share.data()}

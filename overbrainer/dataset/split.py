@@ -109,6 +109,7 @@ class SplitResult:
     usable: int = 0  # usable answers split, all topics
     contaminated: dict[str, int] = field(default_factory=dict)  # source ("eval", a benchmark) -> n > 0
     gated: dict[str, int] = field(default_factory=dict)  # gate reason -> n (dataset/verdicts.py), n > 0 only
+    kept_output_tokens: int = 0  # meta.output_tokens of the answers in train and eval, all topics
 
     @property
     def contaminated_total(self) -> int:
@@ -194,6 +195,7 @@ def split_examples(examples: Iterable[Example], questions: Iterable[Question | s
     result.excluded = {k: v for k, v in reasons.items() if v}
     train, eval_ = stratify(usable, eval_ratio, seed)
     result.written_train, result.written_eval = len(train), len(eval_)
+    result.kept_output_tokens = sum(ex.meta.output_tokens for ex in train + eval_)
     result.train_count = sum(1 for ex in train if is_counted(ex.topic))
     result.eval_count = sum(1 for ex in eval_ if is_counted(ex.topic))
     return result, train, eval_

@@ -130,11 +130,13 @@ def _write(paths, index: AnswerIndex, members: list[array], settings: tuple[floa
     with LineReader(paths.answers) as source, rewriting(paths.eval) as eval_out, rewriting(paths.train) as train_out:
         for topic, subtopic, quota in layout(sizes, ratio, seed):
             order = _ordered(index, members[group_of[(topic, subtopic)]], seed)
-            _copy(source, index, order[:quota], eval_out, learn=(seen, ngram))
+            dropped, tokens = _copy(source, index, order[:quota], eval_out, learn=(seen, ngram))
+            result.kept_output_tokens += tokens
             rests.append((is_counted(topic), array("I", order[quota:])))
             result.eval_count += quota if is_counted(topic) else 0
         for counted, rest in rests:
-            dropped = _copy(source, index, rest, train_out, leak=(seen, ngram))
+            dropped, tokens = _copy(source, index, rest, train_out, leak=(seen, ngram))
+            result.kept_output_tokens += tokens
             if counted:
                 result.train_count += len(rest) - dropped
                 if dropped:
@@ -159,13 +161,13 @@ def _ordered(index: AnswerIndex, numbers: array, seed: int) -> list[int]:
 
 def _copy(source: LineReader, index: AnswerIndex, numbers, out: LineWriter, *,
           learn: tuple[HashIndex | None, int | None] = (None, None),
-          leak: tuple[HashIndex | None, int | None] = (None, None)) -> int:
+          leak: tuple[HashIndex | None, int | None] = (None, None)) -> tuple[int, int]:
     """Copy the answers `numbers` to `out`; `learn`: (index, n) that takes in their questions'
     and answers' n-grams; `leak`: (index, n) whose overlap with a question leaves it out.
-    Returns how many were left out."""
+    Returns how many were left out, and the output tokens of those copied (the kept share's)."""
     seen, n = learn
     eval_index, leak_n = leak
-    dropped = 0
+    dropped = tokens = 0
     for k in numbers:
         ex = source.record_at(index.offset[k], Example)
         if packed(ex.id) != index.keys[k]:
@@ -177,4 +179,5 @@ def _copy(source: LineReader, index: AnswerIndex, numbers, out: LineWriter, *,
             seen.add(units(question_text(ex), n))  # type: ignore[arg-type]
             seen.add(units(answer_text(ex), n))  # type: ignore[arg-type]
         out.append(ex)
-    return dropped
+        tokens += ex.meta.output_tokens
+    return dropped, tokens

@@ -156,8 +156,10 @@ def unchanged_split(paths: ProjectPaths, key: dict) -> SplitResult | None:
     train and eval files are still the ones it wrote; else None."""
     data = _cached(paths.split_state, key, _outputs(paths))
     try:
-        return None if data is None else SplitResult(**data["result"])
-    except (KeyError, TypeError) as e:
+        if data is None or "kept_output_tokens" not in data["result"]:
+            return None  # none, or saved before the kept tokens were counted: split again, once
+        return SplitResult(**data["result"])
+    except (KeyError, TypeError, AttributeError) as e:
         log.debug("%s: not used (%s)", paths.split_state, e)
         return None
 

@@ -4,9 +4,10 @@ request (docs/stages.md#plan).
 Per LLM stage: the requests still to make (pipeline/needs.py), the tokens expected and their cost,
 and an upper bound at `max_tokens`. Expected tokens come from this project's own history when it
 has one (the answers on disk for `answers`, history.jsonl's tokens per item for the list stages),
-else from the prompts' sizes: a prompt counts a token per 4 bytes, a list answer a token per 4
-bytes of the items it should hold (32 tokens an item when the project has none to measure), an
-answer `max_tokens`. The bound counts every prompt byte as a token (as the spend cap does), plus
+else from the prompts' sizes and stated typical figures: a prompt counts a token per 4 bytes, a
+list answer a token per 4 bytes of the items it should hold (32 tokens an item when the project
+has none to measure), an answer a typical 1,000 output tokens (`max_tokens` when lower; basis
+`typical`). The bound counts every prompt byte as a token (as the spend cap does), plus
 `max_tokens` of output per request. Prices are the provider's listing (llm/prices.py: one read
 per provider, not a generation request); a model with no listed price says so. Training, when
 the command would train: pipeline/plan_train.py.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.history import read_history
+from overbrainer.dataset.kept import kept_share
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
 from overbrainer.pipeline.context import StageContext
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 
 BYTES_PER_TOKEN = 4
 LIST_ITEM_TOKENS = 32
+# An answer's output tokens when the project has none to measure yet (its reasoning included):
+# a typical figure, not a bound (the bound is max_tokens).
+TYPICAL_ANSWER_TOKENS = 1000
 UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question"}
 
 
@@ -43,7 +48,7 @@ class StagePlan:
     max_tokens: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    basis: str = "prompts"  # history | prompts
+    basis: str = "prompts"  # history | prompts | typical (answers: prompts and a typical answer size)
     cost: float | None = None
     cost_max: float | None = None
     unpriced: str | None = None  # why the cost is unknown
@@ -58,8 +63,8 @@ class StagePlan:
         if n.estimated:
             head += " (estimated from the configured counts: earlier stages have not run yet)"
         basis = "from this project's history" if self.basis == "history" else "from the prompts' sizes"
-        if n.stage == "answers" and self.basis != "history":
-            basis += " and max_tokens"
+        if self.basis == "typical":
+            basis += f" and a typical {self.output_tokens // max(1, n.requests)} tokens an answer: no answer yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
@@ -120,7 +125,8 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         return
     plan.input_tokens = -(-need.prompt_bytes // BYTES_PER_TOKEN)
     if need.stage == "answers":
-        plan.output_tokens = need.requests * plan.max_tokens
+        plan.basis = "typical"
+        plan.output_tokens = need.requests * min(TYPICAL_ANSWER_TOKENS, plan.max_tokens)
     else:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
@@ -218,7 +224,7 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     for p in plans:
         session.report(p.line(), p.data())
     if command == "run":
-        session.report("split: no request", {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0})
+        session.report(*_split_line(session.project_dir))
     train = None
     if command == "run" and config.training is not None:
         train = train_plan(session.project_dir, config, retrain=retrain,
@@ -229,6 +235,15 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     total = totals(plans, train)
     session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)
     return total
+
+
+def _split_line(project_dir) -> tuple[str, dict]:
+    """`split: no request`, and the kept share so far (dataset/kept.py) once a split counted it."""
+    data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
+    share = kept_share(read_history(project_dir))
+    if share is None:
+        return "split: no request", data
+    return f"split: no request; so far {share.text()}", {**data, **share.data()}
 
 
 def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:

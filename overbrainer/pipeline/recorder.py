@@ -44,7 +44,8 @@ class StageRecorder:
         split = None
         if result is not None and result.split is not None:
             s = result.split
-            split = {"train": s.train, "eval": s.eval, "orphaned": s.orphaned}
+            split = {"train": s.train, "eval": s.eval, "orphaned": s.orphaned,
+                     "kept_output_tokens": s.kept_output_tokens}
             if s.contaminated:
                 split["contaminated"] = s.contaminated
         recorder.finish("failed" if failed else "ok", stats, split=split)

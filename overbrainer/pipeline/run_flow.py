@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from overbrainer.config.dotenv import stamp
-from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset import benchmarks as benchmark_files
 from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed
@@ -27,6 +27,7 @@ from overbrainer.pipeline.questions import run_questions, topics_without_subtopi
 from overbrainer.pipeline.split_stage import run_split_stage
 from overbrainer.pipeline.stage import StageResult, some
 from overbrainer.pipeline.subtopics import run_subtopics
+from overbrainer.support.budget import Budget, SpendCapReached
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session
@@ -50,12 +51,21 @@ def stage_context(session: "Session", config, *, max_cost: float | None = None) 
         guard.close()
 
 
-def conclude(result: StageResult, report: Report, command: str | None = None) -> StageResult:
+def conclude(result: StageResult, report: Report, command: str | None = None,
+             budget: Budget | None = None) -> StageResult:
     """Print the stage's summary, then raise what stopped it or what failed in it (an interrupt
-    as StageInterrupted, naming the stage and the `command` that resumes it)."""
+    as StageInterrupted, naming the stage and the `command` that resumes it; a spend recorded
+    past `budget`'s cap as SpendPastCap, before any other failure of the stage)."""
     report(result.text(), result.data())
+    past = budget.overspent() if budget is not None else None
     if result.interrupted:
+        if past is not None:
+            log.error("%s", past)
         raise StageInterrupted(result.stage, command) from result.error
+    if past is not None:
+        if result.error is not None and not isinstance(result.error, SpendCapReached):
+            log.error("%s", result.error)
+        raise past
     if result.error is not None:
         raise result.error
     if result.stats.failed:
@@ -97,29 +107,29 @@ def run_stage(session: "Session", config, stage: str, *, topic: str | None = Non
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
            force: bool, retry_excluded: bool = False) -> list[StageResult]:
     if stage == "split":
-        return [conclude(run_split_stage(ctx, topic), report, stage)]
+        return [conclude(run_split_stage(ctx, topic), report, stage, ctx.budget)]
     if stage == "gate":
-        return [conclude(run_gate(ctx, ctx.select_topics(topic)), report, stage)]
+        return [conclude(run_gate(ctx, ctx.select_topics(topic)), report, stage, ctx.budget)]
     topics = ctx.select_topics(topic)
     refuse_unpriced(ctx, COMMAND_STAGES[stage], topics, force=force, retry_excluded=retry_excluded)
     results: list[StageResult] = []
     if stage == "subtopics":
-        results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage))
+        results.append(conclude(run_subtopics(ctx, topics, force=force), report, stage, ctx.budget))
     elif stage == "questions":
         empty = topics_without_subtopics(ctx, topics)
         pending_error: ItemsFailed | None = None
         if empty:
             # Topics with no subtopic at all get theirs first (never with --force).
             try:
-                results.append(conclude(run_subtopics(ctx, empty, force=False), report, stage))
+                results.append(conclude(run_subtopics(ctx, empty, force=False), report, stage, ctx.budget))
             except ItemsFailed as e:
                 pending_error = e  # fill what can be filled, then fail
-        results.append(conclude(run_questions(ctx, topics, force=force), report, stage))
+        results.append(conclude(run_questions(ctx, topics, force=force), report, stage, ctx.budget))
         if pending_error is not None:
             raise pending_error
     elif stage == "answers":
         results.append(conclude(run_answers(ctx, topics, force=force, retry_excluded=retry_excluded), report,
-                                "answers --retry-excluded" if retry_excluded else stage))
+                                "answers --retry-excluded" if retry_excluded else stage, ctx.budget))
     else:  # pragma: no cover - the CLI only passes known names
         raise ValueError(stage)
     return results
@@ -163,7 +173,7 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run.
     A round that added nothing does not stop the run: the command ends with
     `raise_stalled(results)` once everything else is done."""
-    refuse_hidden_reasoning(config)  # before the first stage spends anything
+    refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch)
@@ -186,7 +196,7 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[S
             raise StageInterrupted(stage)
         if stage == "gate" and not gate_configured(ctx.config):
             continue  # no check configured: nothing to say, every usable answer goes to split
-        results.append(conclude(flows[stage](), report))
+        results.append(conclude(flows[stage](), report, budget=ctx.budget))
     # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)
     return results

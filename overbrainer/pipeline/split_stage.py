@@ -36,7 +36,8 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
     result = _split(ctx, topic)
     run.publish(StageStarted(STAGE, result.total))
     counts = SplitCounts(result.train_count, result.eval_count, result.orphaned, dict(result.excluded),
-                         contaminated_by_source=dict(result.contaminated), gated_by_reason=dict(result.gated))
+                         contaminated_by_source=dict(result.contaminated), gated_by_reason=dict(result.gated),
+                         kept_output_tokens=result.kept_output_tokens)
     stats = StageStats(done=counts.train + counts.eval, skipped=counts.orphaned, failed=0,
                        excluded=counts.excluded + counts.gated, usage=Usage(), cost=None)
     run.publish(StageFinished(STAGE, stats))

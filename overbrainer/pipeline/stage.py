@@ -153,6 +153,7 @@ class SplitCounts:
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
     contaminated_by_source: dict[str, int] = field(default_factory=dict)  # "eval" or a benchmark -> n > 0
     gated_by_reason: dict[str, int] = field(default_factory=dict)  # the gate's drops (dataset/verdicts.py)
+    kept_output_tokens: int = 0  # output tokens of the answers now in train and eval (every topic)
 
     @property
     def excluded(self) -> int:
@@ -220,7 +221,8 @@ class StageResult:
                     "excluded": s.excluded,
                     "excluded_by_reason": {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS},
                     "contaminated": s.contaminated, "contaminated_by_source": dict(s.contaminated_by_source),
-                    "gated": s.gated, "gated_by_reason": {r: s.gated_by_reason.get(r, 0) for r in GATE_REASONS}}
+                    "gated": s.gated, "gated_by_reason": {r: s.gated_by_reason.get(r, 0) for r in GATE_REASONS},
+                    "kept_output_tokens": s.kept_output_tokens}
         st = self.stats
         _, items, _, records = UNITS.get(self.stage, ("item", "items", "record", "records"))
         out = {"stage": self.stage, "unit": items, "records": records, "total": self.total,

@@ -5,9 +5,11 @@ the requests still in flight, plus its own upper bound, stays within the cap. `r
 makes that check and holds the bound while the request is out; `settle(bound, cost)` gives the
 bound back and records what the request cost (the provider's bill where it says one, else the
 listed-price estimate). So the spend recorded never exceeds the cap as long as no request costs
-more than its bound. A request that does not fit while others are in flight waits for them
-(they usually cost far less than their bounds); it is refused only when it does not fit with
-nothing in flight. Thread-safe: every worker of every stage of the command shares one Budget.
+more than its bound; when one does (a provider ignoring `max_tokens`), `overspent()` is the error
+the stage raises after its summary (SpendPastCap, exit 1). A request that does not fit while
+others are in flight waits for them (they usually cost far less than their bounds); it is
+refused only when it does not fit with nothing in flight. Thread-safe: every worker of every
+stage of the command shares one Budget.
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ class Budget:
                 self.spent += cost
             self._changed.notify_all()
 
+    def overspent(self) -> "SpendPastCap | None":
+        """The error of a recorded spend past the cap (a response that cost more than the upper
+        bound held for it: a provider ignoring `max_tokens`), or None."""
+        with self._changed:
+            spent = self.spent
+        return SpendPastCap(spent, self.cap) if spent > self.cap * (1 + 1e-9) else None
+
     def reached(self, bound: float) -> "SpendCapReached":
         """The error of a stop before a request whose upper bound is `bound`."""
         return SpendCapReached(self, bound)
@@ -73,3 +82,15 @@ class SpendCapReached(OverbrainerError):
     def __str__(self) -> str:
         return (f"spend cap reached: {usd(self.budget.spent)} of max_cost_usd {usd(self.budget.cap)}; "
                 f"the next request could cost up to {usd(self.bound)}")
+
+
+class SpendPastCap(OverbrainerError):
+    """The spend recorded went past the cap (exit 1), said after the stage's summary; what was
+    paid for is kept, and no later stage of the command runs."""
+
+    def __init__(self, spent: float, cap: float):
+        super().__init__(f"spend past the cap: {usd(spent)} recorded, over max_cost_usd {usd(cap)}; responses "
+                         "cost more than their requests' upper bounds (does the provider ignore max_tokens?); "
+                         "what was paid for is kept")
+        self.spent = spent
+        self.cap = cap

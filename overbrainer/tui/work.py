@@ -66,21 +66,17 @@ def stage(ws: Workspace, name: str) -> Flow:
 
 
 def run_all(ws: Workspace) -> Flow:
-    """`overbrainer run`: every stage, the configuration re-read between them when it changed,
-    then training when `[training]` is set."""
+    """`overbrainer run`: the command's own flow (pipeline/run_project.py): every stage, the
+    configuration re-read between them when it changed, then with `[training]` training only when
+    the data or settings changed, then the after-training push."""
     def flow(session):
         from overbrainer.config.load import load_config
         from overbrainer.pipeline.run_flow import ConfigWatch
-        from overbrainer.pipeline.run_flow import run_all as run_stages
+        from overbrainer.pipeline.run_project import run_project
 
-        config = ws.load_config()
         watch = ConfigWatch(ws.project_dir, lambda: load_config(ws.project_dir, environ=ws._environ()),
                             dotenv=ws.dotenv)
-        results = run_stages(session, config, watch=watch)
-        config = watch.config or config
-        if config.training is None:
-            return results
-        return _train(ws, session, config)
+        return run_project(session, ws.load_config(), watch=watch, after=ws.post_train())
     return flow
 
 

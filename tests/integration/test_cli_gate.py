@@ -55,7 +55,7 @@ def test_the_gate_drops_every_bad_answer_and_no_good_one(project, fake_provider,
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "gate", "split"]
+    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "gate", "split", "kept"]
     assert lines[3].startswith("gate: 7 answers, 7 verdicts written (3 excluded from training); 0 skipped, 0 failed;")
     assert lines[4] == ("split: 3 train, 1 eval, 3 excluded (truncated 1, empty 1, refused 1), "
                         "3 gated (language 1, length 1, format 1), 0 orphaned")
@@ -184,7 +184,7 @@ def test_a_run_with_the_gate_and_nothing_to_do_reads_no_data_file(project, fake_
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[3].startswith("gate: 0 answers, 0 verdicts written; 10 skipped, 0 failed;")
-    assert r.stdout.splitlines()[-1] == first.stdout.splitlines()[-1] == (
+    assert r.stdout.splitlines()[-2] == first.stdout.splitlines()[-2] == (
         "split: 8 train, 1 eval, 0 excluded, 1 gated (language 1), 0 orphaned")
     assert fake_provider.chat_requests() == []
 

@@ -229,3 +229,20 @@ def test_a_project_of_the_original_tool_with_metrics_set_opens_without_a_warning
     assert "WARN" not in r.stderr and "metrics.listen = 127.0.0.1:9464" in r.stdout
     assert "after_training" not in r.stderr  # [hub] after_training is built
     assert "  export " in cli(["--help"]).stdout  # a command now
+
+
+def test_a_project_without_topics_is_a_configuration_error_before_any_stage(cli, project):
+    toml = project / "overbrainer.toml"
+    start = toml.read_text().index("[[topics]]")
+    end = toml.read_text().index("# Providers speak")
+    toml.write_text(toml.read_text()[:start] + toml.read_text()[end:])
+    from overbrainer.config.ready import NO_TOPICS
+
+    r = cli(["-C", project, "config", "check"], env=LOCAL_URL)
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == f"error: {NO_TOPICS}"
+    assert NO_TOPICS.startswith("topics: no [[topics]] table")
+    before = listing(project)
+    r = cli(["-C", project, "run"], env=LOCAL_URL)  # refused before a stage could ask the (absent) server
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines()[-1] == f"error: {NO_TOPICS}"
+    assert [p for p in listing(project) if p.startswith("data/")] == [p for p in before if p.startswith("data/")]

@@ -26,7 +26,7 @@ def _nothing_sent(fake) -> None:
 
 def test_run_plan_sends_no_generation_request(project, fake_provider, cli):
     project.write(topics=2, subtopics=2, questions=3, pipeline={"question_batch_size": 2},
-                  parent={"max_tokens": 1000})
+                  parent={"max_tokens": 4000})
     fake_provider.models = dict(PRICES)
     r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
     assert r.returncode == 0, r.stderr
@@ -39,7 +39,7 @@ def test_run_plan_sends_no_generation_request(project, fake_provider, cli):
     assert lines[1].startswith("questions: about 8 requests to generator qwen/qwen3-235b (estimated from the "
                                "configured counts")
     assert lines[2].startswith("answers: about 12 requests to parent deepseek/deepseek-r1 (estimated")
-    assert "out (from the prompts' sizes and max_tokens)" in lines[2]
+    assert "out (from the prompts' sizes and a typical 1000 tokens an answer: no answer yet)" in lines[2]
     assert lines[4].startswith("total: about 22 requests; expected $")
     assert not project.data.exists() and project.history() == []  # nothing written either
 
@@ -49,9 +49,11 @@ def test_run_plan_sends_no_generation_request(project, fake_provider, cli):
         assert {"stage", "requests", "cost_usd", "cost_max_usd"} <= set(o)
     stages, total = objs[:3], objs[-1]
     assert [o["requests"] for o in stages] == [2, 8, 12] and total["requests"] == 22
-    # Answers at max_tokens (no history): 12 × 1000 tokens at $6/M and the prompts at $3/M.
-    assert stages[2]["output_tokens"] == 12 * 1000
+    # Answers at a typical size (no history): 12 × min(1000, max_tokens) tokens at $6/M and the
+    # prompts at $3/M; the bound at max_tokens.
+    assert stages[2]["output_tokens"] == 12 * 1000 and stages[2]["basis"] == "typical"
     assert stages[2]["cost_usd"] == pytest.approx(12 * 1000 * 6e-6 + stages[2]["input_tokens"] * 3e-6)
+    assert stages[2]["cost_max_usd"] > 12 * 4000 * 6e-6 > 3 * stages[2]["cost_usd"]
     assert all(o["cost_max_usd"] >= o["cost_usd"] > 0 for o in stages)
     assert total["cost_usd"] == pytest.approx(sum(o["cost_usd"] for o in stages))
     assert total["cost_max_usd"] == pytest.approx(sum(o["cost_max_usd"] for o in stages))
@@ -133,3 +135,24 @@ def test_the_plan_of_a_run_that_trains_on_runpod_bounds_the_pod(project, fake_pr
     r = cli(["-C", project.dir, "run", "--plan"], env=env)
     assert f"{RTX4090} × 1 at ${price:.2f}/h; no expected cost; at most ${price * 6:.2f}" in r.stdout
     _nothing_sent(fake_provider)
+
+
+def test_the_second_runs_plan_expects_its_cost_within_a_quarter(project, fake_provider, cli):
+    """A project run once on realistic replies, its counts raised: the plan's expected cost (from
+    this project's history) is within 25% of what the second run records."""
+    from tests.fixtures.provider_text import realistic
+
+    project.write(topics=2, subtopics=2, questions=3)
+    fake_provider.models = dict(PRICES)
+    fake_provider.responder = realistic
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    first = len(project.history())
+    project.write(topics=3, subtopics=2, questions=5)
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))
+    assert all(o["basis"] == "history" for o in objs[:3]), objs
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    spent = sum(h["cost"] or 0 for h in project.history()[first:])
+    expected = objs[-1]["cost_usd"]
+    assert abs(expected - spent) <= 0.25 * spent, (expected, spent)
+    assert objs[-1]["cost_max_usd"] >= spent

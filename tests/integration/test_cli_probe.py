@@ -1,13 +1,15 @@
 """`config check --probe` proves the setup works: a wrong key fails it (even where the model listing
 needs no key, as on OpenRouter) and so does a model the provider does not list; Anthropic's
 thinking budget does not get the probe refused; each training target is reached and runs axolotl,
-and a Runpod target's key and GPU types are checked against the catalog. Exit 1 on any failure,
+and a Runpod target's key and GPU types are checked against the catalog. A refused key is said
+before a model the listing lacks; such a model is a warning when a 1-token chat with it answers. Exit 1 on any failure,
 one line each."""
 
 from __future__ import annotations
 
 import json
 
+from tests.fixtures.provider import Fault
 from tests.integration.test_runs_support import make_project
 
 KEY_VAR = "OVERBRAINER_PROVIDERS__FAKE__API_KEY"
@@ -28,17 +30,51 @@ def test_a_wrong_key_fails_the_probe_even_where_the_listing_is_public(project, f
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_a_model_the_provider_does_not_list_fails_the_probe(project, fake_provider, cli):
+def test_a_model_the_listing_lacks_is_a_warning_when_it_answers_and_a_failure_when_it_does_not(
+        project, fake_provider, cli):
+    # A server that answers any name (llama.cpp's llama-server behind an unguessed URL) lists one.
     fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2)}
     r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=project.env)
-    assert r.returncode == 1
+    assert r.returncode == 0, r.stdout + r.stderr
     probes = {p["role"]: p for p in json.loads(r.stdout)["probe"]}
-    assert probes["generator"]["ok"] is True
+    assert probes["generator"]["ok"] is True and probes["generator"]["warning"] is False
     assert probes["parent"] == {
-        "role": "parent", "provider": "fake", "base_url": project.url, "ok": False,
-        "detail": "model deepseek/deepseek-r1 is not in provider fake's model listing (1 models): check the "
-                  "model name in [roles]"}
-    assert len(fake_provider.chat_requests()) == 1  # the unlisted model is not asked
+        "role": "parent", "provider": "fake", "base_url": project.url, "ok": True, "warning": True,
+        "detail": "model deepseek/deepseek-r1 is not in provider fake's model listing (1 models), but an "
+                  "authenticated 1-token chat with deepseek/deepseek-r1 answered (a server that answers any name "
+                  "lists only what it has loaded)"}
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert f"probe parent: fake ({project.url}) warning: model deepseek/deepseek-r1 is not in" in r.stdout
+
+    # A server that does not know the name: a failure naming the model.
+    fake_provider.responder = lambda req: Fault.not_found() if req.body["model"] == "deepseek/deepseek-r1" else None
+    r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 1
+    parent = {p["role"]: p for p in json.loads(r.stdout)["probe"]}["parent"]
+    assert parent["ok"] is False and parent["detail"].startswith(
+        "model deepseek/deepseek-r1 is not in provider fake's model listing (1 models), and the request with it "
+        "failed (")
+    assert parent["detail"].endswith("): check the model name in [roles]")
+
+
+def test_a_wrong_key_is_reported_before_a_model_the_public_listing_lacks(project, fake_provider, cli):
+    project.write(dialect="openrouter", api_key="sk-or-wrong")
+    fake_provider.dialect = "openrouter"
+    fake_provider.api_key = "sk-or-right"
+    fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2)}  # the parent's model is not listed
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 1
+    assert (f"probe parent: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
+            f"API key ({KEY_VAR})") in r.stdout.splitlines()
+    # The listing itself refusing the key (a generic server) names the variable too.
+    project.write(api_key="sk-wrong")
+    fake_provider.dialect = "generic"
+    r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
+    assert r.returncode == 1
+    assert (f"probe generator: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
+            f"API key ({KEY_VAR})") in r.stdout.splitlines()
+    assert [q.path for q in fake_provider.requests if q.path != "/models"] == [
+        "/chat/completions", "/chat/completions"]  # the first command's two chats; none after a refused listing
 
 
 def test_an_anthropic_role_with_a_thinking_budget_is_probed_without_thinking(project, fake_provider, cli):

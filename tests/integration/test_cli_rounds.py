@@ -72,7 +72,7 @@ def test_a_config_change_that_adds_nothing_is_paid_once(project, fake_provider, 
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 1, r.stderr
     lines = r.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split"]  # all ran
+    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split", "kept"]  # all ran
     assert lines[0].startswith("subtopics: 1 topic, 0 subtopics written; 0 skipped, 0 failed; tokens ")
     assert lines[0].endswith("; 1 topic added no new subtopics: topic0")
     assert ("error: no new items at the last try: subtopics of topic0; not asked again until the topic's "

@@ -82,3 +82,33 @@ def test_after_a_failed_run_on_the_same_data_run_says_how_to_retry(project, fake
     r = cli(["-C", project.dir, "run"], env=env)
     assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith("train: up to date with run ")
     assert len(_runs(project)) == 2 and _trainings(fake_axolotl) == 2
+
+
+def _tui_run(project) -> list[str]:
+    """`run` started from the TUI's Pipeline view on `project`: the result lines it printed."""
+    from tests.fixtures.tui import TuiDriver, run_from_pipeline
+
+    driver = TuiDriver(project.dir, {**project.env, **RUN_ENV})
+
+    async def scenario(pilot, app):
+        await run_from_pipeline(pilot, app, timeout=120)
+
+    with driver:
+        driver.run(scenario)
+    task = driver.tasks.current
+    assert task.error is None, task.error
+    return task.lines()
+
+
+def test_the_tuis_run_is_the_commands_run_it_trains_only_on_change(project, fake_provider, fake_axolotl, cli,
+                                                                   monkeypatch):
+    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", RUN_ENV["OVERBRAINER_TIME_SCALE"])
+    project.write(topics=1, subtopics=1, questions=2, training=fake_axolotl.venv)
+    first = _tui_run(project)
+    (rid,) = _runs(project)
+    assert any(line.startswith(f"train: run {rid} succeeded") for line in first) and _trainings(fake_axolotl) == 1
+    # The TUI's second run and the command's run on unchanged data: the same line, no training.
+    assert _tui_run(project)[-1] == f"train: up to date with run {rid}"
+    r = cli(["-C", project.dir, "run"], env={**project.env, **RUN_ENV})
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == f"train: up to date with run {rid}"
+    assert _runs(project) == [rid] and _trainings(fake_axolotl) == 1

@@ -45,14 +45,20 @@ def test_a_cap_of_a_few_answers_stops_the_stage_within_the_cap(project, fake_pro
     assert len(fake_provider.chat_requests()) == 12 - len(written)
 
 
+def _run_answering(project, fake_provider, cli, *, out_tokens: int, max_cost: str):
+    """`run --max-cost` on the priced fake, each answer billing `out_tokens` output tokens: the
+    result (exit 1 expected) and the spend history records."""
+    fake_provider.models = dict(PRICES)
+    fake_provider.responder = lambda req: Answer("An answer.", usage=(50, out_tokens)) if "JSON array" not in \
+        req.body["messages"][-1]["content"] else None
+    r = cli(["-C", project.dir, "run", "--max-cost", max_cost], env=project.env, timeout=30)
+    assert r.returncode == 1, r.stderr
+    return r, sum(h["cost"] for h in project.history())
+
+
 def test_run_under_a_cap_counts_every_stage_of_the_command(project, fake_provider, cli):
     project.write(topics=2, subtopics=2, questions=3, parent={"max_tokens": 200}, generator={"max_tokens": 300})
-    fake_provider.models = dict(PRICES)
-    fake_provider.responder = lambda req: Answer("An answer.", usage=(50, 190)) if "JSON array" not in \
-        req.body["messages"][-1]["content"] else None
-    r = cli(["-C", project.dir, "run", "--max-cost", "0.01"], env=project.env, timeout=20)
-    assert r.returncode == 1, r.stderr
-    spent = sum(h["cost"] for h in project.history())
+    r, spent = _run_answering(project, fake_provider, cli, out_tokens=190, max_cost="0.01")
     assert spent <= 0.01 and "error: spend cap reached: $" in r.stderr
     assert "of max_cost_usd $0.0100" in r.stderr
     assert r.stdout.splitlines()[-1].startswith("answers: stopped after ")  # split did not run
@@ -80,3 +86,18 @@ def test_a_bad_cap_is_a_usage_error(project, cli):
     project.write(pipeline={"max_cost_usd": -1})
     r = cli(["-C", project.dir, "answers"], env=project.env)
     assert r.returncode == 2 and "pipeline.max_cost_usd: must be greater than 0" in r.stderr, r.stderr
+
+
+def test_spend_recorded_past_the_cap_is_an_error_naming_the_cap_and_the_amount(project, fake_provider, cli):
+    # A provider that ignores max_tokens: each answer bills 200,000 output tokens ($1.20) where
+    # its bound held 200. What was paid for is kept; split (the next stage of `run`) does not run.
+    project.write(topics=1, subtopics=1, questions=6, parent={"max_tokens": 200}, pipeline={"concurrency": 2})
+    r, spent = _run_answering(project, fake_provider, cli, out_tokens=200_000, max_cost="1")
+    assert spent > 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: spend past the cap: ${spent:.4f} recorded, over max_cost_usd $1.0000; responses cost more than "
+        "their requests' upper bounds (does the provider ignore max_tokens?); what was paid for is kept")
+    assert r.stdout.splitlines()[-1].startswith("answers: ") and "split:" not in r.stdout
+    written = project.records("answers")
+    assert 1 <= len(written) < 6 and len(written) == len(fake_provider.served) - 2  # 2: subtopics, questions
+    assert not (project.data / "train.jsonl").exists()

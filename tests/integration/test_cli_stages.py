@@ -18,19 +18,22 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split"]
+    assert [line.split(":")[0] for line in lines] == ["subtopics", "questions", "answers", "split", "kept"]
     # Each summary counts like things: the stage's items, then what it wrote.
     assert lines[0].startswith("subtopics: 2 topics, 4 subtopics written; 0 skipped, 0 failed; tokens ")
     assert lines[1].startswith("questions: 4 subtopics, 12 questions written; 0 skipped, 0 failed; tokens ")
     assert lines[2].startswith("answers: 12 questions, 12 answers written; 0 skipped, 0 failed; tokens ")
     assert re.search(r"; cost \$\d+\.\d{4}$", lines[2])  # the parent is priced
     assert lines[3] == "split: 11 train, 1 eval, 0 excluded, 0 orphaned"
+    assert re.fullmatch(r"kept: \d+ of \d+ paid output tokens \(\d+\.\d%\) are in train/eval examples", lines[4])
     assert "no [training] section: run stops after split" in r.stderr
     assert "answers: 12 to process" in r.stderr and "answers: finished" in r.stderr
     hist = project.history()
     assert [(h["stage"], h["status"]) for h in hist] == [
         ("subtopics", "ok"), ("questions", "ok"), ("answers", "ok"), ("split", "ok")]
-    assert hist[3]["split"] == {"train": 11, "eval": 1, "orphaned": 0} and hist[3]["model"] is None
+    kept = sum(a["meta"]["output_tokens"] for a in project.records("answers"))  # every answer went to train/eval
+    assert hist[3]["split"] == {"train": 11, "eval": 1, "orphaned": 0, "kept_output_tokens": kept}
+    assert hist[3]["model"] is None
     paths = {r.path for r in fake_provider.chat_requests()}
     assert paths == {"/messages" if protocol == "anthropic" else "/chat/completions"}
     if protocol == "anthropic":  # no thinking asked (reasoning = false): no thinking block comes back
@@ -52,10 +55,12 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     out = r.stdout.splitlines()
     assert out[0].startswith("subtopics  2 run(s), 2 topics done, 0 failed; tokens ")
     assert out[2].startswith("answers    2 run(s), 12 questions done, 0 failed; tokens ")
-    assert out[-1].startswith("total      8 run(s); tokens ")
+    assert out[-2].startswith("total      8 run(s); tokens ")
+    assert out[-1] == lines[4].replace("kept: ", "kept       ")
     r = cli(["-C", project.dir, "history", "--all"], env=project.env)
     assert len(r.stdout.splitlines()) == 8
-    assert any(line.split()[1:4] == ["split", "ok", "-"] and line.endswith("train 11, eval 1, excluded 0, orphaned 0")
+    assert any(line.split()[1:4] == ["split", "ok", "-"]
+               and line.endswith(f"train 11, eval 1, excluded 0, orphaned 0; {kept} output tokens kept")
                for line in r.stdout.splitlines())
 
 
@@ -63,7 +68,7 @@ def test_json_output_one_object_per_stage(project, fake_provider, cli):
     r = cli(["-C", project.dir, "--json", "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     objs = [json.loads(line) for line in r.stdout.splitlines()]
-    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "split"]
+    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "split", "kept"]
     assert set(objs[2]) == {"stage", "unit", "records", "total", "done", "skipped", "failed", "excluded",
                             "written", "stopped", "interrupted", "input_tokens", "output_tokens", "cost"}
     assert (objs[0]["unit"], objs[0]["done"], objs[0]["records"], objs[0]["written"]) == (

@@ -9,7 +9,7 @@ import re
 import time
 
 from tests.fixtures.provider import Answer
-from tests.fixtures.tui import TuiDriver, until
+from tests.fixtures.tui import TuiDriver, run_from_pipeline, until
 
 SECRET = "sk-tui-TOPSECRET-0042"
 
@@ -127,12 +127,7 @@ def test_run_from_the_tui_writes_what_the_command_writes(tmp_path, project, cli)
     driver = TuiDriver(twin.dir, twin.env)
 
     async def scenario(pilot, app):
-        await pilot.press("3")
-        await pilot.press("end", "enter")  # the last choice: run
-        await until(pilot, lambda: type(app.screen).__name__ == "Confirm", "the confirmation")
-        await pilot.press("y")
-        await until(pilot, lambda: app.tasks.current is not None and not app.tasks.current.running, "run to end",
-                    timeout=60)
+        await run_from_pipeline(pilot, app)
         table = app.query_one("#stages")
         await until(pilot, lambda: table.row_count == 4 and str(table.get_row_at(3)[2]) == "8/8", "the counts shown")
         app.state_rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]

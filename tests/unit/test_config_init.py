@@ -145,3 +145,16 @@ def test_the_training_block_alone_uncomments_into_a_valid_configuration(tmp_path
 
     built = build_config(c.training, "/work/run", has_eval=True)
     assert (built["adapter"], built["base_model"], built["chat_template"]) == ("qlora", "Qwen/Qwen3-4B", "qwen3")
+
+
+def test_the_template_says_what_training_requires_and_what_the_judge_is(tmp_path):
+    from overbrainer.config.model import ADAPTERS
+
+    init_project(tmp_path)
+    text = (tmp_path / "overbrainer.toml").read_text()
+    adapter = next(line for line in text.splitlines() if line.startswith("# adapter = "))
+    assert adapter.split("#", 2)[2].strip() == "required: " + " | ".join(ADAPTERS)
+    for key in ("target", "base_model"):  # the other keys [training] cannot do without
+        assert "# required:" in next(line for line in text.splitlines() if line.startswith(f"# {key} = "))
+    judge = next(line for line in text.splitlines() if line.startswith("# judge = "))
+    assert "compare" in judge and "default: the parent" in judge and "not in this version" not in judge

@@ -2,6 +2,8 @@ import json
 import logging
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from overbrainer.dataset.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
                                          history_path, history_report, read_history)
 from overbrainer.dataset.split import split
@@ -66,7 +68,8 @@ def test_split_line_from_a_split_result(tmp_path):
     rec = HistoryRecorder(tmp_path)
     rec.begin("split")
     entry = rec.finish(split=result)
-    assert entry.split == {"train": 3, "eval": 1, "orphaned": 0} and entry.excluded == 1
+    assert entry.split == {"train": 3, "eval": 1, "orphaned": 0, "kept_output_tokens": 4 * data[0].meta.output_tokens}
+    assert entry.excluded == 1
 
 
 def test_a_write_failure_only_warns(tmp_path, caplog):
@@ -154,3 +157,23 @@ def test_split_lines_cost_nothing_in_the_totals():
                          cost=None, split={"train": 1, "eval": 1, "orphaned": 0}, **base)
     lines = format_history_lines([answers, split])
     assert lines[-1].endswith("; $0.5000")
+
+
+def test_split_lines_without_kept_tokens_still_read_and_the_share_waits_for_one_with_them():
+    from overbrainer.dataset.kept import kept_share
+
+    old = {"stage": "split", "started_at": "t", "ended_at": "t", "status": "ok", "provider": None, "model": None,
+           "done": 4, "skipped": 0, "failed": 0, "excluded": 0, "input_tokens": 0, "output_tokens": 0,
+           "cost": None, "split": {"train": 3, "eval": 1, "orphaned": 0}}
+    paid = dict(old, stage="answers", split=None, output_tokens=900)
+    del paid["split"]
+    entries = [HistoryEntry.from_dict(d) for d in (paid, old)]
+    assert entries[1].to_dict() == old and kept_share(entries) is None  # an older line: no share yet
+    new = dict(old, split={"train": 3, "eval": 1, "orphaned": 0, "kept_output_tokens": 600})
+    entries.append(HistoryEntry.from_dict(new))
+    assert entries[2].to_dict() == new
+    share = kept_share(entries)
+    assert (share.kept, share.paid) == (600, 900)
+    assert share.text() == "600 of 900 paid output tokens (66.7%) are in train/eval examples"
+    with pytest.raises(ValueError, match="kept_output_tokens"):
+        HistoryEntry.from_dict(dict(old, split={"train": 3, "eval": 1, "orphaned": 0, "kept_output_tokens": -1}))
