@@ -11,9 +11,10 @@ usable answers' sort keys; never the examples (docs/data-files.md#memory).
 Decontamination (decontam.py, docs/stages.md#decontamination): with benchmarks, pass 1 screens
 every usable answer (its question and answer texts) and a hit is left out before the quotas,
 counted under the benchmark's name. With `eval_ngram`, pass 2 writes eval first while it
-indexes the n-grams of the eval examples' questions and answers (a HashIndex, 8 bytes per
-distinct n-gram: bounded by the eval split), then writes train without the examples whose
-question overlaps it (counted as `eval`).
+indexes the n-grams of the eval examples' questions (a HashIndex, 8 bytes per distinct n-gram:
+a question is short, so a few KB per hundred eval examples; the eval answers' n-grams would make
+it grow with the dataset, 15 MB at 5,000 eval examples), then writes train without the examples
+whose question overlaps it (counted as `eval`).
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def _copy(source: LineReader, index: AnswerIndex, numbers, out: LineWriter, *,
           learn: tuple[HashIndex | None, int | None] = (None, None),
           leak: tuple[HashIndex | None, int | None] = (None, None)) -> tuple[int, int]:
     """Copy the answers `numbers` to `out`; `learn`: (index, n) that takes in their questions'
-    and answers' n-grams; `leak`: (index, n) whose overlap with a question leaves it out.
+    n-grams; `leak`: (index, n) whose overlap with a question leaves it out.
     Returns how many were left out, and the output tokens of those copied (the kept share's)."""
     seen, n = learn
     eval_index, leak_n = leak
@@ -177,7 +178,6 @@ def _copy(source: LineReader, index: AnswerIndex, numbers, out: LineWriter, *,
             continue
         if seen is not None:
             seen.add(units(question_text(ex), n))  # type: ignore[arg-type]
-            seen.add(units(answer_text(ex), n))  # type: ignore[arg-type]
         out.append(ex)
         tokens += ex.meta.output_tokens
     return dropped, tokens
