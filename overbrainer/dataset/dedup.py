@@ -114,7 +114,7 @@ class LexicalDedup:
         self._texts = TextStore()
         self._hashes = array("Q")  # every text's shingle hashes (in no particular order)
         self._starts = array("Q", [0])  # text k's are _hashes[_starts[k]:_starts[k + 1]]
-        self._postings = Postings()  # the prefix of each text: (text, place) by shingle hash
+        self._postings = Postings()  # each text's prefix: (text, place) by (shingle hash, size)
         self._first_empty = -1  # the first text without shingles
         self._rank: dict[int, int] = {}  # frequent shingles at the last build, rarest first
         self._built_at = 0
