@@ -40,11 +40,6 @@ class TopicFigures:
     retry: int = 0  # distinct questions whose latest answer is excluded
     retry_bytes: int = 0
 
-    def least_fill(self) -> int | None:
-        """The fewest questions a subtopic of the topic has (None: no subtopic)."""
-        have = [n for n, k in self.fill.items() if k > 0]
-        return min(have) if have else None
-
     def short_of(self, target: int) -> int:
         """Subtopic records holding fewer than `target` questions."""
         return sum(k for n, k in self.fill.items() if n < target)

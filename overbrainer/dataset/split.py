@@ -126,15 +126,9 @@ class SplitResult:
 
     def summary(self) -> str:
         """`split: 90 train, 10 eval, 3 excluded (truncated 3), 2 contaminated (eval 1,
-        gsm8k_test.jsonl 1), 2 orphaned` (the contaminated part only when there are some)."""
-        excluded = f"{self.excluded_total} excluded"
-        if self.excluded:
-            excluded += " (" + ", ".join(f"{k} {v}" for k, v in self.excluded.items()) + ")"
-        if self.gated:
-            excluded += f", {sum(self.gated.values())} gated (" + ", ".join(
-                f"{k} {v}" for k, v in self.gated.items()) + ")"
-        return (f"split: {self.train_count} train, {self.eval_count} eval, {excluded}, "
-                f"{contaminated_text(self.contaminated)}{self.orphaned} orphaned")
+        gsm8k_test.jsonl 1), 2 orphaned` (see `split_summary`)."""
+        return split_summary(self.train_count, self.eval_count, self.excluded, self.gated, self.contaminated,
+                            self.orphaned)
 
     def to_dict(self) -> dict:
         return {"stage": "split", "train": self.train_count, "eval": self.eval_count,
@@ -143,7 +137,23 @@ class SplitResult:
                 "orphaned": self.orphaned}
 
 
-def contaminated_text(by_source: dict[str, int]) -> str:
+def split_summary(train: int, eval_: int, excluded: dict[str, int], gated: dict[str, int],
+                 contaminated: dict[str, int], orphaned: int) -> str:
+    """The split's summary line, from its counts (each dict in its fixed order; zeros left out):
+    `split: 90 train, 10 eval, 3 excluded (truncated 3), 1 gated (language 1), 2 contaminated
+    (eval 1, gsm8k_test.jsonl 1), 2 orphaned` (gated and contaminated only when there are some)."""
+    text = f"{sum(excluded.values())} excluded" + _parts(excluded)
+    if any(gated.values()):
+        text += f", {sum(gated.values())} gated" + _parts(gated)
+    return f"split: {train} train, {eval_} eval, {text}, {_contaminated_text(contaminated)}{orphaned} orphaned"
+
+
+def _parts(counts: dict[str, int]) -> str:
+    shown = ", ".join(f"{k} {v}" for k, v in counts.items() if v > 0)
+    return f" ({shown})" if shown else ""
+
+
+def _contaminated_text(by_source: dict[str, int]) -> str:
     """`2 contaminated (eval 1, gsm8k_test.jsonl 1), ` or nothing when there is none."""
     if not by_source:
         return ""

@@ -63,10 +63,6 @@ def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
     return result_of(run, run.finished(), error)
 
 
-def read(path, cls) -> list:
-    return read_records(path, cls)
-
-
 def force_rewrite(path, cls, topics: set[str]) -> None:
     """`--force`: drop the selected topics' records from a stage's output, atomically, streaming
     the file into its rewrite (a line in memory, not the file). Unchanged when none goes."""
@@ -99,10 +95,6 @@ class Output:
         self._forced = set(forced) if forced else None
         self._appender = None
         self._lock = threading.Lock()
-
-    def current(self) -> list:
-        """The records the stage starts from (the forced topics' left out), as a list."""
-        return list(self.records())
 
     def records(self) -> Iterator:
         """The records the stage starts from (the forced topics' left out), one at a time."""
@@ -176,7 +168,7 @@ def _keep(ctx: StageContext, run: StageRun, figures: Figures | None) -> None:
 
 
 def rejected_of(ctx: StageContext, kind: str) -> list:
-    return [r for r in read(ctx.paths.rejected, Rejected) if r.kind == kind]
+    return [r for r in read_records(ctx.paths.rejected, Rejected) if r.kind == kind]
 
 
 def classify(e: BaseException) -> str:

@@ -10,7 +10,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.split import contaminated_text
+from overbrainer.dataset.split import split_summary
 from overbrainer.dataset.stages import StageStats
 from overbrainer.dataset.verdicts import GATE_REASONS
 from overbrainer.front.events import (
@@ -305,11 +305,6 @@ def some(labels: list[str], shown: int = 5) -> str:
 
 
 def split_line(s: SplitCounts) -> str:
-    reasons = ", ".join(f"{r} {s.excluded_by_reason[r]}" for r in EXCLUSION_REASONS
-                        if s.excluded_by_reason.get(r, 0) > 0)
-    excluded = f"{s.excluded} excluded" + (f" ({reasons})" if reasons else "")
-    if s.gated:
-        excluded += f", {s.gated} gated (" + ", ".join(
-            f"{r} {s.gated_by_reason[r]}" for r in GATE_REASONS if s.gated_by_reason.get(r, 0) > 0) + ")"
-    contaminated = contaminated_text(s.contaminated_by_source)
-    return f"split: {s.train} train, {s.eval} eval, {excluded}, {contaminated}{s.orphaned} orphaned"
+    excluded = {r: s.excluded_by_reason.get(r, 0) for r in EXCLUSION_REASONS}
+    gated = {r: s.gated_by_reason.get(r, 0) for r in GATE_REASONS}
+    return split_summary(s.train, s.eval, excluded, gated, s.contaminated_by_source, s.orphaned)
