@@ -151,7 +151,7 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
     provider = t.str("provider", required=True, nonempty=True)
     model = t.str("model", required=True, nonempty=True)
     reasoning = t.bool("reasoning", False)
-    max_tokens = t.int("max_tokens", 16384, min=1, max=U32)
+    max_tokens = t.int("max_tokens", Role.max_tokens, min=1, max=U32)
     temperature = t.float("temperature", rule=(lambda x: 0 <= x <= 2, "must be in [0, 2]"))
     effort = t.choice("reasoning_effort", EFFORTS)
     budget = t.int("thinking_budget", min=0, max=U32)

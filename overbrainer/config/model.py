@@ -39,6 +39,7 @@ DEFAULT_HUB_BASE_URL = "https://huggingface.co"
 DEFAULT_WORKDIR = "overbrainer"
 DEFAULT_QUANTIZE = "Q4_K_M"
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
+DEFAULT_MAX_TOKENS = 16384  # roles.<name>.max_tokens: a request's output limit
 
 
 @frozen
@@ -69,7 +70,7 @@ class Role:
     provider: str
     model: str
     reasoning: bool = False
-    max_tokens: int = 16384
+    max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float | None = None
     reasoning_effort: str | None = None  # none | low | medium | high
     thinking_budget: int | None = None
@@ -316,11 +317,18 @@ class Config:
             raise ConfigError(f"roles.{role_name} is not set in overbrainer.toml")
         return self.providers[role.provider], role
 
-    def target(self, name: str) -> Target:
-        try:
-            return self.targets[name]
-        except KeyError:
-            raise ConfigError(f"unknown target `{name}`") from None
+    def target(self, name: str, run_id: str | None = None) -> Target:
+        """The target called `name` (`run_id`: the run that ran on it). The one lookup of a target
+        by name: a missing one is a ConfigError (exit 2) naming it and listing the targets there are."""
+        found = self.targets.get(name)
+        if found is not None:
+            return found
+        if run_id is not None:
+            head = f"target `{name}` of run {run_id} is no longer in overbrainer.toml"
+        else:
+            head = f"unknown target `{name}`: add [targets.{name}] to overbrainer.toml"
+        known = ", ".join(f"`{n}`" for n in self.targets) or "none"
+        raise ConfigError(f"{head} (targets: {known})")
 
     def secrets(self) -> list[tuple[str, "Secret"]]:
         """Every secret that is set, with its key: provider keys, runpod.api_key, hf_token."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
-from overbrainer.config.model import DEFAULT_IMAGE, ENGINES, RUNTIMES
+from overbrainer.config.model import DEFAULT_IMAGE, ENGINES, RUNTIMES, LocalTarget, RunpodTarget, SshTarget, Target
 from overbrainer.exec.base import Container
 from overbrainer.exec.scripts import dir_expr
 
@@ -56,15 +56,17 @@ class Runtime:
             raise ValueError(f"unknown container engine {self.engine!r}")
 
     @classmethod
-    def from_target(cls, target: Any) -> "Runtime":
-        """From a config Target (duck-typed: runtime, venv, engine, image)."""
-        kind = getattr(target, "runtime", None) or "native"
+    def from_target(cls, target: Target) -> "Runtime":
+        """From a config Target: its runtime, venv, engine and image; a runpod target has no
+        runtime of its own (natively, in its image's venv)."""
+        if isinstance(target, RunpodTarget):
+            return cls(venv=target.venv or None, image=target.image)
+        if not isinstance(target, (LocalTarget, SshTarget)):  # a bare Target: the defaults
+            return cls()
+        kind, engine = target.runtime, target.engine
         if kind == "podman":  # tolerated shorthand
             kind, engine = "docker", "podman"
-        else:
-            engine = getattr(target, "engine", None) or "docker"
-        return cls(kind=kind, venv=getattr(target, "venv", None) or None, engine=engine,
-                   image=getattr(target, "image", None) or DEFAULT_IMAGE)
+        return cls(kind=kind, venv=target.venv or None, engine=engine, image=target.image)
 
     @property
     def in_container(self) -> bool:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeGuard
 
+from overbrainer.config.model import RunpodTarget, Target
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
@@ -57,8 +58,8 @@ class Lease:
         """The job was spawned (or may have been): nothing to note on a local or SSH target."""
 
 
-def is_pod(target: Any) -> bool:
-    return getattr(target, "kind", "local") == "runpod"
+def is_pod(target: Target) -> TypeGuard[RunpodTarget]:
+    return target.kind == "runpod"
 
 
 def connect(config, target_name: str, target: Any, runs_dir, interrupt):

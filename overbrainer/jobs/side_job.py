@@ -6,8 +6,8 @@ followed, its files brought home verified, like a training job, but in a directo
     result = run_side_job(session, config, run_record, job, target=None, keep=False)
 
 Where (`side_target`): `target=` (the command's `--target`), else `[<kind>] target`, else the
-run's own target; it must be configured (`target `T` of run R is no longer in overbrainer.toml` /
-`unknown target `T``, ConfigError).
+run's own target; it must be configured (`Config.target`: `target `T` of run R is no longer in
+overbrainer.toml (targets: …)` / `unknown target `T`: …`, ConfigError).
 
 Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… on a collision) and
 `<root>/<kind>s/<job_id>` on the target, where `<root>` is the run's directory there: its
@@ -52,8 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from overbrainer.config.model import Config, RunpodTarget, Target
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
+from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 from overbrainer.exec.base import JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
@@ -112,17 +113,12 @@ def jobs_dir(runs_dir: Path, run_id: str, kind: str) -> Path:
     return ids.run_dir(runs_dir, run_id) / f"{kind}s"
 
 
-def side_target(config, run: RunRecord, kind: str, name: str | None = None) -> tuple[str, Any]:
+def side_target(config: Config, run: RunRecord, kind: str, name: str | None = None) -> tuple[str, Target]:
     """(name, Target) where a side job of `kind` runs: `name`, else `[<kind>] target`, else the
-    run's own target; it must be configured."""
-    settings = getattr(config, kind, None)
-    name = name or getattr(settings, "target", None) or run.target
-    target = (getattr(config, "targets", None) or {}).get(name)
-    if target is None:
-        if name == run.target:
-            raise ConfigError(f"target `{run.target}` of run {run.id} is no longer in overbrainer.toml")
-        raise ConfigError(f"unknown target `{name}`: add [targets.{name}] to overbrainer.toml")
-    return name, target
+    run's own target; it must be configured (Config.target)."""
+    own = {"export": config.export.target, "compare": config.compare.target}.get(kind)
+    name = name or own or run.target
+    return name, config.target(name, run_id=run.id if name == run.target else None)
 
 
 def pod_root(run_id: str) -> str:
@@ -165,8 +161,8 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         interrupt.restore()
 
 
-def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, name: str, target, job: SideJob,
-            label: str, interrupt, keep: bool) -> SideJobResult:
+def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, name: str, target: RunpodTarget,
+            job: SideJob, label: str, interrupt, keep: bool) -> SideJobResult:
     """The job on a new pod of its own (see the module docstring)."""
     RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
@@ -177,7 +173,7 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
     pod_target = frozen.replace(target, **job.pod) if job.pod else target
-    cache = (f"{VOLUME_PATH}/overbrainer/.cache" if getattr(target, "network_volume_id", None)
+    cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id
              else f"{root.rsplit('/', 1)[0]}/.cache")
     try:
         with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True, keep=keep,

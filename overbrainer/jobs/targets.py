@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
+from overbrainer.config.model import Config, SshTarget, Target
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.exec.local import LocalExecutor
 from overbrainer.exec.ssh import SshExecutor
+from overbrainer.jobs.run_record import RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -22,30 +24,22 @@ def env_host_key(name: str) -> str:
     return f"OVERBRAINER_TARGETS__{name.upper()}__HOST"
 
 
-def pick_target(config: Any, name: str | None = None) -> tuple[str, Any]:
+def pick_target(config: Config, name: str | None = None) -> tuple[str, Target]:
     """(name, Target): `--target NAME`, else `[training] target`."""
-    training = getattr(config, "training", None)
     if name is None:
-        if training is None:
+        if config.training is None:
             raise ConfigError("no [training] section in overbrainer.toml")
-        name = training.target
-    targets = getattr(config, "targets", None) or {}
-    target = targets.get(name)
-    if target is None:
-        raise ConfigError(f"unknown target `{name}`: add [targets.{name}] to overbrainer.toml")
-    return name, target
+        name = config.training.target
+    return name, config.target(name)
 
 
-def record_target(config: Any, record) -> Any:
-    """The target a run ran on; it must still be in overbrainer.toml."""
-    target = (getattr(config, "targets", None) or {}).get(record.target)
-    if target is None:
-        raise OverbrainerError(f"target `{record.target}` of run {record.id} is no longer in overbrainer.toml")
-    return target
+def record_target(config: Config, record: RunRecord) -> Target:
+    """The target a run ran on; it must still be in overbrainer.toml (ConfigError otherwise)."""
+    return config.target(record.target, run_id=record.id)
 
 
-def target_host(name: str, target: Any, environ=None) -> str:
-    host = getattr(target, "host", None)
+def target_host(name: str, target: SshTarget, environ: Mapping[str, str] | None = None) -> str:
+    host = target.host
     if not host:
         host = (os.environ if environ is None else environ).get(env_host_key(name))
     if not host:
@@ -53,17 +47,18 @@ def target_host(name: str, target: Any, environ=None) -> str:
     return host
 
 
-def open_executor(config: Any, name: str, target: Any, runs_dir: Path, environ=None):
+def open_executor(config: Config, name: str, target: Target, runs_dir: Path,
+                  environ: Mapping[str, str] | None = None) -> LocalExecutor | SshExecutor:
     """Connect to the target. Errors: `cannot reach target `<n>`: …`."""
-    kind = getattr(target, "kind", "local")
+    kind = target.kind
     if kind == "local":
         return LocalExecutor(runs_dir)
-    if kind == "ssh":
+    if isinstance(target, SshTarget):
         host = target_host(name, target, environ)
         # The executor's own errors already read `cannot reach target `<n>`: …` (its label), and
         # their class (TargetUnreachable, HostKeyError) tells the caller what to do.
         try:
-            return SshExecutor(host, getattr(target, "workdir", "overbrainer"), label=f"target `{name}`")
+            return SshExecutor(host, target.workdir, label=f"target `{name}`")
         except OSError as e:
             raise OverbrainerError(f"cannot reach target `{name}`: {e.strerror or e}", cause=e) from e
     if kind == "runpod":  # a pod exists per run: jobs.lease creates or finds it

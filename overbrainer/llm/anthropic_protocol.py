@@ -7,8 +7,10 @@ from typing import Any
 
 from overbrainer.llm import reasoning, thinking
 from overbrainer.llm.errors import invalid
+from overbrainer.llm.settings import RoleSettings
 from overbrainer.llm.types import LENGTH, OTHER, REFUSAL, STOP, ChatRequest, ChatResponse
 from overbrainer.support.usage import Usage
+
 
 NAME = "anthropic"
 CHAT_PATH = "/messages"
@@ -24,20 +26,20 @@ def headers(api_key: str | None) -> dict[str, str]:
     return out
 
 
-def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool) -> dict:
+def chat_body(role: RoleSettings, req: ChatRequest, max_tokens: int, structured: bool) -> dict:
     body: dict[str, Any] = {"model": role.model, "max_tokens": max_tokens}
     if req.system is not None:
         body["system"] = req.system
     body["messages"] = [{"role": "user", "content": req.user}]
-    temperature = getattr(role, "temperature", None)
+    temperature = role.temperature
     if temperature is not None:
         body["temperature"] = temperature
     chosen = thinking.mode(role)
     if chosen == thinking.ENABLED:
-        body["thinking"] = {"type": "enabled", "budget_tokens": getattr(role, "thinking_budget", None)}
+        body["thinking"] = {"type": "enabled", "budget_tokens": role.thinking_budget}
     elif chosen == thinking.ADAPTIVE:
         body["thinking"] = {"type": "adaptive"}
-        effort = getattr(role, "reasoning_effort", None)
+        effort = role.reasoning_effort
         if effort:
             body["output_config"] = {"effort": effort}
     return body

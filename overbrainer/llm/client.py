@@ -20,16 +20,17 @@ from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_proto
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
 from overbrainer.llm.http import Channel, channel_for, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
+from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
 from overbrainer.llm.types import CONTENT_FILTER, NONE, ChatRequest, ChatResponse
 from overbrainer.support import redact
 from overbrainer.support.usage import Usage
 
+
 log = logging.getLogger(__name__)
 
 PROTOCOLS = {"openai": openai_protocol, "anthropic": anthropic_protocol}
 EMBED_CHUNK = 256
-DEFAULT_MAX_TOKENS = 16384
 # What a request's framing may add to its prompt (roles, chat template, a JSON schema), in tokens.
 PROMPT_FRAMING = 256
 # A 400/422 whose message names one of these refuses structured output (not a transport error).
@@ -57,8 +58,8 @@ class LlmClient:
         provider_name: str,
         protocol: str,
         channel: Channel,
-        role: Any,
-        pipeline: Any,
+        role: RoleSettings,
+        pipeline: PipelineSettings,
         api_key: str | None,
         price: Price | PendingPrice | None,
         stop: threading.Event | None = None,
@@ -75,9 +76,10 @@ class LlmClient:
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
         self._headers = self._wire.headers(api_key)
-        self._timeout = float(getattr(pipeline, "request_timeout_secs", 600) or 600)
-        self._max_retries = int(getattr(pipeline, "max_retries", 5))
-        self._max_tokens = int(getattr(role, "max_tokens", None) or DEFAULT_MAX_TOKENS)
+        # Every setting comes from the configuration's records, whose defaults are config/model's.
+        self._timeout = float(pipeline.request_timeout_secs)
+        self._max_retries = pipeline.max_retries
+        self._max_tokens = role.max_tokens
         self._structured_ok = protocol == "openai"
 
     def __repr__(self) -> str:
@@ -222,14 +224,14 @@ class LlmClient:
 
 
 def connect(
-    provider: Any,
-    role: Any,
-    pipeline: Any,
+    provider: ProviderSettings,
+    role: RoleSettings,
+    pipeline: PipelineSettings,
     *,
     prices: PriceBook | None = None,
     stop: threading.Event | None = None,
 ) -> LlmClient:
-    """The client of `role` on `provider` (config.model objects, duck-typed). Resolves the API key
+    """The client of `role` on `provider` (config.model records). Resolves the API key
     (registering it with the redactor) and reads the model's price (once per provider per book)."""
     name = provider.name
     protocol = _protocol_name(provider.protocol)
@@ -251,10 +253,10 @@ def connect(
                 fatal=True,
             )
     dialect = _dialect(provider, protocol, role, base_url)
-    concurrency = int(getattr(pipeline, "concurrency", 8) or 8)
+    concurrency = pipeline.concurrency
     channel = channel_for(name, base_url, concurrency)
     _announce(channel, protocol, dialect, provider)
-    channel.breaker.configure(concurrency, float(getattr(pipeline, "request_timeout_secs", 600) or 600))
+    channel.breaker.configure(concurrency, float(pipeline.request_timeout_secs))
     wire = PROTOCOLS[protocol]
     book = prices if prices is not None else PriceBook()
     price = book.lookup(channel, wire.headers(api_key), role.model)
@@ -271,11 +273,11 @@ def connect(
     )
 
 
-def _dialect(provider: Any, protocol: str, role: Any, base_url: str) -> str | None:
+def _dialect(provider: ProviderSettings, protocol: str, role: RoleSettings, base_url: str) -> str | None:
     """The openai provider's dialect (as set, else what its URL suggests); for anthropic, None
     once the role's thinking is one the reference takes (ConfigError otherwise)."""
     if protocol == "openai":
-        dialect = getattr(provider, "dialect", None) or dialects.guess(base_url)
+        dialect = provider.dialect or dialects.guess(base_url)
         if dialect not in dialects.DIALECTS:
             raise ConfigError(f"providers.{provider.name}.dialect must be one of {', '.join(dialects.DIALECTS)}")
         return dialect
@@ -285,7 +287,7 @@ def _dialect(provider: Any, protocol: str, role: Any, base_url: str) -> str | No
     return None
 
 
-def _announce(channel: Channel, protocol: str, dialect: str | None, provider: Any) -> None:
+def _announce(channel: Channel, protocol: str, dialect: str | None, provider: ProviderSettings) -> None:
     """Say once per provider how it is spoken to (the dialect, and whether it was guessed)."""
     if channel.announced:
         return
@@ -293,8 +295,6 @@ def _announce(channel: Channel, protocol: str, dialect: str | None, provider: An
     if dialect is None:
         log.info("provider %s: %s protocol", channel.name, protocol)
         return
-    guessed = getattr(provider, "dialect_guessed", None)
-    if guessed is None:  # a duck-typed provider: guessed when it names none
-        guessed = not getattr(provider, "dialect", None)
+    guessed = provider.dialect_guessed or not provider.dialect  # guessed here when it names none
     how = "guessed from its base URL" if guessed else "set in the configuration"
     log.info("provider %s: openai protocol, %s dialect (%s)", channel.name, dialect, how)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from overbrainer.llm.settings import RoleSettings
 from overbrainer.support.frozen import frozen
 from overbrainer.support.urls import split
+
 
 OPENAI = "openai"
 OPENROUTER = "openrouter"
@@ -50,16 +52,16 @@ def get(name: str | None) -> Dialect:
     return _TABLE[name or GENERIC]
 
 
-def reasoning_fields(dialect: Dialect, role: Any) -> dict:
+def reasoning_fields(dialect: Dialect, role: RoleSettings) -> dict:
     """The body fields that ask for (or turn off) reasoning, for `role` on this dialect."""
-    effort = getattr(role, "reasoning_effort", None)
+    effort = role.reasoning_effort
     if effort == "none":
         off: dict[str, Any] = ({"reasoning": {"effort": "none"}} if dialect.name == OPENROUTER
                                else {"reasoning_effort": "none"})
         if dialect.name == VLLM:  # Qwen-style templates switch on enable_thinking, not the effort
             off["chat_template_kwargs"] = {"enable_thinking": False}
         return off
-    if not getattr(role, "reasoning", False):
+    if not role.reasoning:
         return {}
     out: dict[str, Any] = {}
     if dialect.template_switch:

@@ -8,6 +8,7 @@ from typing import Any
 from overbrainer.llm import dialects, reasoning
 from overbrainer.llm.dialects import Dialect
 from overbrainer.llm.errors import invalid
+from overbrainer.llm.settings import RoleSettings
 from overbrainer.llm.types import (
     CONTENT_FILTER,
     LENGTH,
@@ -18,6 +19,7 @@ from overbrainer.llm.types import (
     ChatResponse,
 )
 from overbrainer.support.usage import Usage
+
 
 NAME = "openai"
 CHAT_PATH = "/chat/completions"
@@ -62,7 +64,7 @@ def headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool,
+def chat_body(role: RoleSettings, req: ChatRequest, max_tokens: int, structured: bool,
               dialect: Dialect | None = None) -> dict:
     """The body of one chat in `dialect` (generic when None): the dialect's token-limit field
     and its way of asking for reasoning (llm/dialects.py)."""
@@ -72,7 +74,7 @@ def chat_body(role: Any, req: ChatRequest, max_tokens: int, structured: bool,
         messages.append({"role": "system", "content": req.system})
     messages.append({"role": "user", "content": req.user})
     body: dict[str, Any] = {"model": role.model, "messages": messages, d.token_field: max_tokens}
-    temperature = getattr(role, "temperature", None)
+    temperature = role.temperature
     if temperature is not None:
         body["temperature"] = temperature
     body.update(dialects.reasoning_fields(d, role))

@@ -17,7 +17,9 @@ overrides the choice; a choice the reference refuses for a known family is a con
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from overbrainer.llm.settings import RoleSettings
+
 
 ADAPTIVE = "adaptive"
 ENABLED = "enabled"
@@ -52,30 +54,30 @@ def supported(model: str) -> frozenset[str] | None:
     return frozenset()
 
 
-def thinks(role: Any) -> bool:
-    return bool(getattr(role, "reasoning", False)) and getattr(role, "reasoning_effort", None) != "none"
+def thinks(role: RoleSettings) -> bool:
+    return role.reasoning and role.reasoning_effort != "none"
 
 
-def mode(role: Any) -> str | None:
+def mode(role: RoleSettings) -> str | None:
     """The thinking the role's requests ask for: `adaptive`, `enabled` or None (no thinking)."""
     if not thinks(role):
         return None
-    chosen = getattr(role, "thinking", None)
+    chosen = role.thinking
     if chosen in MODES:
         return chosen
     can = supported(role.model)
     if can is not None and len(can) == 1:
         return next(iter(can))
-    return ENABLED if getattr(role, "thinking_budget", None) is not None else ADAPTIVE
+    return ENABLED if role.thinking_budget is not None else ADAPTIVE
 
 
-def problems(where: str, role: Any) -> list[str]:
+def problems(where: str, role: RoleSettings) -> list[str]:
     """What the reference refuses in this role's thinking (`where` = `roles.<name>`)."""
     if not thinks(role):
         return []
     model = role.model
-    budget = getattr(role, "thinking_budget", None)
-    chosen = getattr(role, "thinking", None)
+    budget = role.thinking_budget
+    chosen = role.thinking
     can = supported(model)
     m = mode(role)
     if can is not None and not can:
@@ -89,7 +91,7 @@ def problems(where: str, role: Any) -> list[str]:
     if m == ENABLED and budget is None:
         if chosen == ENABLED:
             return [f'{where}.thinking: "enabled" needs {where}.thinking_budget']
-        instead = " instead of reasoning_effort" if getattr(role, "reasoning_effort", None) else ""
+        instead = " instead of reasoning_effort" if role.reasoning_effort else ""
         return [f"{where}: {model} thinks only with a fixed budget (adaptive thinking came with "
                 f"Claude 4.6): set {where}.thinking_budget{instead}"]
     if m == ADAPTIVE and budget is not None:

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Callable
 
-from overbrainer.llm.client import DEFAULT_MAX_TOKENS
+from overbrainer.config.model import DEFAULT_MAX_TOKENS
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.listparse import string_array
 from overbrainer.llm.types import LENGTH, ChatRequest
@@ -38,7 +38,7 @@ ITEM_TOKENS = 64
 
 def items_per_request(max_tokens: int | None) -> int:
     """The most items one list request may ask for under the role's `max_tokens` (None: the
-    client's default, llm/client.DEFAULT_MAX_TOKENS): max(1, max_tokens // ITEM_TOKENS)."""
+    roles' default, config/model.DEFAULT_MAX_TOKENS): max(1, max_tokens // ITEM_TOKENS)."""
     limit = int(max_tokens or DEFAULT_MAX_TOKENS)
     return max(1, limit // ITEM_TOKENS)
 

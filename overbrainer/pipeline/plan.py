@@ -23,7 +23,7 @@ from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.history import read_history
 from overbrainer.dataset.kept import kept_share
 from overbrainer.errors import OverbrainerError
-from overbrainer.llm.client import DEFAULT_MAX_TOKENS, PROMPT_FRAMING
+from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import after_plans, train_plan
@@ -99,7 +99,7 @@ def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
 def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     role = ctx.role(need.role)
     plan = StagePlan(need, model=role.model, provider=role.provider,
-                     max_tokens=int(role.max_tokens or DEFAULT_MAX_TOKENS))
+                     max_tokens=role.max_tokens)
     if not need.requests:
         plan.cost = plan.cost_max = 0.0
         return plan

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from overbrainer.config.model import Config, Training
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
@@ -72,8 +73,8 @@ def _keeps_running(record: RunRecord) -> str:
             f"{attach_hint(record.id)}")
 
 
-def _require_training(config) -> Any:
-    training = getattr(config, "training", None)
+def _require_training(config: Config) -> Training:
+    training = config.training
     if training is None:
         raise ConfigError("no [training] section in overbrainer.toml")
     return training
@@ -121,13 +122,13 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
         interrupt.restore()
 
 
-def _job_secrets(config) -> dict[str, str]:
+def _job_secrets(config: Config) -> dict[str, str]:
     """The job's secrets: the HF token when set (raced: safe to abandon)."""
     secrets: dict[str, str] = {}
-    token = getattr(config, "hf_token", None)
+    token = config.hf_token
     if token is not None:
         secrets["HF_TOKEN"] = token.resolve()
-    elif getattr(config.training, "hub_model_id", None):
+    elif config.training is not None and config.training.hub_model_id:
         log.warning("training.hub_model_id is set but OVERBRAINER_HF_TOKEN is not: the job cannot push")
     return secrets
 
@@ -315,7 +316,7 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
             asked = time.monotonic()
             text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
                     "its current step, then stops")
-            if holder_pid is not None or getattr(config, "training", None) is None:
+            if holder_pid is not None or config.training is None:
                 who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
                 text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
                          f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
@@ -338,7 +339,7 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
         return cancel_stopped(session, config, record)
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
-    if getattr(config, "training", None) is None:
+    if config.training is None:
         raise ConfigError("cancel needs [training] to retrieve the run's artifacts: add a [training] "
                           "section to overbrainer.toml")
     if record.ended:

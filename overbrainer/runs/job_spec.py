@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from overbrainer.config.model import RunpodTarget, Target
 from overbrainer.exec.base import JobSpec
 from overbrainer.exec.runtime import Runtime, Step
 from overbrainer.jobs.run_record import RunRecord
@@ -31,11 +32,11 @@ def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secret
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(secrets), container=container)
 
 
-def launcher_args(target: Any) -> tuple[str, ...]:
+def launcher_args(target: Target) -> tuple[str, ...]:
     """More than one GPU (`gpu_count` > 1, a Runpod pod): Axolotl's own launcher starts one
     training process per GPU (`--launcher accelerate -- --num_processes=N`); DeepSpeed or FSDP
     come from the Axolotl config (`axolotl_extra`). One GPU: Axolotl's default, no arguments."""
-    count = getattr(target, "gpu_count", 1) or 1
+    count = target.gpu_count if isinstance(target, RunpodTarget) else 1  # local, ssh: one GPU as seen
     if count <= 1:
         return ()
     return ("--launcher", "accelerate", "--", f"--num_processes={int(count)}")

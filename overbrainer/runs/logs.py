@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.exec import scripts
 from overbrainer.jobs import polling
@@ -187,7 +188,8 @@ class OpenedLog:
     executor: Any = None  # to close when done (the log is on the target)
 
 
-def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: Callable | None = None) -> OpenedLog:
+def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, *,
+             race: Callable | None = None) -> OpenedLog:
     """The run's job.log: local for a local target and for an ended run whose log is here; on
     the target while an SSH run has not ended (or its log never came home). `config` is None
     when it does not load: the local log then. Unreachable: the local log with a warning if
@@ -201,10 +203,10 @@ def open_log(config: Any, runs_dir: Path, run_dir: Path, run_id: str, *, race: C
         return OpenedLog(local)  # no readable run.json: what is here is all there is
     if config is None or (record.ended and here):
         return OpenedLog(local)
-    if record.target not in (getattr(config, "targets", None) or {}) and here:
+    if record.target not in config.targets and here:
         return OpenedLog(local)
     target = record_target(config, record)
-    kind = getattr(target, "kind", "local")
+    kind = target.kind
     if kind not in ("ssh", "runpod"):
         return OpenedLog(local)
     opener = (lambda: _pod_executor(run_dir, record)) if kind == "runpod" else (

@@ -13,7 +13,7 @@ import logging
 from shlex import quote
 from typing import Any
 
-from overbrainer.config.model import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV
+from overbrainer.config.model import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV, Target
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs.lease import connect
@@ -76,7 +76,7 @@ def check_axolotl(executor, name: str, target: Any) -> str:
     raise AxolotlMissing(_missing(name, target, runtime, code, said))
 
 
-def _missing(name: str, target: Any, runtime, code: str, said: str) -> str:
+def _missing(name: str, target: Target, runtime, code: str, said: str) -> str:
     where = f"target `{name}`"
     detail = f" ({said})" if said else ""
     if code == _NO_ENGINE:
@@ -86,7 +86,7 @@ def _missing(name: str, target: Any, runtime, code: str, said: str) -> str:
     if runtime.in_container:
         return (f"{where}: {failed} in image {runtime.image}{detail}: use an image that brings it, e.g. "
                 f"targets.{name}.image = \"{DEFAULT_IMAGE}\"")
-    if getattr(target, "kind", None) == "runpod":
+    if target.kind == "runpod":
         return (f"{where}: {failed} on its pod, in {runtime.venv}/bin{detail}: the image must bring it; use "
                 f"targets.{name}.image = \"{DEFAULT_RUNPOD_IMAGE}\" with venv = \"{DEFAULT_RUNPOD_VENV}\"")
     if runtime.venv:

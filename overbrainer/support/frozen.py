@@ -10,13 +10,16 @@ positional or keyword arguments, defaults and `field(default_factory=…)`, `Typ
 or unknown argument, `FrozenInstanceError` (an AttributeError) on assignment, equality and hashing
 over every field (`@record`: the same, mutable). `fields`, `asdict` and `replace` here do what
 `dataclasses`' do for these classes. For value objects built a few times per command (not in hot loops).
+Both decorators are marked `typing.dataclass_transform` (PEP 681), so a type checker reads the classes
+as dataclasses: their `__init__` signature, field types and immutability are checked.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, dataclass_transform
 
 _FIELDS = "__frozen_fields__"
+_C = TypeVar("_C", bound=type)
 
 
 class FrozenInstanceError(AttributeError):
@@ -103,12 +106,14 @@ def _delattr(self, name):
     raise FrozenInstanceError(f"cannot delete field '{name}'")
 
 
-def frozen(cls):
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def frozen(cls: _C) -> _C:
     """Class decorator: `cls` as an immutable record (see the module docstring)."""
     return _make(cls, immutable=True)
 
 
-def record(cls):
+@dataclass_transform(field_specifiers=(field,))
+def record(cls: _C) -> _C:
     """Class decorator: `cls` as a mutable record (as `@dataclass`: fields may be assigned, and
     instances are not hashable)."""
     return _make(cls, immutable=False)

@@ -223,7 +223,8 @@ def test_the_runs_target_must_still_be_there_and_a_runpod_one_needs_its_api_key(
                        llama_cpp_dir=llama_cpp_dir, gguf_bytes=b"GGUF")
     r = cli(["-C", project.dir, "compare"], env=project.env)
     assert r.returncode == 2
-    assert r.stderr.strip().endswith(f"error: target `gone` of run {RUN} is no longer in overbrainer.toml")
+    assert r.stderr.strip().endswith(f"error: target `gone` of run {RUN} is no longer in overbrainer.toml "
+                                     "(targets: `here`, `remote`)")
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write('\n[targets.gone]\nkind = "runpod"\nmax_hours = 1\ngpu_types = "auto"\n')
     r = cli(["-C", project.dir, "compare"], env=project.env)

@@ -7,11 +7,11 @@ import json
 import shlex
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from overbrainer.exec.base import Container, JobSpec, JobState
+from overbrainer.config.model import LocalTarget
 from overbrainer.exec.local import LocalExecutor
 from overbrainer.exec.runtime import DEFAULT_IMAGE, Runtime, Step
 from tests.fixtures.sshd import wait_for
@@ -21,7 +21,7 @@ MERGE = Step("merge", ("axolotl", "merge-lora", "axolotl.yaml"))
 
 
 def test_native_with_a_venv_exports_settings_and_chains_with_the_stop_marker():
-    rt = Runtime.from_target(SimpleNamespace(runtime="native", venv="~/.venvs/axolotl", engine=None, image=None))
+    rt = Runtime.from_target(LocalTarget("t", "local", runtime="native", venv="~/.venvs/axolotl"))
     script, container = rt.job("r1", "/w/r1", "/w/.hf-cache", [TRAIN, MERGE], secret_names=["HF_TOKEN"])
     assert container is None
     exports, chain = script.split(" && ", 1)
@@ -81,7 +81,7 @@ def test_a_side_job_in_docker_mounts_the_run_and_works_in_its_subdirectory():
 
 
 def test_podman_command_line_relabels_mounts_and_uses_cdi_gpus():
-    rt = Runtime.from_target(SimpleNamespace(runtime="docker", engine="podman", venv=None, image="img:1"))
+    rt = Runtime.from_target(LocalTarget("t", "local", runtime="docker", engine="podman", image="img:1"))
     script, container = rt.job("r2", "/w/r2", "/w/c", [TRAIN])
     assert container == Container("podman", "overbrainer-r2")
     argv = shlex.split(script.split(" && ", 1)[1])

@@ -6,10 +6,10 @@ import logging
 import socket
 import threading
 import time
-from types import SimpleNamespace as NS
 
 import pytest
 
+from overbrainer.config.model import Pipeline, Provider, Role
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm import http
 from overbrainer.llm.client import connect
@@ -33,12 +33,12 @@ class Key:
 def make(fake_or_url, protocol="openai", *, key=None, name="fake", prices=None, stop=None,
          concurrency=4, max_retries=3, timeout=10, **role_kw):
     url = getattr(fake_or_url, "url", fake_or_url)
-    provider = NS(name=name, protocol=protocol, base_url=url, api_key=None if key is None else Key(key))
+    provider = Provider(name, protocol, url, None if key is None else Key(key))
     role = dict(model="m1", reasoning=False, max_tokens=64, temperature=None, reasoning_effort=None,
                 thinking_budget=None)
     role.update(role_kw)
-    pipeline = NS(concurrency=concurrency, max_retries=max_retries, request_timeout_secs=timeout)
-    return connect(provider, NS(**role), pipeline, prices=prices, stop=stop)
+    pipeline = Pipeline(concurrency=concurrency, max_retries=max_retries, request_timeout_secs=timeout)
+    return connect(provider, Role(name, **role), pipeline, prices=prices, stop=stop)
 
 
 @pytest.fixture(autouse=True)
@@ -357,14 +357,14 @@ def test_a_429_pauses_every_thread_of_the_provider(fake_provider):
 # --- connect, pool, prices ----------------------------------------------------------------------
 
 def test_missing_base_url_and_bad_protocol():
-    provider = NS(name="openrouter", protocol="openai", base_url=None, api_key=None)
+    provider = Provider("openrouter", "openai")
     with pytest.raises(OverbrainerError) as e:
-        connect(provider, NS(model="m"), NS(concurrency=1, max_retries=0, request_timeout_secs=1))
+        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1))
     assert str(e.value) == ("providers.openrouter.base_url is not set "
                             "(set OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL)")
-    provider = NS(name="x", protocol="grpc", base_url="http://127.0.0.1:9", api_key=None)
+    provider = Provider("x", "grpc", "http://127.0.0.1:9")
     with pytest.raises(OverbrainerError, match="providers.x.protocol"):
-        connect(provider, NS(model="m"), NS(concurrency=1, max_retries=0, request_timeout_secs=1))
+        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1))
 
 
 def test_bad_key_header_is_fatal_without_the_value(fake_provider):
@@ -425,3 +425,18 @@ def test_default_answers_suit_the_pipeline(fake_provider):
     assert again == a  # deterministic
     vectors = client.embed(a + [a[0]])
     assert vectors[0] == vectors[-1] and vectors[0] != vectors[1]
+
+
+def test_the_clients_settings_and_their_defaults_are_the_configurations(fake_provider):
+    """llm/ keeps no default of its own: a role and pipeline that set nothing give the client
+    config/model's defaults (before, LlmClient repeated them, and the plan another copy)."""
+    from overbrainer.config import model
+    from overbrainer.llm import client as client_module
+
+    c = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "m1"), Pipeline(), prices=PriceBook())
+    assert c.max_tokens(ChatRequest("q")) == model.Role("fake", "m1").max_tokens == model.DEFAULT_MAX_TOKENS
+    assert (c._timeout, c._max_retries) == (Pipeline().request_timeout_secs, Pipeline().max_retries)
+    assert not hasattr(client_module, "DEFAULT_MAX_TOKENS")
+    c = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "m1", max_tokens=7),
+                Pipeline(max_retries=0, request_timeout_secs=3), prices=PriceBook())
+    assert (c.max_tokens(ChatRequest("q")), c._timeout, c._max_retries) == (7, 3.0, 0)

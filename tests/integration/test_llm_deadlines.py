@@ -7,10 +7,10 @@ import gzip
 import json
 import time
 from http.server import BaseHTTPRequestHandler
-from types import SimpleNamespace as NS
 
 import pytest
 
+from overbrainer.config.model import Pipeline, Provider, Role
 from overbrainer.llm import http
 from overbrainer.llm.client import connect
 from overbrainer.llm.errors import LlmError
@@ -68,10 +68,9 @@ def trickle():
 
 
 def _client(url, *, timeout=10.0, max_retries=0, name="trickle"):
-    provider = NS(name=name, protocol="openai", base_url=url, api_key=None)
-    role = NS(model="m", reasoning=False, max_tokens=8, temperature=None, reasoning_effort=None,
-              thinking_budget=None)
-    pipeline = NS(concurrency=2, max_retries=max_retries, request_timeout_secs=timeout)
+    provider = Provider(name, "openai", url)
+    role = Role(name, "m", max_tokens=8)
+    pipeline = Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=timeout)
     return connect(provider, role, pipeline, prices=PriceBook())
 
 

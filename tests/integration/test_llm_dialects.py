@@ -4,11 +4,11 @@ provider's errors and bills mean to the client."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace as NS
 
 import pytest
 import requests
 
+from overbrainer.config.model import Pipeline, Provider, Role
 from overbrainer.errors import ConfigError
 from overbrainer.llm import http
 from overbrainer.llm.client import connect
@@ -33,11 +33,11 @@ KINDS = {
 
 
 def make(fake, dialect=None, protocol="openai", *, max_retries=2, **role_kw):
-    provider = NS(name="fake", protocol=protocol, base_url=fake.url, api_key=None, dialect=dialect)
+    provider = Provider("fake", protocol, fake.url, dialect=dialect)
     role = dict(model=MODELS.get(dialect, "m1"), reasoning=False, max_tokens=64, temperature=None,
                 reasoning_effort=None, thinking_budget=None, thinking=None)
     role.update(role_kw)
-    return connect(provider, NS(**role), NS(concurrency=2, max_retries=max_retries, request_timeout_secs=10))
+    return connect(provider, Role("fake", **role), Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=10))
 
 
 @pytest.fixture(autouse=True)

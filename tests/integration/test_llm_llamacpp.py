@@ -3,10 +3,10 @@ the generator, the parent and the judge, with and without reasoning, is accepted
 
 from __future__ import annotations
 
-from types import SimpleNamespace as NS
 
 import pytest
 
+from overbrainer.config.model import Pipeline, Provider, Role
 from overbrainer.llm import http
 from overbrainer.llm.client import connect
 from tests.integration.test_llm_dialects import KINDS
@@ -20,10 +20,10 @@ def server(llama_server, smollm2_gguf):
 
 
 def test_llama_server_takes_every_llamacpp_body(server):
-    provider = NS(name="local", protocol="openai", base_url=server, api_key=None, dialect="llamacpp")
-    pipeline = NS(concurrency=1, max_retries=0, request_timeout_secs=120)
+    provider = Provider("local", "openai", server, dialect="llamacpp")
+    pipeline = Pipeline(concurrency=1, max_retries=0, request_timeout_secs=120)
     for kind, (role_kw, request) in KINDS.items():
-        role = NS(**{**dict(model="smollm2", reasoning=False, max_tokens=16, temperature=None, reasoning_effort=None,
+        role = Role("local", **{**dict(model="smollm2", reasoning=False, max_tokens=16, temperature=None, reasoning_effort=None,
                             thinking_budget=None, thinking=None), **role_kw})
         r = connect(provider, role, pipeline).chat(request)
         assert 0 < r.usage.output_tokens <= 16 and r.content.strip(), kind

@@ -151,7 +151,7 @@ def test_targets_that_cannot_run_a_side_job(tmp_path):
     p = Project(tmp_path, "local")
     p.record.target = "gone"
     with pytest.raises(ConfigError, match=r"^target `gone` of run demo_20260101-000000 is no longer in "
-                                          r"overbrainer.toml$"):
+                                          r"overbrainer.toml \(targets: `local`, `remote`, `pod`\)$"):
         p.run(SideJob("export", files={}, steps=[sh("x", "true")]))
     p.record.target = "pod"  # a new pod for the job: it needs the API key before anything is claimed
     with pytest.raises(ConfigError, match="^no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY$"):

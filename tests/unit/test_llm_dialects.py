@@ -1,10 +1,10 @@
 """Dialects of the openai protocol, Anthropic thinking by model family, what error answers mean,
 and the cost estimate (pure functions)."""
 
-from types import SimpleNamespace as NS
 
 import pytest
 
+from overbrainer.config.model import Role
 from overbrainer.llm import dialects, meanings, thinking
 from overbrainer.llm import openai_protocol as oai
 from overbrainer.llm.errors import CreditsError, LlmError, Moderated
@@ -18,7 +18,7 @@ def role(**kw):
     base = dict(model="m", reasoning=False, max_tokens=100, temperature=None, reasoning_effort=None,
                 thinking_budget=None, thinking=None)
     base.update(kw)
-    return NS(**base)
+    return Role("p", **base)
 
 
 def body(dialect, **kw):

@@ -1,9 +1,9 @@
 """Request bodies, answer parsing and reasoning extraction of both protocols (pure functions)."""
 
-from types import SimpleNamespace as NS
 
 import pytest
 
+from overbrainer.config.model import Role
 from overbrainer.llm import anthropic_protocol as anth
 from overbrainer.llm import openai_protocol as oai
 from overbrainer.llm.errors import LlmError
@@ -16,7 +16,7 @@ def role(**kw):
     base = dict(model="m", reasoning=False, max_tokens=100, temperature=None, reasoning_effort=None,
                 thinking_budget=None)
     base.update(kw)
-    return NS(**base)
+    return Role("p", **base)
 
 
 # --- openai bodies ------------------------------------------------------------------------------
