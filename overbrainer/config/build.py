@@ -205,7 +205,7 @@ def _roles(root: Table, providers: dict[str, Provider], declared: set[str]) -> R
     t.finish()
     if found["generator"] is None or found["parent"] is None:
         return None
-    return Roles(**found)
+    return Roles(found["generator"], found["parent"], found["embedder"], found["judge"], found["grader"])
 
 
 def _pipeline(root: Table) -> Pipeline:
@@ -288,7 +288,7 @@ def _gate(root: Table) -> Gate:
 
 
 def _regex(t: Table, k: str) -> str | None:
-    v = t.str(k, nonempty=True)
+    v: str | None = t.str(k, nonempty=True)
     if v is None:
         return None
     try:
@@ -299,7 +299,7 @@ def _regex(t: Table, k: str) -> str | None:
     return v
 
 
-def _schema(t: Table, k: str) -> dict | None:
+def _schema(t: Table, k: str) -> dict[str, Any] | None:
     v = t.raw(k)
     if v is None:
         return None

@@ -95,7 +95,7 @@ def _extra(t: Table) -> dict[str, Any]:
     sub = t.table("axolotl_extra")
     if sub is None:
         return {}
-    extra = _plain(sub.data)
+    extra: dict[str, Any] = _plain(sub.data)
     sub.used.update(sub.data)
     for k, v in extra.items():
         if k in TYPED_EXTRA:

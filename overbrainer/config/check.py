@@ -13,6 +13,7 @@ from overbrainer.config.model import (
     Benchmark,
     Config,
     LocalTarget,
+    Provider,
     Role,
     RunpodTarget,
     SshTarget,
@@ -77,8 +78,8 @@ def thinking_text(r: Role) -> list[str]:
     return [f"thinking: {chosen} ({why})"]
 
 
-def dialect_text(p) -> str:
-    return f"{p.dialect} (guessed from base_url)" if p.dialect_guessed else p.dialect
+def dialect_text(p: Provider) -> str:
+    return f"{p.dialect} (guessed from base_url)" if p.dialect_guessed else str(p.dialect)
 
 
 def _client_text(t: SshTarget | RunpodTarget) -> str:
@@ -137,8 +138,8 @@ def lines(config: Config) -> list[tuple[str, str]]:
         out.append(("training.settings", _section(tr, ("target", "base_model", "adapter", "axolotl_extra"))))
         if tr.axolotl_extra:
             out.append(("training.axolotl_extra", ", ".join(sorted(tr.axolotl_extra))))
-    for name, t in config.targets.items():
-        out.append((f"targets.{name}", target_text(t)))
+    for name, target in config.targets.items():
+        out.append((f"targets.{name}", target_text(target)))
     out.append(("runpod.api_key", _fmt(_secret(config.runpod.api_key))))
     out.append(("runpod.base_url", show_url(config.runpod.base_url) or f"{DEFAULT_RUNPOD_BASE_URL} (default)"))
     out.append(("export", _section(config.export)))

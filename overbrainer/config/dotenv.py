@@ -28,13 +28,13 @@ def _error(line: int) -> ConfigError:
 
 
 def _expand(value: str, lookup: Mapping[str, str], earlier: Mapping[str, str]) -> str:
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         name, default = m.group(1), m.group(2)
         v = lookup.get(name)
         if v is None:
             v = earlier.get(name)
         if not v and default is not None:
-            return default
+            return str(default)
         return v or ""
 
     return re.sub(_EXPAND, sub, value).replace("\x00", "$")
@@ -112,7 +112,7 @@ def _double_quoted(body: str, lines: list[str], i: int, start: int) -> tuple[str
         i += 1
 
 
-def read(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+def read(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """Parse the file at `path`; a missing file is empty."""
     try:
         with open(path, "rb") as f:
@@ -136,7 +136,7 @@ def _stamp_of(path: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def stamp(project_dir: str | os.PathLike) -> tuple:
+def stamp(project_dir: str | os.PathLike[str]) -> tuple[object, ...]:
     """What `run` compares between stages: mtime and size of overbrainer.toml and .env."""
     return (_stamp_of(path_text(project_dir, "overbrainer.toml")), _stamp_of(path_text(project_dir, ".env")))
 
@@ -147,7 +147,7 @@ class DotenvState:
 
     project_dir: str  # as written, without pathlib (start-up time)
     keys: set[str] = field(default_factory=set)  # the keys .env (not the shell) provided
-    loaded_stamp: tuple = ()
+    loaded_stamp: tuple[object, ...] = ()
 
     @property
     def path(self) -> str:
@@ -174,7 +174,7 @@ class DotenvState:
         return {**base, **added}
 
 
-def load_project_env(project_dir: str | os.PathLike,
+def load_project_env(project_dir: str | os.PathLike[str],
                      environ: MutableMapping[str, str] | None = None) -> DotenvState:
     """Load `<project_dir>/.env` into `environ` (default os.environ); the shell wins."""
     environ = os.environ if environ is None else environ

@@ -7,6 +7,8 @@ are coerced to the field's type, while file values must already have it. Problem
 
 from __future__ import annotations
 
+import builtins
+
 import math
 from typing import Any, Callable, Iterable
 
@@ -47,7 +49,7 @@ def join(path: str, key: str) -> str:
 class Table:
     """A view of the table at `path`; read keys with the typed getters, then call finish()."""
 
-    def __init__(self, data: dict, path: str, problems: list[str]):
+    def __init__(self, data: dict[str, Any], path: str, problems: list[str]):
         self.data = data
         self.path = path
         self.problems = problems
@@ -98,7 +100,7 @@ class Table:
             return default
         return str(v)
 
-    def int(self, k: str, default: Any = None, *, required: bool = False,
+    def int(self, k: builtins.str, default: Any = None, *, required: builtins.bool = False,
             min: int | None = None, max: int | None = None) -> Any:
         v = self._get(k, required)
         if v is _MISSING:
@@ -115,8 +117,8 @@ class Table:
             return default
         return n
 
-    def float(self, k: str, default: Any = None, *, required: bool = False,
-              rule: tuple[Callable[[float], bool], str] | None = None) -> Any:
+    def float(self, k: builtins.str, default: Any = None, *, required: builtins.bool = False,
+              rule: tuple[Callable[[float], builtins.bool], builtins.str] | None = None) -> Any:
         v = self._get(k, required)
         if v is _MISSING:
             return default
@@ -129,7 +131,7 @@ class Table:
             return default
         return x
 
-    def bool(self, k: str, default: Any = None, *, required: bool = False) -> Any:
+    def bool(self, k: builtins.str, default: Any = None, *, required: builtins.bool = False) -> Any:
         v = self._get(k, required)
         if v is _MISSING:
             return default
@@ -144,7 +146,8 @@ class Table:
         self.problem(k, "expected a boolean (true or false)", v)
         return default
 
-    def choice(self, k: str, choices: tuple[str, ...], default: Any = None, *, required: bool = False) -> Any:
+    def choice(self, k: builtins.str, choices: tuple[builtins.str, ...], default: Any = None, *,
+               required: builtins.bool = False) -> Any:
         v = self._get(k, required)
         if v is _MISSING:
             return default
@@ -154,7 +157,7 @@ class Table:
             return default
         return str(t)
 
-    def str_list_or_auto(self, k: str, default: Any = None, *, required: bool = False) -> Any:
+    def str_list_or_auto(self, k: builtins.str, default: Any = None, *, required: builtins.bool = False) -> Any:
         """A list of strings (array, or a comma-separated env string, items trimmed) or "auto"."""
         v = self._get(k, required)
         if v is _MISSING:
@@ -172,7 +175,7 @@ class Table:
         self.problem(k, 'expected a list of strings or "auto"', v)
         return default
 
-    def table(self, k: str, *, required: bool = False) -> "Table | None":
+    def table(self, k: builtins.str, *, required: builtins.bool = False) -> "Table | None":
         v = self._get(k, required)
         if v is _MISSING:
             return None
@@ -181,7 +184,7 @@ class Table:
             return None
         return Table(v, self.key(k), self.problems)
 
-    def tables(self, k: str) -> dict[str, "Table"]:
+    def tables(self, k: builtins.str) -> dict[builtins.str, "Table"]:
         """A map of named sub-tables, e.g. [providers.<name>]."""
         t = self.table(k)
         if t is None:

@@ -62,7 +62,7 @@ def _merged_gitignore(existing: str | None) -> str | None:
     return prefix + "".join(line + "\n" for line in missing)
 
 
-def init_project(project_dir: str | os.PathLike) -> InitResult:
+def init_project(project_dir: str | os.PathLike[str]) -> InitResult:
     """Create the project in `project_dir` (made if needed). ConfigError (exit 2) if a file exists."""
     project_dir = Path(project_dir)
     if project_dir.exists() and not project_dir.is_dir():

@@ -11,6 +11,11 @@ configuration reference and the commented overbrainer.toml that `init` writes li
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.config.model import Topic
+
 MAX_TOPICS = 10_000  # [[topics]] tables
 MAX_SUBTOPICS = 100_000  # [[topics]] subtopics, of one topic
 MAX_QUESTIONS_PER_SUBTOPIC = 100_000  # [[topics]] questions_per_subtopic
@@ -23,12 +28,12 @@ MAX_NGRAM = 64  # [pipeline] decontaminate_ngram
 NAMED = 5  # the topics a planned-total problem names (the largest), then "and N more"
 
 
-def planned(topic) -> int:
+def planned(topic: Topic) -> int:
     """The questions a topic plans: its subtopics x questions_per_subtopic."""
     return topic.subtopics * topic.questions_per_subtopic
 
 
-def planned_total_problem(topics: list) -> str | None:
+def planned_total_problem(topics: list[Topic]) -> str | None:
     """The problem when the topics plan more than MAX_PLANNED_QUESTIONS questions in all: it names
     the key (`topics`), the limit, the total and the topics that make it, the largest first."""
     total = sum(planned(t) for t in topics)

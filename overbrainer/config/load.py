@@ -21,7 +21,7 @@ def log_warnings(config: Config) -> Config:
     return config
 
 
-def load_config(project_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(project_dir: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> Config:
     """The configuration of the project, `environ` (default os.environ, .env already loaded)
     laid over overbrainer.toml, its warnings logged. Raises ConfigError listing every problem."""
     return log_warnings(read_config(project_dir, environ))

@@ -303,7 +303,8 @@ class Config:
     def role(self, role_name: str) -> Role | None:
         if role_name not in ROLE_NAMES:
             raise ConfigError(f"unknown role `{role_name}`")
-        return getattr(self.roles, role_name)
+        role: Role | None = getattr(self.roles, role_name)  # role_name: one of ROLE_NAMES
+        return role
 
     def provider_for(self, role_name: str) -> tuple[Provider, Role]:
         """(Provider, Role) of a configured role. The judge falls back to the parent.

@@ -41,7 +41,7 @@ def syntax_reason(message: str) -> str:
     return reason[:1].lower() + reason[1:]
 
 
-def require_project(project_dir: str | os.PathLike) -> str:
+def require_project(project_dir: str | os.PathLike[str]) -> str:
     """The path of overbrainer.toml; ConfigError naming it when it is missing."""
     path = path_text(project_dir, CONFIG_FILE)
     if not os.path.isfile(path):
@@ -49,7 +49,7 @@ def require_project(project_dir: str | os.PathLike) -> str:
     return path
 
 
-def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     data = read_bytes(path, missing=f"{path} not found: run `overbrainer init` or pass -C DIR",
                       error=ConfigError)
     try:
@@ -77,7 +77,7 @@ def parse_config(data: dict[str, Any], environ: Mapping[str, str]) -> Config:
     return config
 
 
-def read_config(project_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Config:
+def read_config(project_dir: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> Config:
     """The configuration of the project, `environ` (default os.environ, .env already loaded)
     laid over overbrainer.toml, its warnings in `config.warnings` (not logged). Raises ConfigError
     listing every problem."""

@@ -38,7 +38,7 @@ def builtin_source(name: str) -> str:
         raise OverbrainerError(f"unknown template {_file_name(name)}") from None
 
 
-def _environment():
+def _environment() -> SandboxedEnvironment:
     return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
@@ -55,7 +55,7 @@ class Templates:
         if key not in self._compiled:
             raise OverbrainerError(f"template {_file_name(name)} was not loaded")
         try:
-            return self._compiled[key].render(**variables)
+            return str(self._compiled[key].render(**variables))
         except Exception as e:  # noqa: BLE001 - jinja raises many kinds
             raise OverbrainerError(f"cannot render template {_file_name(name)}: {_short(e)}") from None
 
@@ -73,7 +73,7 @@ def _short(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
-def load_templates(project_dir: str | os.PathLike, names: Iterable[str] = NAMES) -> Templates:
+def load_templates(project_dir: str | os.PathLike[str], names: Iterable[str] = NAMES) -> Templates:
     """Load and compile `names`: `prompts/<name>.txt` of the project if present, else built-in."""
     env = _environment()
     compiled: dict[str, Any] = {}

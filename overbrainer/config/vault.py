@@ -16,10 +16,14 @@ import os
 import threading
 from pathlib import Path
 from typing import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support import fmt, http, redact
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
 from overbrainer.support.http import Retries, TooLarge, Unanswered, exchange, retried
 
 log = logging.getLogger(__name__)
@@ -32,7 +36,7 @@ BACKOFF_CAP = 2.0
 BODY_CAP = 1024 * 1024
 
 _cache_lock = threading.Lock()
-_sessions: dict[tuple[str, str], object] = {}
+_sessions: dict[tuple[str, str], requests.Session] = {}
 
 
 class _Transient(Exception):
@@ -77,7 +81,7 @@ def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     return addr.rstrip("/"), token
 
 
-def _session(addr: str, token: str):
+def _session(addr: str, token: str) -> requests.Session:
     with _cache_lock:
         s = _sessions.get((addr, token))
         if s is None:
@@ -85,7 +89,7 @@ def _session(addr: str, token: str):
         return s
 
 
-def _fetch(session, addr: str, url: str, ref: str) -> http.Answer:
+def _fetch(session: requests.Session, addr: str, url: str, ref: str) -> http.Answer:
     try:
         answer = exchange(session, "GET", url, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), allow_redirects=False,
                           cap=BODY_CAP)

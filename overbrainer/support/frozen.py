@@ -39,7 +39,7 @@ class Field:
 
     __slots__ = ("name", "default", "default_factory")
 
-    def __init__(self, name: str | None = None, default: Any = MISSING, default_factory: Any = MISSING):
+    def __init__(self, name: str = "", default: Any = MISSING, default_factory: Any = MISSING):
         self.name, self.default, self.default_factory = name, default, default_factory
 
     def __repr__(self) -> str:
@@ -51,7 +51,7 @@ def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = 
     return Field(default=default, default_factory=default_factory)
 
 
-def _init(self, *args, **kwargs) -> None:
+def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     spec = getattr(type(self), _FIELDS)
     cls_name = type(self).__name__
     if len(args) > len(spec):
@@ -79,47 +79,49 @@ def _init(self, *args, **kwargs) -> None:
         post_init()
 
 
-def _values(self) -> tuple:
+def _values(self: Any) -> tuple[Any, ...]:
     return tuple(getattr(self, f.name) for f in getattr(type(self), _FIELDS))
 
 
-def _repr(self) -> str:
+def _repr(self: Any) -> str:
     body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in getattr(type(self), _FIELDS))
     return f"{type(self).__qualname__}({body})"
 
 
-def _eq(self, other):
+def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is self.__class__:
         return _values(self) == _values(other)
     return NotImplemented
 
 
-def _hash(self) -> int:
+def _hash(self: Any) -> int:
     return hash(_values(self))
 
 
-def _setattr(self, name, value):
+def _setattr(self: Any, name: str, value: Any) -> None:
     raise FrozenInstanceError(f"cannot assign to field '{name}'")
 
 
-def _delattr(self, name):
+def _delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field '{name}'")
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def frozen(cls: _C) -> _C:
     """Class decorator: `cls` as an immutable record (see the module docstring)."""
-    return _make(cls, immutable=True)
+    made: _C = _make(cls, immutable=True)
+    return made
 
 
 @dataclass_transform(field_specifiers=(field,))
 def record(cls: _C) -> _C:
     """Class decorator: `cls` as a mutable record (as `@dataclass`: fields may be assigned, and
     instances are not hashable)."""
-    return _make(cls, immutable=False)
+    made: _C = _make(cls, immutable=False)
+    return made
 
 
-def _make(cls, immutable: bool):
+def _make(cls: Any, immutable: bool) -> Any:
     spec: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
         for f in getattr(base, _FIELDS, ()) if _FIELDS in base.__dict__ else ():
@@ -159,7 +161,8 @@ def is_frozen(obj: Any) -> bool:
 def fields(obj: Any) -> tuple[Field, ...]:
     """The fields of a `@frozen` class or instance, in order (as `dataclasses.fields`)."""
     try:
-        return getattr(obj, _FIELDS)
+        found: tuple[Field, ...] = getattr(obj, _FIELDS)
+        return found
     except AttributeError:
         raise TypeError("must be called with a @frozen class or instance") from None
 
@@ -169,7 +172,8 @@ def asdict(obj: Any) -> dict[str, Any]:
     (as `dataclasses.asdict`)."""
     if not is_frozen(obj) or isinstance(obj, type):
         raise TypeError("asdict() should be called on @frozen instances")
-    return _plain(obj)
+    plain: dict[str, Any] = _plain(obj)
+    return plain
 
 
 def _plain(value: Any) -> Any:
