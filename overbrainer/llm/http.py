@@ -28,6 +28,7 @@ from overbrainer.support.http import (
     CONNECT,
     CUT_OFF,
     DNS,
+    FailureKind,
     REFUSED,
     TIMEOUT,
     TLS,
@@ -48,9 +49,9 @@ BACKOFF_BASE = http.BACKOFF_BASE
 BACKOFF_CAP = http.BACKOFF_CAP
 BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embeddings are ~16 MB)
 
-# Transport failure kinds (the breaker counts a streak of one kind), support/http's words.
+# Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
-__all__ = ["CONNECT", "CUT_OFF", "DNS", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "channel_for",
+__all__ = ["CONNECT", "CUT_OFF", "DNS", "FailureKind", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "channel_for",
            "close_channels", "display_url", "request_once", "send"]
 # What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
 Explain = Callable[[int, bytes, "float | None"], LlmError]
@@ -160,7 +161,7 @@ def request_once(
         answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
                           timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=BODY_CAP)
     except Unanswered as e:
-        words = f"request failed ({e.kind})" if e.kind else "request failed"
+        words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
         raise invalid(f"larger than {BODY_CAP // 2**20} MiB") from None
@@ -235,7 +236,7 @@ def _attempt(s: _Send) -> Any:
             channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
         if e.transport is None:
             breaker.answered()
-        elif breaker.failure(e.transport, str(e) if e.transport == SERVER else e.transport):
+        elif breaker.failure(e.transport, str(e) if e.transport is SERVER else e.transport.text):
             log.debug("%s %s: %s; the circuit breaker trips", channel.name, s.path, e)
             raise s.unreachable() from e
         raise

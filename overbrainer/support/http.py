@@ -19,6 +19,8 @@ and what an answer means (its errors).
   `backoff(attempt, base, cap)`: `min(base·2^(n-1), cap) × [0.5, 1)` (the jitter).
 - `Retries` / `retried(retries, attempt)`: the retry loop, on tenacity (one controller for the
   whole process; a request's own state travels in its `Retries`).
+- `FailureKind` (support/failure.py): why no usable answer came, matched as an enum (`kind.text`
+  its words), on `Unanswered.kind` here and `LlmError.transport` in the LLM clients.
 - Redaction: a failure is worded by its kind only (`describe(kind)`: never the library's text,
   which holds the URL), a URL without its credentials (`display_url`), and a server's words
   through `support.redact.words` (secrets masked, control characters removed, one line, capped).
@@ -43,6 +45,7 @@ from requests.adapters import HTTPAdapter
 from tenacity import Retrying
 
 from overbrainer import __version__
+from overbrainer.support.failure import FailureKind
 from overbrainer.support.sleep import pause
 
 T = TypeVar("T")
@@ -54,18 +57,16 @@ BACKOFF_CAP = 60.0
 DEADLINE_SLACK = 1.0   # how far a body read may run past its deadline (seconds)
 CHUNK = 64 * 1024
 
-# Why no whole answer came (`Unanswered.kind`), in the words a message uses.
-REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (
-    "connection refused", "DNS lookup failed", "TLS handshake failed", "timed out",
-    "the answer was cut off", "cannot connect")
+REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (FailureKind.REFUSED, FailureKind.DNS, FailureKind.TLS,
+                                                FailureKind.TIMEOUT, FailureKind.CUT_OFF, FailureKind.CONNECT)
 FAILED = "request failed"  # any other failure of the request (describe(None))
 
 
 class Unanswered(Exception):
-    """No whole answer came. `kind` is one of the kinds above, or None for another failure of
-    the request; `cause` the library's exception (never put in a message: it holds the URL)."""
+    """No whole answer came. `kind` is a FailureKind (never SERVER), or None for another failure
+    of the request; `cause` the library's exception (never put in a message: it holds the URL)."""
 
-    def __init__(self, kind: str | None, cause: BaseException | None = None):
+    def __init__(self, kind: FailureKind | None, cause: BaseException | None = None):
         super().__init__(describe(kind))
         self.kind = kind
         self.cause = cause
@@ -90,8 +91,8 @@ class Answer:
         self.body = body
 
 
-def describe(kind: str | None) -> str:
-    return kind or FAILED
+def describe(kind: FailureKind | None) -> str:
+    return kind.text if kind is not None else FAILED
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -138,7 +139,7 @@ def exchange(s: requests.Session, method: str, url: str, *, timeout: tuple[float
     return Answer(response.status_code, response.headers, body)
 
 
-def failure_kind(exc: BaseException) -> str | None:
+def failure_kind(exc: BaseException) -> FailureKind | None:
     """What kept a request from being answered: TIMEOUT, REFUSED, DNS, TLS, CONNECT (another
     connection failure), or None."""
     if isinstance(exc, requests.Timeout):
