@@ -22,6 +22,7 @@ from overbrainer.export.job import export_part
 from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
 from overbrainer.jobs.side_job import side_target
 from overbrainer.llm.client import connect
+from overbrainer.llm.http import LlmSession
 from overbrainer.support import fmt
 from overbrainer.support.processor import FATAL, Processor, Work
 from overbrainer.support.usage import Usage
@@ -116,14 +117,16 @@ def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: d
     front = session.front
     guard = front.open_bus()
     interrupt = front.interrupt()
+    llm = LlmSession()
     try:
         provider, role = config.provider_for("judge")
-        client = connect(provider, role, config.pipeline, stop=interrupt.event)
+        client = connect(provider, role, config.pipeline, llm=llm, stop=interrupt.event)
         templates = load_templates(session.project_dir, [TEMPLATE])
         judge = Judge(client, templates, compare_dir, setup, answers, both_orders=both_orders)
         done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1),
                          grace=config.pipeline.stop_grace_secs, abandon=interrupt.abandon)
     finally:
+        llm.close()
         interrupt.restore()
         guard.close()
     verdicts, flips, pairs = judge.final(done)

@@ -1,6 +1,6 @@
-"""HTTP for the LLM clients on the shared stack (support/http.py): one session per provider
-(pool ≥ concurrency), one request with a total deadline, the retry policy and the provider-wide
-429 cool-down.
+"""HTTP for the LLM clients on the shared stack (support/http.py): one channel per provider per
+`LlmSession` (a command's or a task's: pool ≥ concurrency, the 429 cool-down, the circuit
+breaker), one request with a total deadline, the retry policy.
 
 Retry policy: 408/429/5xx and transport failures are retried up to `max_retries` times; the wait
 is `Retry-After` (seconds or an HTTP-date, capped at 600 s) when given, else
@@ -51,8 +51,8 @@ BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embedd
 
 # Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
-__all__ = ["CONNECT", "CUT_OFF", "DNS", "FailureKind", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "channel_for",
-           "close_channels", "display_url", "request_once", "send"]
+__all__ = ["CONNECT", "CUT_OFF", "DNS", "FailureKind", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "LlmSession",
+           "display_url", "request_once", "send"]
 # What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
 Explain = Callable[[int, bytes, "float | None"], LlmError]
 
@@ -97,28 +97,40 @@ class Channel:
         self.session.close()
 
 
-_channels: dict[tuple[str, str], Channel] = {}
-_channels_lock = threading.Lock()
+class LlmSession:
+    """The channels of one command or task (a stage command, `run`, a compare's judge, a probe,
+    each task of the TUI): one per provider (name and URL), so that its requests share a
+    connection pool, a 429 cool-down and a circuit breaker. Its owner closes it at its end: the
+    next task in the same process starts with fresh connections and a closed breaker."""
 
+    def __init__(self) -> None:
+        self._channels: dict[tuple[str, str], Channel] = {}
+        self._lock = threading.Lock()
 
-def channel_for(name: str, base_url: str, pool_size: int) -> Channel:
-    """The process-wide channel of a provider (one per name and URL), its pool grown if needed."""
-    key = (name, base_url.rstrip("/"))
-    with _channels_lock:
-        channel = _channels.get(key)
-        if channel is None:
-            channel = _channels[key] = Channel(name, base_url, pool_size)
-            return channel
-    channel.ensure_pool(pool_size)
-    return channel
+    def channel(self, name: str, base_url: str, pool_size: int) -> Channel:
+        """The session's channel of a provider (one per name and URL), its pool grown if needed."""
+        key = (name, base_url.rstrip("/"))
+        with self._lock:
+            channel = self._channels.get(key)
+            if channel is None:
+                channel = self._channels[key] = Channel(name, base_url, pool_size)
+                return channel
+        channel.ensure_pool(pool_size)
+        return channel
 
+    def close(self) -> None:
+        """Close every channel's connections (a request still in flight fails)."""
+        with self._lock:
+            channels = list(self._channels.values())
+            self._channels.clear()
+        for channel in channels:
+            channel.close()
 
-def close_channels() -> None:
-    with _channels_lock:
-        channels = list(_channels.values())
-        _channels.clear()
-    for channel in channels:
-        channel.close()
+    def __enter__(self) -> "LlmSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def pause(seconds: float, stop: threading.Event | None, tripped: threading.Event | None = None) -> None:

@@ -14,15 +14,13 @@ from overbrainer.llm.types import ChatRequest
 from overbrainer.support import failure
 from overbrainer.support.failure import FailureKind
 from overbrainer.support.usage import Usage
-from tests.fixtures.provider import Fault, closed_url
+from tests.fixtures.provider import Fault, closed_url, llm_session
 from tests.integration.test_llm_client import make
 
 
 @pytest.fixture(autouse=True)
 def fresh_channels(monkeypatch):
     monkeypatch.setattr(http, "BACKOFF_BASE", 0.01)
-    yield
-    http.close_channels()
 
 
 def test_nothing_listening_stops_after_3_x_concurrency_attempts():
@@ -46,16 +44,17 @@ def test_a_hung_server_costs_3_timeouts_not_12_per_item(hung_server):
 
 def test_nothing_more_is_sent_once_tripped_and_waiting_retries_end(fake_provider):
     fake_provider.responder = lambda req: Fault(502, {"error": {"message": "bad gateway"}})
-    client = make(fake_provider, concurrency=2, max_retries=10)
+    shared = llm_session()
+    client = make(fake_provider, concurrency=2, max_retries=10, llm=shared)
     with pytest.raises(ProviderUnreachable, match=r"unreachable: HTTP 502: bad gateway; nothing more"):
         client.chat(ChatRequest("q"))
     assert len(fake_provider.chat_requests()) == 6  # 3 × concurrency
     with pytest.raises(ProviderUnreachable):
         client.chat(ChatRequest("another"))
     assert len(fake_provider.chat_requests()) == 6
-    # Every client of the provider stops: its requests share the provider's breaker.
+    # Every client of the provider in the session stops: they share the provider's breaker.
     with pytest.raises(ProviderUnreachable):
-        make(fake_provider, model="m2").chat(ChatRequest("q"))
+        make(fake_provider, model="m2", llm=shared).chat(ChatRequest("q"))
     assert len(fake_provider.chat_requests()) == 6
 
 
