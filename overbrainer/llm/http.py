@@ -32,13 +32,12 @@ from overbrainer.support.http import (
     REFUSED,
     TIMEOUT,
     TLS,
-    Retries,
     TooLarge,
     Unanswered,
     display_url,
     exchange,
-    retried,
 )
+from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
 
 log = logging.getLogger(__name__)
@@ -194,23 +193,14 @@ def backoff(attempt: int) -> float:
     return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
-class _Send(Retries):
-    """One `send`: the request, and how its retries go (support/http.retried)."""
+class _Send:
+    """One `send`: the request, and how its retries go (support/retry.py)."""
 
     def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
-                 timeout: float, max_retries: int, on_retry: Callable[[str], None] | None,
-                 stop: threading.Event | None, explain: Explain | None, inspect: Callable[[Any], Any] | None):
+                 timeout: float, on_retry: Callable[[str], None] | None, stop: threading.Event | None,
+                 explain: Explain | None, inspect: Callable[[Any], Any] | None):
         self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
         self.timeout, self.on_retry, self.stop, self.explain, self.inspect = timeout, on_retry, stop, explain, inspect
-        self.attempts = max(0, int(max_retries)) + 1
-
-    def retryable(self, error: BaseException) -> bool:
-        return isinstance(error, LlmError) and error.retryable
-
-    def delay(self, error: BaseException, attempt: int) -> float:
-        if isinstance(error, LlmError) and error.retry_after is not None:
-            return min(error.retry_after, RETRY_AFTER_CAP)
-        return backoff(attempt)
 
     def waiting(self, error: BaseException, seconds: float) -> None:
         if isinstance(error, LlmError) and error.status == 429:
@@ -220,12 +210,19 @@ class _Send(Retries):
         if self.on_retry is not None:
             self.on_retry(message)
 
-    def sleep(self, seconds: float) -> None:
-        pause(seconds, self.stop, self.channel.breaker.tripped)
-
     def unreachable(self) -> ProviderUnreachable:
         channel = self.channel
         return ProviderUnreachable(channel.name, display_url(channel.base), channel.breaker.reason or "no answer")
+
+
+def _transient(error: BaseException) -> bool:
+    return isinstance(error, LlmError) and error.retryable
+
+
+def _delay(error: BaseException, attempt: int) -> float:
+    if isinstance(error, LlmError) and error.retry_after is not None:
+        return min(error.retry_after, RETRY_AFTER_CAP)
+    return backoff(attempt)
 
 
 def _attempt(s: _Send) -> Any:
@@ -273,5 +270,6 @@ def send(
     """request_once with the retry policy, the shared cool-down and the circuit breaker.
     `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
     if the answer had that status, retried when transient."""
-    return retried(_Send(channel, method, path, body, headers, timeout, max_retries, on_retry, stop, explain,
-                         inspect), _attempt)
+    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, explain, inspect)
+    policy = Policy(max(0, int(max_retries)) + 1, _transient, _delay)
+    return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)
