@@ -28,9 +28,8 @@ from overbrainer.support.failure import FailureKind
 
 MIN_WINDOW = 600.0  # seconds
 STREAK_PER_SLOT = 3
-# Failures to connect at all (FailureKind.connecting): 3 in a row with no answer ever trip the
-# breaker.
-NO_CONNECTION = frozenset(k for k in FailureKind if k.connecting)
+# Failures to connect at all (FailureKind.connecting): this many in a row with no answer ever
+# trip the breaker.
 NEVER_CONNECTED = 3
 
 

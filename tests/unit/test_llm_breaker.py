@@ -95,10 +95,9 @@ def test_the_3_failure_rule_needs_a_provider_that_never_answered_and_a_failure_t
 
 
 def test_the_failures_to_connect_are_kinds_not_words(monkeypatch):
-    from overbrainer.llm.breaker import NO_CONNECTION
     from overbrainer.support import failure
 
-    assert NO_CONNECTION == {REFUSED, DNS, TLS, CONNECT}
+    assert {k for k in FailureKind if k.connecting} == {REFUSED, DNS, TLS, CONNECT}
     # Another wording changes the messages, never which failures count as no connection.
     for kind in FailureKind:
         monkeypatch.setitem(failure.WORDS, kind, f"worded anew: {kind.name}")
