@@ -109,7 +109,6 @@ def overbrainer_answers(project: Path, url: str, stderr_log: Path) -> tuple[floa
     from overbrainer.config.load import load_config
     from overbrainer.front.frontend import Cli
     from overbrainer.front.logs import setup_logging
-    from overbrainer.llm.http import close_channels
     from overbrainer.pipeline.answers import run_answers
     from overbrainer.pipeline.context import StageContext
 
@@ -128,13 +127,11 @@ def overbrainer_answers(project: Path, url: str, stderr_log: Path) -> tuple[floa
             setup_logging(stream=err, environ={"OVERBRAINER_LOG": "info"})
             front = Cli(stderr=err)
             wall0, cpu0 = time.perf_counter(), time.process_time()
-            with front.open_bus() as guard:
-                ctx = StageContext(project, config, bus=guard.bus)
+            with front.open_bus() as guard, StageContext(project, config, bus=guard.bus) as ctx:
                 result = run_answers(ctx, list(config.topics))
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         finally:
             sys.stderr = saved
-    close_channels()
     assert result.error is None and result.stats.failed == 0, result
     lines = len(stderr_log.read_text().splitlines())
     return wall, cpu, result.stats.done + result.stats.excluded, lines
@@ -185,13 +182,14 @@ def bookkeeping(n: int = 200_000) -> tuple[float, float]:
     from types import SimpleNamespace
 
     from overbrainer.llm.client import LlmClient
-    from overbrainer.llm.http import channel_for
+    from overbrainer.llm.http import LlmSession
     from overbrainer.llm.prices import Price
     from overbrainer.llm.types import ChatRequest
     from overbrainer.support.budget import Budget
     from overbrainer.support.processor import FATAL, Processor
 
-    client = LlmClient(provider_name="bench", protocol="openai", channel=channel_for("bench", "http://127.0.0.1:9", 1),
+    channel = LlmSession().channel("bench", "http://127.0.0.1:9", 1)
+    client = LlmClient(provider_name="bench", protocol="openai", channel=channel,
                        role=SimpleNamespace(model="parent", max_tokens=512), pipeline=SimpleNamespace(),
                        api_key=None, price=Price(1.0, 2.0))  # never sends: only bound() is called
     request = ChatRequest(user="Benchmark question number 7: why does case 7 behave that way?",

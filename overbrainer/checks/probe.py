@@ -26,7 +26,7 @@ from overbrainer.config.model import Config
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol
 from overbrainer.llm.errors import LlmError
-from overbrainer.llm.http import channel_for, request_once
+from overbrainer.llm.http import LlmSession, request_once
 from overbrainer.llm.prices import entries
 from overbrainer.llm.types import ChatRequest
 from overbrainer.support.frozen import replace
@@ -62,11 +62,13 @@ class Probe:
 
 
 def probe(config: Config) -> list[Probe]:
-    """One Probe per configured role, in the order generator, parent, embedder, judge."""
-    return [_probe_role(config, name, role) for name, role in config.roles.all()]
+    """One Probe per configured role, in the order generator, parent, embedder, judge (the
+    probe's own channels, closed once it is done)."""
+    with LlmSession() as llm:
+        return [_probe_role(config, name, role, llm) for name, role in config.roles.all()]
 
 
-def _probe_role(config: Config, name: str, role) -> Probe:
+def _probe_role(config: Config, name: str, role, llm: LlmSession) -> Probe:
     provider = config.providers[role.provider]
     shown = show_url(provider.base_url)
 
@@ -76,7 +78,7 @@ def _probe_role(config: Config, name: str, role) -> Probe:
     if not provider.base_url:
         return result(False, f"base_url is not set: set OVERBRAINER_PROVIDERS__{provider.name.upper()}__BASE_URL")
     try:
-        return result(True, *_ask(provider, name, role))
+        return result(True, *_ask(provider, name, role, llm))
     except LlmError as e:
         return result(False, _with_fix(str(e), e, provider, name))
     except OverbrainerError as e:
@@ -103,14 +105,14 @@ def listed(model: str, ids: set[str]) -> bool:
     return bool(colon) and base in ids
 
 
-def _ask(provider, name: str, role) -> tuple[str, bool]:
+def _ask(provider, name: str, role, llm: LlmSession) -> tuple[str, bool]:
     """The probe's requests: the ok line's detail and whether it is a warning, else raises the
     error that failed it."""
     anthropic = provider.protocol == "anthropic"
     wire = anthropic_protocol if anthropic else openai_protocol
     api_key = provider.api_key.resolve() if provider.api_key is not None else None
     headers = wire.headers(api_key)
-    channel = channel_for(provider.name, provider.base_url, 1)
+    channel = llm.channel(provider.name, provider.base_url, 1)
     dialect = None if anthropic else dialects.get(provider.dialect)
     explain = _explainer(provider, dialect)
     ids = _listing(channel, headers, anthropic, explain)

@@ -13,17 +13,16 @@ from overbrainer.compare import report, stats
 from overbrainer.compare.answers import read_answers
 from overbrainer.compare.job import run_compare_job, server_log
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
-from overbrainer.config.templates import load_templates
 from overbrainer.dataset.jsonl import Appender
-from overbrainer.dataset.stages import StageStats
-from overbrainer.errors import Interrupted, OverbrainerError, UsageError
+from overbrainer.errors import Interrupted, ItemsFailed, OverbrainerError, UsageError
 from overbrainer.export.gate import check_run
 from overbrainer.export.job import export_part
-from overbrainer.front.events import ItemDone, ItemFailed, StageFinished, StageStarted
 from overbrainer.jobs.side_job import side_target
-from overbrainer.llm.client import connect
+from overbrainer.pipeline.common import processor
+from overbrainer.pipeline.run_flow import stage_context
+from overbrainer.pipeline.stage import StageRun, counted, some
 from overbrainer.support import fmt
-from overbrainer.support.processor import FATAL, Processor, Work
+from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -113,19 +112,10 @@ def check_answered(setup: dict, answers: dict[str, dict]) -> None:
 
 def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: dict[str, dict], *,
                      both_orders: bool, min_win_or_tie: float | None) -> dict:
-    front = session.front
-    guard = front.open_bus()
-    interrupt = front.interrupt()
-    try:
-        provider, role = config.provider_for("judge")
-        client = connect(provider, role, config.pipeline, stop=interrupt.event)
-        templates = load_templates(session.project_dir, [TEMPLATE])
-        judge = Judge(client, templates, compare_dir, setup, answers, both_orders=both_orders)
-        done = run_judge(judge, guard.bus, interrupt.event, int(config.pipeline.concurrency or 1),
-                         grace=config.pipeline.stop_grace_secs, abandon=interrupt.abandon)
-    finally:
-        interrupt.restore()
-        guard.close()
+    with stage_context(session, config) as ctx:  # the judge's channels are closed with it
+        client = ctx.connect(STAGE)
+        judge = Judge(client, ctx.templates(TEMPLATE), compare_dir, setup, answers, both_orders=both_orders)
+        done = run_judge(judge, ctx)
     verdicts, flips, pairs = judge.final(done)
     judged = {v["id"] for v in verdicts}
     child = [a for i, a in answers.items() if i in judged]
@@ -155,65 +145,56 @@ def _shown(path: Path, project_dir) -> str:
         return str(path)
 
 
-def run_judge(judge: Judge, bus, stop, concurrency: int, *, grace: float = 0.0, abandon=None) -> dict:
-    """Ask for every missing verdict, `concurrency` in flight (support/processor.py), appending
-    each line as it comes. Returns every verdict line of the file. Ctrl-C and a failing request
-    keep what was written, what had already arrived, and what the requests in flight bring back
-    within `grace` seconds (`abandon`: a second Ctrl-C, which does not wait)."""
+def run_judge(judge: Judge, ctx) -> dict:
+    """Ask for every missing verdict on the stage's processor (pipeline/common.processor:
+    `[pipeline] concurrency` in flight, the spend cap, the stop's grace), appending each line as
+    it comes. Returns every verdict line of the file. A request that fails after its retries
+    fails its question only (no line: a rerun asks it again; ItemsFailed, exit 1, once the others
+    are judged); a fatal error (credits, a refused key, the provider unreachable), the spend cap
+    and Ctrl-C stop the judge, keeping what was written and what the requests in flight bring back
+    within `[pipeline] stop_grace_secs`."""
     done = read_verdicts(judge.path)
     tasks, errors = judge.pending(done)
     if not tasks and not errors:
         return done
-    tally = _JudgeTally(bus)
-    tally.publish(StageStarted(STAGE, len(tasks) + len(errors)))
-    proc = Processor(tally, concurrency=concurrency, interrupt=stop, classify=lambda e: FATAL, name=STAGE,
-                     grace=grace, abandon=abandon)
+    run = _JudgeRun(ctx.bus)
+    run.started(len(tasks) + len(errors))
+    proc = processor(ctx, run)
 
-    def ask(task):
-        return judge.ask(task, on_retry=lambda m: tally.publish(ItemFailed(STAGE, task.id, m, True)),
-                         admit=proc.admit)
+    def send(task):
+        return judge.ask(task, proc, spend=run.spend, on_retry=lambda m: run.retrying(task.id, m))
 
     with Appender(judge.path) as out:
         def keep(line: dict, usage, cost: float | None) -> None:
             out.append(line)
             done[(line["id"], line["child_first"])] = line
-            tally.add(line["id"], usage, cost)
+            run.item_done(line["id"], usage or Usage(), cost)
 
         for line in errors:
             keep(line, None, None)
-        ending = proc.run(Work(tasks, ask, lambda task, value: keep(*value), ident=lambda task: task.id))
-    tally.publish(StageFinished(STAGE, StageStats(done=len(done), usage=tally.usage, cost=tally.cost)))
+        ending = proc.run(Work(tasks, send, lambda task, value: keep(*value), ident=lambda task: task.id))
+    run.abandoned = ending.abandoned
+    run.finished()
     resume = f"resume with `overbrainer compare --rejudge {judge.setup['compare']}`"
     if ending.error is not None:
         raise OverbrainerError(f"judge {judge.label}: {ending.error}; the verdicts so far are kept in "
                                f"{judge.path.name}; {resume}")
     if ending.interrupted:
         raise Interrupted(f"interrupted: the verdicts so far are kept; {resume}")
+    if run.failed_ids:
+        raise ItemsFailed(f"judge {judge.label}: {counted(len(run.failed_ids), 'verdict', 'verdicts')} of "
+                          f"{run.total} failed ({some(run.failed_ids)}); the others are kept in "
+                          f"{judge.path.name}; {resume}")
     return done
 
 
-class _JudgeTally:
-    """The judge's events and its tokens and cost; every failure stops the judge (the processor's
-    `item_stopped` is the one that did)."""
+class _JudgeRun(StageRun):
+    """The judge's tally: a stage's, naming the questions whose verdict failed."""
 
     def __init__(self, bus):
-        self.bus = bus
-        self.usage = Usage(0, 0)
-        self.cost: float | None = None
-
-    def publish(self, event) -> None:
-        if self.bus is not None:
-            self.bus.publish(event)
-
-    def add(self, item_id: str, usage, cost: float | None) -> None:
-        if usage is not None:
-            self.usage = self.usage + usage
-        if cost is not None:
-            self.cost = (self.cost or 0.0) + cost
-        self.publish(ItemDone(STAGE, item_id, usage, cost))
+        super().__init__(STAGE, bus)
+        self.failed_ids: list[str] = []
 
     def item_failed(self, item_id: str, message: str) -> None:
-        self.publish(ItemFailed(STAGE, item_id, message, False))
-
-    def item_stopped(self, item_id: str, error: BaseException) -> None:
-        self.publish(ItemFailed(STAGE, item_id, str(error), False))
+        self.failed_ids.append(item_id)
+        super().item_failed(item_id, message)

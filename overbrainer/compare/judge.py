@@ -8,7 +8,9 @@ parent's answers (both reasoning-stripped) and says which serves the asker bette
 - Prompt: the `judge.txt` template (`prompts/judge.txt` overrides the built-in) with `question`
   (the last user message), `answer_a`, `answer_b`; one user message, no system prompt.
 - Parsing: the text from the first `{` to the last `}` as JSON; `verdict` (A, B or tie, any case)
-  and an optional `reason`. An unparsable reply is asked once more, then recorded `unparsed`.
+  and an optional `reason`. An unparsable reply is asked once more (support/retry.py), then
+  recorded `unparsed`. Each request goes through the stage's processor (pipeline/common.ask):
+  the spend cap holds its upper bound.
 - Verdicts file: `verdicts-<key>.jsonl` in the compare directory, key = 16 hex digits of XXH3-64
   of `provider \\x1f model \\x1f <template source>`, so another judge or prompt starts a new file.
   Lines `{id, verdict (win|tie|loss|unparsed|error), reason?, child_first}` are appended (one
@@ -24,7 +26,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import xxhash
 
@@ -33,6 +35,9 @@ from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
 from overbrainer.compare.strip import strip_reasoning
 from overbrainer.dataset.jsonl import json_lines
 from overbrainer.llm.types import ChatRequest
+from overbrainer.pipeline.common import ask
+from overbrainer.support import retry
+from overbrainer.support.retry import Again, Policy
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -105,6 +110,36 @@ class Task:
     prompt: str
 
 
+class _Asking:
+    """One task's requests, and what their replies used and cost."""
+
+    def __init__(self, client, task: Task, proc, spend, on_retry):
+        self.client, self.task, self.proc, self.spend, self.on_retry = client, task, proc, spend, on_retry
+        self.usage, self.cost = Usage(0, 0), None
+
+    def attempt(self) -> dict:
+        task = self.task
+        request = ChatRequest(user=task.prompt, structured=True, schema="verdict")
+        response, spent = ask(self.proc, self.client, request, self.on_retry)
+        self.usage = self.usage + response.usage
+        if spent.cost is not None:
+            self.cost = (self.cost or 0.0) + spent.cost
+        if self.spend is not None:
+            self.spend(response.usage, spent.cost, spent.estimate, spent.billed)
+        parsed = parse_verdict(response.content)
+        if parsed is None:
+            raise Again(f"judge: {task.id}: the verdict could not be read; asking again")
+        line = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
+        if parsed[1]:
+            line["reason"] = parsed[1]
+        line["child_first"] = task.child_first
+        return line
+
+
+def _unreadable(error: BaseException, _seconds: float) -> None:
+    log.info("%s", error)
+
+
 def read_verdicts(path: Path) -> dict[tuple[str, bool], dict]:
     out: dict[tuple[str, bool], dict] = {}
     for _, doc in json_lines(path, lenient=True):
@@ -156,31 +191,19 @@ class Judge:
                     tasks.append(Task(q["id"], first, self.prompt(q, answer["answer"], first)))
         return tasks, errors
 
-    def ask(self, task: Task, on_retry: Callable[[str], None] | None = None,
-            admit: Callable[[], None] | None = None) -> tuple[dict, Any, float | None]:
-        """One verdict line (asked at most twice), the usage of every reply and what they cost
-        (the provider's bills where it reports them, else the listed-price estimate). `admit()`
-        is called before each request (it raises Interrupted once the judge is stopping)."""
-        usage, cost = Usage(0, 0), None
-        for attempt in range(TRIES):
-            if admit is not None:
-                admit()
-            response = self.client.chat(ChatRequest(user=task.prompt, structured=True, schema="verdict"),
-                                        on_retry=on_retry)
-            usage = usage + response.usage
-            spent = self.client.spend(response).cost
-            if spent is not None:
-                cost = (cost or 0.0) + spent
-            parsed = parse_verdict(response.content)
-            if parsed is not None:
-                line = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
-                if parsed[1]:
-                    line["reason"] = parsed[1]
-                line["child_first"] = task.child_first
-                return line, usage, cost
-            if attempt + 1 < TRIES:
-                log.info("judge: %s: the verdict could not be read; asking again", task.id)
-        return {"id": task.id, "verdict": UNPARSED, "child_first": task.child_first}, usage, cost
+    def ask(self, task: Task, proc, *, spend: Callable[..., None] | None = None,
+            on_retry: Callable[[str], None] | None = None) -> tuple[dict, Usage, float | None]:
+        """One verdict line (asked at most twice: support/retry.py), the usage of every reply and
+        what they cost (the provider's bills where it reports them, else the listed-price
+        estimate). Each request goes through the stage's processor `proc` (pipeline/common.ask:
+        Interrupted once the judge is stopping, its upper bound held under the spend cap);
+        `spend(usage, cost, estimate, billed)` after each reply."""
+        asking = _Asking(self.client, task, proc, spend, on_retry)
+        try:
+            line = retry.retrying(Policy(TRIES), _unreadable)(asking.attempt)
+        except Again:
+            line = {"id": task.id, "verdict": UNPARSED, "child_first": task.child_first}
+        return line, asking.usage, asking.cost
 
     def final(self, done: dict[tuple[str, bool], dict]) -> tuple[list[dict], int | None, int | None]:
         """The verdict of each question in setup order, plus (flips, pairs) with both orders."""

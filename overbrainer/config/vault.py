@@ -24,7 +24,8 @@ from overbrainer.support import fmt, http, redact
 
 if TYPE_CHECKING:  # pragma: no cover
     import requests
-from overbrainer.support.http import Retries, TooLarge, Unanswered, exchange, retried
+from overbrainer.support.http import TooLarge, Unanswered, exchange
+from overbrainer.support.retry import Policy, retrying
 
 log = logging.getLogger(__name__)
 
@@ -47,18 +48,20 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-class _Read(Retries):
-    attempts = ATTEMPTS
+def _transient(error: BaseException) -> bool:
+    return isinstance(error, _Transient)
 
-    def retryable(self, error: BaseException) -> bool:
-        return isinstance(error, _Transient)
 
-    def delay(self, error: BaseException, attempt: int) -> float:
-        after = error.retry_after if isinstance(error, _Transient) else None
-        return after if after is not None else http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
+def _delay(error: BaseException, attempt: int) -> float:
+    after = error.retry_after if isinstance(error, _Transient) else None
+    return after if after is not None else http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
-    def waiting(self, error: BaseException, seconds: float) -> None:
-        log.warning("%s; retrying in %s", error, fmt.duration(seconds))
+
+def _waiting(error: BaseException, seconds: float) -> None:
+    log.warning("%s; retrying in %s", error, fmt.duration(seconds))
+
+
+READS = Policy(ATTEMPTS, _transient, _delay)  # how a read of a secret is retried
 
 
 def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -110,7 +113,7 @@ def read_secret(mount: str, path: str, field: str, *, environ: Mapping[str, str]
     url = f"{addr}/v1/{quote(mount, safe='')}/data/{quote(path, safe='/')}"
     session = _session(addr, token)
     try:
-        r = retried(_Read(), lambda _read: _fetch(session, addr, url, ref))
+        r = retrying(READS, _waiting)(_fetch, session, addr, url, ref)
     except _Transient as e:
         raise OverbrainerError(str(e)) from None
     if r.status in (401, 403):

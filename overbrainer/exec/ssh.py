@@ -15,8 +15,6 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import manifest, scripts, transfer
 from overbrainer.exec.base import (
@@ -29,6 +27,7 @@ from overbrainer.exec.base import (
     check_secrets,
 )
 from overbrainer.exec.ssh_connect import WINDOW, SshEndpoint, connect
+from overbrainer.support.retry import Policy, retrying
 
 log = logging.getLogger(__name__)
 
@@ -87,15 +86,13 @@ class SshExecutor(Executor):
                 self._t = None
 
     def _call(self, action: str, fn: Callable, *, idempotent: bool = True):
-        def again(e: BaseException) -> bool:
-            if isinstance(e, _Dropped) and (idempotent or not e.sent):
-                log.debug("%s: connection to %s dropped; reconnecting once", action, self.endpoint.name)
-                return True
-            return False
+        def dropped(e: BaseException) -> bool:
+            return isinstance(e, _Dropped) and (idempotent or not e.sent)
 
-        for attempt in Retrying(stop=stop_after_attempt(2), retry=retry_if_exception(again), reraise=True):
-            with attempt:
-                return fn(self._transport())
+        def reconnecting(e: BaseException, _seconds: float) -> None:
+            log.debug("%s: connection to %s dropped; reconnecting once", action, self.endpoint.name)
+
+        return retrying(Policy(2, dropped), reconnecting)(lambda: fn(self._transport()))
 
     def _abs(self, path: str) -> str:
         return path if path.startswith("/") else f"{self.workdir}/{path}"

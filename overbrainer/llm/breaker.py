@@ -24,12 +24,12 @@ import time
 from typing import Callable
 
 from overbrainer.support.fmt import duration
+from overbrainer.support.failure import FailureKind
 
 MIN_WINDOW = 600.0  # seconds
 STREAK_PER_SLOT = 3
-# Failures to connect at all (the words of llm/http.py's transport kinds): 3 in a row with no
-# answer ever trip the breaker.
-NO_CONNECTION = frozenset({"connection refused", "DNS lookup failed", "TLS handshake failed", "cannot connect"})
+# Failures to connect at all (FailureKind.connecting): this many in a row with no answer ever
+# trip the breaker.
 NEVER_CONNECTED = 3
 
 
@@ -41,7 +41,7 @@ class Breaker:
         self.tripped = threading.Event()
         self.reason: str | None = None
         self._lock = threading.Lock()
-        self._kind: str | None = None
+        self._kind: FailureKind | None = None
         self._streak = 0
         self._failing_since: float | None = None
         self._answered_once = False  # the provider answered something in this command
@@ -63,19 +63,19 @@ class Breaker:
             self._kind, self._streak = None, 0
             self._answered_once = True
 
-    def failure(self, kind: str, reason: str) -> bool:
+    def failure(self, kind: FailureKind, reason: str) -> bool:
         """A transport failure of `kind`; True when it trips the breaker (`reason` is kept)."""
         now = self.clock()
         with self._lock:
             if self.tripped.is_set():
                 return True
-            if kind == self._kind:
+            if kind is self._kind:
                 self._streak += 1
             else:
                 self._kind, self._streak = kind, 1
             if self._failing_since is None:
                 self._failing_since = now
-            never = not self._answered_once and kind in NO_CONNECTION
+            never = not self._answered_once and kind.connecting
             if self._streak >= self.limit or (never and self._streak >= NEVER_CONNECTED):
                 why = reason
             elif now - self._failing_since >= self.window:

@@ -1,5 +1,6 @@
 """`connect()` builds the client of one role; `LlmClient` sends chats and embeddings through the
-provider's shared channel with the retry policy and the provider's circuit breaker, in the
+provider's channel of the caller's LlmSession (llm/http.py) with the retry policy and the
+provider's circuit breaker, in the
 provider's dialect (llm/dialects.py), and decides what an error answer means for the caller: a
 moderation flag is an answer (`ChatResponse.flagged`), a 402 that names an affordable limit is
 retried once with it, money errors stop everything (`credits: …`).
@@ -18,7 +19,7 @@ from typing import Any, Callable
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
-from overbrainer.llm.http import Channel, channel_for, send
+from overbrainer.llm.http import Channel, LlmSession, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
@@ -228,11 +229,13 @@ def connect(
     role: RoleSettings,
     pipeline: PipelineSettings,
     *,
+    llm: LlmSession,
     prices: PriceBook | None = None,
     stop: threading.Event | None = None,
 ) -> LlmClient:
-    """The client of `role` on `provider` (config.model records). Resolves the API key
-    (registering it with the redactor) and reads the model's price (once per provider per book)."""
+    """The client of `role` on `provider` (config.model records), on `llm`'s channel of the
+    provider (its owner closes it). Resolves the API key (registering it with the redactor) and
+    reads the model's price (once per provider per book)."""
     name = provider.name
     protocol = _protocol_name(provider.protocol)
     if protocol not in PROTOCOLS:
@@ -254,7 +257,7 @@ def connect(
             )
     dialect = _dialect(provider, protocol, role, base_url)
     concurrency = pipeline.concurrency
-    channel = channel_for(name, base_url, concurrency)
+    channel = llm.channel(name, base_url, concurrency)
     _announce(channel, protocol, dialect, provider)
     channel.breaker.configure(concurrency, float(pipeline.request_timeout_secs))
     wire = PROTOCOLS[protocol]

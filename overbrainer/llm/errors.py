@@ -1,11 +1,13 @@
 """Errors of the LLM clients: one class, classified as fatal (stop the stage), retryable
-(408/429/5xx/transport) or neither (fails only the item). `transport` names the kind of a
-failure to reach the provider (refused, DNS, TLS, timeout, 5xx), which the circuit breaker counts;
+(408/429/5xx/transport) or neither (fails only the item). `transport` is the kind of a failure
+to reach the provider (support/http.FailureKind: refused, DNS, TLS, timeout, 5xx…), which the
+circuit breaker counts;
 `reason` is the short form a stage's summary gives when the error stopped it."""
 
 from __future__ import annotations
 
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.support.failure import FailureKind
 
 
 class LlmError(OverbrainerError):
@@ -21,7 +23,7 @@ class LlmError(OverbrainerError):
         retry_after: float | None = None,
         cause: BaseException | None = None,
         reason: str | None = None,
-        transport: str | None = None,
+        transport: FailureKind | None = None,
     ):
         super().__init__(message, cause=cause)
         self.reason = reason

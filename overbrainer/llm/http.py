@@ -1,6 +1,6 @@
-"""HTTP for the LLM clients on the shared stack (support/http.py): one session per provider
-(pool ≥ concurrency), one request with a total deadline, the retry policy and the provider-wide
-429 cool-down.
+"""HTTP for the LLM clients on the shared stack (support/http.py): one channel per provider per
+`LlmSession` (a command's or a task's: pool ≥ concurrency, the 429 cool-down, the circuit
+breaker), one request with a total deadline, the retry policy.
 
 Retry policy: 408/429/5xx and transport failures are retried up to `max_retries` times; the wait
 is `Retry-After` (seconds or an HTTP-date, capped at 600 s) when given, else
@@ -28,16 +28,16 @@ from overbrainer.support.http import (
     CONNECT,
     CUT_OFF,
     DNS,
+    FailureKind,
     REFUSED,
     TIMEOUT,
     TLS,
-    Retries,
     TooLarge,
     Unanswered,
     display_url,
     exchange,
-    retried,
 )
+from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
 
 log = logging.getLogger(__name__)
@@ -48,10 +48,10 @@ BACKOFF_BASE = http.BACKOFF_BASE
 BACKOFF_CAP = http.BACKOFF_CAP
 BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embeddings are ~16 MB)
 
-# Transport failure kinds (the breaker counts a streak of one kind), support/http's words.
+# Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
-__all__ = ["CONNECT", "CUT_OFF", "DNS", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "channel_for",
-           "close_channels", "display_url", "request_once", "send"]
+__all__ = ["CONNECT", "CUT_OFF", "DNS", "FailureKind", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "LlmSession",
+           "display_url", "request_once", "send"]
 # What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
 Explain = Callable[[int, bytes, "float | None"], LlmError]
 
@@ -96,28 +96,40 @@ class Channel:
         self.session.close()
 
 
-_channels: dict[tuple[str, str], Channel] = {}
-_channels_lock = threading.Lock()
+class LlmSession:
+    """The channels of one command or task (a stage command, `run`, a compare's judge, a probe,
+    each task of the TUI): one per provider (name and URL), so that its requests share a
+    connection pool, a 429 cool-down and a circuit breaker. Its owner closes it at its end: the
+    next task in the same process starts with fresh connections and a closed breaker."""
 
+    def __init__(self) -> None:
+        self._channels: dict[tuple[str, str], Channel] = {}
+        self._lock = threading.Lock()
 
-def channel_for(name: str, base_url: str, pool_size: int) -> Channel:
-    """The process-wide channel of a provider (one per name and URL), its pool grown if needed."""
-    key = (name, base_url.rstrip("/"))
-    with _channels_lock:
-        channel = _channels.get(key)
-        if channel is None:
-            channel = _channels[key] = Channel(name, base_url, pool_size)
-            return channel
-    channel.ensure_pool(pool_size)
-    return channel
+    def channel(self, name: str, base_url: str, pool_size: int) -> Channel:
+        """The session's channel of a provider (one per name and URL), its pool grown if needed."""
+        key = (name, base_url.rstrip("/"))
+        with self._lock:
+            channel = self._channels.get(key)
+            if channel is None:
+                channel = self._channels[key] = Channel(name, base_url, pool_size)
+                return channel
+        channel.ensure_pool(pool_size)
+        return channel
 
+    def close(self) -> None:
+        """Close every channel's connections (a request still in flight fails)."""
+        with self._lock:
+            channels = list(self._channels.values())
+            self._channels.clear()
+        for channel in channels:
+            channel.close()
 
-def close_channels() -> None:
-    with _channels_lock:
-        channels = list(_channels.values())
-        _channels.clear()
-    for channel in channels:
-        channel.close()
+    def __enter__(self) -> "LlmSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def pause(seconds: float, stop: threading.Event | None, tripped: threading.Event | None = None) -> None:
@@ -160,7 +172,7 @@ def request_once(
         answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
                           timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=BODY_CAP)
     except Unanswered as e:
-        words = f"request failed ({e.kind})" if e.kind else "request failed"
+        words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
         raise invalid(f"larger than {BODY_CAP // 2**20} MiB") from None
@@ -181,23 +193,14 @@ def backoff(attempt: int) -> float:
     return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
-class _Send(Retries):
-    """One `send`: the request, and how its retries go (support/http.retried)."""
+class _Send:
+    """One `send`: the request, and how its retries go (support/retry.py)."""
 
     def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
-                 timeout: float, max_retries: int, on_retry: Callable[[str], None] | None,
-                 stop: threading.Event | None, explain: Explain | None, inspect: Callable[[Any], Any] | None):
+                 timeout: float, on_retry: Callable[[str], None] | None, stop: threading.Event | None,
+                 explain: Explain | None, inspect: Callable[[Any], Any] | None):
         self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
         self.timeout, self.on_retry, self.stop, self.explain, self.inspect = timeout, on_retry, stop, explain, inspect
-        self.attempts = max(0, int(max_retries)) + 1
-
-    def retryable(self, error: BaseException) -> bool:
-        return isinstance(error, LlmError) and error.retryable
-
-    def delay(self, error: BaseException, attempt: int) -> float:
-        if isinstance(error, LlmError) and error.retry_after is not None:
-            return min(error.retry_after, RETRY_AFTER_CAP)
-        return backoff(attempt)
 
     def waiting(self, error: BaseException, seconds: float) -> None:
         if isinstance(error, LlmError) and error.status == 429:
@@ -207,12 +210,19 @@ class _Send(Retries):
         if self.on_retry is not None:
             self.on_retry(message)
 
-    def sleep(self, seconds: float) -> None:
-        pause(seconds, self.stop, self.channel.breaker.tripped)
-
     def unreachable(self) -> ProviderUnreachable:
         channel = self.channel
         return ProviderUnreachable(channel.name, display_url(channel.base), channel.breaker.reason or "no answer")
+
+
+def _transient(error: BaseException) -> bool:
+    return isinstance(error, LlmError) and error.retryable
+
+
+def _delay(error: BaseException, attempt: int) -> float:
+    if isinstance(error, LlmError) and error.retry_after is not None:
+        return min(error.retry_after, RETRY_AFTER_CAP)
+    return backoff(attempt)
 
 
 def _attempt(s: _Send) -> Any:
@@ -235,7 +245,7 @@ def _attempt(s: _Send) -> Any:
             channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
         if e.transport is None:
             breaker.answered()
-        elif breaker.failure(e.transport, str(e) if e.transport == SERVER else e.transport):
+        elif breaker.failure(e.transport, str(e) if e.transport is SERVER else e.transport.text):
             log.debug("%s %s: %s; the circuit breaker trips", channel.name, s.path, e)
             raise s.unreachable() from e
         raise
@@ -260,5 +270,6 @@ def send(
     """request_once with the retry policy, the shared cool-down and the circuit breaker.
     `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
     if the answer had that status, retried when transient."""
-    return retried(_Send(channel, method, path, body, headers, timeout, max_retries, on_retry, stop, explain,
-                         inspect), _attempt)
+    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, explain, inspect)
+    policy = Policy(max(0, int(max_retries)) + 1, _transient, _delay)
+    return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)

@@ -21,9 +21,10 @@ from typing import Any
 
 from overbrainer.llm import dialects
 from overbrainer.llm.errors import CreditsError, LlmError, Moderated, auth_error
+from overbrainer.support.failure import FailureKind
 from overbrainer.support.redact import redact, words
 
-SERVER = "server error"  # the transport kind the circuit breaker counts for a 5xx
+SERVER = FailureKind.SERVER  # the transport kind the circuit breaker counts for a 5xx
 _AFFORD = re.compile(r"can only afford (\d+)", re.I)
 _LOW_BALANCE = re.compile(r"credit balance is too low", re.I)
 _QUOTA = "insufficient_quota"

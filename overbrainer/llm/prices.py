@@ -15,6 +15,7 @@ from typing import Any
 
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import request_once
+from overbrainer.support.failure import FailureKind
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ class PriceBook:
                 connect_timeout=self.timeout,
             )
         except LlmError as e:
-            if "timed out" in str(e):
+            if e.transport is FailureKind.TIMEOUT:
                 log.warning("model prices not received within %gs; showing tokens only", self.timeout)
             else:
                 log.warning("cannot read model prices (%s); showing tokens only", e)

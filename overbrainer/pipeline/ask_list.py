@@ -2,7 +2,7 @@
 
 Structured output first, dropped when the provider refuses it (a 400/422 naming response_format,
 or an answer that is not JSON at all), a token limit doubled up to 4× when the list was cut short,
-lenient parsing, and re-asks up to `max_retries` times.
+lenient parsing, and re-asks up to `max_retries` times (support/retry.py, on `Again`).
 
 A list request never asks for more items than fit its token limit (`items_per_request`): the
 stages split larger counts over several requests (subtopics.py, questions.py), and `--plan`
@@ -20,6 +20,8 @@ from overbrainer.llm.errors import LlmError
 from overbrainer.llm.listparse import string_array
 from overbrainer.llm.types import LENGTH, ChatRequest
 from overbrainer.pipeline.common import ask
+from overbrainer.support import retry
+from overbrainer.support.retry import Again, Policy
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -66,39 +68,48 @@ def ask_list(
     bound under the spend cap); `spend(usage, cost, estimate, billed)` (llm.spend.Spend's fields)
     after each attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP
     retries)."""
-    limit = max_tokens
-    cap = max_tokens * 4
-    attempts = max(0, int(max_retries)) + 1
-    usage = Usage()
-    cost: float | None = None
-    attempt = 0
-    while attempt < attempts:
-        attempt += 1
+    asking = _Asking(client, prompt, max_tokens, spend, retrying, proc)
+    policy = Policy(max(0, int(max_retries)) + 1)  # re-asked on `Again` only
+    try:
+        items = retry.retrying(policy, lambda e, _seconds: retrying(str(e)))(asking.attempt)
+    except Again:
+        raise LlmError(f"invalid response: {NO_LIST}") from None
+    return items, asking.usage, asking.cost
+
+
+class _Asking:
+    """One list request's attempts: the token limit (doubled when the list was cut short, up to
+    4×), and the usage and cost of every attempt."""
+
+    def __init__(self, client, prompt: str, max_tokens: int, spend, retrying, proc):
+        self.client, self.prompt, self.max_tokens, self.proc = client, prompt, max_tokens, proc
+        self.spend, self.retrying = spend, retrying
+        self.limit, self.cap = max_tokens, max_tokens * 4
+        self.usage = Usage()
+        self.cost: float | None = None
+
+    def attempt(self) -> list[str]:
+        """The list, or Again (why) for another attempt; LlmError when none would help."""
         # The client sends a structured request once more without response_format when the
         # provider rejects it (and says so through `retrying`); its error is final here.
-        request = ChatRequest(user=prompt, max_tokens=limit, structured=True,
-                              min_tokens=min(max_tokens, LIST_NEEDS))
-        response, spent = ask(proc, client, request, retrying)
+        request = ChatRequest(user=self.prompt, max_tokens=self.limit, structured=True,
+                              min_tokens=min(self.max_tokens, LIST_NEEDS))
+        response, spent = ask(self.proc, self.client, request, self.retrying)
         if response.flagged is not None:  # the same prompt would be flagged again
             raise LlmError(f"the provider's moderation flagged the prompt ({response.flagged})")
-        c = spent.cost
-        usage = usage + response.usage
-        if c is not None:
-            cost = (cost or 0.0) + c
-        spend(response.usage, c, spent.estimate, spent.billed)
+        self.usage = self.usage + response.usage
+        if spent.cost is not None:
+            self.cost = (self.cost or 0.0) + spent.cost
+        self.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         items = string_array(response.content or "")
         if items:
-            return items, usage, cost
+            return items
         if response.finish_reason != LENGTH and not _is_json(response.content or ""):
-            client.drop_structured("the answer is not the asked-for JSON")
-        if attempt >= attempts:
-            break
-        if response.finish_reason == LENGTH and limit < cap:
-            limit = min(limit * 2, cap)
-            retrying(CUT_SHORT)
-        else:
-            retrying(NOT_A_LIST)
-    raise LlmError(f"invalid response: {NO_LIST}")
+            self.client.drop_structured("the answer is not the asked-for JSON")
+        if response.finish_reason == LENGTH and self.limit < self.cap:
+            self.limit = min(self.limit * 2, self.cap)
+            raise Again(CUT_SHORT)
+        raise Again(NOT_A_LIST)
 
 
 def _is_json(text: str) -> bool:

@@ -1,6 +1,8 @@
 """What every stage works with: the configuration, the project paths, the bus, the interrupt
 events, the command's spend cap, and the LLM clients, built lazily per role with one PriceBook
-shared by the command."""
+and one LlmSession (the providers' channels and circuit breakers) shared by the command, closed
+with the context (`close()`, or `with`): the next command in the same process (the TUI) starts
+with fresh connections and closed breakers."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from overbrainer.config.templates import load_templates
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.llm.client import connect
+from overbrainer.llm.http import LlmSession
 from overbrainer.llm.prices import PriceBook
 from overbrainer.support.budget import Budget
 
@@ -57,14 +60,25 @@ class StageContext:
         self._max_cost = max_cost
         self.budget = _budget(None, max_cost or config.pipeline.max_cost_usd)
         self._prices = prices
+        self.llm = LlmSession()
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """The command is over: its providers' connections are closed."""
+        self.llm.close()
+
+    def __enter__(self) -> "StageContext":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # --- configuration ---------------------------------------------------------------------
 
     def replace_config(self, config) -> None:
         """A reloaded configuration (run, between stages): clients are rebuilt on next use,
-        the price listing is kept (prices are listed once per provider per command)."""
+        the price listing and the channels are kept (once per provider per command)."""
         with self._lock:
             self.config = config
             self._clients.clear()
@@ -99,7 +113,8 @@ class StageContext:
             if client is not None:
                 return client
         provider, role = self.config.provider_for(role_name)
-        client = connect(provider, role, self.config.pipeline, prices=self.prices, stop=self.stop_event)
+        client = connect(provider, role, self.config.pipeline, llm=self.llm, prices=self.prices,
+                         stop=self.stop_event)
         with self._lock:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]

@@ -213,7 +213,13 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    ctx = StageContext(session.project_dir, config, max_cost=max_cost)
+    with StageContext(session.project_dir, config, max_cost=max_cost) as ctx:
+        return _plan(ctx, session, config, command, topic=topic, force=force, retry_excluded=retry_excluded,
+                     retrain=retrain)
+
+
+def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
+          retry_excluded: bool, retrain: bool) -> dict:
     topics = ctx.select_topics(topic)
     stages = [s for s in COMMAND_STAGES[command] if s != "split"]
     plans = []

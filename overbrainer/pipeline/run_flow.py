@@ -41,11 +41,12 @@ Report = Callable[[str, dict], None]
 def stage_context(session: "Session", config, *, max_cost: float | None = None) -> Iterator[StageContext]:
     """A StageContext on the session's front end: its bus rendering and its Interrupt catching
     Ctrl-C (and SIGTERM) while the flow runs; `max_cost` (`--max-cost`) over `[pipeline]
-    max_cost_usd`."""
+    max_cost_usd`. The context (its providers' connections) is closed when the flow ends."""
     guard = session.front.open_bus()
     interrupt = session.front.interrupt()
     try:
-        yield StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt, max_cost=max_cost)
+        with StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt, max_cost=max_cost) as ctx:
+            yield ctx
     finally:
         interrupt.restore()
         guard.close()

@@ -27,7 +27,8 @@ from overbrainer.errors import ConfigError
 from overbrainer.runpod.errors import URL_ENV, Ambiguous, InvalidAnswer, RunpodError, Unavailable, error_for
 from overbrainer.support import fmt, http
 from overbrainer.support import redact as redaction
-from overbrainer.support.http import USER_AGENT, Retries, TooLarge, Unanswered, exchange, retried
+from overbrainer.support.http import USER_AGENT, TooLarge, Unanswered, exchange
+from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause
 from overbrainer.support.timescale import scaled
 
@@ -115,25 +116,22 @@ def backoff(attempt: int, retry_after: float | None) -> float:
     return scaled(http.backoff(attempt))
 
 
-class _Call(Retries):
-    """One call's retries: `_Transient` outcomes, `attempts` in all, the client's sleep."""
+def _transient(error: BaseException) -> bool:
+    return isinstance(error, _Transient)
 
-    def __init__(self, what: str, attempts: int, sleep: Callable[[float], None]):
-        self.what = what
-        self.attempts = attempts
-        self.sleep = sleep  # type: ignore[method-assign]
 
-    def retryable(self, error: BaseException) -> bool:
-        return isinstance(error, _Transient)
+def _delay(error: BaseException, attempt: int) -> float:
+    answer = error.answer if isinstance(error, _Transient) else None
+    return backoff(attempt, parse_retry_after(answer.headers.get("Retry-After")) if answer else None)
 
-    def delay(self, error: BaseException, attempt: int) -> float:
-        answer = error.answer if isinstance(error, _Transient) else None
-        return backoff(attempt, parse_retry_after(answer.headers.get("Retry-After")) if answer else None)
 
-    def waiting(self, error: BaseException, seconds: float) -> None:
+def _warning(what: str) -> Callable[[BaseException, float], None]:
+    """A call's retries said as warnings: `Runpod answered 503 (GET /pods); retrying in 2s`."""
+    def waiting(error: BaseException, seconds: float) -> None:
         assert isinstance(error, _Transient)
         why = f"answered {error.answer.status}" if error.answer is not None else str(error.failure)
-        log.warning("Runpod %s (%s); retrying in %s", why, self.what, fmt.duration(seconds))
+        log.warning("Runpod %s (%s); retrying in %s", why, what, fmt.duration(seconds))
+    return waiting
 
 
 class Transport:
@@ -173,7 +171,7 @@ class Transport:
         what = f"{method} {path}"
         read_timeout = self.timeouts.create if create else self.timeouts.read
 
-        def once(_call: _Call) -> Answer:
+        def once() -> Answer:
             self._wait_for_quota(what)
             try:
                 answer = self._send(method, path, params, body, read_timeout)
@@ -190,7 +188,7 @@ class Transport:
             return answer
 
         try:
-            answer = retried(_Call(what, self.attempts, self.sleep), once)
+            answer = retrying(Policy(self.attempts, _transient, _delay), _warning(what), sleep=self.sleep)(once)
         except _Transient as t:
             if t.answer is None:
                 raise Unavailable(f"Runpod could not be reached ({what}): {t.failure}") from None

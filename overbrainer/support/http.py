@@ -1,7 +1,7 @@
 """HTTP as every client of the tool speaks it (the LLM providers, Runpod, Vault; the Hub's
 messages): how a session is built, one exchange sent and its body read, how long to wait before
-a retry, how the retries run, and how a failure or a server's words are put in a message. A
-client keeps only what is its own: which statuses and methods it retries, how many attempts,
+a retry, and how a failure or a server's words are put in a message. A client keeps only what
+is its own: which statuses and methods it retries, how many attempts,
 and what an answer means (its errors).
 
 - `session(base_url, headers=, pool=)`: a `requests.Session` with overbrainer's User-Agent, a
@@ -17,8 +17,9 @@ and what an answer means (its errors).
   cannot stretch a request past it by more than `DEADLINE_SLACK`) and within a cap.
 - `retry_after(value, cap=)`: a `Retry-After` header, in seconds or as an HTTP-date;
   `backoff(attempt, base, cap)`: `min(base·2^(n-1), cap) × [0.5, 1)` (the jitter).
-- `Retries` / `retried(retries, attempt)`: the retry loop, on tenacity (one controller for the
-  whole process; a request's own state travels in its `Retries`).
+- The retry loop itself is support/retry.py's (`retrying(policy, ...)`), the same for every call.
+- `FailureKind` (support/failure.py): why no usable answer came, matched as an enum (`kind.text`
+  its words), on `Unanswered.kind` here and `LlmError.transport` in the LLM clients.
 - Redaction: a failure is worded by its kind only (`describe(kind)`: never the library's text,
   which holds the URL), a URL without its credentials (`display_url`), and a server's words
   through `support.redact.words` (secrets masked, control characters removed, one line, capped).
@@ -34,18 +35,16 @@ import ssl
 import time
 from datetime import timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, TypeVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3.exceptions as u3
 from requests.adapters import HTTPAdapter
-from tenacity import Retrying
 
 from overbrainer import __version__
-from overbrainer.support.sleep import pause
+from overbrainer.support.failure import FailureKind
 
-T = TypeVar("T")
 USER_AGENT = f"overbrainer/{__version__}"
 POOL = 10              # the smallest connection pool of a session
 RETRY_AFTER_CAP = 600.0  # the longest wait a server may ask for (seconds)
@@ -54,18 +53,16 @@ BACKOFF_CAP = 60.0
 DEADLINE_SLACK = 1.0   # how far a body read may run past its deadline (seconds)
 CHUNK = 64 * 1024
 
-# Why no whole answer came (`Unanswered.kind`), in the words a message uses.
-REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (
-    "connection refused", "DNS lookup failed", "TLS handshake failed", "timed out",
-    "the answer was cut off", "cannot connect")
+REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (FailureKind.REFUSED, FailureKind.DNS, FailureKind.TLS,
+                                                FailureKind.TIMEOUT, FailureKind.CUT_OFF, FailureKind.CONNECT)
 FAILED = "request failed"  # any other failure of the request (describe(None))
 
 
 class Unanswered(Exception):
-    """No whole answer came. `kind` is one of the kinds above, or None for another failure of
-    the request; `cause` the library's exception (never put in a message: it holds the URL)."""
+    """No whole answer came. `kind` is a FailureKind (never SERVER), or None for another failure
+    of the request; `cause` the library's exception (never put in a message: it holds the URL)."""
 
-    def __init__(self, kind: str | None, cause: BaseException | None = None):
+    def __init__(self, kind: FailureKind | None, cause: BaseException | None = None):
         super().__init__(describe(kind))
         self.kind = kind
         self.cause = cause
@@ -90,8 +87,8 @@ class Answer:
         self.body = body
 
 
-def describe(kind: str | None) -> str:
-    return kind or FAILED
+def describe(kind: FailureKind | None) -> str:
+    return kind.text if kind is not None else FAILED
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -138,7 +135,7 @@ def exchange(s: requests.Session, method: str, url: str, *, timeout: tuple[float
     return Answer(response.status_code, response.headers, body)
 
 
-def failure_kind(exc: BaseException) -> str | None:
+def failure_kind(exc: BaseException) -> FailureKind | None:
     """What kept a request from being answered: TIMEOUT, REFUSED, DNS, TLS, CONNECT (another
     connection failure), or None."""
     if isinstance(exc, requests.Timeout):
@@ -232,64 +229,6 @@ def _date_wait(text: str, now: float) -> float | None:
 def backoff(attempt: int, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP) -> float:
     """The wait after failed attempt number `attempt` (1-based) when the server named none."""
     return min(base * 2 ** (attempt - 1), cap) * random.uniform(0.5, 1.0)
-
-
-# --- retries ----------------------------------------------------------------------------------
-
-class Retries:
-    """One request's retries, as its client wants them: override what differs. `attempts` in
-    all; `retryable(error)`; `delay(error, attempt)` (seconds before the next attempt);
-    `waiting(error, seconds)` says so (log, callback) before `sleep(seconds)` waits."""
-
-    attempts = 1
-
-    def retryable(self, error: BaseException) -> bool:
-        return False
-
-    def delay(self, error: BaseException, attempt: int) -> float:
-        return backoff(attempt)
-
-    def waiting(self, error: BaseException, seconds: float) -> None:
-        pass
-
-    def sleep(self, seconds: float) -> None:
-        pause(seconds)
-
-
-def retried(retries: Retries, attempt: Callable[[Any], T]) -> T:
-    """`attempt(retries)` until it returns, raises an error `retries` does not retry, or
-    `retries.attempts` were made (the last error is raised)."""
-    return _RETRYING(attempt, retries)
-
-
-def _stop(state) -> bool:
-    return state.attempt_number >= state.args[0].attempts
-
-
-def _retry(state) -> bool:
-    outcome = state.outcome
-    return outcome.failed and state.args[0].retryable(outcome.exception())
-
-
-def _wait(state) -> float:
-    return state.args[0].delay(state.outcome.exception(), state.attempt_number)
-
-
-def _before_sleep(state) -> None:
-    # The wait itself runs here, where the request's Retries is at hand (tenacity's `sleep`
-    # hook is given the seconds only).
-    retries, seconds = state.args[0], state.next_action.sleep
-    retries.waiting(state.outcome.exception(), seconds)
-    retries.sleep(seconds)
-
-
-def _slept(seconds: float) -> None:
-    pass
-
-
-# One controller for every request of the process: tenacity keeps a call's state per thread.
-_RETRYING = Retrying(stop=_stop, retry=_retry, wait=_wait, before=None, before_sleep=_before_sleep,
-                     sleep=_slept, reraise=True)
 
 
 # --- messages ---------------------------------------------------------------------------------

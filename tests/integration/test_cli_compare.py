@@ -150,6 +150,61 @@ def test_judge_failure_keeps_the_verdicts_so_far(project, fake_provider, cli):
     assert not (staged.compare_dir / "compare.json").exists()
 
 
+def test_a_judge_error_on_one_question_fails_that_question_only(project, fake_provider, cli):
+    from tests.fixtures.provider import Fault
+
+    staged = stage_compare(project, OUTCOMES)
+
+    def judge(req):  # q07 answers 500 every time (no wait asked), the others their verdicts
+        if "number 07" in req.prompt:
+            return Fault(500, {"error": {"message": "judge exploded"}}, {"Retry-After": "0"})
+        return staged.judge(req)
+
+    fake_provider.responder = judge
+    r = _compare(cli, project, "--rejudge", staged.compare_id)
+    assert r.returncode == 1, r.stderr
+    assert (f"error: judge fake/deepseek/deepseek-r1: 1 verdict of 10 failed (q07); the others are kept in "
+            f"{staged.verdict_files()[0].name}; resume with `overbrainer compare --rejudge {staged.compare_id}`"
+            in r.stderr), r.stderr
+    assert len(fake_provider.chat_requests()) == 8 + 3  # the others once, q07 with its 2 retries
+    kept = {v["id"] for v in staged.verdict_lines()}
+    assert kept == set(OUTCOMES) - {"q07"}  # every other question judged (q05: the child's error)
+    assert not (staged.compare_dir / "compare.json").exists()
+    # The rerun asks q07 only, and reports.
+    fake_provider.clear()
+    fake_provider.responder = staged.judge
+    r = _compare(cli, project, "--rejudge", staged.compare_id)
+    assert r.returncode == 0, r.stderr
+    assert len(fake_provider.chat_requests()) == 1 and staged.compare_json["summary"]["win_or_tie"] == 0.8
+
+
+def test_the_spend_cap_stops_the_judge(project, fake_provider, cli):
+    from tests.fixtures.provider import Answer
+
+    staged = stage_compare(project, OUTCOMES)
+    fake_provider.models = {"deepseek/deepseek-r1": (3.0, 6.0)}
+
+    def judge(req):  # each verdict costs 50 × $3/M + 190 × $6/M = $0.00129; its bound about 3×
+        answer = staged.judge(req)
+        return Answer(answer.content, usage=(50, 190)) if answer is not None else None
+
+    fake_provider.responder = judge
+    project.write(pipeline={"max_cost_usd": 0.008, "concurrency": 1}, parent={"max_tokens": 200})
+    r = _compare(cli, project, "--rejudge", staged.compare_id)
+    assert r.returncode == 1, r.stderr
+    assert "spend cap reached: $0.00" in r.stderr and "of max_cost_usd $0.0080" in r.stderr, r.stderr
+    asked = len(fake_provider.chat_requests())
+    assert 1 <= asked < 9
+    assert len(staged.verdict_lines()) == asked + 1  # what was paid for is kept (and q05's error)
+    assert not (staged.compare_dir / "compare.json").exists()
+    # A larger cap: the rerun asks only for the rest.
+    fake_provider.clear()
+    project.write(pipeline={"max_cost_usd": 1.0}, parent={"max_tokens": 200})
+    r = _compare(cli, project, "--rejudge", staged.compare_id)
+    assert r.returncode == 0, r.stderr
+    assert len(fake_provider.chat_requests()) == 9 - asked
+
+
 def test_rejudge_needs_the_child_answers(project, fake_provider, cli):
     staged = stage_compare(project, OUTCOMES)
     (staged.compare_dir / "child_answers.jsonl").unlink()

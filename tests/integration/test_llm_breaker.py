@@ -11,16 +11,16 @@ from overbrainer.llm import http
 from overbrainer.llm.errors import LlmError, ProviderUnreachable
 from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
+from overbrainer.support import failure
+from overbrainer.support.failure import FailureKind
 from overbrainer.support.usage import Usage
-from tests.fixtures.provider import Fault, closed_url
+from tests.fixtures.provider import Fault, closed_url, llm_session
 from tests.integration.test_llm_client import make
 
 
 @pytest.fixture(autouse=True)
 def fresh_channels(monkeypatch):
     monkeypatch.setattr(http, "BACKOFF_BASE", 0.01)
-    yield
-    http.close_channels()
 
 
 def test_nothing_listening_stops_after_3_x_concurrency_attempts():
@@ -44,16 +44,17 @@ def test_a_hung_server_costs_3_timeouts_not_12_per_item(hung_server):
 
 def test_nothing_more_is_sent_once_tripped_and_waiting_retries_end(fake_provider):
     fake_provider.responder = lambda req: Fault(502, {"error": {"message": "bad gateway"}})
-    client = make(fake_provider, concurrency=2, max_retries=10)
+    shared = llm_session()
+    client = make(fake_provider, concurrency=2, max_retries=10, llm=shared)
     with pytest.raises(ProviderUnreachable, match=r"unreachable: HTTP 502: bad gateway; nothing more"):
         client.chat(ChatRequest("q"))
     assert len(fake_provider.chat_requests()) == 6  # 3 × concurrency
     with pytest.raises(ProviderUnreachable):
         client.chat(ChatRequest("another"))
     assert len(fake_provider.chat_requests()) == 6
-    # Every client of the provider stops: its requests share the provider's breaker.
+    # Every client of the provider in the session stops: they share the provider's breaker.
     with pytest.raises(ProviderUnreachable):
-        make(fake_provider, model="m2").chat(ChatRequest("q"))
+        make(fake_provider, model="m2", llm=shared).chat(ChatRequest("q"))
     assert len(fake_provider.chat_requests()) == 6
 
 
@@ -80,11 +81,11 @@ def test_transport_failures_are_named_by_kind(fake_provider):
     with pytest.raises(LlmError) as e:  # TLS spoken to a plain HTTP server
         make(fake_provider.url.replace("http://", "https://"), max_retries=0,
              prices=PriceBook(timeout=0.5)).chat(ChatRequest("q"))
-    assert e.value.transport == http.TLS and str(e.value) == "request failed (TLS handshake failed)"
+    assert e.value.transport is FailureKind.TLS and str(e.value) == "request failed (TLS handshake failed)"
     with pytest.raises(LlmError) as e:
         make("http://overbrainer-test.invalid", max_retries=0, prices=PriceBook(timeout=0.5)).chat(
             ChatRequest("q"))
-    assert e.value.transport == http.DNS and str(e.value) == "request failed (DNS lookup failed)"
+    assert e.value.transport is FailureKind.DNS and str(e.value) == "request failed (DNS lookup failed)"
 
 
 def test_the_price_listing_never_delays_the_first_request(fake_provider):
@@ -102,3 +103,37 @@ def test_the_price_listing_never_delays_the_first_request(fake_provider):
     response = client.chat(ChatRequest("q"))
     assert client.cost(Usage(1_000_000, 1_000_000)) == pytest.approx(3.0)
     assert response.content.startswith("Answer to")
+
+
+@pytest.mark.parametrize("wording", ["as worded", "worded anew"])
+def test_each_failure_kind_is_classified_from_a_real_failure_whatever_its_words(
+        wording, fake_provider, hung_server, monkeypatch, caplog):
+    """Refused, a timeout (the hung server), a 5xx and a 429, each met for real: the kind on the
+    error, what the breaker counts and what the price lookup says do not depend on the words."""
+    if wording == "worded anew":
+        for kind in FailureKind:
+            monkeypatch.setitem(failure.WORDS, kind, f"reworded {kind.name.lower()}")
+    with pytest.raises(LlmError) as e:
+        make(closed_url(), max_retries=0, prices=PriceBook(timeout=0.5)).chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.REFUSED and e.value.retryable
+    assert str(e.value) == f"request failed ({FailureKind.REFUSED.text})"
+    caplog.set_level("WARNING", logger="overbrainer.llm.prices")
+    client = make(hung_server, max_retries=0, timeout=0.2, prices=PriceBook(timeout=0.2))
+    with pytest.raises(LlmError) as e:
+        client.chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.TIMEOUT
+    assert client.price is None  # the listing was read beside the chat: it timed out too
+    assert "model prices not received within 0.2s" in caplog.text  # the listing's timeout, by kind
+    fake_provider.responder = lambda req: Fault.server_error(503)
+    with pytest.raises(LlmError) as e:
+        make(fake_provider, max_retries=0).chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.SERVER and e.value.status == 503
+    fake_provider.responder = lambda req: Fault.rate_limited(0)
+    with pytest.raises(LlmError) as e:
+        make(fake_provider, name="other", max_retries=0).chat(ChatRequest("q"))
+    assert e.value.transport is None and e.value.status == 429 and e.value.retryable  # an answer
+    # The breaker still tells a provider never reached: 3 refusals trip it at any concurrency.
+    with pytest.raises(ProviderUnreachable) as e:
+        make(closed_url(), name="dead", concurrency=64, max_retries=10,
+             prices=PriceBook(timeout=0.5)).chat(ChatRequest("q"))
+    assert e.value.reason == f"provider unreachable ({FailureKind.REFUSED.text})"

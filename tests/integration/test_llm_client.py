@@ -19,7 +19,7 @@ from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
 from overbrainer.support import redact
 from overbrainer.support.usage import Usage
-from tests.fixtures.provider import Answer, Fault, Raw, embedding
+from tests.fixtures.provider import Answer, Fault, Raw, embedding, llm_session
 
 
 class Key:
@@ -31,21 +31,20 @@ class Key:
 
 
 def make(fake_or_url, protocol="openai", *, key=None, name="fake", prices=None, stop=None,
-         concurrency=4, max_retries=3, timeout=10, **role_kw):
+         concurrency=4, max_retries=3, timeout=10, llm=None, **role_kw):
+    """A client of a session of its own (`llm`: a session to share, e.g. another client's)."""
     url = getattr(fake_or_url, "url", fake_or_url)
     provider = Provider(name, protocol, url, None if key is None else Key(key))
     role = dict(model="m1", reasoning=False, max_tokens=64, temperature=None, reasoning_effort=None,
                 thinking_budget=None)
     role.update(role_kw)
     pipeline = Pipeline(concurrency=concurrency, max_retries=max_retries, request_timeout_secs=timeout)
-    return connect(provider, Role(name, **role), pipeline, prices=prices, stop=stop)
+    return connect(provider, Role(name, **role), pipeline, llm=llm or llm_session(), prices=prices, stop=stop)
 
 
 @pytest.fixture(autouse=True)
 def fresh_channels(monkeypatch):
     monkeypatch.setattr(http, "BACKOFF_BASE", 0.01)
-    yield
-    http.close_channels()
 
 
 # --- requests on the wire -----------------------------------------------------------------------
@@ -332,8 +331,9 @@ def test_a_429_pauses_every_thread_of_the_provider(fake_provider):
     arrivals = []
     fake_provider.responder = lambda req: arrivals.append((req.prompt, time.monotonic())) or None
     fake_provider.script(Fault.rate_limited(0.4))
-    first = make(fake_provider)
-    second = make(fake_provider)  # another role on the same provider
+    shared = llm_session()  # the command's
+    first = make(fake_provider, llm=shared)
+    second = make(fake_provider, llm=shared)  # another role on the same provider
     got_429 = threading.Event()
     results = {}
 
@@ -359,12 +359,14 @@ def test_a_429_pauses_every_thread_of_the_provider(fake_provider):
 def test_missing_base_url_and_bad_protocol():
     provider = Provider("openrouter", "openai")
     with pytest.raises(OverbrainerError) as e:
-        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1))
+        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1),
+                llm=llm_session())
     assert str(e.value) == ("providers.openrouter.base_url is not set "
                             "(set OVERBRAINER_PROVIDERS__OPENROUTER__BASE_URL)")
     provider = Provider("x", "grpc", "http://127.0.0.1:9")
     with pytest.raises(OverbrainerError, match="providers.x.protocol"):
-        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1))
+        connect(provider, Role("x", "m"), Pipeline(concurrency=1, max_retries=0, request_timeout_secs=1),
+                llm=llm_session())
 
 
 def test_bad_key_header_is_fatal_without_the_value(fake_provider):

@@ -11,12 +11,11 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from overbrainer.config.model import Pipeline, Provider, Role
-from overbrainer.llm import http
 from overbrainer.llm.client import connect
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
-from tests.fixtures.provider import Fault, serving
+from tests.fixtures.provider import Fault, llm_session, serving
 
 ANSWER = json.dumps({"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}]}).encode()
 
@@ -64,14 +63,13 @@ class _Trickle(BaseHTTPRequestHandler):
 def trickle():
     with serving(_Trickle) as url:
         yield url
-    http.close_channels()
 
 
 def _client(url, *, timeout=10.0, max_retries=0, name="trickle"):
     provider = Provider(name, "openai", url)
     role = Role(name, "m", max_tokens=8)
     pipeline = Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=timeout)
-    return connect(provider, role, pipeline, prices=PriceBook())
+    return connect(provider, role, pipeline, llm=llm_session(), prices=PriceBook())
 
 
 def test_a_trickling_body_cannot_stretch_the_total_timeout(trickle):
@@ -99,4 +97,3 @@ def test_a_429_that_ends_the_request_still_pauses_the_provider(fake_provider):
     assert e.value.status == 429
     # Every other thread on this provider now waits out the 120 s the provider asked for.
     assert client.channel.not_before - time.monotonic() > 100
-    http.close_channels()

@@ -14,7 +14,7 @@ from overbrainer.llm import http
 from overbrainer.llm.client import connect
 from overbrainer.llm.errors import CreditsError, LlmError
 from overbrainer.llm.types import ChatRequest
-from tests.fixtures.provider import Answer, Fault
+from tests.fixtures.provider import Answer, Fault, llm_session
 
 MODELS = {"openai": "gpt-5-mini", "openrouter": "deepseek/deepseek-r1", "llamacpp": "smollm2",
           "ollama": "qwen3:8b", "vllm": "Qwen/Qwen3-8B", "generic": "m1"}
@@ -37,14 +37,13 @@ def make(fake, dialect=None, protocol="openai", *, max_retries=2, **role_kw):
     role = dict(model=MODELS.get(dialect, "m1"), reasoning=False, max_tokens=64, temperature=None,
                 reasoning_effort=None, thinking_budget=None, thinking=None)
     role.update(role_kw)
-    return connect(provider, Role("fake", **role), Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=10))
+    return connect(provider, Role("fake", **role), Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=10),
+                   llm=llm_session())
 
 
 @pytest.fixture(autouse=True)
 def fresh_channels(monkeypatch):
     monkeypatch.setattr(http, "BACKOFF_BASE", 0.01)
-    yield
-    http.close_channels()
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

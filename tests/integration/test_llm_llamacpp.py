@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from overbrainer.config.model import Pipeline, Provider, Role
-from overbrainer.llm import http
 from overbrainer.llm.client import connect
+from tests.fixtures.provider import llm_session
 from tests.integration.test_llm_dialects import KINDS
 
 
@@ -16,7 +16,6 @@ from tests.integration.test_llm_dialects import KINDS
 def server(llama_server, smollm2_gguf):
     url = llama_server(smollm2_gguf)
     yield url + "/v1"
-    http.close_channels()
 
 
 def test_llama_server_takes_every_llamacpp_body(server):
@@ -25,7 +24,7 @@ def test_llama_server_takes_every_llamacpp_body(server):
     for kind, (role_kw, request) in KINDS.items():
         role = Role("local", **{**dict(model="smollm2", reasoning=False, max_tokens=16, temperature=None, reasoning_effort=None,
                             thinking_budget=None, thinking=None), **role_kw})
-        r = connect(provider, role, pipeline).chat(request)
+        r = connect(provider, role, pipeline, llm=llm_session()).chat(request)
         assert 0 < r.usage.output_tokens <= 16 and r.content.strip(), kind
         if request.structured:  # the server holds the answer to the schema (cut short here)
             assert r.content.lstrip().startswith("{"), (kind, r.content)

@@ -1,12 +1,12 @@
 """The shared HTTP stack (overbrainer/support/http.py): Retry-After in both forms and its cap, the
 backoff's jitter bounds, the capped reader and its deadline against a real local server, the
-one retry controller, the session's environment read once, failures worded without the URL."""
+session's environment read once, failures worded without the URL (the retry loop:
+test_support_retry.py)."""
 
 from __future__ import annotations
 
 import gzip
 import time
-from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler
 
@@ -129,82 +129,6 @@ def test_a_failure_is_worded_by_its_kind_never_by_the_url():
     assert e.value.kind == http.REFUSED and str(e.value) == "connection refused"
     assert "sk-in-the-url" not in str(e.value) and e.value.cause is not None
     assert http.display_url("https://user:pw@example.org/v1") == "https://example.org/v1"
-
-
-# --- the retry controller ---------------------------------------------------------------------
-
-class _Flaky(Exception):
-    pass
-
-
-class _Counting(http.Retries):
-    def __init__(self, attempts: int, fail: int):
-        self.attempts, self.fail = attempts, fail
-        self.tries, self.said, self.slept, self.asked = 0, [], [], []
-
-    def retryable(self, error):
-        return isinstance(error, _Flaky)
-
-    def delay(self, error, attempt):
-        self.asked.append(attempt)
-        return attempt / 1000
-
-    def waiting(self, error, seconds):
-        self.said.append((str(error), seconds))
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-
-
-def _attempt(r: _Counting) -> str:
-    r.tries += 1
-    if r.tries <= r.fail:
-        raise _Flaky(f"try {r.tries}")
-    return f"answered on try {r.tries}"
-
-
-def test_retries_wait_say_so_and_give_up_after_the_attempts():
-    r = _Counting(attempts=3, fail=2)
-    assert http.retried(r, _attempt) == "answered on try 3"
-    assert r.asked == [1, 2] and r.slept == [0.001, 0.002]
-    assert r.said == [("try 1", 0.001), ("try 2", 0.002)]
-    r = _Counting(attempts=3, fail=5)
-    with pytest.raises(_Flaky, match="try 3"):  # the last error itself
-        http.retried(r, _attempt)
-    assert r.tries == 3 and len(r.slept) == 2
-
-
-def test_what_is_not_retryable_is_raised_at_once():
-    r = _Counting(attempts=5, fail=0)
-
-    def broken(_r):
-        _r.tries += 1
-        raise KeyError("no")
-
-    with pytest.raises(KeyError):
-        http.retried(r, broken)
-    assert r.tries == 1 and r.slept == []
-
-
-def test_one_controller_serves_every_thread():
-    class Sleeping(_Counting):  # the threads' retries interleave
-        def sleep(self, seconds):
-            time.sleep(seconds)
-
-    def one(i: int) -> tuple[int, str]:
-        r = Sleeping(attempts=4, fail=i % 4)
-        answer = http.retried(r, _attempt)
-        return r.tries, answer
-
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(one, range(64)))
-    assert results == [(i % 4 + 1, f"answered on try {i % 4 + 1}") for i in range(64)]
-
-
-def test_the_default_sleep_is_the_interruptible_one():
-    start = time.monotonic()
-    http.Retries().sleep(0.05)
-    assert time.monotonic() - start >= 0.05
 
 
 # --- sessions ---------------------------------------------------------------------------------
