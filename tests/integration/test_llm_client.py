@@ -435,10 +435,10 @@ def test_the_clients_settings_and_their_defaults_are_the_configurations(fake_pro
     from overbrainer.config import model
     from overbrainer.llm import client as client_module
 
-    c = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "m1"), Pipeline(), prices=PriceBook())
+    c = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "m1"), Pipeline(), llm=llm_session(), prices=PriceBook())
     assert c.max_tokens(ChatRequest("q")) == model.Role("fake", "m1").max_tokens == model.DEFAULT_MAX_TOKENS
     assert (c._timeout, c._max_retries) == (Pipeline().request_timeout_secs, Pipeline().max_retries)
     assert not hasattr(client_module, "DEFAULT_MAX_TOKENS")
     c = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "m1", max_tokens=7),
-                Pipeline(max_retries=0, request_timeout_secs=3), prices=PriceBook())
+                Pipeline(max_retries=0, request_timeout_secs=3), llm=llm_session(), prices=PriceBook())
     assert (c.max_tokens(ChatRequest("q")), c._timeout, c._max_retries) == (7, 3.0, 0)
