@@ -116,3 +116,145 @@ def test_the_dataset_card_states_models_prompts_counts_drops_cost_and_license(ma
     assert 'load_dataset("alice/demo-data")' in card
     assert card.rstrip().endswith("<!-- overbrainer:card -->")
     yaml.safe_load(card.split("---\n")[1])  # plain YAML
+
+
+def test_dry_run_writes_the_files_and_card_and_sends_nothing(made, fake_hub, cli):
+    made.env.pop("OVERBRAINER_HF_TOKEN")  # a dry run needs no token
+    r = cli(["-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    assert fake_hub.calls == []
+    staged = made.dir / ".overbrainer" / "dataset" / "hub"
+    train, eval_ = staged / TRAIN, staged / EVAL
+    from overbrainer.support.fmt import size as fmt_size
+
+    width = len(TRAIN)
+    assert r.stdout.splitlines() == [
+        "push: <you>/demo-data, private when created; nothing is sent (--dry-run)",
+        f"{TRAIN.ljust(width)}  {fmt_size(train.stat().st_size)}",
+        f"{EVAL.ljust(width)}  {fmt_size(eval_.stat().st_size)}",
+        f"push: 2 files, {fmt_size(train.stat().st_size + eval_.stat().st_size)}, and the card README.md "
+        f"(.overbrainer/dataset/hub/README.md)",
+    ]
+    assert parquet_rows(train.read_bytes()) == [as_read_back(x) for x in made.records("train")]
+    card = (staged / "README.md").read_text()
+    assert "# &lt;you&gt;/demo-data" in card and not (staged / "push.json").exists()
+    r = cli(["--json", "-C", made.dir, "push", "--dataset", "--dry-run", "--repo", "org/data", "--public"],
+            env=made.env)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["repo"] == "org/data" and data["private"] is False and data["dry_run"] is True
+    assert data["dataset"] == {"train": len(made.records("train")), "eval": len(made.records("eval"))}
+    assert [f["path"] for f in data["files"]] == [TRAIN, EVAL] and fake_hub.calls == []
+
+
+def test_a_missing_split_or_a_wrong_argument_is_a_usage_error(made, fake_hub, cli):
+    (made.data / "eval.jsonl").unlink()
+    r = cli(["-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[-1] == ("error: data/eval.jsonl is missing: run `overbrainer split` (or `run`) "
+                                         "first, then push the dataset")
+    r = cli(["-C", made.dir, "push", "--dataset", "some_run_20261203-082306"], env=made.env)
+    assert r.returncode == 2 and "give no RUN_ID" in r.stderr.splitlines()[-1]
+    r = cli(["-C", made.dir, "push"], env=made.env)
+    assert r.returncode == 2 and r.stderr.splitlines()[-1] == (
+        "error: push needs a RUN_ID (or --dataset to push the train/eval split)")
+    (made.data / "eval.jsonl").write_text("")
+    (made.data / "train.jsonl").write_text("")
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == "error: data/train.jsonl holds no example: nothing to push"
+    assert fake_hub.calls == []
+
+
+def test_the_repo_name_comes_from_the_settings(made, fake_hub, cli):
+    toml = made.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace('[hub]\n', '[hub]\nrepo = "team/model"\n'))
+    r = cli(["--json", "-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["repo"] == "team/model-data"
+    toml.write_text(toml.read_text().replace('[hub]\n', '[hub]\ndataset_repo = "team/shared-data"\n'))
+    r = cli(["--json", "-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    assert json.loads(r.stdout)["repo"] == "team/shared-data"
+    toml.write_text(toml.read_text().replace('dataset_repo = "team/shared-data"', 'dataset_repo = "nope"'))
+    r = cli(["-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    assert r.returncode == 2 and "  hub.dataset_repo: must be exactly NAMESPACE/NAME" in r.stderr.splitlines()
+
+
+def test_an_empty_eval_split_is_left_out(made, fake_hub, cli):
+    (made.data / "eval.jsonl").write_text("")
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    repo = fake_hub.datasets["alice/demo-data"]
+    assert sorted(repo.files) == ["README.md", TRAIN]
+    meta = front_matter(repo.files["README.md"].decode())
+    assert meta["configs"] == [{"config_name": "default", "data_files": [{"split": "train", "path": TRAIN}]}]
+    # The split's exclusions are no longer those of these files: the card says so.
+    assert "| Left out | unknown (the data files changed since the last split) |" in repo.files["README.md"].decode()
+
+
+def test_a_commit_cut_off_is_finished_by_pushing_again_without_sending_the_files_twice(made, fake_hub, cli):
+    fake_hub.cut_commit()
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert r.returncode == 1 and "the commit to alice/demo-data was cut off" in r.stderr.splitlines()[-1]
+    assert fake_hub.datasets["alice/demo-data"].commits == []
+    uploads = fake_hub.routes().count("upload")
+    assert uploads == 2  # the two Parquet files, through LFS
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    assert fake_hub.routes().count("upload") == uploads  # written again byte for byte: the Hub holds them
+    assert sorted(fake_hub.datasets["alice/demo-data"].files) == ["README.md", EVAL, TRAIN]
+
+
+def test_the_repos_own_readme_is_kept_unless_overwrite_card(made, fake_hub, cli):
+    fake_hub.add_repo("alice/demo-data", files={"README.md": b"# mine\n"}, repo_type="dataset")
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    assert "kept the repo's own README.md" in r.stderr and "create" not in fake_hub.routes()
+    assert fake_hub.datasets["alice/demo-data"].files["README.md"] == b"# mine\n"
+    r = cli(["-C", made.dir, "push", "--dataset", "--overwrite-card"], env=made.env)
+    assert r.returncode == 0, r.stderr
+    assert fake_hub.datasets["alice/demo-data"].files["README.md"].decode().startswith("---\nlicense: cc-by-4.0\n")
+
+
+MARKERS = {
+    "OVERBRAINER_PROVIDERS__FAKE__API_KEY": "sk-markerkey-provider-0001",
+    "OVERBRAINER_RUNPOD__API_KEY": "rpa_markerkey_runpod_0002",
+}
+
+
+def test_no_key_reaches_a_file_sent_written_or_printed(made, fake_hub, cli, fake_provider):
+    """Keys set in the environment (the provider's, Runpod's, the Hub token) appear in nothing
+    the push sends, writes or prints."""
+    made.env.update(MARKERS)
+    dry = cli(["-C", made.dir, "push", "--dataset", "--dry-run"], env=made.env)
+    r = cli(["-C", made.dir, "push", "--dataset"], env=made.env)
+    assert dry.returncode == 0 and r.returncode == 0, dry.stderr + r.stderr
+    secrets = [v.encode() for v in MARKERS.values()] + [fake_hub.token.encode()]
+    sent = list(fake_hub.datasets["alice/demo-data"].files.values()) + [c.body for c in fake_hub.calls]
+    written = [p.read_bytes() for p in (made.dir / ".overbrainer" / "dataset").rglob("*") if p.is_file()]
+    printed = [x.encode() for x in (r.stdout, r.stderr, dry.stdout, dry.stderr)]
+    for blob in sent + written + printed:
+        assert not any(s in blob for s in secrets) and b"markerkey" not in blob
+    assert all(c.headers.get("authorization") == f"Bearer {fake_hub.token}" for c in fake_hub.calls
+               if c.route not in ("upload",))
+
+
+def test_the_fake_hub_refuses_the_dataset_card_metadata_the_hub_refuses(fake_hub):
+    """The fixture itself: a card whose metadata is wrong fails the commit, and nothing of it lands."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(endpoint=fake_hub.url, token=fake_hub.token)
+    api.create_repo("alice/d", repo_type="dataset", private=True)
+    for bad in ("license: my-own-license", "size_categories:\n- huge", "configs:\n- data_files: x.parquet",
+                "configs:\n- config_name: default\n  data_files:\n  - split: my split\n    path: x.parquet"):
+        card = f"---\n{bad}\n---\n# d\n".encode()
+        with pytest.raises(HfHubHTTPError) as e:
+            api.create_commit("alice/d", [CommitOperationAdd("README.md", card)], commit_message="m",
+                              repo_type="dataset")
+        assert e.value.response.status_code == 400 and "Invalid metadata in README.md" in str(e.value)
+    assert fake_hub.datasets["alice/d"].files == {}
+    ok = b"---\nlicense: mit\nsize_categories:\n- n<1K\n---\n# d\n"
+    api.create_commit("alice/d", [CommitOperationAdd("README.md", ok)], commit_message="m", repo_type="dataset")
+    assert fake_hub.datasets["alice/d"].files == {"README.md": ok}
+    with pytest.raises(HfHubHTTPError):  # a dataset repo is not a model repo
+        api.repo_info("alice/d", repo_type="model")
