@@ -2,10 +2,11 @@
 Parquet, with a dataset card, in one commit.
 
 `dataset_push_flow(session, config, *, repo, public, overwrite_card, dry_run)`: data/train.jsonl
-and data/eval.jsonl must exist (else exit 2: run `split`) → token (as `push`) → the Parquet files
-written to `.overbrainer/dataset/hub/data/` (hub.parquet; a split without examples is left out,
-train must have some) → repo (`--repo`, else `[hub] dataset_repo`, else the model repo's name +
-`-data`: `[hub] repo-data` or `<whoami>/<project name>-data`) → card (hub.dataset_card) →
+and data/eval.jsonl must exist (else exit 2: run `split`) → token and whoami (as `push`; a dry run
+needs neither) → repo (`--repo`, else `[hub] dataset_repo`, else the model repo's name + `-data`:
+`[hub] repo-data` or `<whoami>/<project name>-data`) → the Parquet files written to
+`.overbrainer/dataset/hub/data/` (hub.parquet; a split without examples is left out, train must
+have some) → card (hub.dataset_card) →
 `--dry-run` lists the files and writes the card to `.overbrainer/dataset/hub/README.md`; otherwise
 the push (hub.flow.send), resumable like a run's (`.overbrainer/dataset/hub/push.json`).
 """
@@ -78,6 +79,9 @@ def dataset_push_flow(session: Any, config: Any, *, repo: str | None = None, pub
     sources = check_split(paths)
     private = not public and config.hub.private
     token = hub_token(config, dry_run)
+    api = None if dry_run else client.api(config.hub.url, token)
+    who = YOU if api is None else push.whoami(api, client.host_of(config.hub.url))  # before the writing
+    name = dataset_repo(repo, config, who)
     uploads, written = stage(paths, sources)
     size = sum(u.size for u in uploads)
     head = {"dataset": {split: written[split].rows for split in SPLITS}}
@@ -86,12 +90,9 @@ def dataset_push_flow(session: Any, config: Any, *, repo: str | None = None, pub
     def card(name: str) -> str:
         return render(gather(config, paths.root, name, __version__, written["train"], written["eval"], files))
 
-    if dry_run:
-        name = dataset_repo(repo, config, YOU)
+    if api is None:
         return dry_run_report(session, paths.dataset_push, uploads, name, private, card(name), head)
-    api = client.api(config.hub.url, token)
-    who = push.whoami(api, client.host_of(config.hub.url))
-    target = push.Target(dataset_repo(repo, config, who), private, public, repo_type="dataset")
+    target = push.Target(name, private, public, repo_type="dataset")
     log.info("push: dataset %s as %s, %d files (%s)", target.repo, who, len(uploads), fmt.size(size))
     data = send(session, api, config, target, uploads, card, paths.dataset_push, LABEL,
                 overwrite_card=overwrite_card, message=f"Upload dataset with overbrainer {__version__}")
