@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer import __version__
+from overbrainer.dataset.jsonl import iter_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.hub import client, push
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 SPLITS = ("train", "eval")
 LABEL = "dataset"  # the progress events' run_id
+NO_EXAMPLE = "data/train.jsonl holds no example: nothing to push"
 
 
 def repo_path(split: str) -> str:
@@ -46,12 +48,15 @@ def dataset_repo(option: str | None, config: Any, who: str) -> str:
 
 
 def check_split(paths: ProjectPaths) -> dict[str, Path]:
-    """The split's files; UsageError (exit 2) naming the one missing."""
+    """The split's files; UsageError (exit 2) naming the one missing, OverbrainerError when train
+    holds no example (read up to its first line that is not blank)."""
     sources = {"train": paths.train, "eval": paths.eval}
     for name, path in sources.items():
         if not path.is_file():
             raise UsageError(f"data/{name}.jsonl is missing: run `overbrainer split` (or `run`) first, "
                              f"then push the dataset")
+    if not any(raw.strip() for _, _, raw in iter_lines(paths.train)):
+        raise OverbrainerError(NO_EXAMPLE)
     return sources
 
 
@@ -68,7 +73,7 @@ def stage(paths: ProjectPaths, sources: dict[str, Path]) -> tuple[list[Upload], 
         else:
             local.unlink()
     if not written["train"].rows:
-        raise OverbrainerError("data/train.jsonl holds no example: nothing to push")
+        raise OverbrainerError(NO_EXAMPLE)
     return uploads, written
 
 
