@@ -55,6 +55,8 @@ def _table(f: DatasetFacts) -> list[str]:
     if f.decontamination is not None:
         rows.append(("Decontamination", decontamination_text(f.decontamination)))
     rows.append(("Cost", f"{f.cost} (tokens {f.tokens[0]} in, {f.tokens[1]} out, every stage)"))
+    if f.kept:
+        rows.append(("Kept", f.kept))
     rows.append(("License", f.license or "not set"))
     return ["| | |", "|---|---|"] + [f"| {cell(k)} | {cell(v)} |" for k, v in rows]
 

@@ -10,7 +10,8 @@ files and settings, like the model card's (card_facts.py): an allowlist.
   that wrote data/train.jsonl and data/eval.jsonl left out (.overbrainer/split.json, when those
   files are still the ones it wrote): excluded by kind, gated by reason (data/gate.jsonl's
   verdicts), contaminated by source (benchmark paths cut to file names), orphaned;
-- cost: the total of .overbrainer/history.jsonl (every stage, as `overbrainer history` sums it);
+- cost: the total of .overbrainer/history.jsonl (every stage, as `overbrainer history` sums it),
+  and the kept share of the output tokens paid for (dataset/kept.py);
 - license: `[hub] dataset_license`.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state
 from overbrainer.dataset.history import read_history, totals
+from overbrainer.dataset.kept import kept_share
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.hub.card_rules import model_name
@@ -52,6 +54,7 @@ class DatasetFacts:
     decontamination: dict | None = None  # {"ngram", "eval", "benchmarks": [names], "contaminated"}
     cost: str = "cost unknown"  # `$0.0123`, `$0.0123+` (some prices unknown), `cost unknown`
     tokens: tuple[int, int] = (0, 0)  # input, output of every stage
+    kept: str | None = None  # the kept share (dataset/kept.py): `N of M paid output tokens (x%) are in …`
 
 
 def names(counts: Any) -> dict[str, int]:
@@ -108,6 +111,9 @@ def gather(config: Any, project_dir: Path, repo: str, version: str, train: Split
     facts.prompts = prompts(project_dir, config)
     facts.split = split_counts(paths)
     facts.decontamination = decontamination(paths)
-    _, total = totals(read_history(project_dir))
+    entries = read_history(project_dir)
+    _, total = totals(entries)
     facts.cost, facts.tokens = str(total.cost), (total.input_tokens, total.output_tokens)
+    share = kept_share(entries)
+    facts.kept = share.text() if share is not None else None
     return facts

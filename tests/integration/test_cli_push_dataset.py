@@ -109,6 +109,9 @@ def test_the_dataset_card_states_models_prompts_counts_drops_cost_and_license(ma
     assert str(total.cost).startswith("$") and total.cost.kind == "known"
     assert f"| Cost | {total.cost} (tokens {total.input_tokens} in, {total.output_tokens} out, every stage) |" in card
     assert "| License | cc-by-4.0 |" in card
+    from overbrainer.dataset.kept import kept_share
+
+    assert f"| Kept | {kept_share(read_history(made.dir)).text()} |" in card and " paid output tokens (" in card
     for name in ("subtopics", "questions", "answer_system"):
         digest = hashlib.sha256(builtin_source(name).encode()).hexdigest()
         assert f"| {name} | built-in | `{digest}` |" in card
