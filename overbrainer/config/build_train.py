@@ -7,6 +7,7 @@ import re
 from typing import Any, Mapping
 
 from overbrainer.config.fields import EnvStr, Table, coerce_scalar
+from overbrainer.config.hub_licenses import LICENSES
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -261,17 +262,27 @@ def export(root: Table) -> Export:
                   max_hours=hours if hours is not None else DEFAULT_SIDE_HOURS)
 
 
+def _hub_repo(t: Table, key: str) -> str | None:
+    repo = t.str(key)
+    if repo is not None and not re.match(HUB_REPO, repo):
+        t.problem(key, "must be exactly NAMESPACE/NAME")
+        return None
+    return repo
+
+
 def hub(root: Table) -> Hub:
 
     t = root.table("hub")
     if t is None:
         return Hub()
-    repo = t.str("repo")
-    if repo is not None and not re.match(HUB_REPO, repo):
-        t.problem("repo", "must be exactly NAMESPACE/NAME")
-        repo = None
+    repo, dataset_repo = (_hub_repo(t, k) for k in ("repo", "dataset_repo"))
+    license = t.str("dataset_license")
+    if license is not None and license not in LICENSES:
+        t.problem("dataset_license", "not a Hugging Face license ID (apache-2.0, mit, cc-by-4.0, other…: "
+                  "https://huggingface.co/docs/hub/repositories-licenses)", license)
+        license = None
     h = Hub(repo=repo, private=t.bool("private", True), after_training=t.bool("after_training", False),
-            base_url=url(t, "base_url", loopback_http=True))
+            base_url=url(t, "base_url", loopback_http=True), dataset_repo=dataset_repo, dataset_license=license)
     t.finish()
     return h
 

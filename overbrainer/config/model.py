@@ -237,6 +237,8 @@ class Hub:
     private: bool = True
     after_training: bool = False
     base_url: str | None = None  # env only; DEFAULT_HUB_BASE_URL when unset
+    dataset_repo: str | None = None  # `push --dataset`'s repo (default: <repo>-data)
+    dataset_license: str | None = None  # a Hub license ID (hub_licenses.LICENSES), the dataset card's
 
     @property
     def url(self) -> str:

@@ -63,6 +63,11 @@ class ProjectPaths:
         return self.state / "split.json"
 
     @property
+    def dataset_push(self) -> Path:
+        """What `push --dataset` stages (hub/): the Parquet files, the card, push.json."""
+        return self.state / "dataset"
+
+    @property
     def stalls(self) -> Path:
         """The list rounds that added nothing, not asked again until their prompt changes
         (dataset/stalls.py)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from overbrainer import __version__
 from overbrainer.dataset.paths import ProjectPaths
@@ -49,7 +49,8 @@ def pick_repo(option: str | None, config: Any, who: str) -> str:
     return repo
 
 
-def _token(config: Any, dry_run: bool) -> str | None:
+def hub_token(config: Any, dry_run: bool) -> str | None:
+    """OVERBRAINER_HF_TOKEN's value; None for a dry run without it; ConfigError (exit 2) otherwise."""
     if config.hf_token is None:
         if dry_run:
             return None
@@ -90,52 +91,72 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     uploads = collect(check_run(runs_dir, run_id))
     size = sum(u.size for u in uploads)
     private = not public and config.hub.private
-    token = _token(config, dry_run)
+    token = hub_token(config, dry_run)
     if dry_run:
-        return _dry_run(session, config, run_dir, run_id, uploads, size, pick_repo(repo, config, YOU), private)
+        card = _card(config, run_dir, run_id, pick_repo(repo, config, YOU), [u.path for u in uploads], None)
+        return dry_run_report(session, run_dir, uploads, pick_repo(repo, config, YOU), private, card,
+                              {"run_id": run_id})
 
     api = client.api(config.hub.url, token)
-    host = client.host_of(config.hub.url)
-    front = session.front
-    interrupt = front.interrupt()
-    who = push.whoami(api, host)
+    who = push.whoami(api, client.host_of(config.hub.url))
     target = push.Target(pick_repo(repo, config, who), private, public)
     log.info("push: %s as %s, %d files (%s)", target.repo, who, len(uploads), fmt.size(size))
-    private, info = push.ensure_repo(api, target, host)
-    existing = push.remote_card(api, target.repo, info, host) if info is not None else None
-    paths = [u.path for u in uploads]
-    card = None
-    if push.card_decision(existing, overwrite_card):
-        card = _card(config, run_dir, run_id, target.repo, paths, _license(api, _base_model(run_dir, config)))
-        push.write_card_copy(run_dir, card)
-    guard = front.open_bus()
-    try:
-        guard.bus.publish(RunWatched(run_id, "push"))
-        data = push.upload_and_commit(
-            api, target, run_id, run_dir, uploads, card, private=private, interrupt=interrupt,
-            emit=lambda done, total: guard.bus.publish(Transfer(run_id, "upload", done, total)), now=fmt.stamp)
-    finally:
-        guard.close()
-    files = len(data["files"])
-    text = f"push: {data['url']} ({files} files, {fmt.size(data['size'])})"
-    result = {"run_id": run_id, "repo": data["repo"], "commit": data["commit"], "url": data["url"],
-              "files": data["files"], "size": data["size"], "private": data["private"],
-              "card": "written" if card is not None else "kept", "dry_run": False}
-    session.report(text, result)
+
+    def card(name: str) -> str:
+        license = _license(api, _base_model(run_dir, config))
+        return _card(config, run_dir, run_id, name, [u.path for u in uploads], license)
+
+    data = send(session, api, config, target, uploads, card, run_dir, run_id, overwrite_card=overwrite_card)
+    result = {"run_id": run_id, **data}
+    session.report(push_line(data), result)
     return result
 
 
-def _dry_run(session: Any, config: Any, run_dir: Path, run_id: str, uploads: list, size: int, repo: str,
-             private: bool) -> dict:
-    card = _card(config, run_dir, run_id, repo, [u.path for u in uploads], None)
-    card_path = write_card_copy(run_dir, card)
+def send(session: Any, api: Any, config: Any, target: push.Target, uploads: list, card: Callable[[str], str],
+         record_dir: Path, label: str, *, overwrite_card: bool, message: str | None = None) -> dict:
+    """The repo, the card decision (`card(repo)` renders it, kept in `record_dir/hub/README.md`),
+    the uploads with progress as `Transfer` events of `label`, the commit: the result's common part."""
+    host = client.host_of(config.hub.url)
+    front = session.front
+    interrupt = front.interrupt()
+    private, info = push.ensure_repo(api, target, host)
+    existing = push.remote_card(api, target.repo, info, host, target.repo_type) if info is not None else None
+    text = None
+    if push.card_decision(existing, overwrite_card):
+        text = card(target.repo)
+        push.write_card_copy(record_dir, text)
+    guard = front.open_bus()
+    try:
+        guard.bus.publish(RunWatched(label, "push"))
+        data = push.upload_and_commit(
+            api, target, label, record_dir, uploads, text, private=private, interrupt=interrupt,
+            emit=lambda done, total: guard.bus.publish(Transfer(label, "upload", done, total)), now=fmt.stamp,
+            message=message)
+    finally:
+        guard.close()
+    return {"repo": data["repo"], "commit": data["commit"], "url": data["url"], "files": data["files"],
+            "size": data["size"], "private": data["private"], "card": "written" if text is not None else "kept",
+            "dry_run": False}
+
+
+def push_line(data: dict) -> str:
+    """`push: <commit url> (N files, SIZE)`."""
+    return f"push: {data['url']} ({len(data['files'])} files, {fmt.size(data['size'])})"
+
+
+def dry_run_report(session: Any, record_dir: Path, uploads: list, repo: str, private: bool, card: str,
+                   head: dict) -> dict:
+    """What --dry-run prints and reports: the files and their sizes; the card is written to
+    `record_dir/hub/README.md`. `head`: the result's first fields (`run_id`, or `dataset`)."""
+    card_path = write_card_copy(record_dir, card)
+    size = sum(u.size for u in uploads)
     visibility = "private" if private else "public"
     width = max(len(u.path) for u in uploads)
     lines = [f"push: {repo}, {visibility} when created; nothing is sent (--dry-run)"]
     lines += [f"{u.path.ljust(width)}  {fmt.size(u.size)}" for u in uploads]
     rel = card_path.relative_to(session.project_dir).as_posix()
     lines.append(f"push: {len(uploads)} files, {fmt.size(size)}, and the card README.md ({rel})")
-    result = {"run_id": run_id, "repo": repo, "private": private, "dry_run": True, "size": size,
+    result = {**head, "repo": repo, "private": private, "dry_run": True, "size": size,
               "files": [{"path": u.path, "size": u.size} for u in uploads], "card": rel}
     session.report("\n".join(lines), result)
     return result

@@ -35,6 +35,7 @@ class Target:
     repo: str
     private: bool  # the visibility asked for, applied only when the repo is created
     public_asked: bool  # --public was given
+    repo_type: str = "model"  # or "dataset" (push --dataset)
 
 
 def record_path(run_dir: Path) -> Path:
@@ -84,17 +85,18 @@ def ensure_repo(api: Any, target: Target, host: str) -> tuple[bool, Any]:
 
     ns = target.repo.split("/", 1)[0]
     try:
-        info = api.repo_info(target.repo, repo_type="model")
+        info = api.repo_info(target.repo, repo_type=target.repo_type)
     except RepositoryNotFoundError:
         info = None
     except Exception as e:  # noqa: BLE001
         raise explain(e, "repo lookup", namespace=ns, host=host) from None
     if info is None:
         try:
-            api.create_repo(target.repo, repo_type="model", private=target.private)
+            api.create_repo(target.repo, repo_type=target.repo_type, private=target.private)
         except Exception as e:  # noqa: BLE001
             raise explain(e, "create", namespace=ns, host=host) from None
-        log.info("push: created %s repo %s", "private" if target.private else "public", target.repo)
+        log.info("push: created %s %srepo %s", "private" if target.private else "public",
+                 "" if target.repo_type == "model" else target.repo_type + " ", target.repo)
         return target.private, None
     private = bool(info.private)
     if not private and target.private and not target.public_asked:
@@ -104,7 +106,7 @@ def ensure_repo(api: Any, target: Target, host: str) -> tuple[bool, Any]:
     return private, info
 
 
-def remote_card(api: Any, repo: str, info: Any, host: str) -> str | None:
+def remote_card(api: Any, repo: str, info: Any, host: str, repo_type: str = "model") -> str | None:
     """The repo's README.md, or None when it has none."""
     names = {s.rfilename for s in (getattr(info, "siblings", None) or [])}
     if CARD_PATH not in names:
@@ -113,7 +115,7 @@ def remote_card(api: Any, repo: str, info: Any, host: str) -> str | None:
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import get_session, hf_raise_for_status
 
-    url = hf_hub_url(repo, CARD_PATH, endpoint=api.endpoint)
+    url = hf_hub_url(repo, CARD_PATH, repo_type=repo_type, endpoint=api.endpoint)
     try:
         r = get_session().get(url, headers=api._build_hf_headers())
         hf_raise_for_status(r)
@@ -132,8 +134,9 @@ def card_decision(existing: str | None, overwrite: bool) -> bool:
 
 def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uploads: list[Upload],
                       card: str | None, *, private: bool, interrupt: Any,
-                      emit: Callable[[int, int], None], now: Callable[[], str]) -> dict:
-    """Upload every file, then one commit. Returns what push.json holds."""
+                      emit: Callable[[int, int], None], now: Callable[[], str], message: str | None = None) -> dict:
+    """Upload every file, then one commit (`message`, else `Upload run <id> …`). Returns what push.json
+    holds."""
     # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
     from huggingface_hub import CommitOperationAdd
 
@@ -154,12 +157,12 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
         if earlier and earlier.get("state") == "uploaded" and earlier.get("repo") == target.repo:
             log.info("push: resuming the push of %s: the Hub is asked which files it holds already", run_id)
 
-        _upload_files(api, target.repo, ops, interrupt, ns=ns, host=host)
+        _upload_files(api, target, ops, interrupt, ns=ns, host=host)
         base = {"repo": target.repo, "files": paths, "private": private}
         write_record(run_dir, {**base, "state": "uploaded", "uploaded": now()})
-        message = f"Upload run {run_id} with overbrainer {__version__}"
+        message = message or f"Upload run {run_id} with overbrainer {__version__}"
 
-        info = _commit(api, target.repo, ops, message, interrupt, ns=ns, host=host)
+        info = _commit(api, target, ops, message, interrupt, ns=ns, host=host)
         progress.finish()
         data = {**base, "state": "pushed", "commit": info.oid, "url": info.commit_url, "pushed": now(),
                 "size": total, "card": card is not None}
@@ -170,14 +173,14 @@ def upload_and_commit(api: Any, target: Target, run_id: str, run_dir: Path, uplo
             f.close()
 
 
-def _upload_files(api: Any, repo: str, ops: list, interrupt: Any, *, ns: str, host: str) -> None:
+def _upload_files(api: Any, target: Target, ops: list, interrupt: Any, *, ns: str, host: str) -> None:
     """Every file's bytes to the Hub's storage (nothing is in the repository until the commit);
     Interrupted when the user stops it."""
     def upload() -> None:
         # One file at a time, in this (abandonable) thread: the library uploads several files
         # on a pool whose threads would keep the process alive after Ctrl-C.
         for op in ops:
-            api.preupload_lfs_files(repo, additions=[op], repo_type="model", free_memory=False)
+            api.preupload_lfs_files(target.repo, additions=[op], repo_type=target.repo_type, free_memory=False)
 
     try:
         done = interrupt.race(_call, upload)
@@ -187,10 +190,12 @@ def _upload_files(api: Any, repo: str, ops: list, interrupt: Any, *, ns: str, ho
         raise Interrupted(CANCELLED)
 
 
-def _commit(api: Any, repo: str, ops: list, message: str, interrupt: Any, *, ns: str, host: str) -> Any:
+def _commit(api: Any, target: Target, ops: list, message: str, interrupt: Any, *, ns: str, host: str) -> Any:
     """The one commit that makes the uploaded files the repository's (shielded from a stop)."""
+    repo = target.repo
+
     def commit() -> Any:
-        return api.create_commit(repo, operations=ops, commit_message=message, repo_type="model")
+        return api.create_commit(repo, operations=ops, commit_message=message, repo_type=target.repo_type)
 
     try:
         return interrupt.shield(commit, note=f"the commit to {repo}")

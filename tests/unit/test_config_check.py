@@ -41,7 +41,8 @@ def test_lines_show_every_section_with_defaults():
     assert lines["runpod.base_url"] == "https://api.runpod.io/v2 (default)"
     assert lines["export"] == ("after_training: false, quantize: Q4_K_M, ollama_name: (unset), target: (unset), "
                                "max_hours: 1.0")
-    assert lines["hub"] == "repo: (default), private: true, after_training: false"
+    assert lines["hub"] == (
+        "repo: (default), private: true, after_training: false, dataset_repo: (default), dataset_license: (unset)")
     assert lines["metrics.listen"] == "(unset)" and lines["metrics.textfile"] == "(unset)"
     text = check.text(c)
     assert MARK not in text and text.count("\n") == len(check.lines(c)) - 1

@@ -314,6 +314,8 @@ def test_target_names():
     ('[hub]\nrepo = "justname"', "hub.repo: must be exactly NAMESPACE/NAME"),
     ('[hub]\nrepo = "a/b/c"', "hub.repo: must be exactly NAMESPACE/NAME"),
     ('[hub]\nprivate = 0', "hub.private: expected a boolean"),
+    ('[hub]\ndataset_repo = "justname"', "hub.dataset_repo: must be exactly NAMESPACE/NAME"),
+    ('[hub]\ndataset_license = "Apache 2"', "hub.dataset_license: not a Hugging Face license ID"),
     ('[compare]\nparent_price_in = -1', "compare.parent_price_in: must be at least 0"),
     ('[compare]\nmax_tokens = 0', "compare.max_tokens: must be at least 1"),
     ('[compare]\ntemperature = 3', "compare.temperature: must be in [0, 2]"),
@@ -341,6 +343,8 @@ ollama_name = "registry.example.com:5000/team/rust-mentor:q4"
 [hub]
 repo = "me/my-model"
 private = false
+dataset_repo = "me/my-data"
+dataset_license = "cc-by-4.0"
 [compare]
 parent_price_in = 0.5
 parent_price_out = 2
@@ -351,6 +355,7 @@ listen = "[::1]:0"
 """)
     assert c.export.quantize == "BF16" and c.export.ollama_name.endswith("rust-mentor:q4")
     assert c.hub.repo == "me/my-model" and c.hub.private is False
+    assert (c.hub.dataset_repo, c.hub.dataset_license) == ("me/my-data", "cc-by-4.0")
     assert c.compare.parent_price_out == 2.0 and c.compare.image == "img"
     assert (c.metrics.host, c.metrics.port) == ("::1", 0)
 

@@ -1,4 +1,5 @@
-"""`huggingface_hub` is imported only when a push talks to the Hub (start-up time)."""
+"""`huggingface_hub` is imported only when a push talks to the Hub, pyarrow only when it writes
+Parquet (start-up time)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-sys.stderr.write("\\nLOADED " + str(sorted(m for m in sys.modules if m.split(".")[0] in ("huggingface_hub", "httpx2"))))
+sys.stderr.write("\\nLOADED " + str(sorted(m for m in sys.modules if m.split(".")[0] in ("huggingface_hub", "httpx2", "pyarrow"))))
 """
 
 

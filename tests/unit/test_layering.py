@@ -49,6 +49,7 @@ LAZY: frozenset[tuple[str, str]] = frozenset({
     ("overbrainer.hub.client", "huggingface_hub"),
     ("overbrainer.hub.client", "httpx2"),
     ("overbrainer.hub.push", "huggingface_hub"),
+    ("overbrainer.hub.parquet", "pyarrow"),  # optional: `push --dataset` only
     ("overbrainer.support.urls", "urllib.parse"),  # a bracketed or non-ASCII host only
     ("overbrainer.support.urls", "ipaddress"),  # an IPv6 address only
     ("overbrainer.support.address_space", "ctypes"),  # commands that start worker threads only
