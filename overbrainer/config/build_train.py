@@ -263,7 +263,7 @@ def export(root: Table) -> Export:
 
 
 def _hub_repo(t: Table, key: str) -> str | None:
-    repo = t.str(key)
+    repo: str | None = t.str(key)
     if repo is not None and not re.match(HUB_REPO, repo):
         t.problem(key, "must be exactly NAMESPACE/NAME")
         return None
@@ -271,7 +271,6 @@ def _hub_repo(t: Table, key: str) -> str | None:
 
 
 def hub(root: Table) -> Hub:
-
     t = root.table("hub")
     if t is None:
         return Hub()
