@@ -33,8 +33,7 @@ from overbrainer.config.model import (
 from overbrainer.config.values import secret, url
 from overbrainer.dataset.json_schema import schema_problems
 from overbrainer.dataset.language import LANGUAGES
-from overbrainer.llm.batch_types import batch_api
-from overbrainer.llm.dialects import guess
+from overbrainer.llm.dialects import batch_api, guess
 from overbrainer.llm.thinking import problems as refused
 
 NAME = re.compile(r"^[a-z0-9_]+$")

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 import xxhash
 
+from overbrainer.llm.dialects import ANTHROPIC_BATCH as ANTHROPIC
+from overbrainer.llm.dialects import OPENAI_BATCH as OPENAI
+from overbrainer.llm.dialects import batch_api  # noqa: F401 - which providers have a batch API
 from overbrainer.llm.types import ChatResponse
 
-OPENAI = "openai"
-ANTHROPIC = "anthropic"
 DISCOUNT = 0.5  # a batch request costs this share of the listed (online) price
 
 
@@ -33,16 +34,6 @@ LIMITS = {
     ANTHROPIC: Limits(100_000, 256 * 1024 * 1024, envelope=64),
 }
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-def batch_api(protocol: str, dialect: str | None) -> str | None:
-    """The batch API a provider has (OPENAI, ANTHROPIC), None when it has none (OpenRouter,
-    llama.cpp, Ollama, vLLM, a generic server)."""
-    if str(protocol) == "anthropic":
-        return ANTHROPIC
-    if str(protocol) == "openai" and dialect == "openai":
-        return OPENAI
-    return None
 
 
 def custom_id(item_id: str) -> str:
