@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from overbrainer.errors import ConfigError, ItemsFailed
+from overbrainer.errors import ItemsFailed
 from tests.fixtures.project import Project
 
 PARENT = "deepseek/deepseek-r1"
@@ -54,3 +54,82 @@ def test_submit_then_collect_matches_online(project, fake_provider, tmp_path, pr
     assert (batch.data / "answers.jsonl").read_bytes() == (project.data / "answers.jsonl").read_bytes()
     assert datas[0]["cost"] == pytest.approx(online[0]["cost"] * 0.5)
     assert fake_provider.batches.created == 1
+
+
+def _journal(project) -> list[dict]:
+    folder = project.dir / ".overbrainer" / "batches"
+    docs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+    return sorted(docs, key=lambda d: (d["created_at"], d["id"]))
+
+
+@pytest.mark.parametrize("protocol,dialect", PROTOCOLS)
+def test_expired_batch_resubmitted_once_then_failed(project, fake_provider, tmp_path, protocol, dialect):
+    _prepared(project, fake_provider, protocol, dialect)
+    batch = _batch(project, tmp_path)
+    fake_provider.batches.auto_finish_after = None  # nothing runs: the batches expire
+    assert batch.stage("answers")[2] is None
+    fake_provider.batches.advance(25)
+    texts, datas, err = batch.stage("answers")  # collects the expired batch, sends its items again
+    assert err is None, texts
+    assert fake_provider.batches.created == 2 and datas[0]["submitted"] == 6
+    first, second = _journal(batch)
+    assert first["state"] == "collected" and len(first["unresolved"]) == 6 and second["round"] == 1
+    assert "expired" in next(iter(first["errors"].values()))
+    fake_provider.batches.advance(25)
+    texts, datas, err = batch.stage("answers")  # expired again: failed items, not sent a third time
+    assert isinstance(err, ItemsFailed), texts
+    assert datas[0]["failed"] == 6 and "no answer from two batches, not sent again" in texts[0]
+    assert fake_provider.batches.created == 2
+    texts, datas, err = batch.stage("answers")
+    assert isinstance(err, ItemsFailed) and fake_provider.batches.created == 2
+
+
+@pytest.mark.parametrize("protocol,dialect", PROTOCOLS)
+def test_errored_items_resubmitted_once(project, fake_provider, tmp_path, protocol, dialect):
+    _prepared(project, fake_provider, protocol, dialect)
+    batch = _batch(project, tmp_path)
+    questions = project.records("questions")
+    bad = {questions[0]["id"], questions[1]["id"]}
+    fake_provider.batches.fail_items(lambda custom_id, body: custom_id in bad, status=500,
+                                     message="The server had an error.")
+    assert batch.stage("answers")[2] is None
+    texts, datas, err = batch.stage("answers")  # 4 answers in; the 2 errored ones sent again
+    assert err is None, texts
+    assert datas[0]["done"] + datas[0]["excluded"] == 4 and datas[0]["submitted"] == 2, texts
+    assert fake_provider.batches.created == 2
+    texts, datas, err = batch.stage("answers")  # they error again: failed, named
+    assert isinstance(err, ItemsFailed), texts
+    assert all(i in texts[0] for i in bad) and fake_provider.batches.created == 2
+    assert len(batch.records("answers")) == 4
+
+
+def test_cap_reserved_at_submission(project, fake_provider, tmp_path):
+    _prepared(project, fake_provider)
+    # One answer's bound at the batch price: (prompt bytes + 256) × $2/M + 16384 × $8/M, halved ≈ $0.066.
+    batch = _batch(project, tmp_path, max_cost_usd=0.2)
+    texts, datas, err = batch.stage("answers")
+    assert err is None, texts
+    assert datas[0]["submitted"] == 3 and datas[0]["capped"] == 3, texts
+    assert "3 not submitted: spend cap" in texts[0]
+    (sub,) = _journal(batch)
+    assert len(sub["items"]) == 3 and 0 < sub["reserved_usd"] <= 0.2
+    texts, datas, err = batch.stage("answers")  # collects 3, reserves for the other 3
+    assert err is None and datas[0]["submitted"] == 3 and len(batch.records("answers")) == 3
+
+
+def test_batch_requests_are_the_online_bodies(project, fake_provider, tmp_path):
+    """The fake refuses any field its reference lacks; each request kind the client sends is
+    sent here (upload, create, retrieve, file content), and every batch request's body is the body
+    the online request of the same question had."""
+    _prepared(project, fake_provider)
+    batch = _batch(project, tmp_path)
+    fake_provider.clear()
+    assert project.stage("answers")[2] is None
+    online = sorted(json.dumps(r.body, sort_keys=True) for r in fake_provider.requests
+                    if r.path == "/chat/completions")
+    assert batch.stage("answers")[2] is None and batch.stage("answers")[2] is None
+    (b,) = fake_provider.batches.all()
+    assert sorted(json.dumps(i.body, sort_keys=True) for i in b.items) == online
+    assert fake_provider.batches.invalid == []
+    kinds = {(r.method, r.path.split("/")[1]) for r in fake_provider.requests}
+    assert {("POST", "files"), ("POST", "batches"), ("GET", "batches"), ("GET", "files")} <= kinds
