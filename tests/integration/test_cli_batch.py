@@ -119,3 +119,18 @@ def test_kill9_after_a_send_before_its_record(project, fake_provider, cli, proto
     answers = project.records("answers")
     assert len(answers) == 6 and len({a["id"] for a in answers}) == 6
     assert fake_provider.batches.created == 1
+
+
+def test_plan_shows_online_and_batch_side_by_side(project, fake_provider, cli):
+    _project(project, fake_provider)
+    assert cli(["-C", project.dir, "questions"], env=project.env).returncode == 0
+    r = cli(["-C", project.dir, "--json", "answers", "--plan"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    answers = json.loads(r.stdout.splitlines()[0])
+    assert answers["mode"] == "batch" and answers["requests"] == 6
+    assert answers["batch_cost_usd"] == pytest.approx(answers["online_cost_usd"] * 0.5)
+    assert answers["batch_cost_max_usd"] == pytest.approx(answers["online_cost_max_usd"] * 0.5)
+    assert answers["cost_usd"] == answers["batch_cost_usd"]  # the mode configured is what counts
+    text = cli(["-C", project.dir, "answers", "--plan"], env=project.env).stdout
+    assert "online $" in text and "batch $" in text and "batch mode counted" in text
+    assert fake_provider.batches.created == 0 and fake_provider.files.created == 0
