@@ -12,8 +12,8 @@ import datetime as dt
 import json
 from typing import Any, Iterator
 
-from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome
-from overbrainer.llm.errors import LlmError, invalid
+from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome, answered, result_lines
+from overbrainer.llm.errors import invalid
 
 PATH = "/messages/batches"
 SLACK = 300.0  # seconds of clock skew allowed when looking for what a crashed command sent
@@ -78,20 +78,13 @@ class AnthropicBatches:
 
     def outcomes(self, sub, status: BatchStatus) -> Iterator[Outcome]:
         raw = self.client.call("GET", f"{PATH}/{sub.batch_id}/results", decode=False)
-        for line in raw.splitlines():
-            if line.strip():
-                yield self._outcome(json.loads(line))
+        for custom, line in result_lines(raw):
+            yield self._outcome(custom, line.get("result"))
 
-    def _outcome(self, line: Any) -> Outcome:
-        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-            raise invalid("a batch result line without custom_id")
-        custom, result = line["custom_id"], line.get("result")
+    def _outcome(self, custom: str, result: Any) -> Outcome:
         kind = result.get("type") if isinstance(result, dict) else None
         if kind == "succeeded":
-            try:
-                return Outcome(custom, self.client.parse_chat(result.get("message")))
-            except LlmError as e:
-                return Outcome(custom, error=str(e))
+            return answered(self.client, custom, result.get("message"))
         if kind == "errored":
             err = result.get("error")
             inner = err.get("error") if isinstance(err, dict) else None
