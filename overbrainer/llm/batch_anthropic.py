@@ -67,8 +67,16 @@ class AnthropicBatches:
                 break
             after = data[-1].get("id")
         if len(fits) > 1:
+            fits = [f for f in fits if not f.ended or self._ours(sub, f)]
+        if len(fits) > 1:
             raise Ambiguous(", ".join(f.batch_id for f in fits))
         return fits[0] if fits else None
+
+    def _ours(self, sub, status: BatchStatus) -> bool:
+        """Whether an ended batch's results are those of `sub`'s requests (its custom_ids)."""
+        mine = {c for c in sub.custom_ids} | {i for i in sub.items if i not in sub.custom_ids.values()}
+        raw = self.client.call("GET", f"{PATH}/{status.batch_id}/results", decode=False)
+        return {custom for custom, _ in result_lines(raw)} == mine
 
     def status(self, sub) -> BatchStatus:
         return status_of(self.client.call("GET", f"{PATH}/{sub.batch_id}"))

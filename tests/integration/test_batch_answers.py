@@ -133,3 +133,32 @@ def test_batch_requests_are_the_online_bodies(project, fake_provider, tmp_path):
     assert fake_provider.batches.invalid == []
     kinds = {(r.method, r.path.split("/")[1]) for r in fake_provider.requests}
     assert {("POST", "files"), ("POST", "batches"), ("GET", "batches"), ("GET", "files")} <= kinds
+
+
+def test_anthropic_recovery_tells_its_batch_from_another_by_the_results(project, fake_provider, tmp_path):
+    """A crash left a submission `submitting` (its batch sent, its id not recorded); another
+    batch of as many requests was created since (another project on the account): once both have
+    ended, the one whose results carry this submission's custom_ids is adopted."""
+    import requests
+
+    _prepared(project, fake_provider, "anthropic", None)
+    batch = _batch(project, tmp_path)
+    fake_provider.batches.auto_finish_after = None
+    assert batch.stage("answers")[2] is None
+    path = next((batch.dir / ".overbrainer" / "batches").glob("*.json"))
+    doc = json.loads(path.read_text())
+    ours = doc["batch_id"]
+    path.write_text(json.dumps({**doc, "state": "submitting", "batch_id": None, "status": None}))
+    other = {"requests": [{"custom_id": f"other-{i}", "params": {"model": "claude-sonnet-4-5", "max_tokens": 16,
+                                                                   "messages": [{"role": "user", "content": "hi"}]}}
+                          for i in range(6)]}
+    r = requests.post(f"{fake_provider.url}/messages/batches", json=other, headers={"anthropic-version": "2023-06-01"})
+    assert r.status_code == 200, r.text
+    texts, datas, err = batch.stage("answers")  # both in progress: neither is adopted, nothing sent again
+    assert err is None and datas[0]["unsettled"] == 1 and fake_provider.batches.created == 2
+    fake_provider.batches.finish()
+    texts, datas, err = batch.stage("answers")  # ended: ours is told apart by its results
+    assert err is None, texts
+    assert json.loads(path.read_text())["batch_id"] == ours
+    texts, datas, err = batch.stage("answers")
+    assert err is None and len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
