@@ -56,7 +56,7 @@ class BatchAnswers:
         self.failed: list[str] = []
         self.submitted = 0
         self.capped = 0
-        self.held = 0  # bounds reserved under the cap by this command
+        self.capped_bound = 0.0
 
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
@@ -169,6 +169,7 @@ class BatchAnswers:
                       room=None if budget is None else budget.room(), round_of=lambda q: min(tries[q.id], 1))
         self.submitted += sent.items
         self.capped = sent.capped
+        self.capped_bound = sent.capped_bound
         reserved = sum(s.reserved_usd or 0.0 for s in sent.submissions)
         if budget is not None and reserved:
             budget.reserve(reserved, lambda: True)
@@ -199,6 +200,8 @@ class BatchAnswers:
             note += f"; no answer from two batches, not sent again: {some(self.failed)}"
         for p in problems:
             log.error("answers: %s", p)
+        if self.capped and not items and result.error is None and self.ctx.budget is not None:
+            result.error = self.ctx.budget.reached(self.capped_bound)  # nothing could be sent: exit 1
         result.batch = {"pending": items, "batches": len(subs), "pending_since": since,
                         "submitted": self.submitted, "capped": self.capped, "note": note,
                         "unsettled": len(problems)}

@@ -162,3 +162,11 @@ def test_anthropic_recovery_tells_its_batch_from_another_by_the_results(project,
     assert json.loads(path.read_text())["batch_id"] == ours
     texts, datas, err = batch.stage("answers")
     assert err is None and len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
+
+
+def test_a_cap_that_leaves_nothing_to_submit_stops(project, fake_provider, tmp_path):
+    _prepared(project, fake_provider)
+    batch = _batch(project, tmp_path, max_cost_usd=0.01)  # less than one answer's bound
+    texts, datas, err = batch.stage("answers")
+    assert err is not None and "spend cap reached" in str(err), texts
+    assert datas[0]["capped"] == 6 and fake_provider.batches.created == 0 and fake_provider.files.created == 0
