@@ -112,7 +112,8 @@ class BatchAnswers:
 
     def _collect(self, sub: Submission, questions: dict) -> None:
         outcomes = list(self.api.outcomes(sub, sub._status))
-        foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in set(sub.items)]
+        sent = set(sub.items)
+        foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in sent]
         if foreign:
             log.error("answers: batch %s holds requests submission %s never sent (%s); not collected",
                       sub.batch_id, sub.id, some(foreign))

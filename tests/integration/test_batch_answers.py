@@ -170,3 +170,15 @@ def test_a_cap_that_leaves_nothing_to_submit_stops(project, fake_provider, tmp_p
     texts, datas, err = batch.stage("answers")
     assert err is not None and "spend cap reached" in str(err), texts
     assert datas[0]["capped"] == 6 and fake_provider.batches.created == 0 and fake_provider.files.created == 0
+
+
+def test_online_refuses_while_batches_are_out(project, fake_provider, tmp_path):
+    _prepared(project, fake_provider)
+    batch = _batch(project, tmp_path)
+    assert batch.stage("answers")[2] is None
+    toml = batch.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace('mode = "batch"', 'mode = "online"'))
+    fake_provider.clear()
+    texts, datas, err = batch.stage("answers")
+    assert err is not None and err.exit_code == 2 and "still out" in str(err), texts
+    assert fake_provider.count == 0
