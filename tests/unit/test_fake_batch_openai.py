@@ -264,3 +264,21 @@ def test_faults_and_holds_on_batch_routes(fake):
     hold.release()
     t.join(10)
     assert answer["r"].status_code == 200
+
+
+def test_a_request_held_before_its_effect_and_dropped_never_happens(fake):
+    hold = fake.batches.hold("/files", before=True)
+    answer = {}
+
+    def send():
+        try:
+            answer["r"] = upload(fake, lines(1))
+        except requests.ConnectionError as e:
+            answer["e"] = e
+
+    t = threading.Thread(target=send)
+    t.start()
+    assert hold.wait(10) and fake.files.created == 0
+    hold.release(drop=True)
+    t.join(10)
+    assert "e" in answer and fake.files.created == 0 and get(fake, "/files").json()["data"] == []
