@@ -100,13 +100,15 @@ class BatchAnswers:
         sub._status = status  # kept for collect
         return status.ended
 
-    def _pending(self):
-        return (q for q in PendingQuestions(self.ctx.paths, self.names, self.output.records())
+    def _pending(self, names: set[str] | None = None):
+        """The questions with no answer (of `names`, default the selected topics)."""
+        return (q for q in PendingQuestions(self.ctx.paths, names or self.names, self.output.records())
                 if q.id not in self.answered)
 
     def collect(self, ended: list[Submission]) -> None:
         wanted = {i for s in ended for i in s.items}
-        questions = {q.id: q for q in self._pending() if q.id in wanted}
+        every = {t.name for t in self.ctx.config.topics}  # a batch holds the topics it was sent with
+        questions = {q.id: q for q in self._pending(every) if q.id in wanted}
         for sub in ended:
             self._collect(sub, questions)
 

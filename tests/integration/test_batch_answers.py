@@ -182,3 +182,15 @@ def test_online_refuses_while_batches_are_out(project, fake_provider, tmp_path):
     texts, datas, err = batch.stage("answers")
     assert err is not None and err.exit_code == 2 and "still out" in str(err), texts
     assert fake_provider.count == 0
+
+
+def test_a_topic_call_collects_every_topic_it_finds_ended(project, fake_provider, tmp_path):
+    project.write(topics=2, subtopics=1, questions=2, protocol="openai", dialect="openai", parent_model=PARENT,
+                  generator_model=PARENT, pipeline={"concurrency": 1, "mode": "batch"})
+    assert project.stage("questions")[2] is None
+    assert project.stage("answers", topic="topic0")[2] is None  # topic0's questions go out
+    texts, datas, err = project.stage("answers", topic="topic1")  # collects them, sends topic1's
+    assert err is None, texts
+    assert {a["topic"] for a in project.records("answers")} == {"topic0"} and datas[0]["submitted"] == 2
+    assert project.stage("answers", topic="topic1")[2] is None
+    assert len(project.records("answers")) == 4 and fake_provider.batches.created == 2
