@@ -57,6 +57,7 @@ class BatchAnswers:
         self.submitted = 0
         self.capped = 0
         self.capped_bound = 0.0
+        self.reserved: dict[str, float] = {}  # what this command holds under the cap, by submission
 
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
@@ -65,7 +66,7 @@ class BatchAnswers:
         with keeping_figures(self.ctx, self.run_, figures), output:
             self.output, self.figures = output, figures
             try:
-                problems = self.step(first=True)
+                problems = self.step()
                 delay = POLL_FIRST
                 while wait and self.open():
                     self.ctx.check()
@@ -73,16 +74,16 @@ class BatchAnswers:
                     if self.ctx.stop_event.wait(delay):
                         raise Interrupted(INTERRUPTED)
                     delay = min(delay * 1.5, POLL_MAX)
-                    problems = self.step(first=False)
+                    problems = self.step()
             except LlmError as e:
                 return self.result(finish(self.run_, e), [])
         return self.result(finish(self.run_), problems)
 
     # --- one look: recover, collect, submit ------------------------------------------------------
 
-    def step(self, first: bool) -> list[str]:
+    def step(self) -> list[str]:
         subs = self.journal.all(STAGE)
-        problems = recover(self.api, self.journal, subs) if first else []
+        problems = recover(self.api, self.journal, subs)
         ended = [s for s in subs if s.state == SUBMITTED and self._ended(s)]
         if ended:
             self.collect(ended)
@@ -134,6 +135,9 @@ class BatchAnswers:
         sub.errors = {i: errors.get(i, f"no result (batch {sub.status})") for i in sub.unresolved}
         sub.state, sub.cost = COLLECTED, round(cost, 8)
         self.journal.write(sub)
+        held = self.reserved.pop(sub.id, None)
+        if held is not None:  # sent by this command (--wait): its bound gives way to its cost
+            self.ctx.budget.settle(held, cost)
 
     def _keep(self, q, response) -> float | None:
         example = build_example(q, response, model=self.client.model,
@@ -173,9 +177,9 @@ class BatchAnswers:
         self.submitted += sent.items
         self.capped = sent.capped
         self.capped_bound = sent.capped_bound
-        reserved = sum(s.reserved_usd or 0.0 for s in sent.submissions)
-        if budget is not None and reserved:
-            budget.reserve(reserved, lambda: True)
+        for sub in sent.submissions if budget is not None else ():
+            if budget.reserve(sub.reserved_usd or 0.0, lambda: True):
+                self.reserved[sub.id] = sub.reserved_usd or 0.0
         if sent.capped:
             log.warning("answers: %d question(s) not submitted: their bounds would pass the spend cap "
                         "(max_cost_usd); a later run sends them", sent.capped)

@@ -194,3 +194,13 @@ def test_a_topic_call_collects_every_topic_it_finds_ended(project, fake_provider
     assert {a["topic"] for a in project.records("answers")} == {"topic0"} and datas[0]["submitted"] == 2
     assert project.stage("answers", topic="topic1")[2] is None
     assert len(project.records("answers")) == 4 and fake_provider.batches.created == 2
+
+
+def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fake_provider, tmp_path):
+    _prepared(project, fake_provider)
+    batch = _batch(project, tmp_path, max_cost_usd=0.2)  # 3 bounds at a time
+    fake_provider.batches.auto_finish_after = 2
+    texts, datas, err = batch.stage("answers", wait=True)
+    assert err is None, texts
+    assert len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
+    assert datas[0]["pending"] == 0 and datas[0]["submitted"] == 6 and datas[0]["cost"] < 0.2
