@@ -133,7 +133,11 @@ def status_of(doc: Any) -> BatchStatus:
         raise invalid("not a batch object")
     status = str(doc.get("status"))
     counts = doc.get("request_counts") if isinstance(doc.get("request_counts"), dict) else {}
-    return BatchStatus(doc["id"], status, status in ENDED, counts, doc.get("output_file_id"), doc.get("error_file_id"))
+    errors = doc.get("errors").get("data") if isinstance(doc.get("errors"), dict) else None
+    first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
+    reason = str(first.get("message") or first.get("code")) if first else None
+    return BatchStatus(doc["id"], status, status in ENDED, counts, doc.get("output_file_id"), doc.get("error_file_id"),
+                       reason)
 
 
 def _id(doc: Any) -> str:

@@ -76,6 +76,7 @@ class BatchStatus:
     counts: dict = field(default_factory=dict)
     output_file_id: str | None = None
     error_file_id: str | None = None
+    reason: str | None = None  # why a batch failed as a whole (OpenAI's validation errors)
 
 
 @dataclass

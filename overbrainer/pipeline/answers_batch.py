@@ -132,7 +132,8 @@ class BatchAnswers:
                 spent = self._keep(questions[item], o.response)
                 cost += spent or 0.0
         sub.unresolved = [i for i in sub.items if i not in self.answered and i in questions]
-        sub.errors = {i: errors.get(i, f"no result (batch {sub.status})") for i in sub.unresolved}
+        why = f"no result (batch {sub.status}" + (f": {sub._status.reason})" if sub._status.reason else ")")
+        sub.errors = {i: errors.get(i, why) for i in sub.unresolved}
         sub.state, sub.cost = COLLECTED, round(cost, 8)
         self.journal.write(sub)
         held = self.reserved.pop(sub.id, None)

@@ -204,3 +204,16 @@ def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fa
     assert err is None, texts
     assert len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
     assert datas[0]["pending"] == 0 and datas[0]["submitted"] == 6 and datas[0]["cost"] < 0.2
+
+
+def test_a_batch_that_failed_validation_is_resubmitted_once(project, fake_provider, tmp_path):
+    _prepared(project, fake_provider)
+    batch = _batch(project, tmp_path)
+    fake_provider.batches.fail_validation("invalid_request", "The batch failed validation.")
+    assert batch.stage("answers")[2] is None
+    texts, datas, err = batch.stage("answers")  # failed: its items go out once more
+    assert err is None and datas[0]["submitted"] == 6, texts
+    first = _journal(batch)[0]
+    assert first["status"] == "failed" and set(first["errors"].values()) == {"no result (batch failed: The batch failed validation.)"}
+    texts, datas, err = batch.stage("answers")
+    assert err is None and len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
