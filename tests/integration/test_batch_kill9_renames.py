@@ -55,8 +55,10 @@ def _complete(project: Project) -> None:
     raise AssertionError("still pending after 4 runs: " + "\n".join(outs))
 
 
-@pytest.mark.parametrize("protocol,dialect", [("openai", "openai"), ("anthropic", None)])
-@pytest.mark.parametrize("phase", ["submit", "collect"])
+@pytest.mark.parametrize("protocol,dialect,phase", [
+    ("openai", "openai", "submit"), ("openai", "openai", "collect"),
+    ("anthropic", None, "submit"),  # its recovery goes through the list; a collect is the same code
+])
 def test_kill9_at_every_rename(project, fake_provider, tmp_path, protocol, dialect, phase):
     model = MODEL[protocol]
     project.write(topics=1, subtopics=2, questions=3, protocol=protocol, dialect=dialect, parent_model=model,
