@@ -18,7 +18,7 @@ def batches() -> None:
 def ls(app: AppContext) -> None:
     """One line per submission, oldest first: its id, stage, state (submitting, submitted,
     collected, lost), the provider's status (asked again for the open ones), its requests, the
-    batch id and since when. Takes no lock; writes only the status it learns."""
+    batch id and since when. Takes no lock and writes nothing."""
     from overbrainer.pipeline.batch_admin import ls_flow
 
     with app.open_project(write=False) as config:

@@ -38,15 +38,15 @@ def _data(sub: Submission) -> dict:
 
 
 def ls_flow(session: "Session", config) -> None:
-    """Every submission, oldest first; the open ones' status asked of the provider (recorded)."""
+    """Every submission, oldest first; the open ones' status asked of the provider (shown only:
+    a reader takes no lock, so it writes nothing)."""
     journal = Journal(StageContext(session.project_dir, config).paths.batches)
     subs = journal.all()
     api = _api(session, config) if any(s.open and s.batch_id for s in subs) else None
     for sub in subs:
         if api is not None and sub.open and sub.batch_id:
             try:
-                sub.status = api.status(sub).status
-                journal.write(sub)
+                sub.status = api.status(sub).status  # shown, not written: `ls` takes no lock
             except LlmError as e:
                 sub.status = f"cannot ask the provider ({e})"
     text = "\n".join(_line(s) for s in subs) or "no batch submissions"
