@@ -15,7 +15,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from overbrainer.support.atomic import atomic_write_text
@@ -85,7 +85,9 @@ class Journal:
         out = []
         for path in sorted(self.folder.glob("s*.json")):
             try:
-                out.append(Submission(**json.loads(path.read_text())))
+                doc = json.loads(path.read_text())
+                known = {f.name for f in fields(Submission)}  # a newer version's extra fields are kept out
+                out.append(Submission(**{k: v for k, v in doc.items() if k in known}))
             except (OSError, ValueError, TypeError) as e:
                 log.warning("batch journal: cannot read %s (%s); skipped", path, e)
         out.sort(key=lambda s: (s.created_at, s.id))

@@ -12,8 +12,8 @@ import datetime as dt
 import json
 from typing import Any, Iterator
 
-from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome
-from overbrainer.llm.errors import LlmError, invalid
+from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome, answered, result_lines
+from overbrainer.llm.errors import invalid
 
 PATH = "/messages/batches"
 SLACK = 300.0  # seconds of clock skew allowed when looking for what a crashed command sent
@@ -67,8 +67,16 @@ class AnthropicBatches:
                 break
             after = data[-1].get("id")
         if len(fits) > 1:
+            fits = [f for f in fits if not f.ended or self._ours(sub, f)]
+        if len(fits) > 1:
             raise Ambiguous(", ".join(f.batch_id for f in fits))
         return fits[0] if fits else None
+
+    def _ours(self, sub, status: BatchStatus) -> bool:
+        """Whether an ended batch's results are those of `sub`'s requests (its custom_ids)."""
+        mine = {c for c in sub.custom_ids} | {i for i in sub.items if i not in sub.custom_ids.values()}
+        raw = self.client.call("GET", f"{PATH}/{status.batch_id}/results", decode=False)
+        return {custom for custom, _ in result_lines(raw)} == mine
 
     def status(self, sub) -> BatchStatus:
         return status_of(self.client.call("GET", f"{PATH}/{sub.batch_id}"))
@@ -78,20 +86,13 @@ class AnthropicBatches:
 
     def outcomes(self, sub, status: BatchStatus) -> Iterator[Outcome]:
         raw = self.client.call("GET", f"{PATH}/{sub.batch_id}/results", decode=False)
-        for line in raw.splitlines():
-            if line.strip():
-                yield self._outcome(json.loads(line))
+        for custom, line in result_lines(raw):
+            yield self._outcome(custom, line.get("result"))
 
-    def _outcome(self, line: Any) -> Outcome:
-        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-            raise invalid("a batch result line without custom_id")
-        custom, result = line["custom_id"], line.get("result")
+    def _outcome(self, custom: str, result: Any) -> Outcome:
         kind = result.get("type") if isinstance(result, dict) else None
         if kind == "succeeded":
-            try:
-                return Outcome(custom, self.client.parse_chat(result.get("message")))
-            except LlmError as e:
-                return Outcome(custom, error=str(e))
+            return answered(self.client, custom, result.get("message"))
         if kind == "errored":
             err = result.get("error")
             inner = err.get("error") if isinstance(err, dict) else None

@@ -12,8 +12,8 @@ import json
 import secrets
 from typing import Any, Iterator
 
-from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome
-from overbrainer.llm.errors import LlmError, invalid
+from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome, answered, result_lines
+from overbrainer.llm.errors import invalid
 
 ENDPOINT = "/v1/chat/completions"
 WINDOW = "24h"
@@ -117,19 +117,12 @@ class OpenAIBatches:
             if file_id is None:
                 continue
             raw = self.client.call("GET", f"/files/{file_id}/content", decode=False)
-            for line in raw.splitlines():
-                if line.strip():
-                    yield self._outcome(json.loads(line))
+            for custom, line in result_lines(raw):
+                yield self._outcome(custom, line.get("response"), line.get("error"))
 
-    def _outcome(self, line: Any) -> Outcome:
-        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
-            raise invalid("a batch result line without custom_id")
-        custom, response, error = line["custom_id"], line.get("response"), line.get("error")
+    def _outcome(self, custom: str, response: Any, error: Any) -> Outcome:
         if isinstance(response, dict) and response.get("status_code") == 200:
-            try:
-                return Outcome(custom, self.client.parse_chat(response.get("body")))
-            except LlmError as e:
-                return Outcome(custom, error=str(e))
+            return answered(self.client, custom, response.get("body"))
         if isinstance(response, dict):
             return Outcome(custom, error=f"HTTP {response.get('status_code')}: {_message(response.get('body'))}")
         return Outcome(custom, error=_message({"error": error}))

@@ -9,14 +9,17 @@ requests and 200 MB per input file. Anthropic (protocol `anthropic`): Message Ba
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 import xxhash
 
 from overbrainer.llm.dialects import ANTHROPIC_BATCH as ANTHROPIC
 from overbrainer.llm.dialects import OPENAI_BATCH as OPENAI
 from overbrainer.llm.dialects import batch_api  # noqa: F401 - which providers have a batch API
+from overbrainer.llm.errors import LlmError, invalid
 from overbrainer.llm.types import ChatResponse
 
 DISCOUNT = 0.5  # a batch request costs this share of the listed (online) price
@@ -83,3 +86,25 @@ class Outcome:
     custom_id: str
     response: ChatResponse | None = None
     error: str | None = None
+
+
+def result_lines(raw: bytes) -> Iterator[tuple[str, dict]]:
+    """(custom_id, line) of each line of a results file (JSONL); a line without one is invalid."""
+    for text in raw.splitlines():
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except ValueError:
+            raise invalid("a batch result line that is not JSON") from None
+        if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
+            raise invalid("a batch result line without custom_id")
+        yield line["custom_id"], line
+
+
+def answered(client, custom: str, doc: Any) -> Outcome:
+    """A request's answer, read by the online parser (an answer it refuses is an error)."""
+    try:
+        return Outcome(custom, client.parse_chat(doc))
+    except LlmError as e:
+        return Outcome(custom, error=str(e))

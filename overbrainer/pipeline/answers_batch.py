@@ -56,7 +56,7 @@ class BatchAnswers:
         self.failed: list[str] = []
         self.submitted = 0
         self.capped = 0
-        self.held = 0  # bounds reserved under the cap by this command
+        self.capped_bound = 0.0
 
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
@@ -100,19 +100,22 @@ class BatchAnswers:
         sub._status = status  # kept for collect
         return status.ended
 
-    def _pending(self):
-        return (q for q in PendingQuestions(self.ctx.paths, self.names, self.output.records())
+    def _pending(self, names: set[str] | None = None):
+        """The questions with no answer (of `names`, default the selected topics)."""
+        return (q for q in PendingQuestions(self.ctx.paths, names or self.names, self.output.records())
                 if q.id not in self.answered)
 
     def collect(self, ended: list[Submission]) -> None:
         wanted = {i for s in ended for i in s.items}
-        questions = {q.id: q for q in self._pending() if q.id in wanted}
+        every = {t.name for t in self.ctx.config.topics}  # a batch holds the topics it was sent with
+        questions = {q.id: q for q in self._pending(every) if q.id in wanted}
         for sub in ended:
             self._collect(sub, questions)
 
     def _collect(self, sub: Submission, questions: dict) -> None:
         outcomes = list(self.api.outcomes(sub, sub._status))
-        foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in set(sub.items)]
+        sent = set(sub.items)
+        foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in sent]
         if foreign:
             log.error("answers: batch %s holds requests submission %s never sent (%s); not collected",
                       sub.batch_id, sub.id, some(foreign))
@@ -169,6 +172,7 @@ class BatchAnswers:
                       room=None if budget is None else budget.room(), round_of=lambda q: min(tries[q.id], 1))
         self.submitted += sent.items
         self.capped = sent.capped
+        self.capped_bound = sent.capped_bound
         reserved = sum(s.reserved_usd or 0.0 for s in sent.submissions)
         if budget is not None and reserved:
             budget.reserve(reserved, lambda: True)
@@ -199,6 +203,8 @@ class BatchAnswers:
             note += f"; no answer from two batches, not sent again: {some(self.failed)}"
         for p in problems:
             log.error("answers: %s", p)
+        if self.capped and not items and result.error is None and self.ctx.budget is not None:
+            result.error = self.ctx.budget.reached(self.capped_bound)  # nothing could be sent: exit 1
         result.batch = {"pending": items, "batches": len(subs), "pending_since": since,
                         "submitted": self.submitted, "capped": self.capped, "note": note,
                         "unsettled": len(problems)}

@@ -52,6 +52,7 @@ class Sent:
     submissions: list[Submission] = field(default_factory=list)
     items: int = 0
     capped: int = 0  # questions left out: their bound would pass the spend cap
+    capped_bound: float = 0.0  # the bound of the first of them
 
 
 class Packer:
@@ -104,6 +105,7 @@ def submit(api, client, journal: Journal, questions, *, stage: str, systems: dic
         line, bound = packer.line(q)
         if not packer.fits_cap(bound):
             sent.capped += 1
+            sent.capped_bound = sent.capped_bound or bound
             continue
         if packer.full(len(line)):
             _send(api, client, journal, packer, stage, max(rounds), sent)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset import benchmarks as benchmark_files
+from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed, UsageError
 from overbrainer.pipeline.answers import run_answers
@@ -98,11 +99,22 @@ def answers_flow(ctx: StageContext, topics: list, *, force: bool = False, retry_
                  wait: bool = False) -> StageResult:
     """The answers stage, online or in batch mode (`[pipeline] mode`, `answers_mode`: docs/batch.md)."""
     if ctx.pipeline.stage_mode("answers") != "batch":
+        refuse_open_batches(ctx)
         return run_answers(ctx, topics, force=force, retry_excluded=retry_excluded)
     if force or retry_excluded:
         raise UsageError("--force and --retry-excluded are online only: set [pipeline] answers_mode = \"online\" "
                          "(OVERBRAINER_PIPELINE__ANSWERS_MODE=online) for this command")
     return run_answers_batch(ctx, topics, wait=wait)
+
+
+def refuse_open_batches(ctx: StageContext) -> None:
+    """Online answers while answers batches are still out would pay for their questions twice:
+    UsageError (exit 2) saying how to collect them first."""
+    subs = [s for s in Journal(ctx.paths.batches).all("answers") if s.open]
+    if subs:
+        raise UsageError(f"answers: {sum(len(s.items) for s in subs)} question(s) are in {len(subs)} batch(es) still "
+                         "out; collect them first in batch mode ([pipeline] mode = \"batch\"; `overbrainer batches "
+                         "cancel --all` ends them sooner), then answer online")
 
 
 def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
