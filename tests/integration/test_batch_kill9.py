@@ -173,6 +173,8 @@ def _check(protocol: str, step, project, fake_provider, tmp_path):
     assert fake_provider.batches.created - batches == 1, f"{name}: duplicate batches"
     if protocol == "openai":
         assert fake_provider.files.created - files == 1, f"{name}: duplicate input files"
+    assert len(fake_provider.batches.processed) == 12, f"{name}: requests the provider ran (and billed) twice"
+    assert fake_provider.batches.invalid == [], f"{name}: requests the provider refused"
     ids = _ids(project)
     assert len(ids) == len(set(ids)) and set(ids) == questions, f"{name}: answers lost or twice"
     assert (project.data / "answers.jsonl").read_bytes() == expected, name
