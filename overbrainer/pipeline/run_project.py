@@ -54,6 +54,7 @@ def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = 
     results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
     if results and results[-1].pending:
         log.info("batches are still out: the later stages and training wait for the next run")
+        raise_stalled(results)  # a round that added nothing still says so
         return RunOutcome(results, None)
     report_kept(session)
     config = (watch.config if watch is not None else None) or config  # reloaded before training
