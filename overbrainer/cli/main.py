@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "split": ("overbrainer.cli.stages", "split", "Write data/train.jsonl and data/eval.jsonl."),
     "run": ("overbrainer.cli.stages", "run", "Run every stage in order, then train when [training] is set."),
     "history": ("overbrainer.cli.history_cmd", "history", "Show what each stage did and spent."),
+    "batches": ("overbrainer.cli.batches_cmd", "batches", "Batch mode's submissions: list them, cancel them."),
     "dataset": ("overbrainer.cli.dataset_cmd", "dataset", "Inspect and prune the dataset."),
     "train": ("overbrainer.cli.train_cmd", "train", "Fine-tune the child model with Axolotl."),
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),

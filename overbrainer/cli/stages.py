@@ -24,6 +24,9 @@ _PLAN = click.option("--plan", is_flag=True,
 _MAX_COST = click.option("--max-cost", type=click.FloatRange(min=0, min_open=True, max=1e9), metavar="USD",
                          default=None, help="Send no LLM request that could take this command's spend past USD "
                                             "(overrides [pipeline] max_cost_usd).")
+_WAIT = click.option("--wait", is_flag=True,
+                     help="Batch mode ([pipeline] mode = \"batch\"): wait for the batches to end and collect them, "
+                          "instead of exiting once they are submitted.")
 
 
 @contextlib.contextmanager
@@ -55,7 +58,7 @@ def _resumable(app: AppContext) -> Iterator[None]:
 
 
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool, *, plan: bool = False,
-           max_cost: float | None = None, retry_excluded: bool = False) -> None:
+           max_cost: float | None = None, retry_excluded: bool = False, wait: bool = False) -> None:
     if plan:
         from overbrainer.pipeline.plan import plan_flow
 
@@ -67,7 +70,7 @@ def _stage(app: AppContext, stage: str, topic: str | None, force: bool, *, plan:
 
     with _resumable(app), app.open_project(write=True) as config:
         run_stage(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
-                  max_cost=max_cost)
+                  max_cost=max_cost, wait=wait)
 
 
 @click.command(short_help="Generate the subtopics of each topic.")
@@ -101,15 +104,16 @@ def questions(app: AppContext, topic: str | None, force: bool, plan: bool, max_c
                    "no reasoning); the new answer supersedes it.")
 @_PLAN
 @_MAX_COST
+@_WAIT
 @pass_app
 def answers(app: AppContext, topic: str | None, force: bool, retry_excluded: bool, plan: bool,
-            max_cost: float | None) -> None:
+            max_cost: float | None, wait: bool) -> None:
     """Ask the parent to answer every question not answered yet (data/answers.jsonl)."""
     if force and retry_excluded:
         from overbrainer.errors import UsageError
 
         raise UsageError("--force and --retry-excluded do not go together: --force asks every question again")
-    _stage(app, "answers", topic, force, plan=plan, max_cost=max_cost, retry_excluded=retry_excluded)
+    _stage(app, "answers", topic, force, plan=plan, max_cost=max_cost, retry_excluded=retry_excluded, wait=wait)
 
 
 @click.command(short_help="Check every answer ([gate] rules, roles.grader) before split.")
@@ -137,8 +141,9 @@ def split(app: AppContext, topic: str | None) -> None:
 @_MAX_COST
 @click.option("--retrain", is_flag=True,
               help="Train even when a run already trained on this data and these [training] settings.")
+@_WAIT
 @pass_app
-def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> None:
+def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool, wait: bool) -> None:
     """subtopics → questions → answers → gate (when [gate] or roles.grader is set) → split on
     every topic, stopping at the first stage that
     fails; the configuration is re-read between stages when it changed.
@@ -160,4 +165,4 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool) -> N
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
             run_project(app.session(), config, watch=watcher, max_cost=max_cost, retrain=retrain,
-                        after=app.post_train())
+                        after=app.post_train(), wait=wait)

@@ -16,6 +16,7 @@ from overbrainer.config.fields import EnvStr, Table, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
+    MODES,
     PROTOCOLS,
     ROLE_NAMES,
     THINKING_MODES,
@@ -32,7 +33,7 @@ from overbrainer.config.model import (
 from overbrainer.config.values import secret, url
 from overbrainer.dataset.json_schema import schema_problems
 from overbrainer.dataset.language import LANGUAGES
-from overbrainer.llm.dialects import guess
+from overbrainer.llm.dialects import batch_api, guess
 from overbrainer.llm.thinking import problems as refused
 
 NAME = re.compile(r"^[a-z0-9_]+$")
@@ -70,6 +71,8 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     for section, side in (("export", export), ("compare", compare)):
         if side.target is not None and side.target not in _declared(data, "targets"):
             problems.append(f"{section}.target: unknown target `{side.target}`")
+    if roles is not None:
+        problems.extend(batch_problems(pipeline, roles, providers))
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
@@ -229,9 +232,26 @@ def _pipeline(root: Table) -> Pipeline:
         decontaminate=_benchmarks(t),
         decontaminate_ngram=t.int("decontaminate_ngram", d.decontaminate_ngram, min=1, max=limits.MAX_NGRAM),
         decontaminate_eval=t.bool("decontaminate_eval", d.decontaminate_eval),
+        mode=t.choice("mode", MODES, d.mode),
+        answers_mode=t.choice("answers_mode", MODES),
     )
     t.finish()
     return p
+
+
+def batch_problems(pipeline: Pipeline, roles: Roles, providers: dict[str, Provider]) -> list[str]:
+    """A stage in batch mode whose role's provider has no batch API (docs/batch.md), named by the
+    key that asks for batch mode: found here, before anything is sent."""
+    if pipeline.stage_mode("answers") != "batch":
+        return []
+    key = "pipeline.answers_mode" if pipeline.answers_mode == "batch" else "pipeline.mode"
+    provider = providers.get(roles.parent.provider)
+    if provider is None or batch_api(provider.protocol, provider.dialect) is not None:
+        return []
+    return [f"{key}: batch mode needs a provider with a batch API, and roles.parent's provider "
+            f"`{provider.name}` ({provider.protocol} protocol, {provider.dialect} dialect) has none: only "
+            "OpenAI (dialect openai) and Anthropic (protocol anthropic) have one; set "
+            f"{key} = \"online\" or use such a provider"]
 
 
 def _benchmarks(t: Table) -> tuple[Benchmark, ...]:

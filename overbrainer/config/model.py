@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
 
 PROTOCOLS = ("openai", "anthropic")
+MODES = ("online", "batch")  # [pipeline] mode, answers_mode
 DIALECTS = ("openai", "openrouter", "llamacpp", "ollama", "vllm", "generic")  # llm/dialects.py
 THINKING_MODES = ("adaptive", "enabled")  # llm/thinking.py
 EFFORTS = ("none", "low", "medium", "high")
@@ -119,6 +120,14 @@ class Pipeline:
     decontaminate: tuple[Benchmark, ...] = ()  # benchmark files no example may overlap
     decontaminate_ngram: int = 13  # n of the n-gram overlap rule (lm-evaluation-harness's 13)
     decontaminate_eval: bool = True  # drop from train the examples whose question overlaps eval
+    mode: str = "online"  # online | batch: how the batchable stages send (docs/batch.md)
+    answers_mode: str | None = None  # the answers stage's own mode (None: `mode`)
+
+    def stage_mode(self, stage: str) -> str:
+        """`batch` when `stage` sends through the provider's batch API (only answers can)."""
+        if stage != "answers":
+            return "online"
+        return self.answers_mode or self.mode
 
 
 @frozen

@@ -72,3 +72,8 @@ class ProjectPaths:
         """The list rounds that added nothing, not asked again until their prompt changes
         (dataset/stalls.py)."""
         return self.state / "stalls.json"
+
+    @property
+    def batches(self) -> Path:
+        """The journal of batch submissions, one JSON file each (dataset/batch_journal.py)."""
+        return self.state / "batches"

@@ -131,7 +131,33 @@ class LlmClient:
                      self.model, why)
         self._structured_ok = False
 
-    def _send(self, path: str, body: dict, on_retry, stop, chat: bool = False) -> Any:
+    def call(self, method: str, path: str, *, body: Any = None, raw: tuple[bytes, str] | None = None,
+             decode: bool = True, stop: threading.Event | None = None) -> Any:
+        """Any other request to the provider (the batch APIs: llm/batch_*.py), through the same
+        channel, headers, retries and error meanings as a chat."""
+        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode)
+
+    def chat_body(self, req: ChatRequest, structured: bool = False) -> dict:
+        """The body `req` is sent with online (token limit, dialect, reasoning): a batch request
+        carries the very same."""
+        return self._body(req, self.max_tokens(req), structured and self._structured_ok)
+
+    def parse_chat(self, doc: Any) -> ChatResponse:
+        """An answer's body as a chat reads it (an OpenAI body carrying an error raises it)."""
+        if self.protocol == "openai":
+            carried = meanings.in_body(doc, self.provider_name, self.dialect or dialects.GENERIC)
+            if carried is not None:
+                raise carried
+        return self._wire.parse_chat(doc)
+
+    def _body(self, req: ChatRequest, max_tokens: int, structured: bool) -> dict:
+        wire = self._wire
+        if wire is openai_protocol:
+            return wire.chat_body(self.role, req, max_tokens, structured, self._dialect)
+        return wire.chat_body(self.role, req, max_tokens, structured)
+
+    def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
+              raw: tuple[bytes, str] | None = None, decode: bool = True) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
@@ -139,12 +165,12 @@ class LlmClient:
             def explain(status, raw, retry_after):
                 return meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
 
-            if protocol == "openai":
+            if protocol == "openai" and method == "POST" and path == openai_protocol.CHAT_PATH:
                 def inspect(doc):
                     return meanings.in_body(doc, name, dialect)
         return send(
             self.channel,
-            "POST",
+            method,
             path,
             body=body,
             headers=self._headers,
@@ -154,15 +180,13 @@ class LlmClient:
             stop=stop if stop is not None else self.stop,
             explain=explain,
             inspect=inspect,
+            raw=raw,
+            decode=decode,
         )
 
     def _exchange(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
-        wire = self._wire
-        if wire is openai_protocol:
-            body = wire.chat_body(self.role, req, max_tokens, structured, self._dialect)
-        else:
-            body = wire.chat_body(self.role, req, max_tokens, structured)
-        return wire.parse_chat(self._send(wire.CHAT_PATH, body, on_retry, stop, chat=True))
+        body = self._body(req, max_tokens, structured)
+        return self._wire.parse_chat(self._send(self._wire.CHAT_PATH, body, on_retry, stop, chat=True))
 
     def _ask(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
         """One chat as the provider means it: a moderation flag becomes a flagged answer; a 402

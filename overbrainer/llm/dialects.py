@@ -98,3 +98,16 @@ def guess(base_url: str | None) -> str:
     if port == 8080 or "llama" in host:
         return LLAMACPP
     return GENERIC
+
+
+OPENAI_BATCH, ANTHROPIC_BATCH = "openai", "anthropic"  # the batch APIs (llm/batch_types.py)
+
+
+def batch_api(protocol: str, dialect: str | None) -> str | None:
+    """The batch API a provider has (OPENAI, ANTHROPIC), None when it has none (OpenRouter,
+    llama.cpp, Ollama, vLLM, a generic server)."""
+    if str(protocol) == "anthropic":
+        return ANTHROPIC_BATCH
+    if str(protocol) == "openai" and dialect == "openai":
+        return OPENAI_BATCH
+    return None

@@ -47,6 +47,7 @@ RETRY_AFTER_CAP = http.RETRY_AFTER_CAP
 BACKOFF_BASE = http.BACKOFF_BASE
 BACKOFF_CAP = http.BACKOFF_CAP
 BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embeddings are ~16 MB)
+FILE_CAP = 1024 * 1024 * 1024  # a file read as bytes (a batch's results): at most this
 
 # Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
@@ -158,30 +159,37 @@ def request_once(
     timeout: float,
     connect_timeout: float = CONNECT_TIMEOUT,
     explain: Explain | None = None,
+    raw: tuple[bytes, str] | None = None,
+    decode: bool = True,
 ) -> Any:
-    """One HTTP exchange → the parsed JSON of a 2xx answer, else LlmError (what the status means:
-    `explain`, by default as every provider means it). `timeout` bounds the whole exchange
-    (connect, wait, body)."""
+    """One HTTP exchange → the parsed JSON of a 2xx answer (its bytes when not `decode`), else
+    LlmError (what the status means: `explain`, by default as every provider means it). `raw`:
+    a body that is not JSON, (bytes, content type). `timeout` bounds the whole exchange."""
     deadline = time.monotonic() + timeout
-    if body is None:
+    if raw is not None:
+        data, hdrs = raw[0], {**(headers or {}), "Content-Type": raw[1]}
+    elif body is None:
         data, hdrs = None, headers
     else:
         data = json.dumps(body).encode()
         hdrs = {**headers, "Content-Type": "application/json"} if headers else {"Content-Type": "application/json"}
     try:
         answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
-                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=BODY_CAP)
+                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline,
+                          cap=BODY_CAP if decode else FILE_CAP)
     except Unanswered as e:
         words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
-        raise invalid(f"larger than {BODY_CAP // 2**20} MiB") from None
+        raise invalid(f"larger than {(BODY_CAP if decode else FILE_CAP) // 2**20} MiB") from None
     status = answer.status
     if status < 200 or status >= 300:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"))
         if explain is not None:
             raise explain(status, answer.body, retry_after)
         raise status_error(status, answer.body, retry_after, channel.name)
+    if not decode:
+        return answer.body
     try:
         return json.loads(answer.body)
     except ValueError:
@@ -198,8 +206,10 @@ class _Send:
 
     def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
                  timeout: float, on_retry: Callable[[str], None] | None, stop: threading.Event | None,
-                 explain: Explain | None, inspect: Callable[[Any], Any] | None):
+                 explain: Explain | None, inspect: Callable[[Any], Any] | None,
+                 raw: tuple[bytes, str] | None = None, decode: bool = True):
         self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
+        self.raw, self.decode = raw, decode
         self.timeout, self.on_retry, self.stop, self.explain, self.inspect = timeout, on_retry, stop, explain, inspect
 
     def waiting(self, error: BaseException, seconds: float) -> None:
@@ -235,7 +245,7 @@ def _attempt(s: _Send) -> Any:
         raise s.unreachable()
     try:
         doc = request_once(channel, s.method, s.path, body=s.body, headers=s.headers, timeout=s.timeout,
-                           explain=s.explain)
+                           explain=s.explain, raw=s.raw, decode=s.decode)
         carried = s.inspect(doc) if s.inspect is not None else None
         if carried is not None:
             raise carried
@@ -266,10 +276,12 @@ def send(
     stop: threading.Event | None = None,
     explain: Explain | None = None,
     inspect: Callable[[Any], "LlmError | None"] | None = None,
+    raw: tuple[bytes, str] | None = None,
+    decode: bool = True,
 ) -> Any:
     """request_once with the retry policy, the shared cool-down and the circuit breaker.
     `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
-    if the answer had that status, retried when transient."""
-    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, explain, inspect)
+    if the answer had that status, retried when transient. `raw`, `decode`: as request_once."""
+    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, explain, inspect, raw, decode)
     policy = Policy(max(0, int(max_retries)) + 1, _transient, _delay)
     return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)

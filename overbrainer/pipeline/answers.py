@@ -100,8 +100,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     run.started(count, skipped=total - count)
     if not count:
         return finish(run)
-    client, role, hides = _parent(ctx)
-    systems = _system_prompts(ctx, topics)
+    client, role, hides = parent_client(ctx)
+    systems = system_prompts(ctx, topics)
     include_system = bool(ctx.pipeline.include_system_prompt)
     proc = processor(ctx, run)
     noting = figures if not retry_excluded else None
@@ -133,7 +133,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
         return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id, count=count))
 
 
-def _parent(ctx: StageContext):
+def parent_client(ctx: StageContext):
     """The parent's client and role, and whether it hides its raw reasoning (said once)."""
     client = ctx.connect("parent")
     role = ctx.role("parent")
@@ -157,7 +157,7 @@ def _hides(protocol: str, model: str) -> bool:
     return hides(protocol, model)
 
 
-def _system_prompts(ctx: StageContext, topics: list) -> dict[str, str]:
+def system_prompts(ctx: StageContext, topics: list) -> dict[str, str]:
     templates = ctx.templates("answer_system.txt")
     return {t.name: templates.render("answer_system.txt", topic=t.name, description=t.description)
             for t in topics}

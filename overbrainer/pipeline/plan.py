@@ -23,6 +23,7 @@ from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.history import read_history
 from overbrainer.dataset.kept import kept_share
 from overbrainer.errors import OverbrainerError
+from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
@@ -52,6 +53,8 @@ class StagePlan:
     cost: float | None = None
     cost_max: float | None = None
     unpriced: str | None = None  # why the cost is unknown
+    mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
+    sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
 
     def line(self) -> str:
         n = self.need
@@ -69,7 +72,14 @@ class StagePlan:
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}{_held(n)}")
+
+    def _sides(self) -> str:
+        if self.sides is None:
+            return ""
+        o, om, b, bm = self.sides
+        return (f"; online ${o:.4f} (at most ${om:.4f}), batch ${b:.4f} (at most ${bm:.4f}); "
+                f"{self.mode} mode counted")
 
     def data(self) -> dict:
         n = self.need
@@ -77,7 +87,14 @@ class StagePlan:
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
-                "price_known": self.unpriced is None, "held": n.held}
+                "price_known": self.unpriced is None, "held": n.held, **self._sides_data()}
+
+    def _sides_data(self) -> dict:
+        if self.sides is None:
+            return {"mode": self.mode} if self.need.stage == "answers" else {}
+        o, om, b, bm = (_rounded(x) for x in self.sides)
+        return {"mode": self.mode, "online_cost_usd": o, "online_cost_max_usd": om, "batch_cost_usd": b,
+                "batch_cost_max_usd": bm}
 
 
 def _held(need: Need) -> str:
@@ -112,6 +129,11 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     plan.cost = price.cost(Usage(plan.input_tokens, plan.output_tokens)) + fees
     plan.cost_max = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING,
                                 need.requests * plan.max_tokens) + fees
+    if need.stage == "answers":
+        plan.sides = (plan.cost, plan.cost_max, plan.cost * DISCOUNT, plan.cost_max * DISCOUNT)
+        plan.mode = ctx.pipeline.stage_mode("answers")
+        if plan.mode == "batch":
+            plan.cost, plan.cost_max = plan.sides[2], plan.sides[3]
     return plan
 
 

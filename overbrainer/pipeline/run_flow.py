@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset import benchmarks as benchmark_files
+from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.stages import STAGES
-from overbrainer.errors import ConfigError, ItemsFailed
+from overbrainer.errors import ConfigError, ItemsFailed, UsageError
 from overbrainer.pipeline.answers import run_answers
+from overbrainer.pipeline.answers_batch import run_answers_batch
 from overbrainer.pipeline.context import StageContext, StageInterrupted
 from overbrainer.pipeline.gate import gate_configured, run_gate
 from overbrainer.pipeline.plan import COMMAND_STAGES, refuse_unpriced
@@ -94,19 +96,41 @@ def raise_stalled(results: list[StageResult]) -> None:
         raise error
 
 
+def answers_flow(ctx: StageContext, topics: list, *, force: bool = False, retry_excluded: bool = False,
+                 wait: bool = False) -> StageResult:
+    """The answers stage, online or in batch mode (`[pipeline] mode`, `answers_mode`: docs/batch.md)."""
+    if ctx.pipeline.stage_mode("answers") != "batch":
+        refuse_open_batches(ctx)
+        return run_answers(ctx, topics, force=force, retry_excluded=retry_excluded)
+    if force or retry_excluded:
+        raise UsageError("--force and --retry-excluded are online only: set [pipeline] answers_mode = \"online\" "
+                         "(OVERBRAINER_PIPELINE__ANSWERS_MODE=online) for this command")
+    return run_answers_batch(ctx, topics, wait=wait)
+
+
+def refuse_open_batches(ctx: StageContext) -> None:
+    """Online answers while answers batches are still out would pay for their questions twice:
+    UsageError (exit 2) saying how to collect them first."""
+    subs = [s for s in Journal(ctx.paths.batches).all("answers") if s.open]
+    if subs:
+        raise UsageError(f"answers: {sum(len(s.items) for s in subs)} question(s) are in {len(subs)} batch(es) still "
+                         "out; collect them first in batch mode ([pipeline] mode = \"batch\"; `overbrainer batches "
+                         "cancel --all` ends them sooner), then answer online")
+
+
 def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
-              retry_excluded: bool = False, max_cost: float | None = None) -> list[StageResult]:
+              retry_excluded: bool = False, max_cost: float | None = None, wait: bool = False) -> list[StageResult]:
     """One stage command (`subtopics`, `questions`, `answers`, `gate`, `split`); `retry_excluded`:
-    `answers --retry-excluded`; `max_cost`: `--max-cost`. Ends with ItemsFailed when a round
-    added nothing (`stalled_error`)."""
+    `answers --retry-excluded`; `max_cost`: `--max-cost`; `wait`: batch mode waits for its batches.
+    Ends with ItemsFailed when a round added nothing (`stalled_error`)."""
     with stage_context(session, config, max_cost=max_cost) as ctx:
-        results = _stage(ctx, stage, session.report, topic, force, retry_excluded)
+        results = _stage(ctx, stage, session.report, topic, force, retry_excluded, wait)
     raise_stalled(results)
     return results
 
 
 def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
-           force: bool, retry_excluded: bool = False) -> list[StageResult]:
+           force: bool, retry_excluded: bool = False, wait: bool = False) -> list[StageResult]:
     if stage == "split":
         return [conclude(run_split_stage(ctx, topic), report, stage, ctx.budget)]
     if stage == "gate":
@@ -129,8 +153,8 @@ def _stage(ctx: StageContext, stage: str, report: Report, topic: str | None,
         if pending_error is not None:
             raise pending_error
     elif stage == "answers":
-        results.append(conclude(run_answers(ctx, topics, force=force, retry_excluded=retry_excluded), report,
-                                "answers --retry-excluded" if retry_excluded else stage, ctx.budget))
+        result = answers_flow(ctx, topics, force=force, retry_excluded=retry_excluded, wait=wait)
+        results.append(conclude(result, report, "answers --retry-excluded" if retry_excluded else stage, ctx.budget))
     else:  # pragma: no cover - the CLI only passes known names
         raise ValueError(stage)
     return results
@@ -168,24 +192,25 @@ class ConfigWatch:
 
 
 def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
-            max_cost: float | None = None) -> list[StageResult]:
+            max_cost: float | None = None, wait: bool = False) -> list[StageResult]:
     """`run`: subtopics → questions → answers → gate (when configured) → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
     configuration was reloaded, else `config`. `max_cost`: `--max-cost`, for the whole run.
     A round that added nothing does not stop the run: the command ends with
-    `raise_stalled(results)` once everything else is done."""
+    `raise_stalled(results)` once everything else is done. A stage whose batches are still out
+    (batch mode, `StageResult.pending`) ends the stages there: the later ones wait for it."""
     refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:
-        return _all(ctx, session.report, watch)
+        return _all(ctx, session.report, watch, wait)
 
 
-def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[StageResult]:
+def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None, wait: bool = False) -> list[StageResult]:
     refuse_unpriced(ctx, COMMAND_STAGES["run"], list(ctx.config.topics))
     flows = {
         "subtopics": lambda: run_subtopics(ctx, list(ctx.config.topics)),
         "questions": lambda: run_questions(ctx, list(ctx.config.topics)),
-        "answers": lambda: run_answers(ctx, list(ctx.config.topics)),
+        "answers": lambda: answers_flow(ctx, list(ctx.config.topics), wait=wait),
         "gate": lambda: run_gate(ctx, list(ctx.config.topics)),
         "split": lambda: run_split_stage(ctx),
     }
@@ -198,6 +223,8 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None) -> list[S
         if stage == "gate" and not gate_configured(ctx.config):
             continue  # no check configured: nothing to say, every usable answer goes to split
         results.append(conclude(flows[stage](), report, budget=ctx.budget))
+        if results[-1].pending:
+            return results  # its batches are still out: the later stages wait for them
     # Training reads the configuration too: reload it first when it changed.
     _maybe_reload(ctx, watch)
     return results

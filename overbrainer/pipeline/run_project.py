@@ -47,11 +47,15 @@ def report_kept(session: "Session") -> None:
 
 def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = None,
                 max_cost: float | None = None, retrain: bool = False,
-                after: Sequence[PostTrain] = ()) -> RunOutcome:
+                after: Sequence[PostTrain] = (), wait: bool = False) -> RunOutcome:
     """`overbrainer run`: the stages, then training only on change (or `retrain`), then the
     after-training push. `watch`: the reload rule between stages; `after`: what plugs into the
-    training job (the front end's `post_train()`)."""
-    results = run_all(session, config, watch=watch, max_cost=max_cost)
+    training job (the front end's `post_train()`); `wait`: batch mode waits for its batches."""
+    results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
+    if results and results[-1].pending:
+        log.info("batches are still out: the later stages and training wait for the next run")
+        raise_stalled(results)  # a round that added nothing still says so
+        return RunOutcome(results, None)
     report_kept(session)
     config = (watch.config if watch is not None else None) or config  # reloaded before training
     trained = None

@@ -204,6 +204,12 @@ class StageResult:
     stalled: list[str] = field(default_factory=list)  # items whose round added nothing
     held: int = 0  # items held back: their last round added nothing (at `held_at`)
     held_at: str | None = None
+    batch: dict | None = None  # batch mode (pipeline/answers_batch.py): what is pending, and since when
+
+    @property
+    def pending(self) -> bool:
+        """Batches of this stage are still out: later stages must wait for them."""
+        return bool(self.batch and self.batch.get("pending"))
 
     @property
     def stopped(self) -> bool:
@@ -212,7 +218,7 @@ class StageResult:
     def text(self) -> str:
         if self.split is not None:
             return split_line(self.split)
-        return summary_line(self)
+        return summary_line(self) + (self.batch.get("note", "") if self.batch else "")
 
     def data(self) -> dict:
         if self.split is not None:
@@ -240,6 +246,8 @@ class StageResult:
             out["held"], out["held_at"] = self.held, self.held_at
         if self.stopped:
             out["reason"] = "interrupted" if self.interrupted else reason_of(self.error)
+        if self.batch:
+            out.update({"mode": "batch", **{k: v for k, v in self.batch.items() if k != "note"}})
         return out
 
 

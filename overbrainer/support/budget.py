@@ -43,6 +43,11 @@ class Budget:
             self._out += 1
             return True
 
+    def room(self) -> float:
+        """What may still be held: the cap less the spend recorded and the bounds held."""
+        with self._changed:
+            return self.cap - self.spent - self._held
+
     def settle(self, bound: float, cost: float | None) -> None:
         """The request holding `bound` ended; it cost `cost` (None or a failed request: nothing)."""
         with self._changed:

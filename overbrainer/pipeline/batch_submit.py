@@ -1,0 +1,131 @@
+"""Batch mode's sending side (docs/batch.md): the submissions a crashed command left
+`submitting` are looked for on the provider before anything new is sent, then the questions
+still missing go out in batches that fit the provider's limits and the spend cap, each recorded
+in the journal before it is sent."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
+from overbrainer.llm.batch_anthropic import Ambiguous
+from overbrainer.llm.batch_types import DISCOUNT, custom_id
+from overbrainer.llm.types import ChatRequest
+
+log = logging.getLogger(__name__)
+
+
+def recover(api, journal: Journal, subs: list[Submission]) -> list[str]:
+    """Settle every submission left `submitting`: the file or batch a crashed command sent is
+    found and recorded (never sent again); one the provider never got is `lost` (its items are
+    free again). Returns the problems of those that could not be settled (still `submitting`:
+    their items stay held)."""
+    problems = []
+    taken = {s.batch_id for s in subs if s.batch_id}
+    for sub in subs:
+        if sub.state != SUBMITTING:
+            continue
+        try:
+            if api.api == "anthropic":
+                api.send(sub, None, journal.write, taken)
+            else:
+                api.send(sub, None, journal.write)
+        except Ambiguous as e:
+            problems.append(f"submission {sub.id}: several batches could be the one it sent ({e}); "
+                            f"cancel the extra ones and run `overbrainer batches cancel {sub.id}`")
+            continue
+        sub.state = SUBMITTED if sub.batch_id else LOST
+        if sub.state == LOST:
+            sub.status = "never reached the provider"
+        journal.write(sub)
+        log.info("batch submission %s: %s", sub.id, f"found batch {sub.batch_id}" if sub.batch_id
+                 else "the provider never got it; its items will be sent again")
+    return problems
+
+
+@dataclass
+class Sent:
+    """What one submitting pass did."""
+
+    submissions: list[Submission] = field(default_factory=list)
+    items: int = 0
+    capped: int = 0  # questions left out: their bound would pass the spend cap
+    capped_bound: float = 0.0  # the bound of the first of them
+
+
+class Packer:
+    """The questions to send, packed into submissions that fit the API's limits and the room
+    the spend cap leaves (`room` None: no cap)."""
+
+    def __init__(self, api, client, systems: dict[str, str], room: float | None):
+        self.api, self.client, self.systems, self.room = api, client, systems, room
+        self.lines: list[bytes] = []
+        self.items: list[str] = []
+        self.custom: dict[str, str] = {}
+        self.used = api.limits.envelope
+        self.bound = 0.0
+        self.reserved = 0.0
+
+    def line(self, q) -> tuple[bytes, float]:
+        req = ChatRequest(user=q.text, system=self.systems[q.topic])
+        cid = custom_id(q.id)
+        if cid != q.id:
+            self.custom[cid] = q.id
+        return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req) * DISCOUNT
+
+    def fits_cap(self, bound: float) -> bool:
+        return self.room is None or self.reserved + self.bound + bound <= self.room
+
+    def full(self, size: int) -> bool:
+        limits = self.api.limits
+        return bool(self.items) and (len(self.items) >= limits.requests or self.used + size + 1 > limits.bytes)
+
+    def add(self, q, line: bytes, bound: float) -> None:
+        self.lines.append(line)
+        self.items.append(q.id)
+        self.used += len(line) + 1
+        self.bound += bound
+
+    def take(self) -> tuple[list[bytes], list[str], dict[str, str], float]:
+        out = (self.lines, self.items, self.custom, self.bound)
+        self.reserved += self.bound
+        self.lines, self.items, self.custom, self.used, self.bound = [], [], {}, self.api.limits.envelope, 0.0
+        return out
+
+
+def submit(api, client, journal: Journal, questions, *, stage: str, systems: dict[str, str],
+           room: float | None, round_of) -> Sent:
+    """Send `questions` (an iterable, read once) in as many submissions as the limits need; each
+    written `submitting` to the journal before its send. `round_of(q)`: 0, or 1 for a resend."""
+    sent, packer = Sent(), Packer(api, client, systems, room)
+    rounds: set[int] = set()
+    for q in questions:
+        line, bound = packer.line(q)
+        if not packer.fits_cap(bound):
+            sent.capped += 1
+            sent.capped_bound = sent.capped_bound or bound
+            continue
+        if packer.full(len(line)):
+            _send(api, client, journal, packer, stage, max(rounds), sent)
+            rounds.clear()
+        packer.add(q, line, bound)
+        rounds.add(round_of(q))
+    if packer.items:
+        _send(api, client, journal, packer, stage, max(rounds), sent)
+    return sent
+
+
+def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int, sent: Sent) -> None:
+    lines, items, custom, bound = packer.take()
+    sub = Submission(id=new_id(), stage=stage, api=api.api, provider=client.provider_name, model=client.model,
+                     created_at=time.time(), items=items, round=round_, custom_ids=custom,
+                     reserved_usd=round(bound, 8) if bound != float("inf") else None)
+    journal.write(sub)  # before anything is sent: a crash from here on is found again
+    api.send(sub, lines, journal.write)
+    sub.state = SUBMITTED
+    journal.write(sub)
+    sent.submissions.append(sub)
+    sent.items += len(items)
+    log.info("%s: submitted %d request(s) as batch %s (submission %s)", stage, len(items), sub.batch_id, sub.id)
