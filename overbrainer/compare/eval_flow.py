@@ -24,7 +24,7 @@ from overbrainer.compare import eval_stats as numbers
 from overbrainer.compare import plan as planning
 from overbrainer.compare.eval_serve import serving
 from overbrainer.compare.eval_tasks import plan_tasks
-from overbrainer.errors import ConfigError, OverbrainerError, UsageError
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
 from overbrainer.jobs import ids
 from overbrainer.support import fmt, redact
 from overbrainer.support.atomic import atomic_write_text
@@ -103,11 +103,16 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
         raise
     settings = settings_of(config, limit, max_tokens)
     log.info("eval %s: the child of run %s on %s", eval_id, gguf.run, ", ".join(task_set.names))
-    child, child_about = run_child(config, project, gguf, where, eval_dir, task_set, settings, manager)
-    if parent:
-        parent_out, parent_about = run_parent(config, task_set, settings, manager)
-    else:
-        parent_out, parent_about = None, {"skipped": "--no-parent"}
+    try:
+        child, child_about = run_child(config, project, gguf, where, eval_dir, task_set, settings, manager)
+        if parent:
+            parent_out, parent_about = run_parent(config, task_set, settings, manager)
+        else:
+            parent_out, parent_about = None, {"skipped": "--no-parent"}
+    except KeyboardInterrupt:
+        shutil.rmtree(eval_dir, ignore_errors=True)
+        raise Interrupted(f"interrupted: eval {eval_id} of run {gguf.run} stopped (its server too); "
+                          "nothing was kept") from None
     doc = eval_doc(eval_id, gguf.run, task_set, settings, child, child_about, parent_out, parent_about)
     write_eval(eval_dir, doc, child, parent_out)
     lines = [numbers.task_line(task, row) for task, row in doc["summary"].items()]

@@ -100,14 +100,15 @@ def version() -> str | None:
 
 
 def check_tasks(manager, tasks: TaskSet) -> None:
-    """Every name of lm-eval's registry known (else UsageError, exit 2) and loadable (else
-    OverbrainerError, exit 1: its data set could not be had, e.g. no network)."""
+    """Every name of lm-eval's registry known (else UsageError, exit 2), and every task whose data
+    is not local loadable (else OverbrainerError, exit 1: its data set could not be had, e.g. no
+    network), before any model is asked anything."""
     known = set(manager.all_tasks)
     for name in tasks.registry:
         if name not in known:
             raise UsageError(f"unknown task `{name}`: not a task, group or tag of lm-eval {version() or ''}, "
                              "nor a task file (.yaml)".replace("  ", " "))
-    for name in tasks.registry:
+    for name in tasks.remote:
         try:
             manager.load([name])
         except Exception as e:  # noqa: BLE001 - whatever the harness or `datasets` raised

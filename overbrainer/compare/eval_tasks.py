@@ -37,6 +37,7 @@ class TaskSet:
     names: list[str] = field(default_factory=list)  # what lm-eval is asked for, in order
     include: list[str] = field(default_factory=list)  # folders of task files (lm-eval's include_path)
     registry: list[str] = field(default_factory=list)  # the names from lm-eval's own registry
+    remote: list[str] = field(default_factory=list)  # the tasks whose data may need the network
     offline: bool = True
     files: dict[str, str] = field(default_factory=dict)  # task name -> its YAML
 
@@ -47,6 +48,8 @@ class TaskSet:
         self.names.append(name)
         self.files[name] = str(path)
         self.offline = self.offline and local
+        if not local:
+            self.remote.append(name)
 
 
 class _Loader(yaml.SafeLoader):
@@ -87,6 +90,7 @@ def plan_tasks(specs: list[str] | None, project_dir: Path, eval_dir: Path) -> Ta
         elif value not in tasks.names:
             tasks.names.append(value)
             tasks.registry.append(value)
+            tasks.remote.append(value)
             tasks.offline = False
     return tasks
 

@@ -121,15 +121,24 @@ def test_a_users_yaml_task_runs_offline(project, fake_provider, cli, tmp_path, l
     assert fake_provider.chat_requests() == []
 
 
-def test_an_unknown_task_is_a_usage_error_naming_it(project, fake_provider, cli, tmp_path, llama_cpp_dir,
-                                                    smollm2_gguf):
+@pytest.mark.parametrize("task,code,said", [
+    ("no_such_task_xyz", 2, "unknown task `no_such_task_xyz`: not a task, group or tag of lm-eval 0.4.13"),
+    ("hub.yaml", 1, "task `from_the_hub` cannot be loaded: Couldn't reach 'someone/no-such-data' on the Hub"),
+])
+def test_a_task_the_harness_cannot_load_is_one_line_naming_it(task, code, said, project, fake_provider, cli,
+                                                              tmp_path, llama_cpp_dir, smollm2_gguf):
     run_dir = setup_run(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf)
-    env = {**project.env, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    r = cli(["-C", project.dir, "eval", "--tasks", "no_such_task_xyz"], env=env, timeout=300)
-    assert r.returncode == 2, r.stderr
+    if task.endswith(".yaml"):  # a task whose data set is on the Hub (lm-eval's own tasks are alike)
+        task = str(tmp_path / task)
+        Path(task).write_text("task: from_the_hub\ndataset_path: someone/no-such-data\ntest_split: test\n"
+                              "output_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\n")
+    env = {**project.env, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}  # no network for its data
+    r = cli(["-C", project.dir, "eval", "--tasks", task], env=env, timeout=300)
+    assert r.returncode == code, r.stderr
     [line] = [x for x in r.stderr.splitlines() if x.startswith("error:")]
-    assert "unknown task `no_such_task_xyz`" in line
+    assert said in line, line
     assert not any((run_dir / "evals").iterdir())  # nothing evaluated, nothing left
+    assert fake_provider.chat_requests() == []
 
 
 @pytest.mark.parametrize("target,kind", [("remote", "ssh")])
@@ -139,3 +148,35 @@ def test_a_remote_target_is_refused(target, kind, project, fake_provider, cli, t
     r = cli(["-C", project.dir, "eval", "--target", target], env=project.env)
     assert r.returncode == 2, r.stderr
     assert f"target `{target}` is a {kind} target" in r.stderr and "not supported yet" in r.stderr
+
+
+def test_sigterm_stops_the_eval_and_its_server(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.fixtures.cli import clean_env, signalled_when
+
+    run_dir = setup_run(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf)
+    (project.data / "eval.jsonl").write_text("".join(json.dumps(eval_record(i % 3) | {"id": f"e{i}"}) + "\n"
+                                                     for i in range(30)))
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "eval",
+                             "--max-tokens", "400"], env=clean_env(project.env, home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def busy() -> bool:
+        logs = list((run_dir / "evals").glob("*/server.log")) if (run_dir / "evals").is_dir() else []
+        return bool(logs) and "processing task" in logs[0].read_text(errors="replace")
+
+    out, err = signalled_when(proc, busy, "the child never got a request", signum=signal.SIGTERM)
+    assert proc.returncode == 143, err
+    assert re.search(r"error: interrupted: eval eval_\S+ of run demo_20261201-101010 stopped", err), err
+    assert not any((run_dir / "evals").iterdir())
+    gguf = str(run_dir / "output").encode()
+    deadline = time.monotonic() + 15
+    while [c for c in cmdlines() if b"llama-server" in c and gguf in c]:
+        assert time.monotonic() < deadline, "llama-server outlived the eval"
+        time.sleep(0.1)
