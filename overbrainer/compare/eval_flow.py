@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
 
 from overbrainer.compare import eval_harness as harness
@@ -95,13 +96,14 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
     gguf = child_gguf(project, run_id)
     run_dir = planning.runs_dir(project) / gguf.run
     eval_id, eval_dir = ids.claim_new(run_dir / EVALS, f"eval_{ids.timestamp()}")
+    settings = settings_of(config, limit, max_tokens)
+    settings.quiet = bool(getattr(session.front, "json", False)) or not sys.stderr.isatty()
     try:
         task_set = plan_tasks(tasks, project, eval_dir)
-        manager = harness.task_manager(task_set)
+        manager = harness.task_manager(task_set, settings)
     except BaseException:
         shutil.rmtree(eval_dir, ignore_errors=True)  # nothing was evaluated: no eval left behind
         raise
-    settings = settings_of(config, limit, max_tokens)
     log.info("eval %s: the child of run %s on %s", eval_id, gguf.run, ", ".join(task_set.names))
     try:
         child, child_about = run_child(config, project, gguf, where, eval_dir, task_set, settings, manager)

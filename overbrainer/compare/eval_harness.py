@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 MODEL = "local-chat-completions"
 KEY_ENV = "OPENAI_API_KEY"
 OFFLINE_ENV = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+QUIET_ENV = ("TQDM_DISABLE", "HF_DATASETS_DISABLE_PROGRESS_BARS")  # lm-eval's and datasets' bars
 THINK_END = "</think>"
 REQUEST_TIMEOUT = 600
 
@@ -56,6 +57,7 @@ class Settings:
     limit: int | None
     seed: int
     gen_kwargs: dict
+    quiet: bool = False  # no progress bars on stderr (--json, or stderr not a terminal)
 
     def seeds(self) -> dict:
         return {"random_seed": self.seed, "numpy_random_seed": self.seed, "torch_random_seed": self.seed,
@@ -63,15 +65,14 @@ class Settings:
 
 
 @contextmanager
-def environment(key: str | None, offline: bool):
-    """`OPENAI_API_KEY` = `key` (empty without one) and, for local tasks, the offline variables,
-    for the block only."""
-    names = (KEY_ENV, *OFFLINE_ENV)
+def environment(key: str | None, offline: bool, quiet: bool = False):
+    """`OPENAI_API_KEY` = `key` (empty without one) and, for local tasks, the offline variables
+    (`quiet`: the progress bars' off switches), for the block only."""
+    names = (KEY_ENV, *OFFLINE_ENV, *QUIET_ENV)
     saved = {name: os.environ.get(name) for name in names}
     os.environ[KEY_ENV] = key or ""
-    if offline:
-        for name in OFFLINE_ENV:
-            os.environ[name] = "1"
+    for name in (OFFLINE_ENV if offline else ()) + (QUIET_ENV if quiet else ()):
+        os.environ[name] = "1"
     try:
         yield
     finally:
@@ -120,10 +121,10 @@ def one_line(error: BaseException) -> str:
     return text[:300]
 
 
-def task_manager(tasks: TaskSet):
+def task_manager(tasks: TaskSet, settings: Settings):
     """lm-eval's TaskManager for `tasks` (its own index only when a task is named), the named
     tasks checked (check_tasks); reused by both sides."""
-    with environment(None, tasks.offline):
+    with environment(None, tasks.offline, settings.quiet):
         _, manager_class = harness()
         manager = manager_class(include_path=list(tasks.include) or None, include_defaults=bool(tasks.registry))
         check_tasks(manager, tasks)
@@ -132,7 +133,7 @@ def task_manager(tasks: TaskSet):
 
 def evaluate(side: Side, tasks: TaskSet, settings: Settings, manager) -> dict:
     """lm-eval's `simple_evaluate` output for `side`, its samples logged."""
-    with environment(side.key, tasks.offline):
+    with environment(side.key, tasks.offline, settings.quiet):
         lm_eval, _ = harness()
         log.info("eval: lm-eval on the %s (%s), tasks %s", side.name, side.model, ", ".join(tasks.names))
         try:

@@ -94,6 +94,7 @@ def test_eval_runs_the_child_and_the_parent_with_the_same_settings(project, fake
     assert seen and not [c for snapshot in seen for c in snapshot if KEY.encode() in c]
     assert files_containing(project.dir, KEY.encode()) == []
     assert KEY not in r.stdout + r.stderr
+    assert "Requesting API" not in r.stderr  # no progress bars when stderr is not a terminal
 
 
 def test_a_users_yaml_task_runs_offline(project, fake_provider, cli, tmp_path, llama_cpp_dir, smollm2_gguf):
@@ -112,6 +113,7 @@ def test_a_users_yaml_task_runs_offline(project, fake_provider, cli, tmp_path, l
              "--no-parent"], env=project.env, timeout=300)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
+    assert all(json.loads(line) for line in r.stderr.splitlines() if line.strip()), r.stderr  # --json: JSON lines
     assert out["run"] == RUN and out["parent"] == {"skipped": "--no-parent"}
     row = out["summary"]["colours"]
     assert row["metric"] == "exact_match" and row["samples"] == 2 and "ratio" not in row
