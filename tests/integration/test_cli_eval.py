@@ -182,3 +182,16 @@ def test_sigterm_stops_the_eval_and_its_server(project, fake_provider, tmp_path,
     while [c for c in cmdlines() if b"llama-server" in c and gguf in c]:
         assert time.monotonic() < deadline, "llama-server outlived the eval"
         time.sleep(0.1)
+
+
+def test_the_parent_is_asked_only_through_an_openai_protocol_provider_and_its_key_is_not_recorded(project):
+    from overbrainer.compare.eval_flow import parent_side
+
+    project.write(protocol="anthropic", api_key=KEY)
+    side, about = parent_side(project.config(), 42)
+    assert side is None and about["skipped"] == ("provider fake speaks the anthropic protocol; lm-eval's chat "
+                                                 "model speaks OpenAI's")
+    project.write(protocol="openai", api_key=KEY)
+    side, about = parent_side(project.config(), 42)
+    assert side.url == f"{project.url}/chat/completions" and side.key == KEY and side.model_args()["seed"] == 42
+    assert KEY not in json.dumps(about) and KEY not in repr(side)
