@@ -133,7 +133,10 @@ def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, sett
                  start_secs=float(config.compare.server_start_secs), work_dir=eval_dir,
                  cache=planning.runs_dir(project) / ".cache") as url:
         side = harness.Side("child", url + "/v1/chat/completions", Path(gguf.file).stem, seed=settings.seed)
-        out = harness.evaluate(side, task_set, settings, manager)
+        try:
+            out = harness.evaluate(side, task_set, settings, manager)
+        except OverbrainerError as e:
+            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / 'server.log', project)}") from None
     return out, {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize,
                  "llama_cpp": gguf.llama_cpp, "base_model": base_model, "context": context,
                  "server": "llama-server -ngl 999 -np 1", "model_args": side.model_args()}

@@ -195,3 +195,15 @@ def test_the_parent_is_asked_only_through_an_openai_protocol_provider_and_its_ke
     side, about = parent_side(project.config(), 42)
     assert side.url == f"{project.url}/chat/completions" and side.key == KEY and side.model_args()["seed"] == 42
     assert KEY not in json.dumps(about) and KEY not in repr(side)
+
+
+def test_a_server_that_does_not_start_fails_the_eval_with_its_log(project, fake_provider, cli, tmp_path,
+                                                                  llama_cpp_dir):
+    run_dir = make_run(project, Path("unused"), target="here", remote=tmp_path / "remote",
+                       llama_cpp_dir=llama_cpp_dir, gguf_bytes=b"GGUF? no: not a model")
+    r = cli(["-C", project.dir, "eval"], env=project.env, timeout=300)
+    assert r.returncode == 1, r.stderr
+    eval_dir = the_eval(run_dir)
+    assert f"error: eval: llama-server exited before it was ready; its log is {eval_dir / 'server.log'}" in r.stderr
+    assert "failed to load model" in (eval_dir / "server.log").read_text()
+    assert not (eval_dir / "eval.json").exists() and fake_provider.chat_requests() == []
