@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runs": ("overbrainer.cli.runs_cmd", "runs", "List training runs, show one, read its log."),
     "export": ("overbrainer.cli.export_cmd", "export", "Turn a run's model into a GGUF file for llama.cpp and Ollama."),
     "compare": ("overbrainer.cli.compare_cmd", "compare", "Judge the child against its parent on the eval set."),
+    "eval": ("overbrainer.cli.eval_cmd", "eval_", "Run lm-eval benchmarks on the child and its parent."),
     "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model (--dataset: the split) to the Hugging Face Hub."),
     "pod": ("overbrainer.cli.pod_cmd", "pod", "Runpod pods: list, delete, the GPU catalog, ssh."),
     "tui": ("overbrainer.cli.tui_cmd", "tui", "Full-screen terminal UI: watch and steer the pipeline and training."),

@@ -1,7 +1,8 @@
 """The model card (`README.md` of the pushed repo), rendered from `CardFacts` only.
 
 Layout: YAML front matter; the title and one sentence; `## Use it`; `## How it was made` (what
-the data kept, a table of facts, the topics, the GPU line); `## Reproduce` (the allowlisted TOML
+the data kept, a table of facts, the topics, the GPU line); `## Benchmarks` (the newest
+`overbrainer eval`, hub/card_eval.py, when there is one); `## Reproduce` (the allowlisted TOML
 excerpt); a footer and, as the last line, `MARKER`, by which a later push knows the card is its
 own and may replace it. Prose is one line with `<` and `>` as entities; `|` is escaped in table
 cells.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from overbrainer.hub.card_eval import eval_section
 from overbrainer.hub.card_facts import CardFacts
 from overbrainer.support.fmt import duration
 
@@ -141,6 +143,7 @@ def render(f: CardFacts) -> str:
     if f.gpu:
         spend = f", about ${f.spend:.2f}" if f.spend is not None else ""
         lines += [prose(f"Trained on a Runpod {f.gpu}{spend}."), ""]
+    lines += eval_section(f.evals, cell)
     lines += ["## Reproduce", "", "```sh", "pip install overbrainer", "```", "", "`overbrainer.toml` (excerpt):",
               "", "```toml", f.reproduce.rstrip("\n").replace("```", "'''"), "```", ""]
     lines += ["---", "", prose(f"Card written by overbrainer {f.version}."), MARKER]

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.hub.card_eval import eval_facts
 from overbrainer.hub.card_rules import is_hub_id, model_name
 from overbrainer.hub.card_toml import reproduce
 from overbrainer.runpod.pod_record import PodRecord
@@ -51,6 +52,7 @@ class CardFacts:
     license: str | None = None
     reproduce: str = ""
     decontamination: dict | None = None  # {"ngram", "eval", "benchmarks": [file names], "contaminated"}
+    evals: dict | None = None  # the newest `overbrainer eval` (hub/card_eval.eval_facts)
 
 
 def axolotl_settings(run_dir: Path) -> dict:
@@ -170,4 +172,5 @@ def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str],
         setattr(facts, name, model_name(role.model) if role is not None else None)
     facts.topics = [(t.name, t.description) for t in getattr(config, "topics", [])]
     facts.reproduce = reproduce(config)
+    facts.evals = eval_facts(run_dir)
     return facts

@@ -131,3 +131,31 @@ def test_card_states_the_decontamination(tmp_path):
     assert "| Decontamination | 13-gram overlap with the eval split: 0 examples left out |" in render(facts)
     (tmp_path / "data" / "decontamination.json").unlink()  # a run made before: no row
     assert "Decontamination" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+
+
+def test_card_shows_the_newest_eval(tmp_path):
+    import json
+
+    from overbrainer.hub.card_facts import gather
+
+    def write(eval_id: str, created: str, ratio: float) -> None:
+        folder = tmp_path / "evals" / eval_id
+        folder.mkdir(parents=True)
+        (folder / "eval.json").write_text(json.dumps({
+            "eval": eval_id, "created": created, "lm_eval": "0.4.13", "limit": 50, "seed": 42,
+            "parent": {"base_url": "http://secret-host.example/v1", "provider": "fake"},
+            "summary": {"gsm8k": {"metric": "exact_match", "child": 0.41, "parent": 0.5, "samples": 50,
+                                  "ratio": {"n": 50, "ratio": ratio, "low": 0.6, "high": 1.05}},
+                        "mine|x": {"metric": "token_f1", "child": 0.3, "samples": 4}}}))
+
+    assert "## Benchmarks" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    write("eval_20260102-000000", "2026-01-02T00:00:00Z", 0.82)
+    write("eval_20260101-000000", "2026-01-01T00:00:00Z", 0.11)
+    (tmp_path / "evals" / "eval_broken").mkdir()
+    (tmp_path / "evals" / "eval_broken" / "eval.json").write_text("{not json")
+    card = render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    assert "## Benchmarks" in card and "lm-evaluation-harness 0.4.13 (eval eval_20260102-000000)" in card
+    assert "| gsm8k | exact_match | 0.41 | 0.5 | 82.0 % (60.0 % to 105.0 %) | 50 |" in card
+    assert "| mine\\|x | token_f1 | 0.3 | – | – | 4 |" in card
+    assert "secret-host" not in card and "fake" not in card
+    assert card.index("## Benchmarks") < card.index("## Reproduce")

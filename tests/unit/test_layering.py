@@ -46,6 +46,7 @@ LAZY: frozenset[tuple[str, str]] = frozenset({
     ("overbrainer.exec.ssh_connect", "paramiko"),
     ("overbrainer.front.render_bars", "tqdm"),
     ("overbrainer.front.results", "json"),  # --json only: `config check` prints text
+    ("overbrainer.compare.eval_harness", "lm_eval"),  # the `eval` extra, for `overbrainer eval` only
     ("overbrainer.hub.client", "huggingface_hub"),
     ("overbrainer.hub.client", "httpx2"),
     ("overbrainer.hub.push", "huggingface_hub"),

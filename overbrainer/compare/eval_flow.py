@@ -1,0 +1,192 @@
+"""`eval_flow`: lm-evaluation-harness tasks on the child (its GGUF served by llama-server on this
+machine, compare/eval_serve.py) and, where reachable, on the parent (its provider), the same
+settings on both; `runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
+
+- The run: `--run`, else the newest run holding a GGUF (compare/plan.pick_run); a run without
+  one is an error (`overbrainer export` first).
+- The target: this machine; `--target` may name a local target (its `llama_cpp_dir`); an SSH or
+  runpod target is refused (UsageError, exit 2): not supported yet.
+- The parent: `[roles] parent` on an `openai`-protocol provider with a base URL; otherwise (or when
+  its evaluation fails) the eval goes on with the child alone, and eval.json says why.
+- Files: `eval.json` (atomic), `samples-child.jsonl` / `samples-parent.jsonl` (lm-eval's logged
+  samples, one line each with its `task`), `server.log`, and for the default task `task/`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+from overbrainer.compare import eval_harness as harness
+from overbrainer.compare import eval_stats as numbers
+from overbrainer.compare import plan as planning
+from overbrainer.compare.eval_serve import serving
+from overbrainer.compare.eval_tasks import plan_tasks
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
+from overbrainer.jobs import ids
+from overbrainer.support import fmt, redact
+from overbrainer.support.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+EVALS = "evals"
+EVAL_JSON = "eval.json"
+
+
+def eval_dir_of(project_dir: Path, run_id: str, eval_id: str) -> Path:
+    return planning.runs_dir(project_dir) / ids.validate(run_id) / EVALS / ids.validate(eval_id)
+
+
+def local_target(config, name: str | None):
+    """The target whose llama.cpp serves the child (None: this machine's defaults)."""
+    if name is None:
+        return None
+    target = config.target(name)
+    if target.kind != "local":
+        raise UsageError(f"eval: target `{name}` is a {target.kind} target: eval serves the child on this "
+                         "machine only (a remote or GPU target is not supported yet)")
+    return target
+
+
+def child_gguf(project: Path, run_id: str | None) -> planning.Gguf:
+    try:
+        return planning.pick_run(project, run_id)
+    except planning.NoGguf as e:
+        hint = f"`overbrainer export {e.run_id}`" if e.run_id else "`overbrainer export RUN_ID`"
+        raise OverbrainerError(f"{e}: export it first with {hint}") from None
+
+
+def parent_side(config, seed: int) -> tuple[harness.Side | None, dict]:
+    """The parent's side and its settings for eval.json (never its key), or None and why not."""
+    try:
+        provider, role = config.provider_for("parent")
+    except ConfigError as e:
+        return None, {"skipped": str(e)}
+    about = {"provider": provider.name, "protocol": provider.protocol, "model": role.model,
+             "base_url": provider.base_url}
+    if provider.protocol != "openai":
+        return None, {**about, "skipped": f"provider {provider.name} speaks the {provider.protocol} protocol; "
+                      "lm-eval's chat model speaks OpenAI's"}
+    if not provider.base_url:
+        return None, {**about, "skipped": f"providers.{provider.name}.base_url is not set"}
+    key = provider.api_key.resolve() if provider.api_key is not None else None
+    redact.register(key)
+    side = harness.Side("parent", provider.base_url.rstrip("/") + "/chat/completions", role.model,
+                        concurrent=int(config.pipeline.concurrency or 1), seed=seed, key=key)
+    return side, {**about, "model_args": side.model_args()}
+
+
+def settings_of(config, limit: int | None, max_tokens: int | None) -> harness.Settings:
+    temperature = float(config.compare.temperature)
+    gen = {"max_gen_toks": int(max_tokens or config.compare.max_tokens), "temperature": temperature,
+           "do_sample": temperature > 0}
+    seed = getattr(config.pipeline, "seed", None)
+    return harness.Settings(limit, planning.DEFAULT_SEED if seed is None else int(seed), gen)
+
+
+def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | None = None,
+              target: str | None = None, limit: int | None = None, max_tokens: int | None = None,
+              parent: bool = True) -> dict:
+    """Run the eval and write eval.json; returns its content."""
+    project = Path(session.project_dir)
+    where = local_target(config, target)
+    gguf = child_gguf(project, run_id)
+    run_dir = planning.runs_dir(project) / gguf.run
+    eval_id, eval_dir = ids.claim_new(run_dir / EVALS, f"eval_{ids.timestamp()}")
+    settings = settings_of(config, limit, max_tokens)
+    settings.quiet = bool(getattr(session.front, "json", False)) or not sys.stderr.isatty()
+    try:
+        task_set = plan_tasks(tasks, project, eval_dir)
+        manager = harness.task_manager(task_set, settings)
+    except BaseException:
+        shutil.rmtree(eval_dir, ignore_errors=True)  # nothing was evaluated: no eval left behind
+        raise
+    log.info("eval %s: the child of run %s on %s", eval_id, gguf.run, ", ".join(task_set.names))
+    try:
+        child, child_about = run_child(config, project, gguf, where, eval_dir, task_set, settings, manager)
+        if parent:
+            parent_out, parent_about = run_parent(config, task_set, settings, manager)
+        else:
+            parent_out, parent_about = None, {"skipped": "--no-parent"}
+    except KeyboardInterrupt:
+        shutil.rmtree(eval_dir, ignore_errors=True)
+        raise Interrupted(f"interrupted: eval {eval_id} of run {gguf.run} stopped (its server too); "
+                          "nothing was kept") from None
+    doc = eval_doc(eval_id, gguf.run, task_set, settings, child, child_about, parent_out, parent_about)
+    write_eval(eval_dir, doc, child, parent_out)
+    lines = [numbers.task_line(task, row) for task, row in doc["summary"].items()]
+    if parent_out is None:
+        lines.append(f"parent not evaluated: {parent_about.get('skipped')}")
+    session.report("\n".join(lines), {"eval": eval_id, "run": gguf.run, "file": _shown(eval_dir / EVAL_JSON, project),
+                                      "summary": doc["summary"], "parent": parent_about})
+    return doc
+
+
+def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, settings, manager) -> tuple[dict, dict]:
+    """lm-eval's output on the child, served for the call; and the child's settings."""
+    run_dir = planning.runs_dir(project) / gguf.run
+    base_model, context = planning.training_shape(run_dir)
+    with serving(run_dir / gguf.file, target=where, context=context,
+                 start_secs=float(config.compare.server_start_secs), work_dir=eval_dir,
+                 cache=planning.runs_dir(project) / ".cache") as url:
+        side = harness.Side("child", url + "/v1/chat/completions", Path(gguf.file).stem, seed=settings.seed)
+        try:
+            out = harness.evaluate(side, task_set, settings, manager)
+        except OverbrainerError as e:
+            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / 'server.log', project)}") from None
+    return out, {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize,
+                 "llama_cpp": gguf.llama_cpp, "base_model": base_model, "context": context,
+                 "server": "llama-server -ngl 999 -np 1", "model_args": side.model_args()}
+
+
+def run_parent(config, task_set, settings, manager) -> tuple[dict | None, dict]:
+    side, about = parent_side(config, settings.seed)
+    if side is None:
+        log.warning("eval: the parent is not evaluated: %s", about["skipped"])
+        return None, about
+    try:
+        return harness.evaluate(side, task_set, settings, manager), about
+    except OverbrainerError as e:
+        log.warning("eval: the parent is not evaluated: %s", e)
+        return None, {**about, "skipped": str(e)}
+
+
+def lm_eval_output(out: dict | None) -> dict | None:
+    """lm-eval's own output without its logged samples (kept in samples-*.jsonl)."""
+    if out is None:
+        return None
+    return {k: v for k, v in out.items() if k != "samples"}
+
+
+def eval_doc(eval_id, run_id, task_set, settings, child, child_about, parent, parent_about) -> dict:
+    return {
+        "eval": eval_id, "run": run_id, "created": fmt.stamp(), "lm_eval": harness.version(),
+        "model": harness.MODEL, "tasks": list(task_set.names), "task_files": dict(task_set.files),
+        "offline": task_set.offline, "limit": settings.limit, "seed": settings.seed, "seeds": settings.seeds(),
+        "gen_kwargs": dict(settings.gen_kwargs), "apply_chat_template": True,
+        "child": {**child_about, "output": lm_eval_output(child)},
+        "parent": {**parent_about, "output": lm_eval_output(parent)},
+        "summary": numbers.task_numbers(child, parent, settings.seed),
+    }
+
+
+def _samples_text(out: dict) -> str:
+    return "".join(json.dumps({"task": task, **s}, ensure_ascii=False, default=str) + "\n"
+                   for task, rows in (out.get("samples") or {}).items() for s in rows)
+
+
+def write_eval(eval_dir: Path, doc: dict, child: dict, parent: dict | None) -> None:
+    atomic_write_text(eval_dir / "samples-child.jsonl", _samples_text(child))
+    if parent is not None:
+        atomic_write_text(eval_dir / "samples-parent.jsonl", _samples_text(parent))
+    atomic_write_text(eval_dir / EVAL_JSON, json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+
+
+def _shown(path: Path, project_dir: Path) -> str:
+    try:
+        return str(path.relative_to(project_dir))
+    except ValueError:
+        return str(path)
