@@ -27,13 +27,11 @@ from overbrainer.compare.eval_serve import serving
 from overbrainer.compare.eval_tasks import plan_tasks
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
 from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import EVAL_JSON, EVALS
 from overbrainer.support import fmt, redact
 from overbrainer.support.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
-
-EVALS = "evals"
-EVAL_JSON = "eval.json"
 
 
 def eval_dir_of(project_dir: Path, run_id: str, eval_id: str) -> Path:

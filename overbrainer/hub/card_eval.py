@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from overbrainer.compare.eval_flow import EVAL_JSON, EVALS
+from overbrainer.jobs.run_record import EVAL_JSON, EVALS
 
 log = logging.getLogger(__name__)
 

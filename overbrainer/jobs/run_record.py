@@ -18,6 +18,7 @@ from overbrainer.support.record_file import RecordFile
 log = logging.getLogger(__name__)
 
 RECORD = "run.json"
+EVALS, EVAL_JSON = "evals", "eval.json"  # runs/<id>/evals/<eval id>/eval.json (`overbrainer eval`)
 PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED = (
     "preparing", "running", "succeeded", "failed", "cancelled", "stopped")
 STATES = (PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED)
