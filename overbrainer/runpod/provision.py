@@ -166,7 +166,7 @@ def _provision(w: _Walk) -> Provisioned:
     if flag_set(w.flag):
         raise Stopped()
     wanted = catalog.Wanted.of(w.target)
-    gpus = read_catalog(w.client, w.target.gpu_count) if wanted.needs_catalog else None
+    gpus = w.client.gpu_types(w.target.gpu_count) if wanted.needs_catalog else None
     candidates = catalog.pick(wanted, gpus)
     _check_volume(w)
     _store_host_key(w)
@@ -177,15 +177,6 @@ def _provision(w: _Walk) -> Provisioned:
     if w.record.attempts and all(a.result == AMBIGUOUS for a in w.record.attempts):
         raise Unanswered()
     raise NoTypePlaced(_no_capacity_text(w))
-
-
-def read_catalog(client, gpu_count: int) -> list[catalog.GpuType]:
-    """The one catalog read, in the terms of the GPU pick."""
-    return [catalog.GpuType(id=g.id, memory_gb=g.memory_gb, price_secure=g.price_per_hour,
-                            max_count_secure=g.max_count or 0, availability=g.availability or "NONE",
-                            data_centers=tuple(catalog.DataCenterStock(dc, a) for dc, a in g.data_centers),
-                            secure=g.secure)
-            for g in client.gpu_types(gpu_count)]
 
 
 def _check_volume(w: _Walk) -> None:
