@@ -36,7 +36,7 @@ from typing import Any, Callable, TypeVar
 
 from overbrainer.errors import Interrupted
 from overbrainer.support.sleep import pause
-from overbrainer.support.threads import Signal, in_daemon
+from overbrainer.support.threads import Signal, in_daemon, listen_all, unlisten_all
 
 log = logging.getLogger(__name__)
 
@@ -260,20 +260,22 @@ class Interrupt:
             return None
         if self._mode == _OFF:
             return fn(*args, **kwargs)
-        done = threading.Event()  # set by the call's end, or by a signal (`_trip`)
+        done = threading.Event()  # set by the call's end, a signal (`_trip`) or a Signal event
         with self._lock:
             self._waiters.add(done)
+        woken = self._mode == _SIGNAL or listen_all([self.event], done.set)
         try:
             if self.caught():
                 return None
             call = in_daemon("overbrainer-race", fn, *args, **kwargs)
             call.add_done_callback(lambda _: done.set())
-            if self._mode == _SIGNAL:
+            if woken:
                 done.wait()
-            else:
+            else:  # a caller's plain Event
                 while not done.wait(_EVENT_POLL) and not self.event.is_set():
                     pass
         finally:
+            unlisten_all([self.event], done.set)
             with self._lock:
                 self._waiters.discard(done)
         return call.result() if call.done() else None
