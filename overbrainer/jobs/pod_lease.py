@@ -38,7 +38,7 @@ from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR, ssh_line
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_scripts import WORKDIR
-from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, forget_run, remove, sweep
 from overbrainer.runpod.waits import Timing
 
@@ -220,9 +220,10 @@ def _provision(ctx: PodContext, front, target, record, interrupt, options: PodOp
     ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
-            start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep,
-            workdir=options.workdir or WORKDIR, api_url=ctx.client.base_url, flag=_Stop(ctx, interrupt),
-            timing=ctx.timing, publish=ctx.publish, note=f"creating the pod of {ctx.owner()}")
+            start_pod, ctx.client, target,
+            PodPlace(record.id, ctx.run_dir, options.workdir or WORKDIR, ctx.client.base_url, keep=keep),
+            flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
+            note=f"creating the pod of {ctx.owner()}")
     except BaseException as e:
         _provisioning_failed(ctx, record, e, interrupt)
         raise

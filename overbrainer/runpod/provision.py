@@ -111,20 +111,31 @@ class _Walk:
         return f"{self.workdir.rstrip('/')}/{self.run_id}"
 
 
-def start_pod(client, target, *, run_id: str, run_dir: Path, keep: bool, workdir: str, api_url: str, flag,
-              timing: Timing | None = None, publish: Callable[[PodStatus], None] | None = None,
-              extra_env: dict | None = None) -> Provisioned:
+@dataclass(frozen=True)
+class PodPlace:
+    """Where a run's pod works: the run's ID, its local `runs/<id>` (`run_dir`), the pod's workdir
+    (the run's directory there is `<workdir>/<run-id>`), the API base URL the pod's watchdog calls,
+    and whether the pod is kept when the job ends (`--keep-pod`)."""
+
+    run_id: str
+    run_dir: Path
+    workdir: str
+    api_url: str
+    keep: bool = False
+
+
+def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = None,
+              publish: Callable[[PodStatus], None] | None = None, extra_env: dict | None = None) -> Provisioned:
     """Create the run's pod and wait until it is ready (see the module docstring). `target` is a
-    RunpodTarget, `run_dir` the local `runs/<id>`, `workdir` the pod's workdir (the run directory
-    on the pod is `<workdir>/<run-id>`), `api_url` the API base URL the pod's watchdog calls.
-    `extra_env` is added to the pod's env (images that need more; tests). On failure the record
-    shows what may be left; keys and secret are dropped only when no pod of the run may be left."""
-    run_dir = Path(run_dir)
+    RunpodTarget; `flag` stops the walk when set (see runpod.waits.flag_set). `extra_env` is added
+    to the pod's env (images that need more; tests). On failure the record shows what may be
+    left; keys and secret are dropped only when no pod of the run may be left."""
+    run_id, run_dir = place.run_id, Path(place.run_dir)
     keys = RunKeys.generate(run_dir / SSH_DIR, run_id)
-    record = PodRecord.for_target(run_id, target, keep=keep, host_key=keys.host_public,
+    record = PodRecord.for_target(run_id, target, keep=place.keep, host_key=keys.host_public,
                                   path=PodRecord.path_in(run_dir))
     record.save()
-    w = _Walk(client, target, run_id, keys, record, workdir, api_url, flag, timing or Timing.default(),
+    w = _Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
               publish, dict(extra_env or {}))
     try:
         return _provision(w)
