@@ -19,7 +19,6 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.jobs.targets import open_executor
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.provision import read_catalog
 from overbrainer.runs.preflight import check_axolotl
 
 
@@ -64,7 +63,7 @@ def _runs_axolotl(config, name: str, target) -> str:
 
 def _runpod(config, target) -> str:
     with RunpodClient.from_config(config, attempts=1) as client:
-        types = read_catalog(client, target.gpu_count)
+        types = client.gpu_types(target.gpu_count)
     wanted = catalog.Wanted.of(target)
     if wanted.gpu_types == catalog.AUTO:
         picked = catalog.pick(wanted, types)  # NotInStock says why nothing fits
@@ -75,10 +74,10 @@ def _runpod(config, target) -> str:
         gpu = by_id.get(name)
         if gpu is None:
             problems.append(f"`{name}` is not in Runpod's GPU catalog")
-        elif not gpu.secure or gpu.price is None:
+        elif not gpu.secure or gpu.price_per_hour is None:
             problems.append(f"`{name}` is not offered on Secure Cloud")
-        elif gpu.max_count_secure < wanted.gpu_count:
-            problems.append(f"`{name}` comes with at most {gpu.max_count_secure} GPUs a pod "
+        elif gpu.max_count < wanted.gpu_count:
+            problems.append(f"`{name}` comes with at most {gpu.max_count} GPUs a pod "
                             f"(gpu_count = {wanted.gpu_count})")
     if problems:
         raise OverbrainerError("; ".join(problems) + ": `overbrainer pod gpus` lists the GPU types")

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import posixpath
 import re
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.manifest import verify
 from overbrainer.exec.transfer import upload_names
+from overbrainer.support.threads import in_daemon
 
 # Files on the target that only the job-control scripts use; never downloaded.
 # Top-level entries of a local run dir that are never uploaded. run.json is the project's record of
@@ -239,27 +239,19 @@ class Executor(ABC):
         disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
         `download failed: …`, or exec.manifest.VerifyError (`verify failed: …`)."""
         entries, exclude = list(entries), list(exclude)
-        box: dict = {}
 
-        def hash_there() -> None:
-            try:
-                box["manifest"] = self.manifest(remote, entries, exclude)
-            except BaseException as e:  # noqa: BLE001 - raised below, in the caller's thread
-                box["error"] = e
+        def hash_there() -> list[tuple[str, str]]:
+            return self.manifest(remote, entries, exclude)
 
         if _same_dir(remote, local):  # a local target: the files are here, and the manifest hashes them
-            hash_there()
-            return _manifest_of(box)
-        thread = threading.Thread(target=hash_there, name="manifest", daemon=True)
-        thread.start()
+            return _manifest_of(hash_there)
+        hashing = in_daemon("manifest", hash_there)
         try:
             written = self.download(remote, local, entries, exclude, progress=progress)
         except OverbrainerError as e:
-            thread.join()
-            _manifest_of(box)
+            _manifest_of(hashing.result)  # waits for it: its failure is said first
             raise OverbrainerError(f"download failed: {e}", cause=e) from e
-        thread.join()
-        manifest = _manifest_of(box)
+        manifest = _manifest_of(hashing.result)
         verify(local, manifest, entries, exclude, written)
         return manifest
 
@@ -280,10 +272,9 @@ def _same_dir(remote: str, local: str) -> bool:
         return False
 
 
-def _manifest_of(box: dict) -> list[tuple[str, str]]:
-    e = box.get("error")
-    if isinstance(e, OverbrainerError):
+def _manifest_of(get: Callable[[], list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """The manifest `get()` returns (hashed here, or the thread's result, waited for)."""
+    try:
+        return get()
+    except OverbrainerError as e:
         raise OverbrainerError(f"manifest failed: {e}", cause=e) from e
-    if e is not None:
-        raise e
-    return box["manifest"]

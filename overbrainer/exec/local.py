@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from concurrent.futures import wait
 from typing import Iterable
 
 from overbrainer.errors import OverbrainerError
@@ -23,6 +24,7 @@ from overbrainer.exec.base import (
 )
 from overbrainer.support import fmt
 from overbrainer.support.atomic import atomic_write_bytes
+from overbrainer.support.threads import in_daemon
 
 log = logging.getLogger(__name__)
 
@@ -67,24 +69,22 @@ class LocalExecutor(Executor):
             ["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True,
         )
-        out: dict[str, bytes] = {}
-        reader = threading.Thread(target=lambda: out.update(zip(("o", "e"), proc.communicate())), daemon=True)
-        reader.start()
+        reading = in_daemon("script-output", proc.communicate)
         deadline = time.monotonic() + timeout
         while True:
             self._reap()
-            reader.join(_REAP_EVERY)
-            if not reader.is_alive():
+            if wait([reading], _REAP_EVERY).done:
                 break
             if time.monotonic() > deadline:
                 _kill_group(proc)
                 # The pipes close with the group; a process that left it may hold them still.
-                reader.join(READER_LIMIT)
+                wait([reading], READER_LIMIT)
                 raise OverbrainerError(f"{action} failed: it did not finish within {fmt.duration(timeout, words=True)}")
         self._reap()
+        out, err = reading.result()
         if proc.returncode != 0:
-            raise OverbrainerError(f"{action} failed: {_first_lines(out.get('e', b''), proc.returncode)}")
-        return out.get("o", b"").decode("utf-8", "replace")
+            raise OverbrainerError(f"{action} failed: {_first_lines(err or b'', proc.returncode)}")
+        return (out or b"").decode("utf-8", "replace")
 
     # --- contract -----------------------------------------------------------------------------
 

@@ -21,13 +21,13 @@ import posixpath
 import shutil
 import stat
 import tarfile
-import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.manifest import Written, excluded, stat_key
+from overbrainer.support.threads import in_daemon
 
 log = logging.getLogger(__name__)
 
@@ -324,27 +324,22 @@ def copy_members(members: Iterable[Member], dst: str | os.PathLike, exclude: Ite
     exclude = list(exclude)
     meter = Meter(progress, members_size(members, exclude)) if progress is not None else None
     r, w = os.pipe()
-    failure: list[BaseException] = []
     written: Written = {}
 
     def produce() -> None:
-        try:
-            with open(w, "wb", buffering=0) as out:
-                write_tar(out.write, members, exclude)
-        except BaseException as e:  # reported after the reader ends
-            failure.append(e)
+        with open(w, "wb", buffering=0) as out:
+            write_tar(out.write, members, exclude)
 
-    t = threading.Thread(target=produce, daemon=True)
-    t.start()
+    producing = in_daemon("tar-pipe", produce)
     try:
         with open(r, "rb", buffering=0) as inp:
             extract_tar(meter.reader(inp.read) if meter else inp.read, dst, written)
             while inp.read(BUF):
                 pass
     finally:
-        t.join()
-    if failure and not isinstance(failure[0], BrokenPipeError):
-        raise OverbrainerError(f"copying {what} to {dst} failed: {failure[0]}") from failure[0]
+        failure = producing.exception()  # waits: the writer ends once the pipe is read or closed
+    if failure is not None and not isinstance(failure, BrokenPipeError):
+        raise OverbrainerError(f"copying {what} to {dst} failed: {failure}") from failure
     if meter is not None:
         meter.finish()
     return written

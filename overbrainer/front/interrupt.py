@@ -36,6 +36,7 @@ from typing import Any, Callable, TypeVar
 
 from overbrainer.errors import Interrupted
 from overbrainer.support.sleep import pause
+from overbrainer.support.threads import Signal, in_daemon, listen_all, unlisten_all
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class Interrupt:
     """Ctrl-C caught from creation on. See the module docstring."""
 
     def __init__(self) -> None:
-        self._setup(threading.Event(), _OFF)
+        self._setup(Signal(), _OFF)
         if threading.current_thread() is not threading.main_thread():
             log.debug("cannot catch Ctrl-C outside the main thread: it stops the process as usual")
             return
@@ -138,7 +139,7 @@ class Interrupt:
 
     def _setup(self, event: threading.Event, mode: str) -> None:
         self.event = event
-        self.abandon = threading.Event()  # a second signal
+        self.abandon: threading.Event = Signal()  # a second signal
         self._count = 0
         self._mode = mode
         self._noted_flag = False
@@ -165,7 +166,7 @@ class Interrupt:
     def off(cls) -> "Interrupt":
         """Never caught: Ctrl-C behaves as usual, `race` runs inline."""
         self = cls.__new__(cls)
-        self._setup(threading.Event(), _OFF)
+        self._setup(Signal(), _OFF)
         return self
 
     # --- the signal side ----------------------------------------------------------------------
@@ -259,37 +260,25 @@ class Interrupt:
             return None
         if self._mode == _OFF:
             return fn(*args, **kwargs)
-        done = threading.Event()
-        box: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                box["value"] = fn(*args, **kwargs)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller
-                box["error"] = e
-            finally:
-                box["done"] = True
-                done.set()
-
+        done = threading.Event()  # set by the call's end, a signal (`_trip`) or a Signal event
         with self._lock:
             self._waiters.add(done)
+        woken = self._mode == _SIGNAL or listen_all([self.event], done.set)
         try:
             if self.caught():
                 return None
-            threading.Thread(target=work, name="overbrainer-race", daemon=True).start()
-            if self._mode == _SIGNAL:
+            call = in_daemon("overbrainer-race", fn, *args, **kwargs)
+            call.add_done_callback(lambda _: done.set())
+            if woken:
                 done.wait()
-            else:
+            else:  # a caller's plain Event
                 while not done.wait(_EVENT_POLL) and not self.event.is_set():
                     pass
         finally:
+            unlisten_all([self.event], done.set)
             with self._lock:
                 self._waiters.discard(done)
-        if not box.get("done"):
-            return None
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return call.result() if call.done() else None
 
     def restore(self) -> None:
         """Stop catching: put the previous handlers back (a signal noted so far stays noted)."""

@@ -1,7 +1,11 @@
 """The target lease: the one place a flow that runs a job on a target gets its executor.
 
-    with lease(session, config, name, target, record, interrupt=..., start=True) as held:
+    with lease(session, config, name, target, record, interrupt=..., start=True,
+               options=PodOptions(retrieved) or LocalOptions(executor)) as held:
         held.executor.spawn(...); held.job_started(); held.follow(record, bus, interrupt)
+
+What each target kind needs besides the target comes as one value: `LocalOptions` (local and
+SSH) or `jobs.pod_lease.PodOptions` (Runpod).
 
 It yields one `Lease`, whatever the target: the executor and the pod's side of the job (`follow`,
 `job_started`: plain for a local or SSH target). Local and SSH leases connect (raced against
@@ -22,20 +26,25 @@ from __future__ import annotations
 
 import shutil
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Callable, Iterator, TypeGuard
+from dataclasses import dataclass
+from typing import Any, Iterator, TypeGuard
 
 from overbrainer.config.model import RunpodTarget, Target
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
-from overbrainer.jobs.pod_lease import pod_lease
+from overbrainer.jobs.pod_lease import PodOptions, pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
 
-Retrieved = Callable[[RunRecord, Path], bool]
+@dataclass(frozen=True)
+class LocalOptions:
+    """What a local or SSH lease may be given: `executor`, one the flow connected already, for its
+    checks before the run was created (the lease takes it over, and closes it)."""
+
+    executor: Any = None
 
 
 class Lease:
@@ -73,21 +82,17 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,
-          executor=None, pod_home=None, pod_workdir: str | None = None) -> Iterator[Lease]:
+          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
-    `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`). `executor` (local and
-    SSH only): one the flow connected already, for its checks before the run was created; the
-    lease takes it over (and closes it). A side job on a pod of its own gives its `pod_home`
-    (jobs.pod_homes.PodHome: where its record and pod.json are) and the pod's `pod_workdir`."""
+    A Runpod target needs its PodOptions; a local or SSH one takes LocalOptions (or nothing, and
+    ignores a PodOptions given in case the target were a pod)."""
     if is_pod(target):
-        if retrieved is None:
-            raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
-        with pod_lease(session, config, target_name, target, record, interrupt=interrupt,
-                       start=start, keep=keep, retrieved=retrieved, home=pod_home,
-                       workdir=pod_workdir) as held:
+        if not isinstance(options, PodOptions):
+            raise ValueError("a Runpod lease needs its PodOptions (the rule saying whether a run's results are home)")
+        with pod_lease(session, config, target, record, interrupt=interrupt, start=start, options=options) as held:
             yield held
         return
+    executor = options.executor if isinstance(options, LocalOptions) else None
     runs_dir = ProjectPaths(session.project_dir).runs
     try:
         if executor is None:

@@ -20,8 +20,9 @@ import hashlib
 import logging
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
@@ -37,13 +38,32 @@ from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR, ssh_line
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_scripts import WORKDIR
-from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, forget_run, remove, sweep
 from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)
 
 NOT_STARTED = "interrupted before the job started"
+Retrieved = Callable[[Any, Path], bool]  # (run record, run dir) -> whether the run's results are home
+
+
+@dataclass(frozen=True)
+class PodOptions:
+    """What a Runpod lease needs besides its target (jobs.lease passes it whole).
+
+    `retrieved`: the job kind's rule saying whether an ended run's results are home (the pod is
+    deleted only then); `keep`: the pod is kept when the job ends (`--keep-pod`); `home`: where the
+    record of the pod's owner is (default: the run in runs/; a side job's jobs.pod_homes.PodHome);
+    `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
+    `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod (None:
+    only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
+
+    retrieved: Retrieved
+    keep: bool = False
+    home: PodHome | None = None
+    workdir: str | None = None
+    runs_retrieved: Retrieved | None = None
 
 
 class PodContext:
@@ -124,26 +144,24 @@ class PodLease:
 
 
 @contextmanager
-def pod_lease(session, config, target_name: str, target: Any, record, *, interrupt, start: bool,
-              keep: bool, retrieved, home: PodHome | None = None, workdir: str | None = None,
-              runs_retrieved=None) -> Iterator[PodLease]:
-    """`home`: where the record of the pod's owner is (default: the run `record` in runs/);
-    `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
-    `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod
-    (None: only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
+def pod_lease(session, config, target: Any, record, *, interrupt, start: bool,
+              options: PodOptions) -> Iterator[PodLease]:
+    """The pod of `record` on the Runpod `target` for the block (see the module docstring and
+    PodOptions)."""
     runs_dir = ProjectPaths(session.project_dir).runs
     guard = session.front.open_bus()
     client = None
     executor = None
     try:
         client = RunpodClient.from_config(config)
-        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, retrieved, home=home,
-                         project_dir=session.project_dir)
+        home = options.home
+        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, options.retrieved,
+                         home=home, project_dir=session.project_dir)
         if start:
             _end_retrieved(ctx, runs_dir, None, interrupt,
-                           rule=retrieved if home is None or not home.side else runs_retrieved)
+                           rule=options.retrieved if home is None or not home.side else options.runs_retrieved)
             warn_orphans(client, runs_dir, record.id, stale=True)
-            executor = _provision(ctx, session.front, target, record, interrupt, keep, workdir)
+            executor = _provision(ctx, session.front, target, record, interrupt, options)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,
                                         note=f"reconnecting to the pod of run {record.id}")
@@ -196,13 +214,15 @@ def end_left_pod(session, config, run_id: str, retrieved) -> None:
 
 # --- provisioning ---------------------------------------------------------------------------------
 
-def _provision(ctx: PodContext, front, target, record, interrupt, keep: bool, workdir: str | None = None):
+def _provision(ctx: PodContext, front, target, record, interrupt, options: PodOptions):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
+    keep = options.keep
     ctx.flag = front.provisioning_flag()
     try:
         provisioned = interrupt.shield(
-            start_pod, ctx.client, target, run_id=record.id, run_dir=ctx.run_dir, keep=keep, workdir=workdir or WORKDIR,
-            api_url=ctx.client.base_url, flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
+            start_pod, ctx.client, target,
+            PodPlace(record.id, ctx.run_dir, options.workdir or WORKDIR, ctx.client.base_url, keep=keep),
+            flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
             note=f"creating the pod of {ctx.owner()}")
     except BaseException as e:
         _provisioning_failed(ctx, record, e, interrupt)

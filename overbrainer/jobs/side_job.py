@@ -59,7 +59,7 @@ from overbrainer.exec.base import JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
-from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.lease import PodOptions, is_pod, lease
 from overbrainer.jobs.pod_homes import NOT_HOME, PodHome, key_taken, side_results_home
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
@@ -98,6 +98,26 @@ class SideJobResult:
     state: str
     message: str | None = None
     record: RunRecord | None = None
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side job being run: for the run `run`, its own `record` (saved in `parent`), the job."""
+    run: RunRecord
+    record: RunRecord
+    parent: Path
+    job: SideJob
+    label: str
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where it runs: its local directory, the run's directory on the target (`root`), the
+    target, and the cache folder there."""
+    job_dir: Path
+    root: str
+    target: Any
+    cache: str
 
 
 class SideJobFailed(OverbrainerError):
@@ -143,16 +163,17 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
     now = now or _dt.datetime.now(_dt.timezone.utc)
     record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
+    side = _Side(run, record, parent, job, label)
     interrupt = session.front.interrupt()
     try:
         if pod:
-            return _on_pod(session, config, run, record, parent, name, where, job, label, interrupt, keep)
+            return _on_pod(session, config, side, name, where, interrupt, keep)
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
                 job_dir = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
                 cache = f"{held.executor.workdir.rstrip('/')}/.cache"
-                return _run(session, held, interrupt, run, record, parent, job_dir, root, where, job, label, cache)
+                return _run(session, held, interrupt, side, _Place(job_dir, root, where, cache))
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
@@ -161,9 +182,9 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         interrupt.restore()
 
 
-def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, name: str, target: RunpodTarget,
-            job: SideJob, label: str, interrupt, keep: bool) -> SideJobResult:
+def _on_pod(session, config, side: _Side, name: str, target: RunpodTarget, interrupt, keep: bool) -> SideJobResult:
     """The job on a new pod of its own (see the module docstring)."""
+    run, record, parent, job, label = side.run, side.record, side.parent, side.job, side.label
     RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
@@ -176,10 +197,11 @@ def _on_pod(session, config, run: RunRecord, record: RunRecord, parent: Path, na
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id
              else f"{root.rsplit('/', 1)[0]}/.cache")
     try:
-        with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True, keep=keep,
-                   retrieved=side_results_home, pod_home=PodHome(job_id, parent, run.id),
-                   pod_workdir=f"{root}/{job.kind}s") as held:
-            return _run(session, held, interrupt, run, record, parent, job_dir, root, pod_target, job, label, cache)
+        options = PodOptions(side_results_home, keep=keep, home=PodHome(job_id, parent, run.id),
+                             workdir=f"{root}/{job.kind}s")
+        with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
+                   options=options) as held:
+            return _run(session, held, interrupt, side, _Place(job_dir, root, pod_target, cache))
     except Interrupted as e:
         if record.job is not None:  # the job started: _run said it
             raise
@@ -215,13 +237,13 @@ def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> P
     return job_dir
 
 
-def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Path, job_dir: Path, root: str,
-         target, job: SideJob, label: str, cache: str) -> SideJobResult:
+def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     executor = held.executor
+    record, parent, job, label, job_dir = side.record, side.parent, side.job, side.label, place.job_dir
     result = SideJobResult(record.id, job_dir, record.state, record=record)
     front = session.front
     try:
-        spec = _prepare(executor, interrupt, run, record, job_dir, root, target, job, label, cache)
+        spec = _prepare(executor, interrupt, side, place)
     except Interrupted:
         _end(parent, record, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled") from None
@@ -257,23 +279,23 @@ def _run(session, held, interrupt, run: RunRecord, record: RunRecord, parent: Pa
     raise SideJobFailed(f"{label} failed: {record.message}", result)
 
 
-def _prepare(executor, interrupt, run: RunRecord, record: RunRecord, job_dir: Path, root: str, target,
-             job: SideJob, label: str, cache: str):
+def _prepare(executor, interrupt, side: _Side, place: _Place):
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
+    record, job, cache = side.record, side.job, place.cache
     for name, content in job.files.items():
-        path = job_dir / name
+        path = place.job_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, bytes):
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-    runtime = Runtime.from_target(target)
+    runtime = Runtime.from_target(place.target)
     env = {"OVERBRAINER_CACHE": CONTAINER_CACHE if runtime.in_container else cache, **job.env}
-    script, container = runtime.job(f"{run.id}-{record.id}", root, cache, job.steps, env=env,
+    script, container = runtime.job(f"{side.run.id}-{record.id}", place.root, cache, job.steps, env=env,
                                     secret_names=sorted(job.secrets), stop_marker=False,
                                     subdir=f"{job.kind}s/{record.id}")
     if job.prepare is not None:
-        interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {label}")
+        interrupt.shield(job.prepare, executor, record.remote_dir, note=f"preparing the {side.label}")
     interrupt.check()
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(job.secrets), container=container)
 

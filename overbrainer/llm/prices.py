@@ -16,6 +16,7 @@ from typing import Any
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import request_once
 from overbrainer.support.failure import FailureKind
+from overbrainer.support.threads import in_daemon
 
 log = logging.getLogger(__name__)
 
@@ -114,22 +115,18 @@ class PendingPrice:
     """A price being looked up on a daemon thread; `get()` waits for it (None when unknown)."""
 
     def __init__(self, find):
-        self._done = threading.Event()
-        self._value: Price | None = None
-        self._find = find
-        threading.Thread(target=self._run, name="price-lookup", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._find()
-        except Exception as e:  # noqa: BLE001 - an unknown price never fails anything
-            log.warning("cannot read model prices (%s); showing tokens only", e)
-        finally:
-            self._done.set()
+        self._lookup = in_daemon("price-lookup", _look_up, find)
 
     def get(self) -> Price | None:
-        self._done.wait()
-        return self._value
+        return None if self._lookup.exception() is not None else self._lookup.result()
+
+
+def _look_up(find) -> Price | None:
+    try:
+        return find()
+    except Exception as e:  # noqa: BLE001 - an unknown price never fails anything
+        log.warning("cannot read model prices (%s); showing tokens only", e)
+        return None
 
 
 class PriceBook:

@@ -18,6 +18,7 @@ from overbrainer.llm.client import connect
 from overbrainer.llm.http import LlmSession
 from overbrainer.llm.prices import PriceBook
 from overbrainer.support.budget import Budget
+from overbrainer.support.threads import Signal
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ class StageContext:
         self.bus = bus
         # `abandon`: a second interrupt; the requests in flight are not waited for.
         if interrupt is None:
-            self.stop_event, self.abandon_event = threading.Event(), threading.Event()
+            self.stop_event, self.abandon_event = Signal(), Signal()
         elif isinstance(interrupt, threading.Event):
-            self.stop_event, self.abandon_event = interrupt, threading.Event()
+            self.stop_event, self.abandon_event = interrupt, Signal()
         else:
             self.stop_event, self.abandon_event = interrupt.event, interrupt.abandon
         self._max_cost = max_cost

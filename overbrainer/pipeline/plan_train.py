@@ -30,7 +30,6 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.pod_record import PodRecord
-from overbrainer.runpod.provision import read_catalog
 from overbrainer.runs.fingerprint import fingerprint, verdict
 
 log = logging.getLogger(__name__)
@@ -127,7 +126,7 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
     (None, None, why) when the catalog cannot say."""
     try:
         with RunpodClient.from_config(config) as client:
-            types = read_catalog(client, target.gpu_count)
+            types = client.gpu_types(target.gpu_count)
         candidates = catalog.pick(catalog.Wanted.of(target), types)
     except OverbrainerError as e:
         return None, None, f"cannot read Runpod's GPU catalog: {e}"

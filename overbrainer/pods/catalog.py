@@ -11,7 +11,6 @@ from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
 from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
-from overbrainer.runpod.provision import read_catalog
 from overbrainer.support.columns import table
 
 
@@ -22,17 +21,16 @@ def _report(session, header: list[str], rows: list[list[str]], data: dict, empty
 def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
               data_center=None) -> None:
     with RunpodClient.from_config(config) as client:
-        gpus = catalog.for_listing(read_catalog(client, count), min_vram_gb=min_vram, max_price=max_price,
+        gpus = catalog.for_listing(client.gpu_types(count), min_vram_gb=min_vram, max_price=max_price,
                                    in_stock=in_stock, data_center=data_center)
     rows, data = [], []
     for g in gpus:
-        stock = (next((dc.availability for dc in g.data_centers if dc.id == data_center), "NONE")
-                 if data_center else g.availability)
-        rate = g.price * count if g.price is not None else None
+        stock = g.stock_at(data_center) if data_center else g.availability
+        rate = g.price_per_hour * count if g.price_per_hour is not None else None
         rows.append([g.id, f"{g.memory_gb:g}" if g.memory_gb is not None else "-", format_rate(rate),
-                     str(g.max_count_secure), stock])
+                     str(g.max_count), stock])
         data.append({"id": g.id, "memory_gb": g.memory_gb, "price_per_hour": rate,
-                     "max_count": g.max_count_secure, "stock": stock})
+                     "max_count": g.max_count, "stock": stock})
     _report(session, ["ID", "VRAM GB", "$/H", "MAX COUNT", "STOCK"], rows, {"gpus": data},
             "pod: no GPU type matches")
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import quote
 
 from overbrainer.errors import ConfigError
+from overbrainer.runpod.catalog import MIN_CUDA
 from overbrainer.runpod.errors import KEY_ENV, Ambiguous, InvalidAnswer, NotFound, RunpodError
 from overbrainer.runpod.objects import (
     DataCenter,
@@ -129,7 +130,7 @@ class RunpodClient:
     def gpu_types(self, count: int = 1) -> list[GpuType]:
         """Secure Cloud GPU types with their stock for `count` GPUs per pod (CUDA ≥ 13.0)."""
         params = {"include": "AVAILABILITY", "product": "POD", "cloud": "SECURE", "count": int(count),
-                  "minCudaVersion": "13.0"}
+                  "minCudaVersion": MIN_CUDA}
         doc = self._http.call("GET", "/catalog/gpus", params=params).json("GET /catalog/gpus")
         return _parsed(_items(doc, "gpus", "GET /catalog/gpus"), parse_gpu)
 

@@ -7,8 +7,9 @@ Secure Cloud types with a Secure price (> 0), at least `gpu_count` GPUs per pod,
 stock (availability LOW or better) — anywhere, or in one of the listed `data_center_ids`.
 Cheapest first; ties go to more VRAM, then to the id. `data_center_ids = "auto"` sends each type
 the data centers where the catalog shows it in stock (a type in stock nowhere goes without a
-list). Nothing here talks to the network: the API client produces `GpuType`s, these functions
-decide.
+list). Nothing here talks to the network: the API client produces `GpuType`s (parsed once, by
+runpod/objects.parse_gpu: a type without `"secure": true` or without a price above $0 is not on
+Secure Cloud), these functions decide.
 """
 
 from __future__ import annotations
@@ -18,54 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.support.redact import strip_controls
+from overbrainer.runpod.objects import GpuType
 
 AUTO = "auto"
-LEVELS = ("NONE", "LOW", "MEDIUM", "HIGH")
 MIN_CUDA = "13.0"
 
 
 class NotInStock(OverbrainerError):
     """Nothing in the catalog fits the target: no pod is created."""
-
-
-@dataclass(frozen=True)
-class DataCenterStock:
-    id: str
-    availability: str = "NONE"
-
-    @property
-    def in_stock(self) -> bool:
-        return level(self.availability) >= 1
-
-
-@dataclass(frozen=True)
-class GpuType:
-    """One GPU type of the catalog, as read with availability for a given GPU count."""
-
-    id: str
-    memory_gb: float | None = None
-    price_secure: float | None = None          # list USD/h of ONE GPU; None or <= 0: not offered
-    max_count_secure: int = 0                  # GPUs per pod at most (not stock)
-    availability: str = "NONE"                 # NONE | LOW | MEDIUM | HIGH, for the count asked
-    data_centers: tuple[DataCenterStock, ...] = ()
-    secure: bool = True
-
-    @property
-    def price(self) -> float | None:
-        p = self.price_secure
-        return p if p is not None and math.isfinite(p) and p > 0 else None
-
-    @property
-    def in_stock(self) -> bool:
-        return level(self.availability) >= 1
-
-    def stocked_in(self, data_center_ids: Iterable[str]) -> bool:
-        wanted = set(data_center_ids)
-        return any(dc.in_stock and dc.id in wanted for dc in self.data_centers)
-
-    def stock_dcs(self) -> list[str]:
-        return [dc.id for dc in self.data_centers if dc.in_stock]
 
 
 @dataclass(frozen=True)
@@ -106,71 +67,23 @@ def vram_floor(model_bytes: int | float) -> int:
     return math.ceil(1.2 * float(model_bytes) / 1e9) + 2
 
 
-def level(availability: str | None) -> int:
-    """0 (NONE or unknown) … 3 (HIGH)."""
-    return LEVELS.index(availability) if availability in LEVELS else 0
-
-
-def catalog_params(gpu_count: int) -> dict[str, str]:
-    """The query of the one catalog read: Secure pods, availability for `gpu_count` GPUs, CUDA 13+."""
-    return {"include": "AVAILABILITY", "product": "POD", "cloud": "SECURE", "count": str(gpu_count),
-            "minCudaVersion": MIN_CUDA}
-
-
-# --- reading the catalog answer -----------------------------------------------------------------
-
-def clean(text: Any, limit: int = 200) -> str | None:
-    """A catalog string without control or escape characters (None when not a string)."""
-    if not isinstance(text, str):
-        return None
-    return " ".join(strip_controls(text).split())[:limit] or None
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
-
-
-def parse_catalog(data: Any) -> list[GpuType]:
-    """The `{"gpus": [...]}` answer of `GET /catalog/gpus` as GpuTypes; nulls and odd items are
-    tolerated (an item without an id is skipped)."""
-    items = data.get("gpus") if isinstance(data, dict) else None
-    out: list[GpuType] = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not (gpu_id := clean(item.get("id"))):
-            continue
-        price = item.get("price") if isinstance(item.get("price"), dict) else {}
-        most = item.get("maxCount") if isinstance(item.get("maxCount"), dict) else {}
-        count = _num(most.get("secure"))
-        dcs = []
-        for dc in item.get("dataCenters") or []:
-            if isinstance(dc, dict) and (dc_id := clean(dc.get("id"))):
-                dcs.append(DataCenterStock(dc_id, clean(dc.get("availability")) or "NONE"))
-        out.append(GpuType(id=gpu_id, memory_gb=_num(item.get("memory")), price_secure=_num(price.get("secure")),
-                           max_count_secure=int(count) if count is not None else 0,
-                           availability=clean(item.get("availability")) or "NONE",
-                           data_centers=tuple(dcs), secure=item.get("secure") is not False))
-    return out
-
-
 # --- ranking and picking ------------------------------------------------------------------------
 
 def rank_key(gpu: GpuType) -> tuple:
     """Cheapest first, no price last; ties: more VRAM first, then the id."""
-    price = gpu.price
+    price = gpu.price_per_hour
     return (price is None, price if price is not None else 0.0, -(gpu.memory_gb or 0.0), gpu.id)
 
 
 def _why_not(gpu: GpuType, w: Wanted) -> str | None:
     """The first limit `gpu` fails for `w` (a key of _REASONS), or None when it fits."""
-    if not gpu.secure or gpu.price is None:
+    if not gpu.secure or gpu.price_per_hour is None:
         return "secure"
-    if gpu.max_count_secure < w.gpu_count:
+    if gpu.max_count < w.gpu_count:
         return "count"
     if w.min_vram_gb is not None and (gpu.memory_gb or 0) < w.min_vram_gb:
         return "vram"
-    if w.max_price_per_hour is not None and gpu.price * w.gpu_count > w.max_price_per_hour:
+    if w.max_price_per_hour is not None and gpu.price_per_hour * w.gpu_count > w.max_price_per_hour:
         return "price"
     listed = w.data_center_ids if isinstance(w.data_center_ids, list) and w.data_center_ids else None
     if not (gpu.stocked_in(listed) if listed else gpu.in_stock):
@@ -233,7 +146,7 @@ def pick(w: Wanted, catalog: list[GpuType] | None = None, *, tried: Iterable[str
             raise NotInStock(f"no data center has {_either(names)} in stock for data_center_ids = "
                              f'"auto" (gpu_count = {w.gpu_count})')
         order = _dc_order(known)
-        return [Candidate(t, by_id[t].price if t in by_id else None,
+        return [Candidate(t, by_id[t].price_per_hour if t in by_id else None,
                           by_id[t].memory_gb if t in by_id else None,
                           _dcs_for(by_id.get(t), w, order)) for t in names]
 
@@ -258,7 +171,7 @@ def pick(w: Wanted, catalog: list[GpuType] | None = None, *, tried: Iterable[str
                          f"({_limits(w)}){why}")
     fits.sort(key=rank_key)
     order = _dc_order(fits)
-    return [Candidate(g.id, g.price, g.memory_gb, _dcs_for(g, w, order)) for g in fits]
+    return [Candidate(g.id, g.price_per_hour, g.memory_gb, _dcs_for(g, w, order)) for g in fits]
 
 
 def _either(names: list[str]) -> str:
@@ -277,10 +190,10 @@ def for_listing(catalog: list[GpuType], *, min_vram_gb: float | None = None, max
             continue
         if min_vram_gb is not None and (gpu.memory_gb or 0) < min_vram_gb:
             continue
-        if max_price is not None and (gpu.price is None or gpu.price > max_price):
+        if max_price is not None and (gpu.price_per_hour is None or gpu.price_per_hour > max_price):
             continue
         if data_center is not None:
-            if not any(dc.id == data_center for dc in gpu.data_centers):
+            if not any(dc == data_center for dc, _ in gpu.data_centers):
                 continue
             if in_stock and not gpu.stocked_in([data_center]):
                 continue

@@ -105,23 +105,41 @@ def parse_pod(doc: Any) -> Pod:
     )
 
 
+_STOCKED = ("LOW", "MEDIUM", "HIGH")
+
+
 @dataclass(frozen=True)
 class GpuType:
+    """One GPU type of `GET /catalog/gpus` (read with availability for a given GPU count): the one
+    type the API client returns and the GPU pick (runpod/catalog.py) ranks."""
+
     id: str
-    name: str | None
-    memory_gb: float | None
-    secure: bool
-    price_per_hour: float | None  # Secure list price of one GPU; None = no price
-    max_count: int | None  # Secure per-pod ceiling (not stock)
-    availability: str | None  # NONE|LOW|MEDIUM|HIGH (with the catalog's stock), else None
-    data_centers: tuple[tuple[str, str], ...]  # (data center id, availability)
+    name: str | None = None
+    memory_gb: float | None = None
+    secure: bool = False  # offered on Secure Cloud: only an explicit `"secure": true`
+    price_per_hour: float | None = None  # Secure list USD/h of ONE GPU; None = no price (missing or <= 0)
+    max_count: int = 0  # Secure per-pod ceiling (not stock); 0 = unknown
+    availability: str = "NONE"  # NONE|LOW|MEDIUM|HIGH for the count asked (NONE when unknown)
+    data_centers: tuple[tuple[str, str], ...] = ()  # (data center id, availability)
 
     @property
     def in_stock(self) -> bool:
-        return self.availability in ("LOW", "MEDIUM", "HIGH")
+        return self.availability in _STOCKED
 
     def stock_in(self, data_center: str) -> bool:
-        return any(dc == data_center and a in ("LOW", "MEDIUM", "HIGH") for dc, a in self.data_centers)
+        return self.stocked_in((data_center,))
+
+    def stocked_in(self, data_center_ids) -> bool:
+        wanted = set(data_center_ids)
+        return any(dc in wanted and a in _STOCKED for dc, a in self.data_centers)
+
+    def stock_dcs(self) -> list[str]:
+        """The data centers where the type is in stock, in the catalog's order."""
+        return [dc for dc, a in self.data_centers if a in _STOCKED]
+
+    def stock_at(self, data_center: str) -> str:
+        """The availability in `data_center` (NONE when the catalog does not list it there)."""
+        return next((a for dc, a in self.data_centers if dc == data_center), "NONE")
 
 
 def _availability(value: Any) -> str | None:
@@ -130,7 +148,9 @@ def _availability(value: Any) -> str | None:
 
 
 def parse_gpu(doc: Any) -> GpuType | None:
-    """A catalog GPU type, or None when the entry has no usable id."""
+    """A catalog GPU type, or None when the entry has no usable id. The schema's `secure` is a
+    boolean and `price.secure` a number: a missing or non-true `secure` is not Secure Cloud, a
+    missing, zero or negative price is no price (the pick leaves both out)."""
     doc = obj(doc)
     gpu_id = text(doc.get("id"))
     if not gpu_id:
@@ -145,8 +165,8 @@ def parse_gpu(doc: Any) -> GpuType | None:
     return GpuType(
         id=gpu_id, name=text(doc.get("name")), memory_gb=number(doc.get("memory")), secure=doc.get("secure") is True,
         price_per_hour=price if price is not None and price > 0 else None,
-        max_count=integer(obj(doc.get("maxCount")).get("secure")),
-        availability=_availability(doc.get("availability")), data_centers=tuple(dcs),
+        max_count=max(integer(obj(doc.get("maxCount")).get("secure")) or 0, 0),
+        availability=_availability(doc.get("availability")) or "NONE", data_centers=tuple(dcs),
     )
 
 

@@ -111,20 +111,31 @@ class _Walk:
         return f"{self.workdir.rstrip('/')}/{self.run_id}"
 
 
-def start_pod(client, target, *, run_id: str, run_dir: Path, keep: bool, workdir: str, api_url: str, flag,
-              timing: Timing | None = None, publish: Callable[[PodStatus], None] | None = None,
-              extra_env: dict | None = None) -> Provisioned:
+@dataclass(frozen=True)
+class PodPlace:
+    """Where a run's pod works: the run's ID, its local `runs/<id>` (`run_dir`), the pod's workdir
+    (the run's directory there is `<workdir>/<run-id>`), the API base URL the pod's watchdog calls,
+    and whether the pod is kept when the job ends (`--keep-pod`)."""
+
+    run_id: str
+    run_dir: Path
+    workdir: str
+    api_url: str
+    keep: bool = False
+
+
+def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = None,
+              publish: Callable[[PodStatus], None] | None = None, extra_env: dict | None = None) -> Provisioned:
     """Create the run's pod and wait until it is ready (see the module docstring). `target` is a
-    RunpodTarget, `run_dir` the local `runs/<id>`, `workdir` the pod's workdir (the run directory
-    on the pod is `<workdir>/<run-id>`), `api_url` the API base URL the pod's watchdog calls.
-    `extra_env` is added to the pod's env (images that need more; tests). On failure the record
-    shows what may be left; keys and secret are dropped only when no pod of the run may be left."""
-    run_dir = Path(run_dir)
+    RunpodTarget; `flag` stops the walk when set (see runpod.waits.flag_set). `extra_env` is added
+    to the pod's env (images that need more; tests). On failure the record shows what may be
+    left; keys and secret are dropped only when no pod of the run may be left."""
+    run_id, run_dir = place.run_id, Path(place.run_dir)
     keys = RunKeys.generate(run_dir / SSH_DIR, run_id)
-    record = PodRecord.for_target(run_id, target, keep=keep, host_key=keys.host_public,
+    record = PodRecord.for_target(run_id, target, keep=place.keep, host_key=keys.host_public,
                                   path=PodRecord.path_in(run_dir))
     record.save()
-    w = _Walk(client, target, run_id, keys, record, workdir, api_url, flag, timing or Timing.default(),
+    w = _Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
               publish, dict(extra_env or {}))
     try:
         return _provision(w)
@@ -166,7 +177,7 @@ def _provision(w: _Walk) -> Provisioned:
     if flag_set(w.flag):
         raise Stopped()
     wanted = catalog.Wanted.of(w.target)
-    gpus = read_catalog(w.client, w.target.gpu_count) if wanted.needs_catalog else None
+    gpus = w.client.gpu_types(w.target.gpu_count) if wanted.needs_catalog else None
     candidates = catalog.pick(wanted, gpus)
     _check_volume(w)
     _store_host_key(w)
@@ -177,15 +188,6 @@ def _provision(w: _Walk) -> Provisioned:
     if w.record.attempts and all(a.result == AMBIGUOUS for a in w.record.attempts):
         raise Unanswered()
     raise NoTypePlaced(_no_capacity_text(w))
-
-
-def read_catalog(client, gpu_count: int) -> list[catalog.GpuType]:
-    """The one catalog read, in the terms of the GPU pick."""
-    return [catalog.GpuType(id=g.id, memory_gb=g.memory_gb, price_secure=g.price_per_hour,
-                            max_count_secure=g.max_count or 0, availability=g.availability or "NONE",
-                            data_centers=tuple(catalog.DataCenterStock(dc, a) for dc, a in g.data_centers),
-                            secure=g.secure)
-            for g in client.gpu_types(gpu_count)]
 
 
 def _check_volume(w: _Walk) -> None:

@@ -25,7 +25,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
-from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.lease import LocalOptions, PodOptions, is_pod, lease
 from overbrainer.jobs.pod_lease import end_left_pod
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
@@ -114,8 +114,8 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
             if checked is not None:
                 checked.close()
             raise
-        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, keep=keep_pod,
-                   retrieved=is_retrieved, executor=checked) as held:
+        options = PodOptions(is_retrieved, keep=keep_pod) if is_pod(tgt) else LocalOptions(checked)
+        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, options=options) as held:
             return _start_and_follow(session, config, interrupt, held, record, tgt, secrets, resume, detach,
                                      after)
     finally:
@@ -245,7 +245,7 @@ def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[Post
 def _lease(session: Session, config, record: RunRecord, interrupt):
     """The lease of a run that has a job (its target must still be configured)."""
     return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt,
-                 retrieved=is_retrieved)
+                 options=PodOptions(is_retrieved))
 
 
 def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:

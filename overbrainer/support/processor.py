@@ -35,6 +35,7 @@ from typing import Any, Callable, Generic, Iterable, Protocol, TypeVar
 
 from overbrainer.errors import Interrupted
 from overbrainer.support.budget import Budget
+from overbrainer.support.threads import Signal
 from overbrainer.support.workqueue import Outcome, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -100,14 +101,14 @@ class Processor:
                  abandon: threading.Event | None = None, budget: Budget | None = None):
         self._tally = tally
         self._concurrency = max(1, int(concurrency or 1))
-        self._interrupt = interrupt if interrupt is not None else threading.Event()
+        self._interrupt = interrupt if interrupt is not None else Signal()
         self._classify = classify
         self._name = name
         self._grace = max(0.0, float(grace or 0))
         self._abandon = abandon
         self.budget = budget
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
+        self._stopping = Signal()  # wakes the queue's waits when set
         self._closed = threading.Event()
         self._ending = Ending()
         self._raised: BaseException | None = None
@@ -216,7 +217,8 @@ class Processor:
                         "interrupted" if self._ending.interrupted else "stopping", _seconds(self._grace),
                         waiting, " (interrupt again to abandon them)" if self._ending.interrupted else "")
         try:
-            for outcome in queue.drain(time.monotonic() + self._grace, self._abandoned):
+            for outcome in queue.drain(time.monotonic() + self._grace, self._abandoned,
+                                       (self._abandon, self._interrupt)):
                 self._take(work, outcome)
         except BaseException:
             # What `keep` raised (a disk error) is what the caller reports: the reason of the

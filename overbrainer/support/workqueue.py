@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import collections
 import logging
-import queue
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 from overbrainer.support import address_space
+from overbrainer.support.threads import Signal, listen_all, unlisten_all
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_POLL = 0.1  # how often the consumer looks at the stop/interrupt event while it waits
+# How often a wait looks at a plain threading.Event it was given (interrupt, halt): a
+# support.threads.Signal wakes the waits when it is set, and nothing is polled.
+_POLL = 0.1
 
 
 @dataclass
@@ -50,6 +52,10 @@ class WorkQueue(Generic[T]):
     item; calls already running finish on their own (their outcomes can still be collected with
     `drain()`). Setting `halt` (an Event a worker may set) also makes them take no new item,
     while `results()` goes on yielding what comes back.
+
+    Every thread waits on a Condition of the queue's one lock: an item queued, room made, an
+    outcome back, or a stop (`stop()`, or a `Signal` given as `interrupt` or `halt` being set)
+    wakes exactly the waits it concerns; no wait has a timeout unless a plain Event was given.
     """
 
     def __init__(self, fn: Callable[[T], Any], items: Iterable[T], concurrency: int, *,
@@ -60,43 +66,53 @@ class WorkQueue(Generic[T]):
         if count is None and hasattr(items, "__len__"):
             count = len(items)  # type: ignore[arg-type]
         self._ahead = max(1, int(concurrency))
-        lock = threading.Lock()
+        lock = threading.RLock()  # a Signal set under it wakes the waits through `_wake`
         self._cond = threading.Condition(lock)  # workers wait here for an item
         self._room = threading.Condition(lock)  # the feeder waits here for room
+        self._ready = threading.Condition(lock)  # the consumer waits here for an outcome
         self._pending: collections.deque = collections.deque()
+        self._out: collections.deque = collections.deque()  # outcomes not yielded yet
         self._exhausted = False
         self._fed = 0
         self.source_error: BaseException | None = None
-        self._results: queue.SimpleQueue = queue.SimpleQueue()
-        self._stopped = threading.Event()
+        self._stopped = Signal()
         self._halt = halt if halt is not None else self._stopped
         self._busy = 0
         self._interrupt = interrupt
         self._yielded = 0
+        self._events = (self._stopped, self._halt, interrupt)
+        self._timeout = None if listen_all(self._events, self._wake) else _POLL
         n = self._ahead if count is None else max(0, min(self._ahead, int(count)))
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(n)]
         if self._threads:
             self._threads.append(threading.Thread(target=self._feed, name=f"{name}-feed", daemon=True))
         self._started = False
 
+    def _wake(self) -> None:
+        """A stop event was set: every wait looks again."""
+        with self._cond:
+            self._cond.notify_all()
+            self._room.notify_all()
+            self._ready.notify_all()
+
     def _work(self) -> None:
         while True:
             with self._cond:
                 while not self._pending and not self._exhausted and not self._halted():
-                    self._cond.wait(_POLL)  # `halt` is set without a notify
+                    self._cond.wait(self._timeout)
                 if self._halted() or not self._pending:
                     return
                 item = self._pending.popleft()
                 self._busy += 1  # with the take, under one lock: `in_flight` never misses it
                 self._room.notify()
             try:
-                value = self._fn(item)
+                outcome = Outcome(item, value=self._fn(item))
             except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                self._results.put(Outcome(item, error=e))
-            else:
-                self._results.put(Outcome(item, value=value))
-            with self._cond:
+                outcome = Outcome(item, error=e)
+            with self._cond:  # queued and no longer busy at once: `drain` sees one or the other
+                self._out.append(outcome)
                 self._busy -= 1
+                self._ready.notify()
 
     def _halted(self) -> bool:
         return self._stopped.is_set() or self._halt.is_set()
@@ -108,7 +124,7 @@ class WorkQueue(Generic[T]):
                 with self._room:
                     while not self._halted() and (len(self._pending) >= self._ahead
                                                   or self._fed - self._yielded >= 2 * self._ahead):
-                        self._room.wait(_POLL)
+                        self._room.wait(self._timeout)
                     if self._halted():
                         return
                 try:
@@ -125,10 +141,13 @@ class WorkQueue(Generic[T]):
             with self._cond:
                 self._exhausted = True
                 self._cond.notify_all()  # the workers end once the queue is empty
+                self._ready.notify_all()
 
     def _done(self) -> bool:
-        with self._cond:
-            return self._exhausted and self._yielded >= self._fed
+        return self._exhausted and self._yielded >= self._fed and not self._out
+
+    def _interrupted(self) -> bool:
+        return self._stopped.is_set() or (self._interrupt is not None and self._interrupt.is_set())
 
     @property
     def in_flight(self) -> int:
@@ -148,50 +167,47 @@ class WorkQueue(Generic[T]):
         if not self._threads:
             return
         self._start()
-        while not self._done():
-            if self._stopped.is_set() or (self._interrupt is not None and self._interrupt.is_set()):
-                return
-            try:
-                outcome = self._results.get(timeout=_POLL)
-            except queue.Empty:
-                continue
-            with self._room:
+        while True:
+            with self._ready:
+                while not self._out and not self._done() and not self._interrupted():
+                    self._ready.wait(self._timeout)
+                if self._interrupted() or not self._out:
+                    return
+                outcome = self._out.popleft()
                 self._yielded += 1
                 self._room.notify()
             yield outcome
 
     def stop(self) -> None:
-        self._stopped.set()
-        with self._cond:
-            self._cond.notify_all()
-            self._room.notify_all()
+        self._stopped.set()  # a Signal: wakes every wait
+        unlisten_all(self._events, self._wake)
+        self._wake()
 
-    def drain(self, until: float | None = None,
-              abandon: Callable[[], bool] | None = None) -> Iterator[Outcome[T]]:
+    def drain(self, until: float | None = None, abandon: Callable[[], bool] | None = None,
+              events: Iterable[threading.Event | None] = ()) -> Iterator[Outcome[T]]:
         """Stop the queue and yield the outcomes not collected yet: those already completed, and,
         until the monotonic time `until` (None: no wait) or until `abandon()` says so, those of
-        the calls still running as they complete. `in_flight` afterwards is the calls abandoned."""
+        the calls still running as they complete. `events`: those `abandon()` reads (a Signal
+        among them wakes the wait when set). `in_flight` afterwards is the calls abandoned."""
         self.stop()
-        while True:
-            outcome = self._next(until, abandon)
-            if outcome is None:
-                return
-            self._yielded += 1
-            yield outcome
+        events = tuple(events)
+        polled = not listen_all(events, self._wake)
+        try:
+            while (outcome := self._next(until, abandon, _POLL if polled else self._timeout)) is not None:
+                yield outcome
+        finally:
+            unlisten_all(events, self._wake)
 
-    def _next(self, until: float | None, abandon: Callable[[], bool] | None) -> Outcome[T] | None:
-        while True:
-            busy = self._busy  # read first: a worker queues its outcome before it leaves `busy`
-            try:
-                return self._results.get_nowait()
-            except queue.Empty:
-                pass
-            if busy == 0 or until is None or (abandon is not None and abandon()):
-                return None
-            remaining = until - time.monotonic()
-            if remaining <= 0:
-                return None
-            try:
-                return self._results.get(timeout=min(remaining, _POLL / 2))
-            except queue.Empty:
-                continue
+    def _next(self, until: float | None, abandon: Callable[[], bool] | None,
+              poll: float | None) -> Outcome[T] | None:
+        with self._ready:
+            while True:
+                if self._out:
+                    self._yielded += 1
+                    return self._out.popleft()
+                if self._busy == 0 or until is None or (abandon is not None and abandon()):
+                    return None
+                remaining = until - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._ready.wait(remaining if poll is None else min(remaining, poll))

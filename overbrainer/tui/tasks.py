@@ -28,6 +28,7 @@ from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.front.bus import EventBus
 from overbrainer.front.frontend import Embedded, Report
 from overbrainer.front.session import Session
+from overbrainer.support.threads import Signal
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class Tasks:
         if self.busy:
             assert self.current is not None
             raise Busy(f"{self.current.label} is running: stop or detach it first")
-        detach, abandon = threading.Event(), threading.Event()
+        detach, abandon = Signal(), Signal()  # wake the stage's waits when set
         holder: list[Task] = []
         # renderer=lambda: None: the flow opens the shared bus many times, and nothing renders
         # each opening; the app reads the bus once and turns its events into log lines itself.

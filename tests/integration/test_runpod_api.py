@@ -13,6 +13,7 @@ from overbrainer.config.secrets import Secret
 from overbrainer.errors import ConfigError
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.catalog import Wanted, for_listing, pick
 from overbrainer.runpod.transport import USER_AGENT, Timeouts
 from tests.fixtures.runpod import Fault
 from tests.fixtures.runpod_catalog import Gpu
@@ -269,6 +270,18 @@ def test_from_config(fake_runpod):
     Cfg.runpod = Runpod(api_key=Secret(fake_runpod.account_key), base_url=fake_runpod.url)
     with RunpodClient.from_config(Cfg()) as client:
         assert client.base_url == fake_runpod.url and client.list_pods() == []
+
+
+def test_the_pick_ranks_what_the_client_reads_and_a_zero_price_is_not_offered(fake_runpod, client):
+    """The client's GpuTypes are the pick's and `pod gpus`' (one parser, one type): a Secure type
+    listed at $0 has no price, so "auto" never tries it."""
+    fake_runpod.gpus["NVIDIA Zero"] = Gpu("NVIDIA Zero", 24, 0.0, stock={"US-KS-2": 9})
+    types = client.gpu_types(1)
+    zero = next(g for g in types if g.id == "NVIDIA Zero")
+    assert zero.secure and zero.price_per_hour is None
+    picked = [c.gpu_type for c in pick(Wanted(gpu_types="auto"), types)]
+    assert picked == ["NVIDIA RTX A6000", GPU, "NVIDIA A100 80GB PCIe"]  # cheapest first; L40S and Zero: no price
+    assert "NVIDIA Zero" not in [g.id for g in for_listing(types, max_price=10.0)]
 
 
 def test_catalog_is_parsed_and_cleaned(fake_runpod, client):

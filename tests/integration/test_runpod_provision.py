@@ -22,7 +22,7 @@ from overbrainer.runpod import errors as E
 from overbrainer.runpod.errors import NoCredits
 from overbrainer.runpod.failures import (BootstrapFailed, NoTypePlaced, ProvisioningInterrupted, Unanswered,
                                          VolumeSize, WatchdogRefused, run_message)
-from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.remove import NotDeleted, remove
 from overbrainer.runpod.waits import Timing
@@ -55,9 +55,8 @@ class Run:
         self.events: list = []
 
     def start(self, timing: Timing | None = None, **kw):
-        return start_pod(self.client, self.target, run_id=self.run_id, run_dir=self.run_dir, keep=False,
-                         workdir=WORKDIR, api_url=self.client.base_url, flag=self.flag,
-                         timing=timing or Timing.default(), publish=self.events.append, **kw)
+        return start_pod(self.client, self.target, PodPlace(self.run_id, self.run_dir, WORKDIR, self.client.base_url),
+                         flag=self.flag, timing=timing or Timing.default(), publish=self.events.append, **kw)
 
     def record(self) -> PodRecord:
         return PodRecord.load(self.run_dir / "pod.json")

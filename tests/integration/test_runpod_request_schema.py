@@ -22,7 +22,7 @@ from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import ACTIONS, RunpodClient
 from overbrainer.runpod.failures import NoTypePlaced
-from overbrainer.runpod.provision import start_pod
+from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.waits import Timing
 from tests.fixtures import runpod_schema
 
@@ -53,9 +53,9 @@ def _walk(fake, tmp_path, name: str, keep: bool = False, **target) -> None:
     fake.no_capacity = set(fake.gpus)
     with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
         with pytest.raises(NoTypePlaced):
-            start_pod(client, RunpodTarget(name="pod", kind="runpod", max_hours=2.0, **target), run_id=name,
-                      run_dir=tmp_path / "runs" / name, keep=keep, workdir="/workspace/overbrainer",
-                      api_url=client.base_url, flag=Flag(threading.Event()), timing=Timing.default())
+            start_pod(client, RunpodTarget(name="pod", kind="runpod", max_hours=2.0, **target),
+                      PodPlace(name, tmp_path / "runs" / name, "/workspace/overbrainer", client.base_url, keep=keep),
+                      flag=Flag(threading.Event()), timing=Timing.default())
 
 
 def _client_calls(fake) -> None:

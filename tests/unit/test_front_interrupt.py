@@ -292,3 +292,21 @@ def test_sighup_is_caught_like_sigterm_unless_it_was_ignored(original_handler):
     finally:
         signal.signal(signal.SIGHUP, before)
         interrupt_module._received.clear()
+
+
+def test_a_race_on_a_signal_event_is_woken_by_it_not_by_polling(monkeypatch):
+    """Embedded (`Interrupt.on`) with a support.threads.Signal: setting it ends the race at once,
+    with no poll of the event (the poll is made an hour long here)."""
+    from overbrainer.support.threads import Signal
+
+    monkeypatch.setattr(interrupt_module, "_EVENT_POLL", 3600.0)
+    detach, hung, out = Signal(), threading.Event(), []
+    it = Interrupt.on(detach)
+    racing = threading.Thread(target=lambda: out.append(it.race(hung.wait)), daemon=True)
+    racing.start()
+    while not any(t.name == "overbrainer-race" for t in threading.enumerate()):
+        time.sleep(0.001)
+    detach.set()
+    racing.join(10)
+    hung.set()
+    assert not racing.is_alive() and out == [None]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.runpod.catalog import (Candidate, DataCenterStock, GpuType, NotInStock, Wanted,
-                                        catalog_params, for_listing, parse_catalog, pick)
+from overbrainer.runpod.catalog import Candidate, NotInStock, Wanted, for_listing, pick
+from overbrainer.runpod.objects import GpuType, parse_gpu
 
 # A `GET /catalog/gpus?include=AVAILABILITY&product=POD&cloud=SECURE&count=1` answer (v2 shape).
 ANSWER = {"gpus": [
@@ -31,6 +31,13 @@ ANSWER = {"gpus": [
     {"id": None, "memory": 1},
     "junk",
 ]}
+
+
+def parse_catalog(answer) -> list[GpuType]:
+    """What `RunpodClient.gpu_types` does with the answer (its one parser)."""
+    return [g for g in map(parse_gpu, answer["gpus"]) if g is not None]
+
+
 CATALOG = parse_catalog(ANSWER)
 
 
@@ -43,15 +50,28 @@ def test_the_catalog_answer_is_read_with_nulls_tolerated_and_strings_cleaned():
     ada = next(g for g in CATALOG if g.id.startswith("NVIDIA RTX 6000"))
     assert ada.id == "NVIDIA RTX 6000 Ada"  # escape sequence removed
     a40 = next(g for g in CATALOG if g.id == "NVIDIA A40")
-    assert a40 == GpuType("NVIDIA A40", 48.0, 0.44, 8, "LOW",
-                          (DataCenterStock("EU-RO-1", "LOW"), DataCenterStock("US-KS-2", "NONE")))
-    assert a40.stock_dcs() == ["EU-RO-1"]
-    assert parse_catalog({"gpus": None}) == [] and parse_catalog([]) == []
+    assert a40 == GpuType("NVIDIA A40", None, 48.0, True, 0.44, 8, "LOW", (("EU-RO-1", "LOW"), ("US-KS-2", "NONE")))
+    assert a40.stock_dcs() == ["EU-RO-1"] and a40.stock_at("US-KS-2") == "NONE" and a40.stock_at("X") == "NONE"
+    assert parse_catalog({"gpus": []}) == []
 
 
-def test_the_one_catalog_read_is_scoped_to_the_gpu_count():
-    assert catalog_params(2) == {"include": "AVAILABILITY", "product": "POD", "cloud": "SECURE", "count": "2",
-                                 "minCudaVersion": "13.0"}
+def test_a_type_without_secure_true_or_with_a_zero_price_is_not_picked_nor_listed():
+    """One parser decides for the pick and `pod gpus` alike: a missing `secure` is not Secure Cloud
+    (the schema's boolean, only `true` offers it) and a $0 price is no price."""
+    entry = {"memory": 48, "maxCount": {"secure": 8}, "availability": "HIGH"}
+    odd = parse_catalog({"gpus": [
+        {"id": "No Secure Flag", "price": {"secure": 0.30}, **entry},
+        {"id": "Free Of Charge", "secure": True, "price": {"secure": 0}, **entry},
+        {"id": "Negative", "secure": True, "price": {"secure": -1.0}, **entry},
+        {"id": "Fine", "secure": True, "price": {"secure": 0.50}, **entry}]})
+    by_id = {g.id: g for g in odd}
+    assert not by_id["No Secure Flag"].secure and by_id["No Secure Flag"].price_per_hour == 0.30
+    assert by_id["Free Of Charge"].price_per_hour is None and by_id["Negative"].price_per_hour is None
+    assert ids(pick(Wanted(gpu_types="auto"), odd)) == ["Fine"]
+    with pytest.raises(NotInStock, match=r"of 3 types, 3 not offered on Secure Cloud"):
+        pick(Wanted(gpu_types="auto"), odd[:3])
+    assert [g.id for g in for_listing(odd)] == ["Fine", "Free Of Charge", "Negative"]  # no price: listed last
+    assert [g.id for g in for_listing(odd, max_price=1.0)] == ["Fine"]
 
 
 def test_a_listed_gpu_types_is_walked_in_order_without_the_catalog():
