@@ -19,7 +19,7 @@ from typing import Any, Callable
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
-from overbrainer.llm.http import Channel, LlmSession, send
+from overbrainer.llm.http import Channel, LlmSession, Reading, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
@@ -178,10 +178,8 @@ class LlmClient:
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
-            explain=explain,
-            inspect=inspect,
+            reading=Reading(explain, inspect, decode),
             raw=raw,
-            decode=decode,
         )
 
     def _exchange(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:

@@ -37,6 +37,7 @@ from overbrainer.support.http import (
     display_url,
     exchange,
 )
+from overbrainer.support.frozen import frozen
 from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
 
@@ -201,16 +202,28 @@ def backoff(attempt: int) -> float:
     return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
+@frozen
+class Reading:
+    """How an answer is read: what its error statuses mean (`explain`, by default as every
+    provider means them), the error a 2xx body may carry (`inspect`: handled as if the answer had
+    that status), and whether the body is JSON (`decode`; else its bytes, up to FILE_CAP)."""
+    explain: Explain | None = None
+    inspect: Callable[[Any], Any] | None = None
+    decode: bool = True
+
+
+JSON_ANSWER = Reading()
+
+
 class _Send:
     """One `send`: the request, and how its retries go (support/retry.py)."""
 
     def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
                  timeout: float, on_retry: Callable[[str], None] | None, stop: threading.Event | None,
-                 explain: Explain | None, inspect: Callable[[Any], Any] | None,
-                 raw: tuple[bytes, str] | None = None, decode: bool = True):
+                 reading: Reading, raw: tuple[bytes, str] | None = None):
         self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
-        self.raw, self.decode = raw, decode
-        self.timeout, self.on_retry, self.stop, self.explain, self.inspect = timeout, on_retry, stop, explain, inspect
+        self.raw, self.reading = raw, reading
+        self.timeout, self.on_retry, self.stop = timeout, on_retry, stop
 
     def waiting(self, error: BaseException, seconds: float) -> None:
         if isinstance(error, LlmError) and error.status == 429:
@@ -244,9 +257,10 @@ def _attempt(s: _Send) -> Any:
     if breaker.tripped.is_set():
         raise s.unreachable()
     try:
+        reading = s.reading
         doc = request_once(channel, s.method, s.path, body=s.body, headers=s.headers, timeout=s.timeout,
-                           explain=s.explain, raw=s.raw, decode=s.decode)
-        carried = s.inspect(doc) if s.inspect is not None else None
+                           explain=reading.explain, raw=s.raw, decode=reading.decode)
+        carried = reading.inspect(doc) if reading.inspect is not None else None
         if carried is not None:
             raise carried
     except LlmError as e:
@@ -274,14 +288,12 @@ def send(
     max_retries: int,
     on_retry: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
-    explain: Explain | None = None,
-    inspect: Callable[[Any], "LlmError | None"] | None = None,
+    reading: Reading = JSON_ANSWER,
     raw: tuple[bytes, str] | None = None,
-    decode: bool = True,
 ) -> Any:
-    """request_once with the retry policy, the shared cool-down and the circuit breaker.
-    `inspect(doc)` gives the error a 2xx answer carries in its body (or None): it is handled as
-    if the answer had that status, retried when transient. `raw`, `decode`: as request_once."""
-    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, explain, inspect, raw, decode)
+    """request_once with the retry policy, the shared cool-down and the circuit breaker, the
+    answer read as `reading` says (an error a 2xx body carries is retried when transient).
+    `raw`: as request_once."""
+    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, reading, raw)
     policy = Policy(max(0, int(max_retries)) + 1, _transient, _delay)
     return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)
