@@ -1,7 +1,9 @@
 """Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
-its topic's deduplicator (serialized per topic) before it is appended. A batch asks for
-min(question_batch_size, ask_list.items_per_request(generator's max_tokens), still missing)."""
+its topic's deduplicator (serialized per topic). A batch asks for min(question_batch_size,
+ask_list.items_per_request(generator's max_tokens), still missing). The worker only collects a
+subtopic's new questions; the keeping thread (the file's one writer) appends them, batch by batch,
+when the subtopic is done or failed."""
 
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ class _Job:
     accepted: list[str] = field(default_factory=list)
     state: TopicState | None = None  # its topic's deduplicator, while it is filled
     stalled: bool = False  # stopped after max(1, max_retries) batches in a row that added nothing
+    # The batches' new questions, each with the count the subtopic had before it, to be kept.
+    batches: list[tuple[int, list[Question]]] = field(default_factory=list)
 
 
 def short_of(f: TopicFigures, topic, held: list) -> int:
@@ -89,13 +93,19 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     dedups = TopicDedups(ctx.paths.questions, jobs, offsets, rejected,
                          lambda name: TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
                                                  pipeline.embedding_threshold))
-    if figures is not None:
-        for t in topics:
-            figures.topic(t.name)  # made here: workers of different topics only touch their own
     proc = processor(ctx, run)
-    filler = _Filler(ctx, run, proc, output, client, templates, dedups, figures)
+    filler = _Filler(ctx, run, proc, output, client, templates, dedups)
+
+    def partial(job: _Job) -> None:
+        for before, new in job.batches:
+            output.append_all(new)  # the batch in one write
+            if figures is not None:
+                figures.note_questions(job.topic.name, before, [q.text for q in new])
+            run.wrote(len(new))
+        job.batches = []
 
     def keep(job: _Job, value) -> None:
+        partial(job)
         usage, cost = value
         if job.stalled:
             held.record(job.topic, job.subtopic.id, job.have)
@@ -106,7 +116,8 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     try:
         with keeping_figures(ctx, run, figures), output:
-            return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
+            return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id,
+                                           partial=partial))
     finally:
         held.save()
 
@@ -172,13 +183,12 @@ def _embed(ctx: StageContext, embedder, name: str):
 
 class _Filler:
     """Fills one subtopic (a worker's item): its batches in order until it is full or the
-    generator stalls, each batch's survivors appended under its topic's deduplicator lock."""
+    generator stalls, each batch's survivors collected (for `keep`) under its topic's
+    deduplicator lock."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
-                 dedups: TopicDedups, figures: Figures | None):
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates, dedups: TopicDedups):
         self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.dedups = client, templates, dedups
-        self.figures = figures
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
         self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
@@ -220,27 +230,22 @@ class _Filler:
         return out[0][:count], out[1], out[2]
 
     def _accept(self, job: _Job, candidates: list[str]) -> int:
-        """The batch's new questions appended (after the deduplicator); how many."""
+        """The batch's new questions (after the deduplicator) collected for `keep`; how many."""
         topic = job.topic.name
         new: list[Question] = []
         state = job.state
         with state.dedup.lock:
-            kept = state.dedup.filter(candidates)
-            self.proc.check_keeping()
-            for text in kept:
+            for text in state.dedup.filter(candidates):
                 q = _question(topic, job.subtopic, text)
                 key = packed(q.id)
                 if key not in state.known:
                     state.known.add(key)
                     new.append(q)
-            self.output.append_all(new)  # the batch in one write
-            added = [q.text for q in new]
-            if self.figures is not None:
-                self.figures.note_questions(topic, job.have, added)
-            self.run.wrote(len(added))
-            job.accepted.extend(added)
-            job.have += len(added)
-        return len(added)
+        if new:
+            job.batches.append((job.have, new))
+            job.accepted.extend(q.text for q in new)
+            job.have += len(new)
+        return len(new)
 
 
 def _question(topic: str, sub, text: str):

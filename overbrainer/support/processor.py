@@ -3,7 +3,8 @@
 
 A stage supplies its work — the items, `send(item)` (the request or requests of one item, run on
 a worker thread) and `keep(item, value)` (write and count one result, run on the thread that
-called `run`, the single writer of the stage's files) — and the processor does the rest once:
+called `run`, the single writer of the stage's files; `partial(item)`, optional, keeps there what
+an item that failed got before its error) — and the processor does the rest once:
 
 - `concurrency` items in flight at all times (support/workqueue.py);
 - every error classified by the stage's `classify(error)`: `ITEM` counts the item as failed
@@ -66,6 +67,9 @@ class Work(Generic[T]):
     keep: Callable[[T, Any], None]
     ident: Callable[[T], str] = str
     count: int | None = None  # how many `items` holds, when it is a generator (sizes the threads)
+    # `partial(item)`: keep what an item that failed got before its error (a stage whose item
+    # sends several requests), on the keeping thread like `keep`, before the error is counted.
+    partial: Callable[[T], None] | None = None
 
 
 @dataclass
@@ -108,7 +112,6 @@ class Processor:
         self.budget = budget
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._closed = threading.Event()
         self._ending = Ending()
         self._raised: BaseException | None = None
         self._queue: WorkQueue | None = None
@@ -144,12 +147,6 @@ class Processor:
         if self.budget is not None and held:
             self.budget.settle(held, cost)
 
-    def check_keeping(self) -> None:
-        """Called by a worker that writes its results itself (questions) before it writes: raises
-        Interrupted once the processing thread stopped keeping results (the files may be closing)."""
-        if self._closed.is_set():
-            raise Interrupted(STOPPING)
-
     def halt(self, error: BaseException) -> None:
         """Called by `keep` to stop the work as a fatal error would (a stage's early stop):
         nothing new is sent, the results in flight are kept, and `error` is the Ending's."""
@@ -181,7 +178,6 @@ class Processor:
             if self._ending.stopped or self._raised is not None:
                 self._drain(queue, work)
         finally:
-            self._closed.set()
             queue.stop()
         if self._raised is not None:
             raise self._raised
@@ -238,13 +234,15 @@ class Processor:
         return not self._ending.interrupted and self._interrupt.is_set()
 
     def _take(self, work: Work, outcome: Outcome) -> None:
-        if outcome.error is None:
+        if outcome.error is None or work.partial is not None:
             try:
-                work.keep(outcome.item, outcome.value)
+                if outcome.error is None:
+                    work.keep(outcome.item, outcome.value)
+                    return
+                work.partial(outcome.item)
             except BaseException:
                 self._stop()
                 raise
-            return
         self._failed(work.ident(outcome.item), outcome.error)
 
     def _failed(self, item_id: str, e: BaseException) -> None:
