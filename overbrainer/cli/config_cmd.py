@@ -29,7 +29,7 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
     for; 1 when a secret cannot be resolved or a probe fails (one line each, naming the provider
     or target and what to fix)."""
     from overbrainer.config import check as show
-    from overbrainer.config import ready
+    from overbrainer.config import prompt_files, ready
 
     if resolve or probe:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
@@ -40,7 +40,7 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg)
+        problems = ready.problems(cfg) + prompt_files.problems(app.root)
         if cfg.pipeline.decontaminate:  # pathlib and the readers only then (start-up time)
             from overbrainer.dataset import benchmarks
 
