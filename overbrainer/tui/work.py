@@ -56,6 +56,16 @@ def trains_on_pod(config: Any, target: str | None = None) -> bool:
     return found is not None and found.kind == "runpod"
 
 
+def plan_total(ws: Workspace, command: str) -> dict:
+    """What `overbrainer <command> --plan` totals for its LLM stages (requests, expected and
+    highest cost): the start dialog says it. Asks the providers' price listings, nothing else."""
+    from overbrainer.pipeline.context import StageContext
+    from overbrainer.pipeline.plan import command_plans, totals
+
+    ctx = StageContext(ws.project_dir, ws.config)
+    return totals(command_plans(ctx, command, ctx.select_topics(None)))
+
+
 def stage(ws: Workspace, name: str) -> Flow:
     """`overbrainer subtopics|questions|answers|split`."""
     def flow(session):
