@@ -159,12 +159,9 @@ def stopped_code() -> int:
     import signal
 
     from overbrainer.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+    from overbrainer.support import stop_signals
 
-    interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
-    first = interrupt.stopped_by() if interrupt is not None else None
-    stops = sys.modules.get("overbrainer.cli.stops")  # loaded if the command caught stop signals
-    if first is None and stops is not None:
-        first = stops.first_stop_signal()
+    first = stop_signals.first()
     return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 
