@@ -37,9 +37,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tui": ("overbrainer.cli.tui_cmd", "tui", "Full-screen terminal UI: watch and steer the pipeline and training."),
 }
 
-# Commands of the original tool that this version does not have yet: not listed; they exit 2.
-NOT_YET: tuple[str, ...] = ()
-
 # Global options that may stand anywhere on the line (as in the original).
 _GLOBAL_WITH_VALUE = ("-C", "--project-dir")
 _GLOBAL_FLAGS = ("--json",)
@@ -52,7 +49,7 @@ class LazyGroup(HelpGroup):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         spec = COMMANDS.get(name)
         if spec is None:
-            return _not_yet(name) if name in NOT_YET else None
+            return None
         module = importlib.import_module(spec[0])
         return add_examples(getattr(module, spec[1]), name)
 
@@ -60,18 +57,6 @@ class LazyGroup(HelpGroup):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _not_yet(name: str) -> click.Command:
-    """A command that takes anything and fails with exit 2: `overbrainer NAME is not supported…`."""
-    from overbrainer.errors import NOT_SUPPORTED, UsageError
-
-    def fail(args: tuple[str, ...]) -> None:
-        raise UsageError(f"`overbrainer {name}` {NOT_SUPPORTED}")
-
-    return click.Command(name, callback=fail, params=[click.Argument(["args"], nargs=-1)],
-                         context_settings={"ignore_unknown_options": True}, add_help_option=False,
-                         hidden=True)
 
 
 def _hoist_globals(args: list[str]) -> list[str]:
