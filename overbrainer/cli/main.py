@@ -119,18 +119,18 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     interrupted (Ctrl-C), 143 stopped by SIGTERM, 129 by SIGHUP. `overbrainer COMMAND --help`
     explains each command, with examples.
     """
-    from overbrainer.cli.context import AppContext
+    from overbrainer.cli.context import AppContext  # lazy: a command runs (not `--help`)
 
     ctx.color = _color()
     ctx.obj = AppContext.start(project_dir, json_mode=json_mode, command=ctx.invoked_subcommand)
 
 
 def _print_error(message: str, code: int, json_mode: bool) -> None:
-    from overbrainer.support.redact import redact, strip_controls
+    from overbrainer.support.redact import redact, strip_controls  # lazy: an error is printed
 
     message = strip_controls(redact(message))
     if json_mode:
-        import json
+        import json  # lazy: --json only
 
         sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
     else:
@@ -141,8 +141,8 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
 def stopped_code() -> int:
     """The exit code of a command stopped by a signal (SIGTERM and SIGHUP are handled like
     Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
+    # lazy: a command stopped by a signal only
     import signal
-
     from overbrainer.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
     from overbrainer.support import stop_signals
 
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
     if json_mode and "--version" in args and not any(a in COMMANDS for a in args):
-        import json
+        import json  # lazy: --json --version only
 
         sys.stdout.write(json.dumps({"name": "overbrainer", "version": __version__}) + "\n")
         sys.exit(0)
@@ -205,7 +205,7 @@ def _failure(e: Exception, json_mode: bool) -> int:
     """The exit code of a command that raised `e`, its message printed: an OverbrainerError's own
     (130, 143 or 129 for Interrupted, as the signal decides); 1 for a closed stdout (quietly) and
     for anything else (an internal error, its traceback logged at debug level)."""
-    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError
+    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError  # lazy: a command failed
 
     if isinstance(e, OverbrainerError):
         code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
@@ -214,7 +214,7 @@ def _failure(e: Exception, json_mode: bool) -> int:
     if isinstance(e, BrokenPipeError):
         quiet_stdout()
         return EXIT_FAILURE
-    import logging
+    import logging  # lazy: an internal error only
 
     logging.getLogger("overbrainer").debug("internal error", exc_info=True)
     _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)

@@ -7,6 +7,8 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.hub.flow import push_flow
+from overbrainer.jobs import ids
 
 
 @click.command("push")
@@ -25,9 +27,6 @@ def push(app, run_id: str, repo: str | None, public: bool, overwrite_card: bool,
 
     The token comes from OVERBRAINER_HF_TOKEN only. A push cut off is resumed by running it again.
     """
-    from overbrainer.hub.flow import push_flow
-    from overbrainer.jobs import ids
-
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         push_flow(app.session(), config, run_id, repo=repo, public=public, overwrite_card=overwrite_card,

@@ -21,7 +21,7 @@ def catch_stop_signals() -> None:
     ignored at start (`nohup`) stays ignored."""
     if _installed:
         return
-    import signal
+    import signal  # lazy: see the module docstring
 
     _installed.append(True)
     for signum in (signal.SIGTERM, signal.SIGHUP):

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from overbrainer.dataset.stages import STAGES
-from overbrainer.tui import steering
+from overbrainer.tui import steering, work
 from overbrainer.tui.tasks import PIPELINE
 from overbrainer.tui.views import plain
 
@@ -85,8 +85,6 @@ class PipelineView(Vertical):
         self.start(event.option.id or "")
 
     def start(self, name: str) -> None:
-        from overbrainer.tui import work
-
         app = self.app
         ws = app.workspace
         flow = work.run_all(ws) if name == "run" else work.stage(ws, name)
