@@ -1,9 +1,9 @@
 """Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
 its topic's deduplicator (serialized per topic). A batch asks for min(question_batch_size,
-ask_list.items_per_request(generator's max_tokens), still missing). The worker only collects a
-subtopic's new questions; the keeping thread (the file's one writer) appends them, batch by batch,
-when the subtopic is done or failed."""
+ask_list.items_per_request(generator's max_tokens), still missing). The worker hands each batch's
+new questions to the keeping thread (the file's one writer: Processor.hand), which appends them as
+they come."""
 
 from __future__ import annotations
 
@@ -60,8 +60,6 @@ class _Job:
     accepted: list[str] = field(default_factory=list)
     state: TopicState | None = None  # its topic's deduplicator, while it is filled
     stalled: bool = False  # stopped after max(1, max_retries) batches in a row that added nothing
-    # The batches' new questions, each with the count the subtopic had before it, to be kept.
-    batches: list[tuple[int, list[Question]]] = field(default_factory=list)
 
 
 def short_of(f: TopicFigures, topic, held: list) -> int:
@@ -94,18 +92,16 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
                          lambda name: TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
                                                  pipeline.embedding_threshold))
     proc = processor(ctx, run)
-    filler = _Filler(ctx, run, proc, output, client, templates, dedups)
 
-    def partial(job: _Job) -> None:
-        for before, new in job.batches:
-            output.append_all(new)  # the batch in one write
-            if figures is not None:
-                figures.note_questions(job.topic.name, before, [q.text for q in new])
-            run.wrote(len(new))
-        job.batches = []
+    def write(topic: str, before: int, new: list[Question]) -> None:  # on the keeping thread
+        output.append_all(new)  # the batch in one write
+        if figures is not None:
+            figures.note_questions(topic, before, [q.text for q in new])
+        run.wrote(len(new))
+
+    filler = _Filler(ctx, run, proc, output, client, templates, dedups, write)
 
     def keep(job: _Job, value) -> None:
-        partial(job)
         usage, cost = value
         if job.stalled:
             held.record(job.topic, job.subtopic.id, job.have)
@@ -116,8 +112,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     try:
         with keeping_figures(ctx, run, figures), output:
-            return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id,
-                                           partial=partial))
+            return process(run, proc, Work(jobs, filler.fill, keep, ident=lambda job: job.subtopic.id))
     finally:
         held.save()
 
@@ -183,12 +178,14 @@ def _embed(ctx: StageContext, embedder, name: str):
 
 class _Filler:
     """Fills one subtopic (a worker's item): its batches in order until it is full or the
-    generator stalls, each batch's survivors collected (for `keep`) under its topic's
-    deduplicator lock."""
+    generator stalls, each batch's survivors (after its topic's deduplicator) handed to the keeping
+    thread's `write(topic, before, questions)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates, dedups: TopicDedups):
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates, dedups: TopicDedups,
+                 write):
         self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.dedups = client, templates, dedups
+        self.write = write
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
         self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
@@ -230,7 +227,7 @@ class _Filler:
         return out[0][:count], out[1], out[2]
 
     def _accept(self, job: _Job, candidates: list[str]) -> int:
-        """The batch's new questions (after the deduplicator) collected for `keep`; how many."""
+        """The batch's new questions (after the deduplicator) handed to the keeping thread; how many."""
         topic = job.topic.name
         new: list[Question] = []
         state = job.state
@@ -242,7 +239,8 @@ class _Filler:
                     state.known.add(key)
                     new.append(q)
         if new:
-            job.batches.append((job.have, new))
+            before, topic = job.have, job.topic.name
+            self.proc.hand(lambda: self.write(topic, before, new))
             job.accepted.extend(q.text for q in new)
             job.have += len(new)
         return len(new)

@@ -2,9 +2,9 @@
 requests of at most ask_list.items_per_request(generator's max_tokens) names each. A topic is the
 stage's item: up to `concurrency` topics at a time, each topic's requests one after another, so
 that each prompt lists the names the earlier ones added (`existing`: the topic's names, at most
-the last EXISTING_NAMES of them within EXISTING_BYTES). Each answer's new names are collected by
-the worker and appended to data/subtopics.jsonl, answer by answer, by the keeping thread (the
-file's one writer) when the topic is done or failed. An answer with no new name stops its topic for this run, and
+the last EXISTING_NAMES of them within EXISTING_BYTES). Each answer's new names are handed by the
+worker to the keeping thread (the file's one writer: Processor.hand), which appends them to
+data/subtopics.jsonl as they come. An answer with no new name stops its topic for this run, and
 records it (pipeline/held.py): it is not asked again until its prompt's settings change. A topic
 fails (once) when one of its requests failed; its later requests are not sent."""
 
@@ -72,7 +72,6 @@ class _Topic:
     names: deque = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
     added: int = 0
     stalled: bool = False  # an answer held no new name: the topic stops (worker side)
-    batches: list[list[Subtopic]] = field(default_factory=list)  # each answer's new names, to be kept
 
     @property
     def missing(self) -> int:
@@ -127,25 +126,23 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     if not states:
         return finish(run)
     proc = processor(ctx, run)
-    asker = _Asker(ctx, run, proc, output)
 
-    def partial(state: _Topic) -> None:
-        for new in state.batches:
-            output.append_all(new)  # the answer's names in one write
-            if figures is not None:
-                for record in new:
-                    figures.note_subtopic(record.topic, record.name)
-            run.wrote(len(new))
-        state.batches = []
+    def write(new: list[Subtopic]) -> None:  # on the keeping thread
+        output.append_all(new)  # the answer's names in one write
+        if figures is not None:
+            for record in new:
+                figures.note_subtopic(record.topic, record.name)
+        run.wrote(len(new))
+
+    asker = _Asker(ctx, run, proc, output, write)
 
     def keep(state: _Topic, value) -> None:
-        partial(state)
         _done(run, held, state, *value)
 
     try:
         with keeping_figures(ctx, run, figures), output:
             return process(run, proc, Work(list(states.values()), asker.fill, keep,
-                                           ident=lambda state: state.topic.name, partial=partial))
+                                           ident=lambda state: state.topic.name))
     finally:
         held.save()
 
@@ -169,10 +166,10 @@ def _done(run: StageRun, held: Held, state: _Topic, usage: Usage, cost: float | 
 
 class _Asker:
     """Asks one topic's requests in order (a worker's item), each prompt listing the names so
-    far, and collects each answer's new names (for `keep`)."""
+    far, and hands each answer's new names to the keeping thread's `write(names)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output):
-        self.run, self.proc, self.output = run, proc, output
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, write):
+        self.run, self.proc, self.output, self.write = run, proc, output, write
         self.client = ctx.connect("generator")
         self.templates = ctx.templates("subtopics.txt")
         self.role = ctx.role("generator")
@@ -194,15 +191,18 @@ class _Asker:
             if c is not None:
                 cost = (cost or 0.0) + c
             self.output.confirm()
-            if not _collect_new(state, names, count):
+            new = _new_names(state, names, count)
+            if new:
+                self.proc.hand(lambda new=new: self.write(new))
+            else:
                 state.stalled = True  # the same prompt would bring nothing new either
                 break
         return usage, cost
 
 
-def _collect_new(state: _Topic, names: list[str], count: int) -> int:
-    """Collect up to `count` of `names` whose ID is not known to the topic yet (one batch, for
-    `keep`); how many."""
+def _new_names(state: _Topic, names: list[str], count: int) -> list[Subtopic]:
+    """Up to `count` of `names` whose ID is not known to the topic yet (one batch, to be written),
+    now known to it."""
     topic = state.topic.name
     new: list[Subtopic] = []
     for name in names:
@@ -213,9 +213,7 @@ def _collect_new(state: _Topic, names: list[str], count: int) -> int:
             continue
         state.known.add(sid)
         new.append(Subtopic(id=sid, topic=topic, name=name))
-    if new:
-        state.batches.append(new)
     state.names.extend(record.name for record in new)
     state.added += len(new)
     state.have += len(new)
-    return len(new)
+    return new

@@ -3,10 +3,13 @@
 
 A stage supplies its work — the items, `send(item)` (the request or requests of one item, run on
 a worker thread) and `keep(item, value)` (write and count one result, run on the thread that
-called `run`, the single writer of the stage's files; `partial(item)`, optional, keeps there what
-an item that failed got before its error) — and the processor does the rest once:
+called `run`, the single writer of the stage's files) — and the processor does the rest once:
 
 - `concurrency` items in flight at all times (support/workqueue.py);
+- **one writer**: a worker whose item sends several requests (the list stages) hands each answer's
+  records to the processing thread (`hand(write)`), which writes them as they come (within the
+  queue's poll), before the item's own result, and those handed before a stop too; once it stops
+  keeping, `hand` raises Interrupted (what it held is dropped, as an abandoned request's is);
 - every error classified by the stage's `classify(error)`: `ITEM` counts the item as failed
   (`tally.item_failed`) and the stage goes on; `FATAL` stops it (`tally.item_stopped` counts the
   item that met it); `RAISE` stops it and is raised once the results are kept;
@@ -29,6 +32,7 @@ A stop when the provider is unreachable is a `FATAL` like any other.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -67,9 +71,6 @@ class Work(Generic[T]):
     keep: Callable[[T, Any], None]
     ident: Callable[[T], str] = str
     count: int | None = None  # how many `items` holds, when it is a generator (sizes the threads)
-    # `partial(item)`: keep what an item that failed got before its error (a stage whose item
-    # sends several requests), on the keeping thread like `keep`, before the error is counted.
-    partial: Callable[[T], None] | None = None
 
 
 @dataclass
@@ -113,6 +114,8 @@ class Processor:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ending = Ending()
+        self._handed: queue.SimpleQueue = queue.SimpleQueue()  # writes handed by workers (`hand`)
+        self._closed = False  # under `_lock`: the processing thread keeps nothing more
         self._raised: BaseException | None = None
         self._queue: WorkQueue | None = None
 
@@ -147,6 +150,26 @@ class Processor:
         if self.budget is not None and held:
             self.budget.settle(held, cost)
 
+    def hand(self, write: Callable[[], None]) -> None:
+        """Called by a worker: `write()` runs on the processing thread (the stage's one writer),
+        before the worker's next result is kept. Raises Interrupted once nothing more is kept."""
+        with self._lock:
+            if self._closed:
+                raise Interrupted(STOPPING)
+            self._handed.put(write)
+
+    def _keep_handed(self) -> None:
+        while True:
+            try:
+                write = self._handed.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                write()
+            except BaseException:
+                self._stop()
+                raise
+
     def halt(self, error: BaseException) -> None:
         """Called by `keep` to stop the work as a fatal error would (a stage's early stop):
         nothing new is sent, the results in flight are kept, and `error` is the Ending's."""
@@ -169,7 +192,8 @@ class Processor:
                           interrupt=self._interrupt, halt=self._stopping, name=self._name, count=work.count)
         self._queue = queue
         try:
-            for outcome in queue.results():
+            for outcome in queue.results(idle=self._keep_handed):
+                self._keep_handed()
                 self._take(work, outcome)
                 if self._ending.stopped or self._raised is not None:
                     break
@@ -178,7 +202,10 @@ class Processor:
             if self._ending.stopped or self._raised is not None:
                 self._drain(queue, work)
         finally:
+            with self._lock:
+                self._closed = True
             queue.stop()
+        self._keep_handed()  # what was handed before the close
         if self._raised is not None:
             raise self._raised
         if queue.source_error is not None:
@@ -213,6 +240,7 @@ class Processor:
                         waiting, " (interrupt again to abandon them)" if self._ending.interrupted else "")
         try:
             for outcome in queue.drain(time.monotonic() + self._grace, self._abandoned):
+                self._keep_handed()
                 self._take(work, outcome)
         except BaseException:
             # What `keep` raised (a disk error) is what the caller reports: the reason of the
@@ -234,15 +262,13 @@ class Processor:
         return not self._ending.interrupted and self._interrupt.is_set()
 
     def _take(self, work: Work, outcome: Outcome) -> None:
-        if outcome.error is None or work.partial is not None:
+        if outcome.error is None:
             try:
-                if outcome.error is None:
-                    work.keep(outcome.item, outcome.value)
-                    return
-                work.partial(outcome.item)
+                work.keep(outcome.item, outcome.value)
             except BaseException:
                 self._stop()
                 raise
+            return
         self._failed(work.ident(outcome.item), outcome.error)
 
     def _failed(self, item_id: str, e: BaseException) -> None:

@@ -142,9 +142,10 @@ class WorkQueue(Generic[T]):
             for t in self._threads:
                 t.start()
 
-    def results(self) -> Iterator[Outcome[T]]:
+    def results(self, idle: Callable[[], None] | None = None) -> Iterator[Outcome[T]]:
         """Yield every outcome as it completes. Returns early (without error) when the
-        interrupt event is set or `stop()` was called."""
+        interrupt event is set or `stop()` was called. `idle()` runs on the consuming thread at
+        each poll that found no outcome (the processor's writes handed by workers)."""
         if not self._threads:
             return
         self._start()
@@ -154,6 +155,8 @@ class WorkQueue(Generic[T]):
             try:
                 outcome = self._results.get(timeout=_POLL)
             except queue.Empty:
+                if idle is not None:
+                    idle()
                 continue
             with self._room:
                 self._yielded += 1

@@ -1,6 +1,6 @@
-"""The list stages' one writer: `subtopics` and `questions` workers only collect their item's new
-records; the keeping thread (the one that runs the stage) appends them, those of an item that
-failed after some answers included (support/processor.Work.partial)."""
+"""The list stages' one writer: `subtopics` and `questions` workers hand each answer's new records
+to the keeping thread (the one that runs the stage, support/processor.Processor.hand), which
+appends them as they come, those of an item that failed after some answers included."""
 
 from __future__ import annotations
 
