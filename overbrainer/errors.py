@@ -59,10 +59,6 @@ class ItemsFailed(OverbrainerError):
     """Some items of a stage failed; the summary was printed already. Exit code 1."""
 
 
-# The words for a feature of the original tool that this version does not have yet (a warning
-# when the configuration sets it, exit 2 for a command that needs it).
-NOT_SUPPORTED = "is not supported by this version yet"
-
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.pipeline.batch_admin import cancel_flow, ls_flow
 
 
 @click.group(short_help="Batch mode's submissions: list them, cancel them.")
@@ -19,8 +20,6 @@ def ls(app: AppContext) -> None:
     """One line per submission, oldest first: its id, stage, state (submitting, submitted,
     collected, lost), the provider's status (asked again for the open ones), its requests, the
     batch id and since when. Takes no lock and writes nothing."""
-    from overbrainer.pipeline.batch_admin import ls_flow
-
     with app.open_project(write=False) as config:
         ls_flow(app.session(), config)
 
@@ -33,7 +32,5 @@ def cancel(app: AppContext, submission: str | None, every: bool) -> None:
     """Cancel SUBMISSION's batch (or every open one, --all) on the provider and record it. What
     it answered before the cancel is collected by the next run; its other items are sent again
     (a cancel is not counted as a failure)."""
-    from overbrainer.pipeline.batch_admin import cancel_flow
-
     with app.open_project(write=True) as config:
         cancel_flow(app.session(), config, submission, every)

@@ -7,6 +7,8 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.compare.flow import compare_flow
+from overbrainer.jobs import ids
 
 
 @click.command("compare")
@@ -31,9 +33,6 @@ def compare(app, run_id, limit, rejudge, both_orders, min_win_or_tie, target, ke
     target the child is served on a new pod, deleted once the answers are home (its price is said
     before it is created); a run with no GGUF yet is exported first, in the same job.
     """
-    from overbrainer.compare.flow import compare_flow
-    from overbrainer.jobs import ids
-
     for value in (run_id, rejudge):
         if value is not None:
             ids.validate(value)

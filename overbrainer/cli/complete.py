@@ -11,6 +11,8 @@ import click
 from click.shell_completion import CompletionItem
 
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.errors import OverbrainerError
+from overbrainer.jobs.run_record import RUN_JSON
 
 
 def _project(ctx: click.Context) -> Path:
@@ -27,9 +29,6 @@ def _toml(ctx: click.Context) -> dict:
 
 def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Run IDs from runs/*/run.json, with "<state>, <target>" as help, oldest first."""
-    from overbrainer.errors import OverbrainerError
-    from overbrainer.jobs.run_record import RUN_JSON
-
     items = []
     try:
         dirs = sorted(ProjectPaths(_project(ctx)).runs.iterdir())

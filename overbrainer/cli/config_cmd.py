@@ -6,6 +6,8 @@ import click
 
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.help import HelpGroup
+from overbrainer.config import check as show
+from overbrainer.config import prompt_files, ready
 from overbrainer.errors import ConfigError, OverbrainerError
 
 
@@ -28,9 +30,6 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
     Exits 2 when a role's provider has no URL or the parent cannot return the reasoning asked
     for; 1 when a secret cannot be resolved or a probe fails (one line each, naming the provider
     or target and what to fix)."""
-    from overbrainer.config import check as show
-    from overbrainer.config import ready
-
     if resolve or probe:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
@@ -40,9 +39,9 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg)
-        if cfg.pipeline.decontaminate:  # pathlib and the readers only then (start-up time)
-            from overbrainer.dataset import benchmarks
+        problems = ready.problems(cfg) + prompt_files.problems(app.root)
+        if cfg.pipeline.decontaminate:
+            from overbrainer.dataset import benchmarks  # lazy: pathlib and the readers, only then
 
             problems += benchmarks.problems(app.root, cfg.pipeline.decontaminate)
         data["problems"] = problems
@@ -79,6 +78,7 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
 
 
 def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
+    # lazy: --probe only: the HTTP and SSH stacks
     from overbrainer.checks.probe import probe
     from overbrainer.checks.probe_targets import probe_targets
 

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
+from overbrainer.config.dotenv import load_project_env
+from overbrainer.config.read import read_config
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.front.results import write_result
 from overbrainer.support.files import path_text
 
 if TYPE_CHECKING:
@@ -55,7 +58,7 @@ class AppContext:
 
     @property
     def project_dir(self) -> Path:
-        from pathlib import Path
+        from pathlib import Path  # lazy: `config check` runs without pathlib
 
         return Path(self.root)
 
@@ -63,7 +66,8 @@ class AppContext:
         """What a command that runs work needs first: the log handler, SIGTERM and SIGHUP
         handled like Ctrl-C, and the worker threads' memory settings (support/address_space.py:
         before any other thread starts, or glibc keeps its default arena count)."""
-        from overbrainer.cli.stops import catch_stop_signals  # not loaded by `--help`, `config check`
+        # lazy: commands that run work only (`import signal`, ctypes), not `--help` or `config check`
+        from overbrainer.cli.stops import catch_stop_signals
         from overbrainer.support import address_space
 
         address_space.fit()
@@ -74,7 +78,7 @@ class AppContext:
         """Install the log handler (front/logs.py), once; a command of READ_ONLY calls this
         before its first log line (a flow, a secret's resolution, a configuration warning)."""
         if not self._logging:
-            from overbrainer.front.logs import setup_logging
+            from overbrainer.front.logs import setup_logging  # lazy: logging, once something is logged
 
             setup_logging(json=self.json_mode)
             self._logging = True
@@ -84,7 +88,7 @@ class AppContext:
     @property
     def front(self):
         if self._front is None:
-            from overbrainer.front.frontend import Cli
+            from overbrainer.front.frontend import Cli  # lazy: the bus and renderers, for flows only
 
             self.start_logging()
             self._front = Cli(json=self.json_mode)
@@ -97,14 +101,14 @@ class AppContext:
 
     def session(self):
         """The Session every flow takes: this project directory and this command's front end."""
-        from overbrainer.front.session import Session
+        from overbrainer.front.session import Session  # lazy: flows only, not `config check`
 
         return Session(self.project_dir, self.front)
 
     def post_train(self) -> tuple:
         """What plugs into the training flows this command calls (runs/post_train.py):
         `[export] after_training`'s export, which runs inside the training job."""
-        from overbrainer.export.in_job import InJobExport
+        from overbrainer.export.in_job import InJobExport  # lazy: training commands only
 
         return (InJobExport(),)
 
@@ -114,8 +118,6 @@ class AppContext:
         `config check`), written directly, so that no bus or renderer is loaded."""
         data = data if data is not None else {"message": text}
         if self._front is None:
-            from overbrainer.front.results import write_result
-
             write_result(text, data, as_json=self.json_mode)
         else:
             self.front.report(text, data)
@@ -127,8 +129,6 @@ class AppContext:
         if self._env_error is not None:
             raise self._env_error
         if self._dotenv is None:
-            from overbrainer.config.dotenv import load_project_env
-
             self._dotenv = load_project_env(self.root)
         return self._dotenv
 
@@ -157,12 +157,10 @@ class AppContext:
 
     def load_config(self):
         """The configuration (after .env), its warnings logged."""
-        from overbrainer.config.read import read_config
-
         self.load_env()
         config = read_config(self.root)
         if config.warnings:
-            from overbrainer.config.load import log_warnings
+            from overbrainer.config.load import log_warnings  # lazy: logging, for warnings only
 
             self.start_logging()
             log_warnings(config)
@@ -180,7 +178,7 @@ class AppContext:
         if not write:
             yield self.load_config()
             return
-        from overbrainer.support.lock import ProjectLock
+        from overbrainer.support.lock import ProjectLock  # lazy: fcntl, for commands that write only
 
         with ProjectLock(self.project_dir, command=self.command_name()):
             config = self.load_config()
@@ -199,7 +197,7 @@ class AppContext:
         is set; nothing otherwise."""
         if not config.metrics.enabled:
             return contextlib.nullcontext()
-        from overbrainer.metrics.exporter import serving  # prometheus_client: only when asked for
+        from overbrainer.metrics.exporter import serving  # lazy: prometheus_client, when [metrics] asks for it
 
         return serving(self.project_dir, config, self.front)
 

@@ -7,6 +7,7 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.help import HelpGroup
+from overbrainer.pipeline.dataset_ops import gated_flow, reject_flow, stats_flow
 
 
 @click.group("dataset", cls=HelpGroup)
@@ -19,8 +20,6 @@ def dataset() -> None:
 def stats(app: AppContext) -> None:
     """Per topic: subtopics, questions, answered, excluded by reason; tokens and cost so far.
     Reads only: it never takes the project lock."""
-    from overbrainer.pipeline.dataset_ops import stats_flow
-
     with app.open_project(write=False) as config:
         stats_flow(app.session(), config)
 
@@ -32,8 +31,6 @@ def gated(app: AppContext, topic: str | None) -> None:
     """One line per answer the gate dropped (data/gate.jsonl, with the current [gate] and
     roles.grader settings): its ID, topic / subtopic, check, reason and what the check saw.
     They stay in data/answers.jsonl; split leaves them out. Reads only."""
-    from overbrainer.pipeline.dataset_ops import gated_flow
-
     with app.open_project(write=False) as config:
         gated_flow(app.session(), config, topic=topic)
 
@@ -44,7 +41,5 @@ def gated(app: AppContext, topic: str | None) -> None:
 def reject(app: AppContext, item_id: str) -> None:
     """Remove a subtopic (with its questions and answers) or a question (with its answer), and
     record it in data/rejected.jsonl so that no stage generates it again."""
-    from overbrainer.pipeline.dataset_ops import reject_flow
-
     with app.open_project(write=True) as config:
         reject_flow(app.session(), config, item_id=item_id)

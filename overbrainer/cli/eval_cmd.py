@@ -6,6 +6,8 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.compare.eval_flow import eval_flow
+from overbrainer.jobs import ids
 
 
 @click.command("eval")
@@ -28,9 +30,6 @@ def eval_(app, run_id, tasks, target, limit, max_tokens, no_parent) -> None:
 
     Results: runs/<run>/evals/<id>/eval.json. Needs the `eval` extra (lm-eval).
     """
-    from overbrainer.compare.eval_flow import eval_flow
-    from overbrainer.jobs import ids
-
     if run_id is not None:
         ids.validate(run_id)
     with app.open_project(write=True) as config:

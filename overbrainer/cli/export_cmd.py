@@ -7,6 +7,8 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.config.model import QUANTIZE_TYPES
+from overbrainer.export.flow import export_flow
+from overbrainer.jobs import ids
 
 
 @click.command("export")
@@ -26,9 +28,6 @@ def export(app, run_id: str, quantize: str | None, ollama: str | None, target: s
     said before it is created). Ctrl-C cancels the export. llama.cpp comes from the target's
     llama_cpp_dir (or OVERBRAINER_LLAMA_CPP_DIR), else a pinned release downloaded and verified there.
     """
-    from overbrainer.export.flow import export_flow
-    from overbrainer.jobs import ids
-
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         export_flow(app.session(), config, run_id, quantize=quantize, ollama=ollama, target=target, keep=keep_pod)

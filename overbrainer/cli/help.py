@@ -14,7 +14,7 @@ class HelpContext(click.Context):
     imported only when one writes help or usage (`config check` never loads it)."""
 
     def make_formatter(self) -> click.HelpFormatter:
-        from overbrainer.cli.help_format import HelpFormatter  # only to write a help page
+        from overbrainer.cli.help_format import HelpFormatter  # lazy: a help page only, not `config check`
 
         return HelpFormatter(width=self.terminal_width, max_width=self.max_content_width)
 
@@ -40,7 +40,7 @@ class HelpGroup(click.Group):
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing \
                 and name not in self.list_commands(ctx) and self.get_command(ctx, name) is None:
-            import difflib
+            import difflib  # lazy: an unknown command only
 
             near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=_CLOSE)
             if near:

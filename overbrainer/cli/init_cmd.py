@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.config.init import init_project
 
 
 @click.command("init")
@@ -15,8 +16,6 @@ from overbrainer.cli.context import AppContext, pass_app
 def init(app: AppContext, directory: str | None) -> None:
     """Create a project in DIR (default: the -C directory): overbrainer.toml, .env.example,
     prompts/, .gitignore and .overbrainer/version. Refuses when a file already exists."""
-    from overbrainer.config.init import init_project
-
     target = Path(directory) if directory else app.project_dir
     result = init_project(target)
     lines = [f"created {target / rel}" for rel in result.created]

@@ -39,9 +39,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tui": ("overbrainer.cli.tui_cmd", "tui", "Full-screen terminal UI: watch and steer the pipeline and training."),
 }
 
-# Commands of the original tool that this version does not have yet: not listed; they exit 2.
-NOT_YET: tuple[str, ...] = ()
-
 # Global options that may stand anywhere on the line (as in the original).
 _GLOBAL_WITH_VALUE = ("-C", "--project-dir")
 _GLOBAL_FLAGS = ("--json",)
@@ -54,7 +51,7 @@ class LazyGroup(HelpGroup):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         spec = COMMANDS.get(name)
         if spec is None:
-            return _not_yet(name) if name in NOT_YET else None
+            return None
         module = importlib.import_module(spec[0])
         return add_examples(getattr(module, spec[1]), name)
 
@@ -62,18 +59,6 @@ class LazyGroup(HelpGroup):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _not_yet(name: str) -> click.Command:
-    """A command that takes anything and fails with exit 2: `overbrainer NAME is not supported…`."""
-    from overbrainer.errors import NOT_SUPPORTED, UsageError
-
-    def fail(args: tuple[str, ...]) -> None:
-        raise UsageError(f"`overbrainer {name}` {NOT_SUPPORTED}")
-
-    return click.Command(name, callback=fail, params=[click.Argument(["args"], nargs=-1)],
-                         context_settings={"ignore_unknown_options": True}, add_help_option=False,
-                         hidden=True)
 
 
 def _hoist_globals(args: list[str]) -> list[str]:
@@ -136,18 +121,18 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     interrupted (Ctrl-C), 143 stopped by SIGTERM, 129 by SIGHUP. `overbrainer COMMAND --help`
     explains each command, with examples.
     """
-    from overbrainer.cli.context import AppContext
+    from overbrainer.cli.context import AppContext  # lazy: a command runs (not `--help`)
 
     ctx.color = _color()
     ctx.obj = AppContext.start(project_dir, json_mode=json_mode, command=ctx.invoked_subcommand)
 
 
 def _print_error(message: str, code: int, json_mode: bool) -> None:
-    from overbrainer.support.redact import redact, strip_controls
+    from overbrainer.support.redact import redact, strip_controls  # lazy: an error is printed
 
     message = strip_controls(redact(message))
     if json_mode:
-        import json
+        import json  # lazy: --json only
 
         sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
     else:
@@ -158,15 +143,12 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
 def stopped_code() -> int:
     """The exit code of a command stopped by a signal (SIGTERM and SIGHUP are handled like
     Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
+    # lazy: a command stopped by a signal only
     import signal
-
     from overbrainer.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
+    from overbrainer.support import stop_signals
 
-    interrupt = sys.modules.get("overbrainer.front.interrupt")  # loaded if an Interrupt was made
-    first = interrupt.stopped_by() if interrupt is not None else None
-    stops = sys.modules.get("overbrainer.cli.stops")  # loaded if the command caught stop signals
-    if first is None and stops is not None:
-        first = stops.first_stop_signal()
+    first = stop_signals.first()
     return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
 
 
@@ -186,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
     if json_mode and "--version" in args and not any(a in COMMANDS for a in args):
-        import json
+        import json  # lazy: --json --version only
 
         sys.stdout.write(json.dumps({"name": "overbrainer", "version": __version__}) + "\n")
         sys.exit(0)
@@ -225,7 +207,7 @@ def _failure(e: Exception, json_mode: bool) -> int:
     """The exit code of a command that raised `e`, its message printed: an OverbrainerError's own
     (130, 143 or 129 for Interrupted, as the signal decides); 1 for a closed stdout (quietly) and
     for anything else (an internal error, its traceback logged at debug level)."""
-    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError
+    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError  # lazy: a command failed
 
     if isinstance(e, OverbrainerError):
         code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
@@ -234,7 +216,7 @@ def _failure(e: Exception, json_mode: bool) -> int:
     if isinstance(e, BrokenPipeError):
         quiet_stdout()
         return EXIT_FAILURE
-    import logging
+    import logging  # lazy: an internal error only
 
     logging.getLogger("overbrainer").debug("internal error", exc_info=True)
     _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)

@@ -10,6 +10,9 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
+from overbrainer.pods.catalog import datacenters_flow, gpus_flow, ssh_argv, volumes_flow
+from overbrainer.pods.ls import ls_flow
+from overbrainer.pods.rm import rm_flow
 
 
 @click.group("pod", cls=HelpGroup)
@@ -21,8 +24,6 @@ def pod() -> None:
 @pass_app
 def ls_cmd(app) -> None:
     """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
-    from overbrainer.pods.ls import ls_flow
-
     with app.open_project(write=False) as config:
         ls_flow(app.session(), config)
 
@@ -33,8 +34,6 @@ def ls_cmd(app) -> None:
 @pass_app
 def rm_cmd(app, run_id: str, force: bool) -> None:
     """Delete the pods of a run and confirm each delete."""
-    from overbrainer.pods.rm import rm_flow
-
     with app.open_project(write=True) as config:
         rm_flow(app.session(), config, run_id=run_id, force=force)
 
@@ -52,8 +51,6 @@ def rm_cmd(app, run_id: str, force: bool) -> None:
 @pass_app
 def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
     """Secure Cloud GPU types, cheapest first."""
-    from overbrainer.pods.catalog import gpus_flow
-
     with app.open_project(write=False) as config:
         gpus_flow(app.session(), config, count=count, min_vram=min_vram, max_price=max_price,
                   in_stock=in_stock, data_center=data_center)
@@ -63,8 +60,6 @@ def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) 
 @pass_app
 def datacenters_cmd(app) -> None:
     """Runpod's data centers and the GPU types in stock in each."""
-    from overbrainer.pods.catalog import datacenters_flow
-
     with app.open_project(write=False) as config:
         datacenters_flow(app.session(), config)
 
@@ -73,8 +68,6 @@ def datacenters_cmd(app) -> None:
 @pass_app
 def volumes_cmd(app) -> None:
     """The account's network volumes."""
-    from overbrainer.pods.catalog import volumes_flow
-
     with app.open_project(write=False) as config:
         volumes_flow(app.session(), config)
 
@@ -85,8 +78,6 @@ def volumes_cmd(app) -> None:
 @pass_app
 def ssh_cmd(app, run_id: str, do_exec: bool) -> None:
     """Print (or run) the `ssh -F runs/<id>/ssh/config overbrainer-<id>` line of a run's pod."""
-    from overbrainer.pods.catalog import ssh_argv
-
     app.require_project()
     argv, line = ssh_argv(app.session(), run_id)
     if do_exec:

@@ -8,6 +8,10 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
+from overbrainer.errors import UsageError
+from overbrainer.hub.dataset_flow import dataset_push_flow
+from overbrainer.hub.flow import push_flow
+from overbrainer.jobs import ids
 
 
 @click.command("push")
@@ -33,22 +37,15 @@ def push(app, run_id: str | None, dataset: bool, repo: str | None, public: bool,
 
     The token comes from OVERBRAINER_HF_TOKEN only. A push cut off is resumed by running it again.
     """
-    from overbrainer.errors import UsageError
-
     if dataset and run_id is not None:
         raise UsageError("push --dataset pushes the project's data/train.jsonl and data/eval.jsonl: give no RUN_ID")
     if not dataset and run_id is None:
         raise UsageError("push needs a RUN_ID (or --dataset to push the train/eval split)")
     if dataset:
-        from overbrainer.hub.dataset_flow import dataset_push_flow
-
         with app.open_project(write=True) as config:
             dataset_push_flow(app.session(), config, repo=repo, public=public, overwrite_card=overwrite_card,
                               dry_run=dry_run)
         return
-    from overbrainer.hub.flow import push_flow
-    from overbrainer.jobs import ids
-
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         push_flow(app.session(), config, run_id, repo=repo, public=public, overwrite_card=overwrite_card,

@@ -11,8 +11,20 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
+from overbrainer.cli.main import quiet_stdout
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import list_runs, load
+from overbrainer.pods.summary import pod_summary
+from overbrainer.runpod.cost import format_rate, format_spend
+from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
+from overbrainer.runs.progress import local_progress
+from overbrainer.runs.rm import rm_flow
+from overbrainer.support.columns import table
+from overbrainer.support.fmt import duration
+from overbrainer.support.lock import ProjectLock
+from overbrainer.support.redact import redact, strip_controls
 
 
 @click.group("runs", cls=HelpGroup)
@@ -29,10 +41,6 @@ def _runs_dir(app) -> Path:
 @pass_app
 def ls_cmd(app) -> None:
     """One line per run, oldest first: ID, state, target, created."""
-    from overbrainer.jobs.run_record import list_runs
-    from overbrainer.pods.summary import pod_summary
-    from overbrainer.support.columns import table
-
     runs_dir = _runs_dir(app)
     records = list_runs(runs_dir)
     rows, cells = [], []
@@ -71,11 +79,6 @@ def _summary(r) -> dict:
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
-    from overbrainer.jobs.run_record import load
-    from overbrainer.pods.summary import pod_summary
-    from overbrainer.runpod.cost import format_rate, format_spend
-    from overbrainer.runs.progress import local_progress
-
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)
     progress = local_progress(runs_dir / record.id, record)
@@ -101,8 +104,6 @@ def show_cmd(app, run_id: str) -> None:
     if progress.get("eval_loss") is not None:
         lines.append(f"eval loss: {progress['eval_loss']:.4f}")
     if progress.get("time_left") is not None:
-        from overbrainer.support.fmt import duration
-
         lines.append(f"time left: {duration(progress['time_left'])} ({progress['pace']:.2f} steps/s)")
     if record.resumed_from:
         lines.append(f"resumed:   from {record.resumed_from}")
@@ -122,9 +123,6 @@ def rm_cmd(app, run_ids: tuple[str, ...]) -> None:
 
     One line per run; exit 1 when any was refused. It takes the project lock, but needs no valid
     configuration."""
-    from overbrainer.runs.rm import rm_flow
-    from overbrainer.support.lock import ProjectLock
-
     app.require_project()
     with ProjectLock(app.project_dir, command=app.command_name()):
         rm_flow(app.session(), list(run_ids))
@@ -132,8 +130,6 @@ def rm_cmd(app, run_ids: tuple[str, ...]) -> None:
 
 def clean_line(raw: bytes) -> str:
     """A log line made safe to print: decoded, control characters stripped, secrets redacted."""
-    from overbrainer.support.redact import redact, strip_controls
-
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
     text = text.replace("\r", " ").replace("\t", "    ")
     return redact(strip_controls(text))
@@ -147,9 +143,6 @@ def clean_line(raw: bytes) -> str:
 def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     """The job's log (runs/<id>/job.log, or on the SSH target while the run goes on), redacted,
     one clean line per line."""
-    from overbrainer.jobs import ids
-    from overbrainer.runs.logs import LogReader, Stopped, open_log
-
     if tail is not None and tail < 0:
         raise UsageError("--tail must be 0 or more")
     runs_dir = _runs_dir(app)
@@ -179,8 +172,6 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     except Stopped:
         return
     except BrokenPipeError:
-        from overbrainer.cli.main import quiet_stdout
-
         quiet_stdout()
         raise click.exceptions.Exit(0) from None
     finally:
@@ -191,8 +182,6 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
 
 
 def _follow(app, reader, runs_dir: Path, run_id: str, interrupt) -> None:
-    from overbrainer.runs.logs import follow, run_ended
-
     for line in follow(reader, lambda: run_ended(runs_dir, run_id), interrupt, run_id):
         _emit(app, run_id, clean_line(line))
 

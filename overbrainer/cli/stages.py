@@ -1,19 +1,29 @@
 """The stage commands: `subtopics`, `questions`, `answers`, `gate`, `split` and `run`.
 
 Each opens the project for writing (lock) and calls one flow of overbrainer.pipeline.run_flow
-with the command's Session (the flow starts the front end's bus and Ctrl-C catcher). Heavy
-modules are imported inside the commands.
+with the command's Session (the flow starts the front end's bus and Ctrl-C catcher). Imported
+only when one of these commands runs (cli/main.py's lazy registry), so its imports stand at top.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import sys
 from typing import Iterator
 
 import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import AppContext, pass_app
+from overbrainer.cli.main import stopped_code
+from overbrainer.config.load import load_config
+from overbrainer.errors import UsageError
+from overbrainer.pipeline.context import StageInterrupted
+from overbrainer.pipeline.plan import plan_flow
+from overbrainer.pipeline.run_flow import ConfigWatch, run_stage
+from overbrainer.pipeline.run_project import run_project
+from overbrainer.support.redact import strip_controls
 
 _TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this topic.",
                       shell_complete=complete.topics)
@@ -35,17 +45,9 @@ def _resumable(app: AppContext) -> Iterator[None]:
     note rather than an error) which stage stopped and what resumes it (with the `-C DIR` this
     command was given), then exit with the signal's code (130 for Ctrl-C, 143 for SIGTERM, 129
     for SIGHUP)."""
-    from overbrainer.pipeline.context import StageInterrupted
-
     try:
         yield
     except StageInterrupted as e:
-        import json
-        import sys
-
-        from overbrainer.cli.main import stopped_code
-        from overbrainer.support.redact import strip_controls
-
         code = stopped_code()
         project = str(app.project_dir)
         message = strip_controls(e.hint(None if project == "." else project))
@@ -60,13 +62,10 @@ def _resumable(app: AppContext) -> Iterator[None]:
 def _stage(app: AppContext, stage: str, topic: str | None, force: bool, *, plan: bool = False,
            max_cost: float | None = None, retry_excluded: bool = False, wait: bool = False) -> None:
     if plan:
-        from overbrainer.pipeline.plan import plan_flow
-
         with app.open_project(write=False) as config:
             plan_flow(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
                       max_cost=max_cost)
         return
-    from overbrainer.pipeline.run_flow import run_stage
 
     with _resumable(app), app.open_project(write=True) as config:
         run_stage(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
@@ -110,8 +109,6 @@ def answers(app: AppContext, topic: str | None, force: bool, retry_excluded: boo
             max_cost: float | None, wait: bool) -> None:
     """Ask the parent to answer every question not answered yet (data/answers.jsonl)."""
     if force and retry_excluded:
-        from overbrainer.errors import UsageError
-
         raise UsageError("--force and --retry-excluded do not go together: --force asks every question again")
     _stage(app, "answers", topic, force, plan=plan, max_cost=max_cost, retry_excluded=retry_excluded, wait=wait)
 
@@ -151,13 +148,7 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool, wait
     With [training], it then trains only when no run trained on this data and these settings yet
     (`train: up to date with run <id>` otherwise); after a run that failed on them it stops with
     exit 1 and says how to retry (`overbrainer train`)."""
-    from overbrainer.config.load import load_config
-    from overbrainer.pipeline.run_flow import ConfigWatch
-    from overbrainer.pipeline.run_project import run_project
-
     if plan:
-        from overbrainer.pipeline.plan import plan_flow
-
         with app.open_project(write=False) as config:
             plan_flow(app.session(), config, "run", max_cost=max_cost, retrain=retrain)
         return

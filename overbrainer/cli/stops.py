@@ -6,13 +6,13 @@ simply ends (a shell still sees 143 or 129)."""
 
 from __future__ import annotations
 
-_stopped_by: list[int] = []  # SIGTERM or SIGHUP, when one came outside every Interrupt
+from overbrainer.support import stop_signals
+
 _installed: list[bool] = []
 
 
 def _on_stop_signal(signum: int, frame: object) -> None:
-    if not _stopped_by:
-        _stopped_by.append(signum)
+    stop_signals.note(signum)  # outside every Interrupt
     raise KeyboardInterrupt
 
 
@@ -21,7 +21,7 @@ def catch_stop_signals() -> None:
     ignored at start (`nohup`) stays ignored."""
     if _installed:
         return
-    import signal
+    import signal  # lazy: see the module docstring
 
     _installed.append(True)
     for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -31,7 +31,3 @@ def catch_stop_signals() -> None:
         except (OSError, ValueError):
             pass
 
-
-def first_stop_signal() -> int | None:
-    """The first SIGTERM or SIGHUP that came outside every Interrupt (None: none did)."""
-    return _stopped_by[0] if _stopped_by else None

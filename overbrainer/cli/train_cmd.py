@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import UsageError
+from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.jobs import ids
+from overbrainer.runs.flow import attach_flow, cancel_flow, stop_flow, train_flow
+from overbrainer.support.lock import ProjectLock, ProjectLocked
 
 
 @click.group("train", cls=HelpGroup, invoke_without_command=True)
@@ -33,13 +39,10 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
             raise UsageError("--target, --resume-from, --detach and --keep-pod only apply to "
                              "`overbrainer train` itself")
         return
-    from overbrainer.jobs import ids
-    from overbrainer.runs.flow import train_flow
 
     app = ctx.obj
     if resume_from is not None:
         ids.validate(resume_from)
-    from overbrainer.hub.after_training import push_after_training, warn_missing_token
 
     with app.open_project(write=True) as config:
         warn_missing_token(config)
@@ -53,10 +56,6 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
 @pass_app
 def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
-    from overbrainer.hub.after_training import push_after_training
-    from overbrainer.jobs import ids
-    from overbrainer.runs.flow import attach_flow
-
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         push_after_training(app.session(), config,
@@ -68,11 +67,6 @@ def attach(app, run_id: str) -> None:
 @pass_app
 def stop(app, run_id: str) -> None:
     """Ask a run's job to save a snapshot and stop; resume it later with --resume-from."""
-    import contextlib
-
-    from overbrainer.jobs import ids
-    from overbrainer.runs.flow import stop_flow
-    from overbrainer.support.lock import ProjectLock, ProjectLocked
 
     ids.validate(run_id)
     app.require_project()
@@ -96,9 +90,6 @@ def stop(app, run_id: str) -> None:
 @pass_app
 def cancel(app, run_id: str) -> None:
     """Cancel a run's job; its record then reads `cancelled`."""
-    from overbrainer.jobs import ids
-    from overbrainer.runs.flow import cancel_flow
-
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         cancel_flow(app.session(), config, run_id, after=app.post_train())

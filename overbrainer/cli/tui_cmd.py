@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.errors import UsageError
+from overbrainer.front.bus import EventBus
+from overbrainer.front.frontend import Embedded
 
 MIN_COLUMNS, MIN_LINES = 80, 24
 
@@ -46,13 +49,10 @@ def tui(app: AppContext) -> None:
     Keys: 1-6 views, r reload, d detach the followed run, a abandon a Runpod provisioning,
     Ctrl-C interrupt the running work as on the command line, q quit.
     """
-    import threading
-
     if app.json_mode:
         raise UsageError("`overbrainer tui` has no --json output")
     require_terminal()
-    from overbrainer.front.bus import EventBus
-    from overbrainer.front.frontend import Embedded
+    # lazy: Textual and the TUI load only when it runs (`tui --help` and every other command stay light)
     from overbrainer.tui.logbuf import LogBuffer, capture
     from overbrainer.tui.tasks import Tasks
     from overbrainer.tui.work import Workspace
@@ -65,7 +65,7 @@ def tui(app: AppContext) -> None:
         app.front.open_bus()
         workspace = Workspace(app.project_dir, dotenv=app.load_env())
         workspace.config = config
-        from overbrainer.tui.main import run
+        from overbrainer.tui.main import run  # lazy: Textual, see above
 
         lines, code = run(workspace, Tasks(app.project_dir, bus=bus), logs)
     for line in lines:

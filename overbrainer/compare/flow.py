@@ -195,6 +195,6 @@ class _JudgeRun(StageRun):
         super().__init__(STAGE, bus)
         self.failed_ids: list[str] = []
 
-    def item_failed(self, item_id: str, message: str) -> None:
+    def item_failed(self, item_id: str, message: str, stops: bool = False) -> None:
         self.failed_ids.append(item_id)
-        super().item_failed(item_id, message)
+        super().item_failed(item_id, message, stops)

@@ -194,11 +194,6 @@ def make_setup(project_dir: Path, config, gguf: Gguf, compare_id: str, limit: in
     }
 
 
-def new_compare_dir(project_dir: Path, run_id: str) -> tuple[str, Path]:
-    """Claim `runs/<run>/compares/compare_<UTC stamp>` (suffixes on collision)."""
-    return ids.claim_new(runs_dir(project_dir) / ids.validate(run_id) / COMPARES, f"compare_{ids.timestamp()}")
-
-
 def write_setup(compare_dir: Path, setup: dict) -> Path:
     path = Path(compare_dir) / SETUP
     SETUP_JSON.write(path, setup)

@@ -61,7 +61,7 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     hf_token = secret(root, "hf_token", environ)
     log = root.str("log")
     root.finish()
-    warnings = build_train.not_yet_warnings(data)
+    warnings: list[str] = []
     if training is not None:
         if training.target not in _declared(data, "targets"):
             problems.append(f"training.target: unknown target `{training.target}`")

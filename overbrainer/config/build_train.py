@@ -35,7 +35,6 @@ from overbrainer.config.model import (
     Training,
 )
 from overbrainer.config.values import secret, url
-from overbrainer.errors import NOT_SUPPORTED
 from overbrainer.support.urls import ip
 
 NAME = re.compile(r"^[a-z0-9_]+$")
@@ -223,23 +222,6 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
     r = Runpod(api_key=secret(t, "api_key", environ), base_url=url(t, "base_url", loopback_http=True))
     t.finish()
     return r
-
-
-# Keys of the original tool whose features this version does not have yet (None: the whole
-# section): still read and checked (its projects open unchanged), but only warned about when set.
-NOT_YET: dict[str, tuple[str, ...] | None] = {}
-
-
-def not_yet_warnings(data: dict[str, Any]) -> list[str]:
-    """`[<section>] <key> is not supported by this version yet: ignored`, one per key set (in
-    overbrainer.toml or the environment) of a feature in NOT_YET."""
-    out = []
-    for section, missing in NOT_YET.items():
-        keys = data.get(section)
-        if isinstance(keys, dict):
-            out += [f"[{section}] {key} {NOT_SUPPORTED}: ignored" for key in keys
-                    if missing is None or key in missing]
-    return out
 
 
 _SIDE_HOURS = (lambda x: 0 < x <= 720, "must be greater than 0 and at most 720")

@@ -4,7 +4,8 @@ Syntax (python-dotenv style): `KEY=value` lines, optional `export `, `#` comment
 whitespace for unquoted values), single quotes literal, double quotes with `\\n \\t \\" \\\\ \\$`
 escapes; `${VAR}` and `${VAR:-default}` expand in unquoted and double-quoted values (shell first,
 then earlier .env keys). The first occurrence of a repeated key wins; a UTF-8 BOM is ignored.
-A syntax error names the line number and never its content (it usually holds a secret).
+A syntax error names the line number and never its content (it usually holds a secret); so
+does a file that is not UTF-8 (named as such).
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def read(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _error(data.count(b"\n", 0, e.start) + 1) from None
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"cannot read {path}: it is not UTF-8 text (line {line}); save it as UTF-8") from None
     return parse(text, environ)
 
 

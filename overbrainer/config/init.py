@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from overbrainer.config.templates import NAMES, builtin_source
+from overbrainer.config.prompt_files import NAMES
+from overbrainer.config.templates import builtin_source
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
 

@@ -2,7 +2,8 @@
 adds the logging of its warnings; this module imports no logging, for `config check`'s start-up).
 
 Precedence: environment > file > defaults. Every problem is listed at once in
-`ConfigError("invalid configuration", problems)`; TOML syntax errors give line, column and
+`ConfigError("invalid configuration", problems)`; TOML syntax errors give line, column (of the key
+of a repeated or conflicting one, which tomllib reports past its statement) and
 tomllib's reason (without the character or key it may quote), type errors the key and the
 expected type: a value is never echoed.
 """
@@ -30,6 +31,36 @@ _REWORDED = {
     "Cannot mutate immutable namespace": "Cannot add to an inline table or array declared earlier",
     "Cannot redefine namespace": "Cannot redefine a table",
 }
+# tomllib reports these past the statement (or inline table pair) that causes them: the problem
+# points at its key instead.
+_PAST_THE_KEY = ("Cannot overwrite a value", "Cannot declare", "Cannot redefine namespace",
+                 "Cannot mutate immutable namespace", "Duplicate inline table key")
+
+
+def key_column(line: str, column: int) -> int:
+    """The column (1-based) of the key whose statement ends before `column` on `line`: the last
+    pair of the inline table still open there, else the line's first non-blank character."""
+    opened: list[tuple[str, int]] = []  # the brackets open, each with where its pairs' last starts
+    quote = None
+    escaped = False
+    for i, ch in enumerate(line[:column - 1]):
+        if escaped:
+            escaped = False
+        elif quote is not None:
+            escaped = ch == "\\" and quote == '"'
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            opened.append((ch, i + 1))
+        elif ch in "}]" and opened:
+            opened.pop()
+        elif ch == "," and opened and opened[-1][0] == "{":
+            opened[-1] = ("{", i + 1)
+    tables = [start for kind, start in opened if kind == "{"]
+    start = tables[-1] if tables else 0
+    return start + len(line[start:]) - len(line[start:].lstrip(" \t")) + 1
 
 
 def syntax_reason(message: str) -> str:
@@ -60,7 +91,10 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         m = re.search(_AT, str(e))
         if m:
-            where = f"at line {m.group(1)}, column {m.group(2)}"
+            line, column = int(m.group(1)), int(m.group(2))
+            if str(e).startswith(_PAST_THE_KEY):
+                column = key_column(data.decode("utf-8").split("\n")[line - 1], column)
+            where = f"at line {line}, column {column}"
         else:
             where = "at the end of the file" if "end of document" in str(e) else "(no position given)"
         problem = f"{CONFIG_FILE}: TOML syntax error {where}: {syntax_reason(str(e))}"

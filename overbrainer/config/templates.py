@@ -1,7 +1,8 @@
 """Prompt templates: Jinja2 with StrictUndefined and no autoescaping.
 
 `<project>/prompts/<name>.txt` overrides the built-in default of the same name. A broken
-template fails when it is loaded (`invalid template <name>`), a missing variable when it is
+template fails when it is loaded (`invalid template <name>`; an override that is not UTF-8 is a
+configuration error, exit 2, that `config check` finds: config/prompt_files.py), a missing variable when it is
 rendered (`cannot render template <name>`).
 """
 
@@ -10,19 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any, Iterable
 
 from jinja2 import StrictUndefined, TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
+from overbrainer.config.prompt_files import NAMES, read_override
+from overbrainer.config.prompt_files import file_name as _file_name
 from overbrainer.errors import OverbrainerError
-
-NAMES = ("subtopics", "questions", "answer_system", "judge", "grader")
-
-
-def _file_name(name: str) -> str:
-    return name if name.endswith(".txt") else f"{name}.txt"
 
 
 def _key(name: str) -> str:
@@ -81,15 +77,9 @@ def load_templates(project_dir: str | os.PathLike[str], names: Iterable[str] = N
     origins: dict[str, str] = {}
     for name in names:
         key, file_name = _key(name), _file_name(name)
-        override = Path(project_dir) / "prompts" / file_name
-        try:
-            source = override.read_text(encoding="utf-8")
-            origin = f"prompts/{file_name}"
-        except FileNotFoundError:
+        source, origin = read_override(project_dir, file_name), f"prompts/{file_name}"
+        if source is None:
             source, origin = builtin_source(file_name), "built-in"
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) else "not UTF-8"
-            raise OverbrainerError(f"invalid template {file_name}: cannot read {override}: {reason}") from None
         try:
             compiled[key] = env.from_string(source)
         except TemplateSyntaxError as e:

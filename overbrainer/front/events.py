@@ -53,17 +53,21 @@ class ItemDone(Event):
 
 @dataclass(frozen=True)
 class ItemFailed(Event):
-    """retryable: an attempt failed and will be retried; exactly one final one per failed item."""
+    """retryable: an attempt failed and will be retried; exactly one final one per failed item.
+    stops: the item met the error that stops the stage."""
     stage: str
     id: str
     error: str
     retryable: bool
+    stops: bool = False
 
 
 @dataclass(frozen=True)
 class StageFinished(Event):
+    """stopped: why the stage stopped before its end (a fatal error's reason), None when it ran out."""
     stage: str
     stats: StageStats
+    stopped: str | None = None
 
 
 # --- training runs ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 SIGTERM (a timeout, systemd, `docker stop`, a CI cancellation) and SIGHUP (the terminal closed,
 the SSH session dropped) are handled exactly like Ctrl-C; only the exit code differs (130, 143,
-129), and `stopped_by()` tells the command line which signal came first. A SIGHUP ignored when
+129), and support/stop_signals.py tells the command line which signal came first. A SIGHUP ignored when
 the Interrupt is made (`nohup`) stays ignored.
 
 The signal handler only notes the signal (a flag, the note of the shield running at that moment
@@ -35,6 +35,7 @@ import weakref
 from typing import Any, Callable, TypeVar
 
 from overbrainer.errors import Interrupted
+from overbrainer.support import stop_signals
 from overbrainer.support.sleep import pause
 from overbrainer.support.threads import Signal, in_daemon, listen_all, unlisten_all
 
@@ -49,20 +50,6 @@ _EVENT_POLL = 0.02
 # The most a shield that saw a signal waits, as it ends, for the watcher to say what it finished.
 _WATCH_GRACE = 2.0
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-# The signals this process was stopped by, in the order they came (read by the command line to
-# pick its exit code). Appended to in a signal handler: no lock.
-_received: list[int] = []
-
-
-def stopped_by() -> int | None:
-    """The first signal an Interrupt caught, or None."""
-    return _received[0] if _received else None
-
-
-def terminated() -> bool:
-    """True once an Interrupt caught a SIGTERM."""
-    return signal.SIGTERM in _received
 
 
 class _Handler:
@@ -179,8 +166,7 @@ class Interrupt:
             self._first_note = self._notes[-1] if self._notes else None
             self.signum = signum
             self._noted_flag = True
-        if signum not in _received:
-            _received.append(signum)
+        stop_signals.note(signum)
         try:
             os.write(self._wfd, _TRIP)
         except OSError:

@@ -3,7 +3,8 @@
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
 `answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
 with nothing left), progress at each tenth (every item below 10), retries as WARN, final
-failures as ERROR, `answers: finished`.
+failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a fatal error
+stopped, with no progress line for the item that met it).
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
 nothing; an lr of 0, the warmup's first step, is left out), phase lines and evaluation progress
@@ -183,12 +184,18 @@ class LineRenderer:
             self.log.warning("%s: %s: %s", ev.stage, ev.id, ev.error)
             return
         self.log.error("%s: %s failed: %s", ev.stage, ev.id, ev.error)
+        if ev.stops:  # the stage stops: no progress line says it got on
+            self.stages.setdefault(ev.stage, StageProgress(0)).done += 1
+            return
         self._count(ev.stage)
 
     def on_StageFinished(self, ev: StageFinished) -> None:
         self.stage_finished(ev.stage)
         self.stages.pop(ev.stage, None)
-        self.log.info("%s: finished", ev.stage)
+        if ev.stopped is not None:
+            self.log.warning("%s: stopped: %s", ev.stage, ev.stopped)
+        else:
+            self.log.info("%s: finished", ev.stage)
 
     def on_Lagged(self, ev: Lagged) -> None:
         self.log.debug("progress: %d event(s) dropped: the display fell behind", ev.dropped)

@@ -18,7 +18,6 @@ from overbrainer.errors import OverbrainerError
 MAX_SUFFIX = 99
 SLUG_MAX = 40
 _VALID = re.compile(r"[A-Za-z0-9_-]+")
-_LEGACY = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -53,10 +52,6 @@ def candidates(base: str):
 
 def is_valid(run_id: str) -> bool:
     return isinstance(run_id, str) and bool(_VALID.fullmatch(run_id))
-
-
-def is_legacy(run_id: str) -> bool:
-    return bool(_LEGACY.fullmatch(run_id))
 
 
 def validate(run_id: str) -> str:

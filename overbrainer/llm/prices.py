@@ -135,6 +135,7 @@ class PriceBook:
         self._listings: dict[tuple[str, str], Any] = {}
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
+        self._unlisted: set[tuple[str, str, str]] = set()  # the models said to have no price (once)
 
     def _lock_for(self, key: tuple[str, str]) -> threading.Lock:
         with self._lock:
@@ -175,6 +176,14 @@ class PriceBook:
         if listing is None:
             return None
         found = price_in(listing, model)
-        if found is None:
+        if found is None and self._first_unlisted((channel.name, channel.base, model)):
             log.info("no price listed for model %s; showing tokens only", model)
         return found
+
+    def _first_unlisted(self, key: tuple[str, str, str]) -> bool:
+        """Whether the model is found unlisted for the first time (a client rebuilt between a
+        run's stages looks its price up again: said once per command)."""
+        with self._lock:
+            first = key not in self._unlisted
+            self._unlisted.add(key)
+            return first

@@ -17,10 +17,6 @@ if TYPE_CHECKING:
     from overbrainer.front.session import Session
 
 
-def _api(session: "Session", config):
-    return batches_for(StageContext(session.project_dir, config).client("parent"))
-
-
 def _line(sub: Submission) -> str:
     where = sub.batch_id or "no batch yet"
     extra = f", {len(sub.unresolved)} without an answer" if sub.unresolved else ""
@@ -40,15 +36,15 @@ def _data(sub: Submission) -> dict:
 def ls_flow(session: "Session", config) -> None:
     """Every submission, oldest first; the open ones' status asked of the provider (shown only:
     a reader takes no lock, so it writes nothing)."""
-    journal = Journal(StageContext(session.project_dir, config).paths.batches)
-    subs = journal.all()
-    api = _api(session, config) if any(s.open and s.batch_id for s in subs) else None
-    for sub in subs:
-        if api is not None and sub.open and sub.batch_id:
-            try:
-                sub.status = api.status(sub).status  # shown, not written: `ls` takes no lock
-            except LlmError as e:
-                sub.status = f"cannot ask the provider ({e})"
+    with StageContext(session.project_dir, config) as ctx:  # its end closes the provider's connections
+        subs = Journal(ctx.paths.batches).all()
+        api = batches_for(ctx.client("parent")) if any(s.open and s.batch_id for s in subs) else None
+        for sub in subs:
+            if api is not None and sub.open and sub.batch_id:
+                try:
+                    sub.status = api.status(sub).status  # shown, not written: `ls` takes no lock
+                except LlmError as e:
+                    sub.status = f"cannot ask the provider ({e})"
     text = "\n".join(_line(s) for s in subs) or "no batch submissions"
     session.report(text, {"submissions": [_data(s) for s in subs]})
 
@@ -57,20 +53,20 @@ def cancel_flow(session: "Session", config, sub_id: str | None, every: bool) -> 
     """Cancel one open submission (or every one) on the provider, and record it."""
     if (sub_id is None) == (not every):
         raise UsageError("name one submission (see `overbrainer batches ls`) or give --all")
-    journal = Journal(StageContext(session.project_dir, config).paths.batches)
-    subs = [s for s in journal.all() if s.open and (every or s.id == sub_id)]
-    if sub_id is not None and not subs:
-        raise UsageError(f"no open batch submission `{sub_id}` (see `overbrainer batches ls`)")
-    api = _api(session, config) if subs else None
-    done = []
-    for sub in subs:
-        sub.cancel_requested = True
-        if sub.batch_id is None and sub.state == SUBMITTING:
-            sub.state, sub.status = LOST, "cancelled before the provider was known to have it"
-        else:
-            sub.status = api.cancel(sub).status
-        journal.write(sub)
-        done.append(sub)
+    with StageContext(session.project_dir, config) as ctx:  # its end closes the provider's connections
+        journal = Journal(ctx.paths.batches)
+        subs = [s for s in journal.all() if s.open and (every or s.id == sub_id)]
+        if sub_id is not None and not subs:
+            raise UsageError(f"no open batch submission `{sub_id}` (see `overbrainer batches ls`)")
+        done = []
+        for sub in subs:
+            sub.cancel_requested = True
+            if sub.batch_id is None and sub.state == SUBMITTING:
+                sub.state, sub.status = LOST, "cancelled before the provider was known to have it"
+            else:
+                sub.status = batches_for(ctx.client("parent")).cancel(sub).status
+            journal.write(sub)
+            done.append(sub)
     text = "\n".join(f"cancelled {s.id} ({s.batch_id or 'no batch'}): {s.status}" for s in done) \
         or "no open batch submission to cancel"
     session.report(text, {"cancelled": [_data(s) for s in done]})

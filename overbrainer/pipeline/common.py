@@ -60,7 +60,7 @@ def result_of(run: StageRun, stats, error: BaseException | None = None, *,
 
 
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
-    return result_of(run, run.finished(), error)
+    return result_of(run, run.finished(error), error)
 
 
 def force_rewrite(path, cls, topics: set[str]) -> None:

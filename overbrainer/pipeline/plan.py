@@ -242,13 +242,7 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
 
 def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
           retry_excluded: bool, retrain: bool) -> dict:
-    topics = ctx.select_topics(topic)
-    stages = [s for s in COMMAND_STAGES[command] if s != "split"]
-    plans = []
-    if command == "questions":
-        plans = stage_plans(ctx, ["subtopics"], topics_without_subtopics(ctx, topics))
-        stages = ["questions"]
-    plans += stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
+    plans = command_plans(ctx, command, ctx.select_topics(topic), force=force, retry_excluded=retry_excluded)
     for p in plans:
         session.report(p.line(), p.data())
     if command == "run":
@@ -263,6 +257,18 @@ def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None
     total = totals(plans, train)
     session.report(total_line(total, ctx.budget.cap if ctx.budget is not None else None), total)
     return total
+
+
+def command_plans(ctx, command: str, topics: list, *, force: bool = False,
+                  retry_excluded: bool = False) -> list[StagePlan]:
+    """The plans of the LLM stages `command` runs (`questions`: the subtopics of topics with none
+    first); `totals(plans)` sums them (the TUI's start dialog says it)."""
+    stages = [s for s in COMMAND_STAGES[command] if s != "split"]
+    plans = []
+    if command == "questions":
+        plans = stage_plans(ctx, ["subtopics"], topics_without_subtopics(ctx, topics))
+        stages = ["questions"]
+    return plans + stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
 
 
 def _split_line(project_dir) -> tuple[str, dict]:

@@ -1,7 +1,9 @@
 """Stage `questions`: fill every subtopic up to `questions_per_subtopic`, up to
 `concurrency` subtopics at a time, each subtopic's batches in order, every batch passed through
-its topic's deduplicator (serialized per topic) before it is appended. A batch asks for
-min(question_batch_size, ask_list.items_per_request(generator's max_tokens), still missing)."""
+its topic's deduplicator (serialized per topic). A batch asks for min(question_batch_size,
+ask_list.items_per_request(generator's max_tokens), still missing). The worker hands each batch's
+new questions to the keeping thread (the file's one writer: Processor.hand), which appends them as
+they come."""
 
 from __future__ import annotations
 
@@ -89,11 +91,15 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     dedups = TopicDedups(ctx.paths.questions, jobs, offsets, rejected,
                          lambda name: TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
                                                  pipeline.embedding_threshold))
-    if figures is not None:
-        for t in topics:
-            figures.topic(t.name)  # made here: workers of different topics only touch their own
     proc = processor(ctx, run)
-    filler = _Filler(ctx, run, proc, output, client, templates, dedups, figures)
+
+    def write(topic: str, before: int, new: list[Question]) -> None:  # on the keeping thread
+        output.append_all(new)  # the batch in one write
+        if figures is not None:
+            figures.note_questions(topic, before, [q.text for q in new])
+        run.wrote(len(new))
+
+    filler = _Filler(ctx, run, proc, output, client, templates, dedups, write)
 
     def keep(job: _Job, value) -> None:
         usage, cost = value
@@ -172,13 +178,14 @@ def _embed(ctx: StageContext, embedder, name: str):
 
 class _Filler:
     """Fills one subtopic (a worker's item): its batches in order until it is full or the
-    generator stalls, each batch's survivors appended under its topic's deduplicator lock."""
+    generator stalls, each batch's survivors (after its topic's deduplicator) handed to the keeping
+    thread's `write(topic, before, questions)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates,
-                 dedups: TopicDedups, figures: Figures | None):
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates, dedups: TopicDedups,
+                 write):
         self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.dedups = client, templates, dedups
-        self.figures = figures
+        self.write = write
         self.pipeline = ctx.pipeline
         self.role = ctx.role("generator")
         self.batch = min(self.pipeline.question_batch_size, items_per_request(self.role.max_tokens))
@@ -220,27 +227,23 @@ class _Filler:
         return out[0][:count], out[1], out[2]
 
     def _accept(self, job: _Job, candidates: list[str]) -> int:
-        """The batch's new questions appended (after the deduplicator); how many."""
+        """The batch's new questions (after the deduplicator) handed to the keeping thread; how many."""
         topic = job.topic.name
         new: list[Question] = []
         state = job.state
         with state.dedup.lock:
-            kept = state.dedup.filter(candidates)
-            self.proc.check_keeping()
-            for text in kept:
+            for text in state.dedup.filter(candidates):
                 q = _question(topic, job.subtopic, text)
                 key = packed(q.id)
                 if key not in state.known:
                     state.known.add(key)
                     new.append(q)
-            self.output.append_all(new)  # the batch in one write
-            added = [q.text for q in new]
-            if self.figures is not None:
-                self.figures.note_questions(topic, job.have, added)
-            self.run.wrote(len(added))
-            job.accepted.extend(added)
-            job.have += len(added)
-        return len(added)
+        if new:
+            before, topic = job.have, job.topic.name
+            self.proc.hand(lambda: self.write(topic, before, new))
+            job.accepted.extend(q.text for q in new)
+            job.have += len(new)
+        return len(new)
 
 
 def _question(topic: str, sub, text: str):

@@ -120,28 +120,29 @@ class StageRun:
         """`n` items not asked: their last round (at `at`) added nothing."""
         self.held, self.held_at = n, at
 
-    def item_failed(self, item_id: str, message: str) -> None:
+    def item_failed(self, item_id: str, message: str, stops: bool = False) -> None:
         with self._lock:
             self.handled += 1
             self.failed += 1
-        self.publish(ItemFailed(self.name, item_id, message, False))
+        self.publish(ItemFailed(self.name, item_id, message, False, stops))
 
     def item_stopped(self, item_id: str, error: BaseException) -> None:
         """An item that met the fatal error stopping the stage: failed like any other (the
         command then reports the error that stopped the stage)."""
-        self.item_failed(item_id, str(error) or type(error).__name__)
+        self.item_failed(item_id, str(error) or type(error).__name__, stops=True)
 
     def stats(self) -> StageStats:
         with self._lock:
             return StageStats(self.done, self.skipped, self.failed, self.excluded, self.usage, self.cost,
                               self.estimate if self.any_billed else None)
 
-    def finished(self) -> StageStats:
+    def finished(self, error: BaseException | None = None) -> StageStats:
+        """The stage's stats, published as it ends; `error`: the fatal error that stopped it."""
         stats = self.stats()
         note = divergence(self.name, self.billed, self.billed_estimate) if self.any_billed else None
         if note is not None:
             log.warning("%s", note)
-        self.publish(StageFinished(self.name, stats))
+        self.publish(StageFinished(self.name, stats, reason_of(error) if error is not None else None))
         return stats
 
 

@@ -2,8 +2,9 @@
 requests of at most ask_list.items_per_request(generator's max_tokens) names each. A topic is the
 stage's item: up to `concurrency` topics at a time, each topic's requests one after another, so
 that each prompt lists the names the earlier ones added (`existing`: the topic's names, at most
-the last EXISTING_NAMES of them within EXISTING_BYTES). Each answer's new names are appended to
-data/subtopics.jsonl as it arrives. An answer with no new name stops its topic for this run, and
+the last EXISTING_NAMES of them within EXISTING_BYTES). Each answer's new names are handed by the
+worker to the keeping thread (the file's one writer: Processor.hand), which appends them to
+data/subtopics.jsonl as they come. An answer with no new name stops its topic for this run, and
 records it (pipeline/held.py): it is not asked again until its prompt's settings change. A topic
 fails (once) when one of its requests failed; its later requests are not sent."""
 
@@ -13,7 +14,6 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.ids import subtopic_id
 from overbrainer.dataset.records import Subtopic
 from overbrainer.pipeline.ask_list import ask_list, items_per_request, request_counts
@@ -125,11 +125,16 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     run.started(len(states), skipped=len(topics) - len(states))
     if not states:
         return finish(run)
-    if figures is not None:
-        for name in states:
-            figures.topic(name)  # made here: workers of different topics only touch their own
     proc = processor(ctx, run)
-    asker = _Asker(ctx, run, proc, output, figures)
+
+    def write(new: list[Subtopic]) -> None:  # on the keeping thread
+        output.append_all(new)  # the answer's names in one write
+        if figures is not None:
+            for record in new:
+                figures.note_subtopic(record.topic, record.name)
+        run.wrote(len(new))
+
+    asker = _Asker(ctx, run, proc, output, write)
 
     def keep(state: _Topic, value) -> None:
         _done(run, held, state, *value)
@@ -161,10 +166,10 @@ def _done(run: StageRun, held: Held, state: _Topic, usage: Usage, cost: float | 
 
 class _Asker:
     """Asks one topic's requests in order (a worker's item), each prompt listing the names so
-    far, and appends each answer's new names."""
+    far, and hands each answer's new names to the keeping thread's `write(names)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, figures: Figures | None):
-        self.run, self.proc, self.output, self.figures = run, proc, output, figures
+    def __init__(self, ctx: StageContext, run: StageRun, proc, output, write):
+        self.run, self.proc, self.output, self.write = run, proc, output, write
         self.client = ctx.connect("generator")
         self.templates = ctx.templates("subtopics.txt")
         self.role = ctx.role("generator")
@@ -186,18 +191,18 @@ class _Asker:
             if c is not None:
                 cost = (cost or 0.0) + c
             self.output.confirm()
-            self.proc.check_keeping()
-            added = _append_new(self.output, state, names, count, self.figures)
-            self.run.wrote(added)
-            if not added:
+            new = _new_names(state, names, count)
+            if new:
+                self.proc.hand(lambda new=new: self.write(new))
+            else:
                 state.stalled = True  # the same prompt would bring nothing new either
                 break
         return usage, cost
 
 
-def _append_new(output, state: _Topic, names: list[str], count: int, figures: Figures | None) -> int:
-    """Append up to `count` of `names` whose ID is not known to the topic yet, in one write; how
-    many were appended."""
+def _new_names(state: _Topic, names: list[str], count: int) -> list[Subtopic]:
+    """Up to `count` of `names` whose ID is not known to the topic yet (one batch, to be written),
+    now known to it."""
     topic = state.topic.name
     new: list[Subtopic] = []
     for name in names:
@@ -208,11 +213,7 @@ def _append_new(output, state: _Topic, names: list[str], count: int, figures: Fi
             continue
         state.known.add(sid)
         new.append(Subtopic(id=sid, topic=topic, name=name))
-    output.append_all(new)
-    for record in new:
-        state.names.append(record.name)
-        if figures is not None:
-            figures.note_subtopic(topic, record.name)
+    state.names.extend(record.name for record in new)
     state.added += len(new)
     state.have += len(new)
-    return len(new)
+    return new

@@ -128,8 +128,3 @@ def cap_warning(max_cost_usd: float | None, rate: float | None) -> str | None:
     return (f"max_cost_usd = {max_cost_usd:g} buys only {minutes:.0f} min of pod at {format_rate(rate)}: "
             f"the pod is deleted then; at least {format_usd(least_cap(rate))} buys {CAP_MINUTES_WARNED} min")
 
-
-def spent_line(spent: float, max_cost_usd: float) -> str:
-    """`the pod spent $19.00 of max_cost_usd $20.00 (95%)`."""
-    share = spent / max_cost_usd * 100 if max_cost_usd > 0 else 0.0
-    return f"the pod spent {format_usd(spent)} of max_cost_usd {format_usd(max_cost_usd)} ({share:.0f}%)"

@@ -83,13 +83,6 @@ def secret_reference(name: str) -> str:
     return "{{ RUNPOD_SECRET_" + name + " }}"
 
 
-def host_key_secret_value(private_key: str | bytes) -> str:
-    """The account secret's value for a host key: base64 (one line) of the OpenSSH private key
-    file; the bootstrap decodes it."""
-    data = private_key.encode() if isinstance(private_key, str) else private_key
-    return base64.b64encode(data).decode("ascii")
-
-
 def scaled_ms(seconds: float, time_scale: float) -> int:
     """A timing constant in whole milliseconds (at least 1), multiplied by the time scale."""
     return max(1, round(seconds * 1000 * time_scale))

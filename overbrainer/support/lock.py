@@ -2,8 +2,10 @@
 
 The file holds the holder's PID on its first line and, on a second line, the command it runs
 (`overbrainer train attach`: the command's name only, never its arguments, so never a secret).
-The kernel frees the lock when its holder dies, so there is no staleness logic. Readers never lock.
-A second writer fails at once with `Busy` (exit 75, EX_TEMPFAIL) naming the holder.
+The kernel frees the lock when its holder dies, so there is no staleness logic; the holder empties
+the file as it releases the lock, and the next holder overwrites what a dead one left. Readers
+never lock. A second writer fails at once with `Busy` (exit 75, EX_TEMPFAIL) naming the holder
+(never a PID that no longer runs: a holder that has not written its own yet is `unknown pid`).
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class ProjectLock:
             except OSError as e:
                 if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise OverbrainerError(f"cannot lock the project ({self.path}): {e.strerror}") from e
-                raise ProjectLocked(*_read_holder(fd)) from None
+                pid, command = _read_holder(fd)
+                raise (ProjectLocked(pid, command) if pid is None or _alive(pid) else ProjectLocked(None)) from None
             os.ftruncate(fd, 0)
             text = f"{os.getpid()}\n" + (f"{self.command}\n" if self.command else "")
             os.pwrite(fd, text.encode(), 0)
@@ -80,6 +83,7 @@ class ProjectLock:
     def release(self) -> None:
         if self._fd is not None:
             try:
+                os.ftruncate(self._fd, 0)  # no PID left behind once it has ended
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._fd)
@@ -105,8 +109,10 @@ def holder_alive(project_dir: str | os.PathLike) -> bool:
         pid, _ = _read_holder(fd)
     finally:
         os.close(fd)
-    if pid is None:
-        return False
+    return pid is not None and _alive(pid)
+
+
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except OSError as e:

@@ -6,6 +6,10 @@ a worker thread) and `keep(item, value)` (write and count one result, run on the
 called `run`, the single writer of the stage's files) — and the processor does the rest once:
 
 - `concurrency` items in flight at all times (support/workqueue.py);
+- **one writer**: a worker whose item sends several requests (the list stages) hands each answer's
+  records to the processing thread (`hand(write)`), which writes them as they come (the queue
+  wakes it: `WorkQueue.nudge`), before the item's own result, and those handed before a stop too; once it stops
+  keeping, `hand` raises Interrupted (what it held is dropped, as an abandoned request's is);
 - every error classified by the stage's `classify(error)`: `ITEM` counts the item as failed
   (`tally.item_failed`) and the stage goes on; `FATAL` stops it (`tally.item_stopped` counts the
   item that met it); `RAISE` stops it and is raised once the results are kept;
@@ -28,6 +32,7 @@ A stop when the provider is unreachable is a `FATAL` like any other.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -109,8 +114,9 @@ class Processor:
         self.budget = budget
         self._lock = threading.Lock()
         self._stopping = Signal()  # wakes the queue's waits when set
-        self._closed = threading.Event()
         self._ending = Ending()
+        self._handed: queue.SimpleQueue = queue.SimpleQueue()  # writes handed by workers (`hand`)
+        self._closed = False  # under `_lock`: the processing thread keeps nothing more
         self._raised: BaseException | None = None
         self._queue: WorkQueue | None = None
 
@@ -145,11 +151,28 @@ class Processor:
         if self.budget is not None and held:
             self.budget.settle(held, cost)
 
-    def check_keeping(self) -> None:
-        """Called by a worker that writes its results itself (questions) before it writes: raises
-        Interrupted once the processing thread stopped keeping results (the files may be closing)."""
-        if self._closed.is_set():
-            raise Interrupted(STOPPING)
+    def hand(self, write: Callable[[], None]) -> None:
+        """Called by a worker: `write()` runs on the processing thread (the stage's one writer),
+        before the worker's next result is kept. Raises Interrupted once nothing more is kept."""
+        with self._lock:
+            if self._closed:
+                raise Interrupted(STOPPING)
+            self._handed.put(write)
+            queue = self._queue
+        if queue is not None:
+            queue.nudge()  # the processing thread writes it now, not at the next result
+
+    def _keep_handed(self) -> None:
+        while True:
+            try:
+                write = self._handed.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                write()
+            except BaseException:
+                self._stop()
+                raise
 
     def halt(self, error: BaseException) -> None:
         """Called by `keep` to stop the work as a fatal error would (a stage's early stop):
@@ -173,7 +196,8 @@ class Processor:
                           interrupt=self._interrupt, halt=self._stopping, name=self._name, count=work.count)
         self._queue = queue
         try:
-            for outcome in queue.results():
+            for outcome in queue.results(idle=self._keep_handed):
+                self._keep_handed()
                 self._take(work, outcome)
                 if self._ending.stopped or self._raised is not None:
                     break
@@ -182,8 +206,10 @@ class Processor:
             if self._ending.stopped or self._raised is not None:
                 self._drain(queue, work)
         finally:
-            self._closed.set()
+            with self._lock:
+                self._closed = True
             queue.stop()
+        self._keep_handed()  # what was handed before the close
         if self._raised is not None:
             raise self._raised
         if queue.source_error is not None:
@@ -219,6 +245,7 @@ class Processor:
         try:
             for outcome in queue.drain(time.monotonic() + self._grace, self._abandoned,
                                        (self._abandon, self._interrupt)):
+                self._keep_handed()
                 self._take(work, outcome)
         except BaseException:
             # What `keep` raised (a disk error) is what the caller reports: the reason of the

@@ -80,6 +80,7 @@ class WorkQueue(Generic[T]):
         self._busy = 0
         self._interrupt = interrupt
         self._yielded = 0
+        self._nudged = False  # `nudge()` called: the consumer runs `idle()`
         self._events = (self._stopped, self._halt, interrupt)
         self._timeout = None if listen_all(self._events, self._wake) else _POLL
         n = self._ahead if count is None else max(0, min(self._ahead, int(count)))
@@ -161,22 +162,37 @@ class WorkQueue(Generic[T]):
             for t in self._threads:
                 t.start()
 
-    def results(self) -> Iterator[Outcome[T]]:
+    def results(self, idle: Callable[[], None] | None = None) -> Iterator[Outcome[T]]:
         """Yield every outcome as it completes. Returns early (without error) when the
-        interrupt event is set or `stop()` was called."""
+        interrupt event is set or `stop()` was called. `idle()` runs on the consuming thread
+        whenever `nudge()` woke it with no outcome waiting (the processor's writes handed by
+        workers)."""
         if not self._threads:
             return
         self._start()
         while True:
             with self._ready:
-                while not self._out and not self._done() and not self._interrupted():
+                while not self._out and not self._done() and not self._interrupted() and not self._nudged:
                     self._ready.wait(self._timeout)
-                if self._interrupted() or not self._out:
+                nudged, self._nudged = self._nudged, False
+                if self._interrupted() or (not self._out and (not nudged or self._done())):
                     return
-                outcome = self._out.popleft()
-                self._yielded += 1
-                self._room.notify()
+                outcome = self._out.popleft() if self._out else None
+                if outcome is not None:
+                    self._yielded += 1
+                    self._room.notify()
+            if outcome is None:
+                if idle is not None:
+                    idle()
+                continue
             yield outcome
+
+    def nudge(self) -> None:
+        """Wake the consuming thread's wait: `results()` runs its `idle()` once (a worker handed it
+        something to do)."""
+        with self._ready:
+            self._nudged = True
+            self._ready.notify()
 
     def stop(self) -> None:
         self._stopped.set()  # a Signal: wakes every wait

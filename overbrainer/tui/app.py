@@ -53,7 +53,8 @@ class OverbrainerApp(App[None]):
     TabPane { padding: 0 1; }
     """
     BINDINGS = [
-        *(Binding(str(i + 1), f"show('{name}')", name.capitalize()) for i, name in enumerate(VIEWS)),
+        # The tabs name the view keys ("1 Project"): the footer keeps its room for the others (q at 100 columns).
+        *(Binding(str(i + 1), f"show('{name}')", name.capitalize(), show=False) for i, name in enumerate(VIEWS)),
         Binding("r", "reload", "Reload"),
         Binding("d", "detach", "Detach"),
         Binding("a", "abandon", "Abandon"),

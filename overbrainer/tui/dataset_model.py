@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from overbrainer.dataset.jsonl import read_records
+from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.dataset.records import Example, Question, Subtopic
+
 ANSWERED, EXCLUDED, PENDING, ORPHAN = "[a]", "[x]", "[ ]", "[o]"
 
 
@@ -61,10 +65,6 @@ def one_line(text: str, width: int = 100) -> str:
 
 def build(project_dir: Path, topic_names: Iterable[str] = ()) -> list[TopicNode]:
     """The tree of the project's data files now (reads only)."""
-    from overbrainer.dataset.jsonl import read_records
-    from overbrainer.dataset.paths import ProjectPaths
-    from overbrainer.dataset.records import Example, Question, Subtopic
-
     paths = ProjectPaths(project_dir)
     topics: dict[str, TopicNode] = {n: TopicNode(n) for n in topic_names}
     subtopics: dict[str, SubtopicNode] = {}

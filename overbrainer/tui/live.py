@@ -47,10 +47,7 @@ class StageLive:
     model: str | None = None
     finished: bool = False
     last_error: str | None = None
-
-    @property
-    def handled(self) -> int:
-        return self.done + self.skipped + self.failed
+    handled: int = 0  # the items of `total` done, excluded or failed (those complete before are not)
 
     def cost_text(self) -> str:
         if self.cost_unknown and not self.cost:
@@ -130,6 +127,7 @@ class Live:
 
     def _on_ItemDone(self, ev: ItemDone) -> None:
         st = self._stage(ev.stage)
+        st.handled += 1
         if ev.usage is None:
             st.skipped += 1
             return
@@ -149,11 +147,13 @@ class Live:
             st.retries += 1
         else:
             st.failed += 1
+            st.handled += 1
 
     def _on_StageFinished(self, ev: StageFinished) -> None:
         st = self._stage(ev.stage)
         s = ev.stats
         st.done, st.skipped, st.failed, st.excluded = s.done, s.skipped, s.failed, s.excluded
+        st.handled = max(st.handled, s.done + s.excluded + s.failed)  # the skipped are not in `total`
         st.input_tokens, st.output_tokens = s.usage.input_tokens, s.usage.output_tokens
         if s.cost is not None:
             st.cost, st.cost_unknown = s.cost, 0

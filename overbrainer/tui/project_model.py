@@ -15,7 +15,12 @@ from typing import Any, Iterable, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.check import show_url
+from overbrainer.config.read import read_toml, require_project
+from overbrainer.dataset.history import Total, read_history, totals
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.dataset.stages import STAGES
+from overbrainer.dataset.stats import dataset_stats
+from overbrainer.pods.summary import pod_spend
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
@@ -127,9 +132,6 @@ def config_rows(config: Any, origins: Origins) -> list[Row]:
 
 def spend_rows(entries: list) -> list[SpendRow]:
     """What `history` recorded, per stage (in stage order) and model, then per stage and in all."""
-    from overbrainer.dataset.history import Total, totals
-    from overbrainer.dataset.stages import STAGES
-
     per: dict[tuple[str, str], Total] = {}
     for e in entries:
         per.setdefault((e.stage, e.model or "-"), Total()).add(e)
@@ -152,11 +154,6 @@ class ProjectFacts:
 
 def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_keys: Iterable[str] = ()) -> ProjectFacts:
     """Everything the Project view shows, read now (reads only: no lock needed)."""
-    from overbrainer.config.read import read_toml, require_project
-    from overbrainer.dataset.history import read_history
-    from overbrainer.dataset.stats import dataset_stats
-    from overbrainer.pods.summary import pod_spend
-
     origins = Origins(read_toml(require_project(project_dir)), environ, dotenv_keys)
     stats = dataset_stats(project_dir, list(config.topics))
     pods = pod_spend(ProjectPaths(project_dir).runs)

@@ -14,8 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from overbrainer.errors import OverbrainerError
+from overbrainer.jobs.run_record import list_runs, load
+from overbrainer.pods.summary import pod_summary
+from overbrainer.runpod.cost import format_spend
 from overbrainer.support import fmt
-from overbrainer.train.metrics import MetricsSummary
+from overbrainer.support.record_file import RecordFile
+from overbrainer.train.metrics import READ_LIMIT, MetricsSummary, line_reader
 from overbrainer.tui.live import LOSSES, Live
 
 
@@ -35,8 +40,6 @@ class _Followed:
     """One metrics.jsonl read so far: where the reading stopped, and what it gave."""
 
     def __init__(self, inode: int):
-        from overbrainer.train.metrics import line_reader
-
         self.inode = inode
         self.reader = line_reader()
         self.summary = MetricsSummary()
@@ -57,8 +60,6 @@ class MetricsCache:
         self._seen: dict[Path, _Followed] = {}
 
     def get(self, path: Path) -> tuple[MetricsSummary, list[float]]:
-        from overbrainer.train.metrics import READ_LIMIT
-
         try:
             st = os.stat(path)
         except OSError:
@@ -99,9 +100,6 @@ def _eta(record: Any, summary: MetricsSummary) -> str:
 
 
 def _pod(run_dir: Path) -> tuple[str, dict | None]:
-    from overbrainer.pods.summary import pod_summary
-    from overbrainer.runpod.cost import format_spend
-
     found = pod_summary(run_dir)
     if found is None:
         return "-", None
@@ -113,8 +111,6 @@ def _pod(run_dir: Path) -> tuple[str, dict | None]:
 
 def rows(runs_dir: Path, cache: MetricsCache, live: Live) -> list[RunRow]:
     """One row per readable run, newest first."""
-    from overbrainer.jobs.run_record import list_runs
-
     out = []
     for record in reversed(list_runs(runs_dir)):
         summary, _ = progress(runs_dir, record.id, cache, live)
@@ -126,9 +122,6 @@ def rows(runs_dir: Path, cache: MetricsCache, live: Live) -> list[RunRow]:
 
 def detail(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tuple[list[str], list[float]]:
     """The lines beside the run list for one run, and its loss series (for the chart)."""
-    from overbrainer.errors import OverbrainerError
-    from overbrainer.jobs.run_record import load
-
     try:
         record = load(runs_dir, run_id)
     except OverbrainerError as e:
@@ -171,8 +164,6 @@ def _live_lines(seen: Any) -> list[str]:
 
 def results(runs_dir: Path) -> list[str]:
     """The exports, compares and pushes of every run, newest run first (read-only)."""
-    from overbrainer.jobs.run_record import list_runs
-
     out: list[str] = []
     for record in reversed(list_runs(runs_dir)):
         run_dir = Path(runs_dir) / record.id
@@ -183,9 +174,6 @@ def results(runs_dir: Path) -> list[str]:
 
 
 def _read(path: Path) -> dict | None:
-    from overbrainer.errors import OverbrainerError
-    from overbrainer.support.record_file import RecordFile
-
     try:
         return RecordFile("record").read_if_any(path)
     except OverbrainerError as e:

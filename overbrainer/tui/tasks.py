@@ -111,7 +111,11 @@ class Task:
         if self.error is None:
             return f"{self.label}: done"
         if isinstance(self.error, OverbrainerError):
-            return str(self.error).splitlines()[0] if self.interrupted else f"{self.label} failed: {self.error}"
+            if not self.interrupted:
+                return f"{self.label} failed: {self.error}"
+            hint = getattr(self.error, "hint", None)  # a stage's: how to resume it, with `-C DIR`
+            project = str(self.session.project_dir)
+            return hint(None if project == "." else project) if hint else str(self.error).splitlines()[0]
         return f"{self.label} failed: internal error: {type(self.error).__name__}: {self.error}"
 
     def interrupt(self) -> None:

@@ -9,7 +9,16 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from overbrainer.config.load import load_config
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.export.in_job import InJobExport
+from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.dataset_ops import reject_flow
+from overbrainer.pipeline.plan import command_plans, totals
+from overbrainer.pipeline.run_flow import ConfigWatch, run_stage
+from overbrainer.pipeline.run_project import run_project
+from overbrainer.runs.flow import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.tui.tasks import Flow
 
 
@@ -29,8 +38,6 @@ class Workspace:
     def load_config(self, *, reload_env: bool = True) -> Any:
         """The configuration now. `reload_env=False` leaves the process environment alone (a
         view reading it while a task runs)."""
-        from overbrainer.config.load import load_config
-
         if reload_env and self.dotenv is not None and self.dotenv.changed():
             self.dotenv.reload()
         self.config = load_config(self.project_dir, environ=self._environ())
@@ -42,8 +49,6 @@ class Workspace:
     def post_train(self) -> tuple:
         """`[export] after_training`'s export, which runs inside the training job (as the
         command line gives it)."""
-        from overbrainer.export.in_job import InJobExport
-
         return (InJobExport(),)
 
 
@@ -56,11 +61,16 @@ def trains_on_pod(config: Any, target: str | None = None) -> bool:
     return found is not None and found.kind == "runpod"
 
 
+def plan_total(ws: Workspace, command: str) -> dict:
+    """What `overbrainer <command> --plan` totals for its LLM stages (requests, expected and
+    highest cost): the start dialog says it. Asks the providers' price listings, nothing else."""
+    with StageContext(ws.project_dir, ws.config) as ctx:  # its end closes the listings' connections
+        return totals(command_plans(ctx, command, ctx.select_topics(None)))
+
+
 def stage(ws: Workspace, name: str) -> Flow:
     """`overbrainer subtopics|questions|answers|split`."""
     def flow(session):
-        from overbrainer.pipeline.run_flow import run_stage
-
         return run_stage(session, ws.load_config(), name)
     return flow
 
@@ -70,10 +80,6 @@ def run_all(ws: Workspace) -> Flow:
     configuration re-read between them when it changed, then with `[training]` training only when
     the data or settings changed, then the after-training push."""
     def flow(session):
-        from overbrainer.config.load import load_config
-        from overbrainer.pipeline.run_flow import ConfigWatch
-        from overbrainer.pipeline.run_project import run_project
-
         watch = ConfigWatch(ws.project_dir, lambda: load_config(ws.project_dir, environ=ws._environ()),
                             dotenv=ws.dotenv)
         return run_project(session, ws.load_config(), watch=watch, after=ws.post_train())
@@ -81,9 +87,6 @@ def run_all(ws: Workspace) -> Flow:
 
 
 def _train(ws: Workspace, session, config) -> Any:
-    from overbrainer.hub.after_training import push_after_training, warn_missing_token
-    from overbrainer.runs.flow import train_flow
-
     warn_missing_token(config)
     result = train_flow(session, config, after=ws.post_train())
     push_after_training(session, config, result)
@@ -98,9 +101,6 @@ def train(ws: Workspace) -> Flow:
 def attach(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train attach RUN_ID`."""
     def flow(session):
-        from overbrainer.hub.after_training import push_after_training
-        from overbrainer.runs.flow import attach_flow
-
         config = ws.load_config()
         result = attach_flow(session, config, run_id, after=ws.post_train())
         push_after_training(session, config, result)
@@ -111,8 +111,6 @@ def attach(ws: Workspace, run_id: str) -> Flow:
 def stop(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train stop RUN_ID` holding the lock: the snapshot asked for, then followed."""
     def flow(session):
-        from overbrainer.runs.flow import stop_flow
-
         return stop_flow(session, ws.load_config(), run_id, after=ws.post_train())
     return flow
 
@@ -120,8 +118,6 @@ def stop(ws: Workspace, run_id: str) -> Flow:
 def cancel(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train cancel RUN_ID`."""
     def flow(session):
-        from overbrainer.runs.flow import cancel_flow
-
         return cancel_flow(session, ws.load_config(), run_id, after=ws.post_train())
     return flow
 
@@ -129,7 +125,5 @@ def cancel(ws: Workspace, run_id: str) -> Flow:
 def reject(ws: Workspace, item_id: str) -> Flow:
     """`overbrainer dataset reject ID`: the same code as the command."""
     def flow(session):
-        from overbrainer.pipeline.dataset_ops import reject_flow
-
         return reject_flow(session, ws.load_config(), item_id=item_id)
     return flow

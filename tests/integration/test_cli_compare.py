@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fixtures.compare import RUN, add_judge, stage_compare
+from tests.fixtures.compare import RUN, add_judge, new_compare_dir, stage_compare
 
 # 10 questions: 6 wins, 2 ties, 1 loss, 1 child error (counted as a loss, the judge not asked).
 OUTCOMES = {f"q{i:02d}": o for i, o in enumerate(
@@ -251,7 +251,7 @@ def test_plan_picks_the_newest_gguf_and_writes_setup(project, fake_provider):
                 "meta": {}}
     lines = [eval_record(0), unusable, eval_record(1), eval_record(2)]
     (project.data / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    compare_id, compare_dir = plan.new_compare_dir(project.dir, new.name)
+    compare_id, compare_dir = new_compare_dir(project.dir, new.name)
     assert compare_dir == new / "compares" / compare_id and compare_id.startswith("compare_")
     plan.write_setup(compare_dir, plan.make_setup(project.dir, project.config(), plan.pick_run(project.dir, new.name),
                                                   compare_id, 2))

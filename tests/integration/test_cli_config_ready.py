@@ -119,3 +119,17 @@ def test_config_check_probe_reports_a_provider_that_fails(project, fake_provider
     r = cli(["--json", "-C", project.dir, "config", "check", "--probe"], env=env)
     assert r.returncode == 1
     assert [p["ok"] for p in json.loads(r.stdout)["probe"]] == [True, False]
+
+
+def test_a_prompt_that_is_not_utf8_is_a_configuration_error_config_check_finds(project, fake_provider, cli):
+    project.write(topics=1, subtopics=1, questions=1)
+    (project.dir / "prompts").mkdir()
+    (project.dir / "prompts" / "questions.txt").write_bytes(b"Ask {{ count }} questions\n\xe9t\xe9\n")
+    problem = (f"invalid template questions.txt: {project.dir}/prompts/questions.txt is not UTF-8 text "
+               "(line 2); save it as UTF-8")
+    r = cli(["-C", project.dir, "config", "check"], env=project.env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == f"error: {problem}"
+    r = cli(["-C", project.dir, "run"], env=project.env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == f"error: {problem}"

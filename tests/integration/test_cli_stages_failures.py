@@ -104,6 +104,10 @@ def test_two_items_against_a_closed_port_end_unreachable_within_seconds(project,
             in r.stderr)
     assert "item(s) failed" not in r.stderr
     assert r.stdout.startswith("subtopics: stopped after 2 of 2 topics: provider unreachable (connection refused);")
+    # The log says the stage stopped, and no progress line counts the items that met the stop.
+    assert "WARN subtopics: stopped: provider unreachable (connection refused)" in r.stderr
+    assert "subtopics: finished" not in r.stderr and "subtopics: 1/2" not in r.stderr
+    assert "subtopics: 2/2" not in r.stderr
 
 
 def test_auth_failure_names_the_key_variable_and_the_summary_says_stopped(project, fake_provider, cli):

@@ -3,6 +3,7 @@ inside; a second writer exits 75 (EX_TEMPFAIL) naming them."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import textwrap
 import pytest
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.support.lock import ProjectLock
+from overbrainer.support.lock import ProjectLock, ProjectLocked
 
 HOLD = textwrap.dedent("""
     import sys, time
@@ -114,3 +115,26 @@ def test_the_pid_is_written_and_the_lock_reusable_after_release(tmp_path):
         assert (tmp_path / ".overbrainer" / "lock").read_text() == f"{os.getpid()}\n"
     with ProjectLock(tmp_path):
         pass
+
+
+def test_the_lock_file_is_emptied_on_release(tmp_path):
+    with ProjectLock(tmp_path, "overbrainer answers"):
+        assert (tmp_path / ".overbrainer" / "lock").read_text() == f"{os.getpid()}\noverbrainer answers\n"
+    assert (tmp_path / ".overbrainer" / "lock").read_text() == ""
+
+
+def test_the_busy_message_never_names_a_dead_pid(tmp_path):
+    # A holder that has the lock but has not written its PID yet: the file still names a dead one.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / ".overbrainer").mkdir()
+    (tmp_path / ".overbrainer" / "lock").write_text(f"{dead.pid}\noverbrainer run\n")
+    fd = os.open(tmp_path / ".overbrainer" / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(ProjectLocked) as e:
+            ProjectLock(tmp_path).acquire()
+    finally:
+        os.close(fd)
+    assert e.value.pid is None and str(dead.pid) not in str(e.value)
+    assert str(e.value) == "another overbrainer (unknown pid) is using this project; try again once it has ended"

@@ -5,6 +5,7 @@ test_runpod_scripts."""
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import shlex
@@ -53,7 +54,7 @@ def booted(request, tmp_path):
     client_private, client_public = _keypair()
     (pod.bin / "nvidia-smi").write_text(NVIDIA_SMI)
     os.chmod(pod.bin / "nvidia-smi", 0o755)
-    pod.env.update(OVERBRAINER_HOST_KEY=pod_scripts.host_key_secret_value(host_private),
+    pod.env.update(OVERBRAINER_HOST_KEY=base64.b64encode(host_private.encode()).decode("ascii"),  # RunKeys.host_secret_value
                    OVERBRAINER_AUTHORIZED_KEY=client_public + " overbrainer-r",
                    OVERBRAINER_SSHD_PORT=str(_free_port()), OVERBRAINER_SSHD_ADDRESS="127.0.0.1",
                    OVERBRAINER_GPU_COUNT="2")

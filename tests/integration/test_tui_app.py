@@ -9,7 +9,7 @@ import re
 import time
 
 from tests.fixtures.provider import Answer
-from tests.fixtures.tui import TuiDriver, run_from_pipeline, until
+from tests.fixtures.tui import TuiDriver, run_from_pipeline, start_from_pipeline, until
 
 SECRET = "sk-tui-TOPSECRET-0042"
 
@@ -28,7 +28,7 @@ def _cells(table) -> list[list[str]]:
 
 
 def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_dataset_reject(project):
-    from textual.widgets import DataTable, Log, Static, Tree
+    from textual.widgets import DataTable, RichLog, Static, Tree
 
     _filled(project)
     (project.dir / ".env").write_text("OVERBRAINER_PIPELINE__SEED=7\n")
@@ -83,16 +83,19 @@ def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_
         assert app.query_one("#runs", DataTable).row_count == 0
         assert "no run yet" in str(app.query_one("#run", Static).render())
         await pilot.press("5")
-        log_widget = app.query_one("#log", Log)
-        await until(pilot, lambda: any("tui: dataset reject" in line for line in log_widget.lines), "the task's log line")
+        log_widget = app.query_one("#log", RichLog)
+
+        def shown():
+            return [strip.text.rstrip() for strip in log_widget.lines]
+        await until(pilot, lambda: any("tui: dataset reject" in line for line in shown()), "the task's log line")
         assert any(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ INFO tui: dataset reject \S+ started", line)
-                   for line in log_widget.lines)  # as stderr would show it
+                   for line in shown()), shown()  # as stderr would show it
         assert "showing INFO and above" in str(app.query_one("#level", Static).render())
         logging.getLogger("overbrainer.test").warning("a warning for the Logs view")
         await pilot.press("l")  # INFO -> WARN: only warnings and errors stay
         await until(pilot, lambda: "showing WARN and above" in str(app.query_one("#level", Static).render())
-                    and any("a warning for the Logs view" in line for line in log_widget.lines), "the filter")
-        assert all(" WARN " in line or " ERROR " in line for line in log_widget.lines if line)
+                    and any("a warning for the Logs view" in line for line in shown()), "the filter")
+        assert all(" WARN " in line or " ERROR " in line for line in shown() if line)
         await pilot.press("6")
         assert "no export, compare or push yet" in str(app.query_one("#results-text", Static).render())
         await pilot.press("q")
@@ -152,7 +155,7 @@ def test_s_stops_a_stage_at_a_safe_point_and_it_resumes(project, fake_provider):
     driver = TuiDriver(project.dir, project.env)
 
     async def scenario(pilot, app):
-        await pilot.press("3", "down", "down", "enter", "y")  # answers
+        await start_from_pipeline(pilot, app, "down", "down")  # answers
         await until(pilot, lambda: app.live.stages.get("answers") and app.live.stages["answers"].done >= 2,
                     "two answers")
         await pilot.press("s")
@@ -162,7 +165,8 @@ def test_s_stops_a_stage_at_a_safe_point_and_it_resumes(project, fake_provider):
         driver.run(scenario)
     task = driver.tasks.current
     assert task.interrupted and task.outcome() == (
-        "interrupted: answers stopped; rerun `overbrainer answers` (or `overbrainer run`) to resume")
+        f"interrupted: answers stopped; rerun `overbrainer -C {project.dir} answers` "
+        f"(or `overbrainer -C {project.dir} run`) to resume")
     kept = len(project.records("answers"))
     assert 2 <= kept < 30
     assert task.lines()[0].startswith(f"answers: stopped after {kept} of 30 questions: interrupted; {kept} answers written")
@@ -181,7 +185,7 @@ def test_s_again_abandons_the_requests_in_flight_as_a_second_ctrl_c_does(project
     timing = {}
 
     async def scenario(pilot, app):
-        await pilot.press("3", "down", "down", "enter", "y")  # answers
+        await start_from_pipeline(pilot, app, "down", "down")  # answers
         await until(pilot, lambda: len(fake_provider.chat_requests()) >= 2, "two requests in flight")
         await pilot.press("s")  # the stage waits up to stop_grace_secs for them
         await until(pilot, lambda: "waiting up to 30 s for 2 request(s) in flight" in driver.log_text(),

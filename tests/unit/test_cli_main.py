@@ -1,4 +1,10 @@
-from overbrainer.cli.main import _hoist_globals
+import signal
+
+import pytest
+
+from overbrainer.cli import stops
+from overbrainer.cli.main import _hoist_globals, stopped_code
+from overbrainer.support import stop_signals
 
 
 def test_global_options_may_stand_after_the_subcommand():
@@ -62,3 +68,15 @@ def test_ctrl_c_in_a_command_still_exits_130(monkeypatch, capsys):
 
     assert _main_with(monkeypatch, boom) == 130
     assert "error: interrupted" in capsys.readouterr().err
+
+
+def test_one_record_of_stop_signals_and_the_first_decides_the_exit_code():
+    stop_signals._received.clear()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            stops._on_stop_signal(signal.SIGHUP, None)  # outside every Interrupt
+        stop_signals.note(signal.SIGTERM)  # as an Interrupt's handler notes it
+        assert stop_signals.first() == signal.SIGHUP and stopped_code() == 129
+    finally:
+        stop_signals._received.clear()
+    assert stopped_code() == 130

@@ -69,10 +69,12 @@ def test_syntax_error_never_shows_the_content(tmp_path):
     assert e.value.exit_code == 2
 
 
-def test_invalid_utf8_names_the_line(tmp_path):
+def test_invalid_utf8_names_the_file_and_the_line(tmp_path):
     (tmp_path / ".env").write_bytes(b"A=1\nB=2\nC=\xff\n")
-    with pytest.raises(ConfigError, match=r"syntax error at line 3\)"):
+    with pytest.raises(ConfigError) as e:
         load_project_env(tmp_path, {})
+    assert str(e.value) == f"cannot read {tmp_path}/.env: it is not UTF-8 text (line 3); save it as UTF-8"
+    assert e.value.exit_code == 2
 
 
 def test_load_shell_wins_and_keys_are_remembered(tmp_path):

@@ -407,10 +407,14 @@ def test_load_config_reads_the_file_and_the_environment(tmp_path):
 
 def test_toml_syntax_errors_keep_the_reason_and_never_quote_the_file(tmp_path):
     cases = {
-        '[project]\nname = "a"\nname = "b"\n': "at line 3, column 11: cannot overwrite a value",
+        '[project]\nname = "a"\nname = "b"\n': "at line 3, column 1: cannot overwrite a value",
         '[project]\nname = sk-SECRET-1\n': "at line 2, column 8: invalid value",
-        '[project]\nname = "a"\nsk-SECRET-2 = {x = 1, x = 2}\n': "at line 3, column 28: duplicate inline table key",
-        '[project]\n[project]\n': "at line 2, column 9: cannot declare the same table or key twice",
+        '[project]\nname = "a"\nsk-SECRET-2 = {x = 1, x = 2}\n': "at line 3, column 23: duplicate inline table key",
+        '[project]\nname = "a"\nsk-SECRET-4 = {x = 1, y = ["a,{", 2]}\nsk-SECRET-4.z = 1\n':
+            "at line 4, column 1: cannot add to an inline table or array declared earlier",
+        'a = {b = "x\\",}", b.c = 2}\n': "at line 1, column 19: cannot overwrite a value",
+        'a = 1\n  a = [2, 3] # c\n': "at line 2, column 3: cannot overwrite a value",
+        '[project]\n[project]\n': "at line 2, column 1: cannot declare the same table or key twice",
         '[project\n': "at line 1, column 9: expected ']' at the end of a table declaration",
         'sk-SECRET-3 = "a\x01"\n': "at line 1, column 17: illegal character",
     }

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from overbrainer.errors import Interrupted
+from overbrainer.support import stop_signals
 from overbrainer.front import interrupt as interrupt_module
 from overbrainer.front.interrupt import Flag, Interrupt
 
@@ -124,7 +125,7 @@ def test_sigterm_is_caught_like_ctrl_c_and_remembered(original_handler, caplog):
 
         assert interrupt.shield(flow, note="saving") == "saved"
         assert interrupt.race(lambda: 1) is None
-        assert interrupt.signum == signal.SIGTERM and interrupt_module.terminated()
+        assert interrupt.signum == signal.SIGTERM and stop_signals.received(signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
     assert len(_finishing(caplog, "saving")) == 1
 
@@ -284,14 +285,14 @@ def test_sighup_is_caught_like_sigterm_unless_it_was_ignored(original_handler):
         with Interrupt() as interrupt:
             os.kill(os.getpid(), signal.SIGHUP)  # the terminal closed
             assert interrupt.event.wait(LIMIT) and interrupt.signum == signal.SIGHUP
-            assert signal.SIGHUP in interrupt_module._received
+            assert stop_signals.received(signal.SIGHUP)
         assert signal.getsignal(signal.SIGHUP) is before
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup
         with Interrupt():
             assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN  # not caught: the kernel drops it
     finally:
         signal.signal(signal.SIGHUP, before)
-        interrupt_module._received.clear()
+        stop_signals._received.clear()
 
 
 def test_a_race_on_a_signal_event_is_woken_by_it_not_by_polling(monkeypatch):

@@ -64,6 +64,18 @@ def test_every_is_due_at_most_once_per_interval():
     assert e.due() and not e.due()
 
 
+def test_a_stage_stopped_by_a_fatal_error_says_so(lines, caplog):
+    r = LineRenderer()
+    r.handle(StageStarted("subtopics", 1))
+    r.handle(ItemFailed("subtopics", "t0", "provider fake is unreachable", False, stops=True))
+    r.handle(StageFinished("subtopics", StageStats(failed=1), stopped="provider unreachable (connection refused)"))
+    assert lines() == [
+        "subtopics: 1 to process",
+        "subtopics: t0 failed: provider fake is unreachable",
+        "subtopics: stopped: provider unreachable (connection refused)",
+    ]
+
+
 def test_stage_events_give_the_spec_lines(lines, caplog):
     r = LineRenderer()
     r.handle(StageStarted("answers", 40))

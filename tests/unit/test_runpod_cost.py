@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from overbrainer.runpod.cost import (CostCap, arm_cost_cap, cap_warning, format_rate, format_spend,
-                                     format_usd, least_cap, price_line, spend, spent_line)
+                                     format_usd, least_cap, price_line, spend)
 
 
 def test_spend_is_rate_times_billed_time_rounded_to_a_hundredth_of_a_cent():
@@ -58,5 +58,4 @@ def test_a_cap_buying_less_than_half_an_hour_is_warned_with_the_least_useful_cap
                                       "deleted then; at least $0.44 buys 30 min")
     assert cap_warning(0.44, 0.88) is None and cap_warning(None, 0.88) is None and cap_warning(0.1, None) is None
     assert least_cap(0.89) == 0.45
-    assert spent_line(19.0, 20.0) == "the pod spent $19.00 of max_cost_usd $20.00 (95%)"
 

@@ -74,12 +74,6 @@ def test_bad_settings_are_refused(bad):
         pod_env(settings(**bad))
 
 
-def test_the_host_key_secret_value_is_one_base64_line():
-    text = "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n"
-    value = pod_scripts.host_key_secret_value(text)
-    assert "\n" not in value and base64.b64decode(value).decode() == text
-
-
 def test_the_create_body_holds_args_and_at_most_fifty_env_entries():
     from overbrainer.config.model import RunpodTarget
     from overbrainer.runpod.pod_body import create_body

@@ -46,8 +46,6 @@ def test_invalid_id_message_strips_control_characters():
 
 def test_legacy_ids_are_valid():
     assert ids.is_valid("20240101-120000-ab12")
-    assert ids.is_legacy("20240101-120000-ab12")
-    assert not ids.is_legacy("x_20240101-120000")
     assert ids.run_dir(ids.Path("/r"), "20240101-120000-ab12") == ids.Path("/r/20240101-120000-ab12")
 
 

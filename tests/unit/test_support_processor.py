@@ -340,3 +340,26 @@ def test_the_spend_cap_counts_the_requests_in_flight():
     # The 8th would need 0.875 + 0.25 > 1 with nothing in flight.
     assert len(sent) == 7 and budget.spent == 0.875 and ending.error is not None
     assert str(ending.error).startswith("spend cap reached: $0.8750 of max_cost_usd $1.0000;")
+
+
+def test_handed_writes_run_on_the_processing_thread_before_the_items_result_and_none_after_the_end():
+    order = []
+    proc = Processor(Tally(), concurrency=3, interrupt=None, classify=classify)
+
+    def send(i):
+        for batch in range(2):
+            proc.hand(lambda batch=batch: order.append(("write", i, batch, threading.current_thread().name)))
+        return i
+
+    def keep(i, value):
+        order.append(("keep", i, None, threading.current_thread().name))
+
+    proc.run(Work(list(range(6)), send, keep))
+    main = threading.current_thread().name
+    assert len(order) == 18 and {entry[3] for entry in order} == {main}
+    for i in range(6):
+        assert order.index(("write", i, 0, main)) < order.index(("write", i, 1, main)) < order.index(
+            ("keep", i, None, main))
+    with pytest.raises(Interrupted):  # a worker still running after the end writes nothing
+        proc.hand(lambda: order.append("late"))
+    assert "late" not in order

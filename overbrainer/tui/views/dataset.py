@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
 from overbrainer.tui import dataset_model as model
+from overbrainer.tui import work
 from overbrainer.tui.tasks import DATASET
 from overbrainer.tui.views import in_background, plain
 
@@ -83,7 +84,6 @@ class DatasetView(Horizontal):
             self.app.notify("select a subtopic, a question or an orphaned answer to reject", severity="warning")
             return
         item_id, what = found
-        from overbrainer.tui import work
 
         ws = self.app.workspace
         self.app.confirm(f"Reject {what}?\n\nIt is recorded in data/rejected.jsonl and never generated again; "

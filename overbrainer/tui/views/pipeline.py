@@ -4,6 +4,8 @@ again abandons the requests still in flight, as a second Ctrl-C does)."""
 
 from __future__ import annotations
 
+import logging
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -11,9 +13,11 @@ from textual.widgets import DataTable, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from overbrainer.dataset.stages import STAGES
-from overbrainer.tui import steering
+from overbrainer.tui import steering, work
 from overbrainer.tui.tasks import PIPELINE
 from overbrainer.tui.views import plain
+
+log = logging.getLogger(__name__)
 
 CHOICES = (
     ("subtopics", "subtopics: the generator lists the subtopics each topic still misses"),
@@ -24,8 +28,9 @@ CHOICES = (
 )
 
 
-def cost_note(config, stage: str) -> str:
-    """What starting `stage` spends, in words, before anything is sent."""
+def cost_note(config, stage: str, total: dict | None = None) -> str:
+    """What starting `stage` spends, in words, before anything is sent: with `total` (its plan's,
+    tui/work.plan_total), the number of paid requests and their estimated cost."""
     if stage == "split":
         return ""
     if config is None:
@@ -37,8 +42,16 @@ def cost_note(config, stage: str) -> str:
     if who is None:
         who = f"the generator {gen.provider}/{gen.model} and the parent {par.provider}/{par.model}"
         if config.training is not None:
-            who += f", then a training run on target `{config.training.target}`"
-    return f"It sends requests to {who}: each is paid; `history` and the Project view keep what was spent."
+            who += f", then a training run on target `{config.training.target}` (not counted here)"
+    kept = "`history` and the Project view keep what was spent."
+    if total is None:
+        return f"It sends paid requests to {who}; {kept}"
+    about = "about " if total["estimated"] else ""
+    n = total["requests"]
+    unknown = "" if total["complete"] else " + what a model with no listed price costs"
+    return (f"It sends {about}{n} paid request{'' if n == 1 else 's'} to {who}: expected "
+            f"${total['cost_usd']:.4f}{unknown}, at most ${total['cost_max_usd']:.4f}{unknown} "
+            f"(`overbrainer {stage} --plan`); {kept}")
 
 
 class PipelineView(Vertical):
@@ -72,8 +85,6 @@ class PipelineView(Vertical):
         self.start(event.option.id or "")
 
     def start(self, name: str) -> None:
-        from overbrainer.tui import work
-
         app = self.app
         ws = app.workspace
         flow = work.run_all(ws) if name == "run" else work.stage(ws, name)
@@ -81,11 +92,18 @@ class PipelineView(Vertical):
 
         def go() -> None:
             app.start_task(name, PIPELINE, flow, pod=pod)
-        note = cost_note(ws.config, name)
-        if note:
-            app.confirm(f"Start {name}?\n\n{note}", go)
-        else:
+        if name == "split":
             go()
+            return
+
+        def ask() -> None:  # on a worker thread: the plan reads the providers' price listings
+            try:
+                total = work.plan_total(ws, name) if ws.config is not None else None
+            except Exception as e:  # noqa: BLE001 - the dialog then says less, never fails
+                log.warning("tui: the plan of %s: %s", name, e)
+                total = None
+            app.call_from_thread(app.confirm, f"Start {name}?\n\n{cost_note(ws.config, name, total)}", go)
+        self.run_worker(ask, thread=True, group="plan", exclusive=True)
 
     def action_stop(self) -> None:
         task = self.app.tasks.current

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from overbrainer.tui.project_model import gather
 from overbrainer.tui.views import in_background, plain
 
 
@@ -41,7 +42,6 @@ class ProjectView(VerticalScroll):
         if not self.stale:
             return
         self.stale = False
-        from overbrainer.tui.project_model import gather
 
         ws = self.app.workspace
         reload_env = not self.app.tasks.busy  # the environment is the running flow's too

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
-from overbrainer.tui import runs_model, steering
+from overbrainer.tui import runs_model, steering, work
 from overbrainer.tui.tasks import TRAINING
 from overbrainer.tui.views import plain
 
@@ -120,8 +120,6 @@ class TrainingView(Vertical):
         self.follow(event.row_key.value)
 
     def follow(self, run_id: str | None) -> None:
-        from overbrainer.tui import work
-
         if not run_id:
             return
         task = self.app.tasks.current
@@ -131,8 +129,6 @@ class TrainingView(Vertical):
         self.app.start_task(f"train attach {run_id}", TRAINING, work.attach(self.app.workspace, run_id), run_id=run_id)
 
     def action_new(self) -> None:
-        from overbrainer.tui import work
-
         app = self.app
         ws = app.workspace
         note = start_note(ws.config)
@@ -161,14 +157,10 @@ class TrainingView(Vertical):
         app.confirm(text.format(run_id=run_id), go)
 
     def action_stop(self) -> None:
-        from overbrainer.tui import work
-
         self._on_selected("stop", work.stop, "Stop run {run_id}?\n\nIts job saves a checkpoint at the end of its "
                           "current step and stops; the TUI follows it until then and brings the snapshot home "
                           "(resume it later with `overbrainer train --resume-from {run_id}`).")
 
     def action_cancel(self) -> None:
-        from overbrainer.tui import work
-
         self._on_selected("cancel", work.cancel, "Cancel run {run_id}?\n\nIts job is ended without a "
                           "snapshot; what it wrote so far is brought home, and the run reads `cancelled`.")
