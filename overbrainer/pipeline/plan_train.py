@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import catalog
@@ -159,17 +160,16 @@ def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float
     return None
 
 
-def after_plans(config) -> list[tuple[str, dict]]:
+def after_plans(config: Config) -> list[tuple[str, dict]]:
     """The lines of `run --plan` for what `run` does after the training (see the module docstring)."""
     out = []
-    export = getattr(config, "export", None)
-    if export is not None and export.after_training:
+    export = config.export
+    if export.after_training:
         out.append((f"export: inside the training job ({export.quantize}), on its target and within its "
                     "max_hours; no pod of its own",
                     {"stage": "export", "requests": 0, "cost_usd": 0, "cost_max_usd": 0,
                      "basis": "inside the training job"}))
-    hub = getattr(config, "hub", None)
-    if hub is not None and hub.after_training:
+    if config.hub.after_training:
         out.append(("push: from this machine to the Hugging Face Hub; no job, no rent",
                     {"stage": "push", "requests": 0, "cost_usd": 0, "cost_max_usd": 0, "basis": "no job"}))
     return out

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.tui.tasks import Flow
 
@@ -47,9 +48,9 @@ class Workspace:
         return (InJobExport(),)
 
 
-def trains_on_pod(config: Any, target: str | None = None) -> bool:
+def trains_on_pod(config: Config, target: str | None = None) -> bool:
     """Whether a new run of this configuration rents a Runpod pod (`abandon` then applies)."""
-    training = getattr(config, "training", None)
+    training = config.training
     if training is None:
         return False
     found = config.targets.get(target or training.target)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from overbrainer.config.model import Config, Project, Role, Roles
 from overbrainer.hub.card import MARKER, render, yaml_scalar
 from overbrainer.hub.card_facts import CardFacts, gguf_types
 from overbrainer.hub.card_rules import model_name
@@ -120,7 +121,8 @@ def test_card_states_the_decontamination(tmp_path):
     (tmp_path / "data" / "decontamination.json").write_text(json.dumps(
         {"ngram": 13, "eval": True, "benchmarks": ["/home/u/bench/gsm8k_test.jsonl", "m/math500.parquet"],
          "contaminated": {"eval": 1, "bench/gsm8k_test.jsonl": 2}}))
-    facts = gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1")
+    config = Config(project=Project("demo"), roles=Roles(generator=Role("p", "gen"), parent=Role("p", "parent")))
+    facts = gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1")
     card = render(facts)
     assert ("| Decontamination | 13-gram overlap with the eval split, gsm8k_test.jsonl, math500.parquet: "
             "3 examples left out (eval 1, gsm8k_test.jsonl 2) |") in card
@@ -130,4 +132,4 @@ def test_card_states_the_decontamination(tmp_path):
     facts.decontamination = {"ngram": 13, "eval": True, "benchmarks": [], "contaminated": {}}
     assert "| Decontamination | 13-gram overlap with the eval split: 0 examples left out |" in render(facts)
     (tmp_path / "data" / "decontamination.json").unlink()  # a run made before: no row
-    assert "Decontamination" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    assert "Decontamination" not in render(gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1"))
