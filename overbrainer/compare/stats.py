@@ -61,7 +61,9 @@ def counts(verdicts: Iterable[str]) -> dict[str, int]:
 
 def speed(answers: Iterable[dict]) -> dict[str, Any]:
     """Speed of the child over its answers without an error."""
-    seconds, first, rates = [], [], []
+    seconds: list[float] = []
+    first: list[float] = []
+    rates: list[float] = []
     truncated = 0
     for a in answers:
         if a.get("error") is not None:

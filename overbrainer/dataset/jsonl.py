@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Type, TypeVar
+from typing import Any, Iterable, Iterator, Literal, Type, TypeVar, overload
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import AtomicFile, fsync_dir
@@ -104,6 +104,14 @@ def iter_json_lines(path: Path, *, lenient: bool = False,
 def json_lines(path: Path, *, lenient: bool = False) -> list[tuple[int, Any]]:
     """`iter_json_lines` as a list: for the small files (history, a run's records)."""
     return list(iter_json_lines(path, lenient=lenient))
+
+
+@overload
+def iter_records(path: str | os.PathLike, cls: Type[T], *, offsets: Literal[False] = False) -> Iterator[T]: ...
+
+
+@overload
+def iter_records(path: str | os.PathLike, cls: Type[T], *, offsets: Literal[True]) -> Iterator[tuple[int, T]]: ...
 
 
 def iter_records(path: str | os.PathLike, cls: Type[T], *,

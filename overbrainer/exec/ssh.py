@@ -332,7 +332,7 @@ def _extract_if_any(recv: Callable[[int], bytes], local: str, written: manifest.
 
 
 def _read_all(chan) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         b = chan.recv(WINDOW)  # all that is buffered (a partial read moves the rest)
         if not b:

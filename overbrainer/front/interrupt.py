@@ -104,6 +104,9 @@ def _unwrap(handler: Any) -> Any:
 class Interrupt:
     """Ctrl-C caught from creation on. See the module docstring."""
 
+    _handlers: dict[int, _Handler]  # declared here: __init__ sets them after _setup
+    _watcher: threading.Thread | None
+
     def __init__(self) -> None:
         self._setup(threading.Event(), _OFF)
         if threading.current_thread() is not threading.main_thread():
@@ -144,8 +147,8 @@ class Interrupt:
         self._noted_flag = False
         self._first_note: str | None = None
         self.signum: int | None = None
-        self._handlers: dict[int, _Handler] = {}
-        self._watcher: threading.Thread | None = None
+        self._handlers = {}
+        self._watcher = None
         self._rfd = self._wfd = -1
         self._lock = threading.Lock()
         self._waiters: set[threading.Event] = set()

@@ -184,7 +184,7 @@ def strip_note(message: str | None) -> str | None:
 
 
 def has_note(message: str | None) -> bool:
-    return bool(message) and ("artifacts not retrieved: " in message)
+    return message is not None and "artifacts not retrieved: " in message
 
 
 def add_note(message: str | None, error: str) -> str:

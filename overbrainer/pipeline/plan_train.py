@@ -135,7 +135,7 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
     priced = [c for c in candidates if c.price_per_gpu is not None]
     if not priced:
         return None, None, "Runpod's GPU catalog lists no price for these GPU types"
-    dearest = max(priced, key=lambda c: c.price_per_gpu)
+    dearest = max(priced, key=lambda c: c.price_per_gpu or 0.0)  # all priced
     why = None if len(priced) == len(candidates) else "some GPU types have no list price"
     return f"{dearest.gpu_type} × {target.gpu_count}", dearest.price_per_gpu * target.gpu_count, why
 

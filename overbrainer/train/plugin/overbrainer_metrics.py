@@ -37,7 +37,7 @@ _EVENTS = (
 )
 
 if TrainerCallback is None:
-    class TrainerCallback:  # noqa: D101 - stand-in with every event a no-op
+    class TrainerCallback:  # type: ignore[no-redef]  # noqa: D101 - stand-in with every event a no-op
         pass
 
     def _noop(self, args, state, control, **kwargs):
@@ -48,7 +48,7 @@ if TrainerCallback is None:
 
 REASONS = ("requested", "deadline", "cost", "disk")
 EVAL_EVERY_SECS = 2.0
-_warned = set()
+_warned: set = set()
 
 
 def _warn(what, exc):
