@@ -173,7 +173,7 @@ class Judge:
                 cost = (cost or 0.0) + spent
             parsed = parse_verdict(response.content)
             if parsed is not None:
-                line = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
+                line: dict[str, Any] = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
                 if parsed[1]:
                     line["reason"] = parsed[1]
                 line["child_first"] = task.child_first

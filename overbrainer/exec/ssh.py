@@ -230,11 +230,11 @@ class SshExecutor(Executor):
     def _tree_size(self, remote: str, entries: list[str], exclude: list[str]) -> int | None:
         """Bytes of the files a download of `entries` brings (None when the target cannot say)."""
         try:
-            text = self._run("sizing a download", scripts.tree_size(self._abs(remote), entries, exclude))
+            out = self._run("sizing a download", scripts.tree_size(self._abs(remote), entries, exclude))
         except OverbrainerError as e:
             log.debug("cannot size the download: %s", e)
             return None
-        text = text.decode("ascii", "replace").strip()
+        text = out.decode("ascii", "replace").strip()
         return int(text) if text.isdigit() else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:

@@ -113,7 +113,7 @@ class Interrupt:
             log.debug("cannot catch Ctrl-C outside the main thread: it stops the process as usual")
             return
         try:
-            previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+            previous: dict[int, Any] = {signum: signal.getsignal(signum) for signum in SIGNALS}
             if previous[signal.SIGHUP] == signal.SIG_IGN:  # nohup: a hangup stays ignored
                 del previous[signal.SIGHUP]
             rfd, wfd = os.pipe()
@@ -122,7 +122,7 @@ class Interrupt:
             return
         os.set_blocking(wfd, False)
         self._rfd, self._wfd = rfd, wfd
-        handlers = {signum: _Handler(self, handler) for signum, handler in previous.items()}
+        handlers: dict[int, _Handler] = {signum: _Handler(self, handler) for signum, handler in previous.items()}
         try:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)

@@ -30,7 +30,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
-from overbrainer.jobs.pod_lease import pod_lease
+from overbrainer.jobs.pod_lease import PodLease, pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
@@ -74,7 +74,7 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
           start: bool = False, keep: bool = False, retrieved: Retrieved | None = None,
-          executor=None, pod_home=None, pod_workdir: str | None = None) -> Iterator[Lease]:
+          executor=None, pod_home=None, pod_workdir: str | None = None) -> Iterator[Lease | PodLease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
     `keep` (Runpod only): the pod is kept when the job ends (`--keep-pod`). `executor` (local and
     SSH only): one the flow connected already, for its checks before the run was created; the

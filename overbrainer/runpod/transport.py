@@ -121,7 +121,7 @@ class _Call(Retries):
     def __init__(self, what: str, attempts: int, sleep: Callable[[float], None]):
         self.what = what
         self.attempts = attempts
-        self.sleep = sleep  # type: ignore[method-assign]
+        self.sleep = sleep  # type: ignore[method-assign,assignment]
 
     def retryable(self, error: BaseException) -> bool:
         return isinstance(error, _Transient)

@@ -28,7 +28,7 @@ except Exception:  # noqa: BLE001 - any import problem: run as a plain object
 try:  # pragma: no cover - only inside an Axolotl environment
     from transformers import TrainerCallback
 except Exception:  # noqa: BLE001
-    TrainerCallback = None
+    TrainerCallback = None  # type: ignore[misc,assignment]  # the stand-in below
 
 _EVENTS = (
     "on_init_end", "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
@@ -191,7 +191,7 @@ class MetricsCallback(TrainerCallback):
         self.eval_step = self.eval_shown = 0
         self.eval_last = self.eval_total = None
 
-    on_predict = on_evaluate
+    on_predict = on_evaluate  # type: ignore[assignment]  # the same reset
 
     def on_train_end(self, args, state, control, **kwargs):
         try:
@@ -276,7 +276,7 @@ class SnapshotCallback(TrainerCallback):
             _warn("cannot write snapshot.json", exc)
 
 
-class OverbrainerMetricsPlugin(BasePlugin):
+class OverbrainerMetricsPlugin(BasePlugin):  # type: ignore[misc]  # Axolotl's, untyped
     """The Axolotl plugin: hands the trainer the callbacks the job's environment asks for."""
 
     def add_callbacks_pre_trainer(self, cfg, model):
