@@ -165,7 +165,7 @@ def stopped_code() -> int:
     stops = sys.modules.get("overbrainer.cli.stops")  # loaded if the command caught stop signals
     if first is None and stops is not None:
         first = stops.first_stop_signal()
-    return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
+    return {signal.SIGTERM.value: EXIT_TERMINATED, signal.SIGHUP.value: EXIT_HANGUP}.get(first or 0, EXIT_INTERRUPTED)
 
 
 def quiet_stdout() -> None:

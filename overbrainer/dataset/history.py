@@ -30,7 +30,7 @@ SPLIT_KEYS = ("train", "eval", "orphaned", "kept_output_tokens")  # the last one
 
 
 def history_path(project_dir: str | os.PathLike) -> Path:
-    return ProjectPaths(project_dir).history
+    return ProjectPaths(Path(project_dir)).history
 
 
 @dataclass

@@ -168,7 +168,8 @@ class SshExecutor(Executor):
 
     def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
         if not entries:
-            self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
+            if folder is not None:  # base.upload sends no empty list of entries without a folder
+                self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
             return
         base, members = transfer.under_one_folder([(path, self._abs(there)) for path, there in entries])
         folders = sorted({posixpath.dirname(posixpath.join(base, arc)) for _, arc in members})

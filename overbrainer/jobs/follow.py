@@ -156,7 +156,7 @@ class Follower:
                 if ev is not None:
                     self.bus.publish(ev)
         notes = [self.cancelled_for] if self.cancelled_for else []
-        return Followed(self.last, self.summary, self.reader.offset, notes)
+        return Followed(status, self.summary, self.reader.offset, notes)
 
     # --- the limits -------------------------------------------------------------------------
 

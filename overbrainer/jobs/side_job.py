@@ -145,7 +145,7 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
                        remote_dir="", state=PREPARING)
     interrupt = session.front.interrupt()
     try:
-        if pod:
+        if pod and isinstance(where, RunpodTarget):  # pod: is_pod(where)
             return _on_pod(session, config, run, record, parent, name, where, job, label, interrupt, keep)
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:

@@ -156,7 +156,7 @@ def _ssh(raw: Any, f: Fields) -> PodEndpoint | None:
     if not isinstance(raw, dict):
         raise f.bad("ssh")
     try:
-        return PodEndpoint(host=raw.get("host"), port=raw.get("port"), user=raw.get("user", "root"))
+        return PodEndpoint(host=raw.get("host", ""), port=raw.get("port", 0), user=raw.get("user", "root"))
     except ValueError:
         raise f.bad("ssh") from None
 

@@ -118,7 +118,7 @@ def backoff(attempt: int, retry_after: float | None) -> float:
 class _Call(Retries):
     """One call's retries: `_Transient` outcomes, `attempts` in all, the client's sleep."""
 
-    def __init__(self, what: str, attempts: int, sleep: Callable[[float], None]):
+    def __init__(self, what: str, attempts: int, sleep: Callable[[float], object]):
         self.what = what
         self.attempts = attempts
         self.sleep = sleep  # type: ignore[method-assign,assignment]

@@ -288,7 +288,7 @@ def _slept(seconds: float) -> None:
 
 
 # One controller for every request of the process: tenacity keeps a call's state per thread.
-_RETRYING = Retrying(stop=_stop, retry=_retry, wait=_wait, before=None, before_sleep=_before_sleep,
+_RETRYING = Retrying(stop=_stop, retry=_retry, wait=_wait, before_sleep=_before_sleep,
                      sleep=_slept, reraise=True)
 
 
