@@ -13,6 +13,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.ids import subtopic_id
 from overbrainer.dataset.records import Subtopic
@@ -65,7 +66,7 @@ class _Topic:
     """One topic of the stage: the counts of its requests, the IDs it knows (stored, rejected,
     appended), its last names (for the prompt), what its answers added."""
 
-    topic: object
+    topic: Topic
     have: int
     counts: list[int]
     known: set[str] = field(default_factory=set)

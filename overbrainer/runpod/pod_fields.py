@@ -12,7 +12,6 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
-from overbrainer.support.fmt import stamp as rfc3339  # noqa: F401 - pod.json's moments, named here
 from overbrainer.support.record_file import Fields, RecordFile
 
 VERSION = 1
