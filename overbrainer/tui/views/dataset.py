@@ -5,7 +5,7 @@ same code as `overbrainer dataset reject ID`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,10 +16,18 @@ from overbrainer.tui import dataset_model as model
 from overbrainer.tui.tasks import DATASET
 from overbrainer.tui.views import in_background, plain
 
+if TYPE_CHECKING:  # pragma: no cover
+    from textual import getters
+
+    from overbrainer.tui.app import OverbrainerApp
+
 HINT = "arrows move, Enter opens a topic or subtopic; the selected question's answer shows here; x rejects"
 
 
 class DatasetView(Horizontal):
+    if TYPE_CHECKING:  # a view lives in the OverbrainerApp (textual's typed `app`)
+        app = getters.app(OverbrainerApp)
+
     DEFAULT_CSS = """
     DatasetView Tree { width: 1fr; }
     DatasetView VerticalScroll { width: 1fr; border-left: solid $primary; padding: 0 1; }

@@ -3,6 +3,8 @@ included), newest at the bottom; `l` cycles the lowest level shown (debug, info,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -10,10 +12,18 @@ from textual.widgets import Log, Static
 
 from overbrainer.tui.logbuf import LEVELS
 
+if TYPE_CHECKING:  # pragma: no cover
+    from textual import getters
+
+    from overbrainer.tui.app import OverbrainerApp
+
 MAX_LINES = 5000
 
 
 class LogsView(Vertical):
+    if TYPE_CHECKING:  # a view lives in the OverbrainerApp (textual's typed `app`)
+        app = getters.app(OverbrainerApp)
+
     DEFAULT_CSS = """
     LogsView #level { height: 1; color: $text-muted; }
     LogsView Log { height: 1fr; }

@@ -4,6 +4,8 @@ again abandons the requests still in flight, as a second Ctrl-C does)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -14,6 +16,11 @@ from overbrainer.dataset.stages import STAGES
 from overbrainer.tui import steering
 from overbrainer.tui.tasks import PIPELINE
 from overbrainer.tui.views import plain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual import getters
+
+    from overbrainer.tui.app import OverbrainerApp
 
 CHOICES = (
     ("subtopics", "subtopics: the generator lists the subtopics each topic still misses"),
@@ -42,6 +49,9 @@ def cost_note(config, stage: str) -> str:
 
 
 class PipelineView(Vertical):
+    if TYPE_CHECKING:  # a view lives in the OverbrainerApp (textual's typed `app`)
+        app = getters.app(OverbrainerApp)
+
     DEFAULT_CSS = """
     PipelineView OptionList { height: 7; }
     PipelineView DataTable { height: 7; }

@@ -3,6 +3,8 @@ unset), the dataset's counts, and the spend per stage and model from `history`, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import os
 
 from textual.app import ComposeResult
@@ -11,8 +13,16 @@ from textual.widgets import DataTable, Static
 
 from overbrainer.tui.views import in_background, plain
 
+if TYPE_CHECKING:  # pragma: no cover
+    from textual import getters
+
+    from overbrainer.tui.app import OverbrainerApp
+
 
 class ProjectView(VerticalScroll):
+    if TYPE_CHECKING:  # a view lives in the OverbrainerApp (textual's typed `app`)
+        app = getters.app(OverbrainerApp)
+
     DEFAULT_CSS = """
     ProjectView DataTable { height: auto; max-height: 40; margin-bottom: 1; }
     ProjectView .title { text-style: bold; margin-top: 1; }

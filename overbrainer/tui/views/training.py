@@ -5,6 +5,8 @@ it (`train cancel`); `d` (anywhere) detaches the followed run, `a` abandons a pr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -13,6 +15,11 @@ from textual.widgets import DataTable, Sparkline, Static
 from overbrainer.tui import runs_model, steering
 from overbrainer.tui.tasks import TRAINING
 from overbrainer.tui.views import plain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from textual import getters
+
+    from overbrainer.tui.app import OverbrainerApp
 
 
 def start_note(config) -> str:
@@ -32,6 +39,9 @@ def start_note(config) -> str:
 
 
 class TrainingView(Vertical):
+    if TYPE_CHECKING:  # a view lives in the OverbrainerApp (textual's typed `app`)
+        app = getters.app(OverbrainerApp)
+
     DEFAULT_CSS = """
     TrainingView DataTable { height: 1fr; }
     TrainingView #detail-row { height: 12; }
