@@ -119,7 +119,7 @@ def _ask(provider, name: str, role, llm: LlmSession) -> tuple[str, bool]:
     if dialect is not None and dialect.name == dialects.LLAMACPP and ids:
         ids = None  # one model served whatever the name: nothing to judge
     path, body, asked = _request(wire, name, role, dialect)
-    unlisted = bool(ids) and not listed(role.model, ids)
+    unlisted = bool(ids and not listed(role.model, ids))
     missing = f"model {role.model} is not in provider {provider.name}'s model listing ({len(ids or ())} models)"
     try:
         _send(channel, path, body, headers, provider, dialect, explain)

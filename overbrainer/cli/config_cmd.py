@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from overbrainer.cli.context import AppContext, pass_app
@@ -87,7 +89,8 @@ def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
     data["probe"] = [r.to_dict() for r in results]
     data["probe_targets"] = [t.to_dict() for t in targets]
     if not app.json_mode:
-        for r in [*results, *targets]:
+        both: list[Any] = [*results, *targets]  # two kinds, each with line() and to_dict()
+        for r in both:
             app.report(r.line(), r.to_dict())
         if cfg.training is None:
             app.report("probe targets: none probed (no [training] section)", {"probe_targets": []})

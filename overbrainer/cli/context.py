@@ -204,7 +204,9 @@ class AppContext:
 
 def app(ctx: click.Context | None = None) -> AppContext:
     ctx = ctx or click.get_current_context()
-    return ctx.find_object(AppContext)
+    found = ctx.find_object(AppContext)
+    assert found is not None, "the root command sets the AppContext"
+    return found
 
 
 pass_app = click.make_pass_decorator(AppContext)

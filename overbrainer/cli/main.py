@@ -149,7 +149,7 @@ def stopped_code() -> int:
     from overbrainer.support import stop_signals
 
     first = stop_signals.first()
-    return {signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}.get(first, EXIT_INTERRUPTED)
+    return {signal.SIGTERM.value: EXIT_TERMINATED, signal.SIGHUP.value: EXIT_HANGUP}.get(first or 0, EXIT_INTERRUPTED)
 
 
 def quiet_stdout() -> None:

@@ -194,10 +194,8 @@ def _config_with_literal_secrets(app):
         config = app.load_config()
     except Exception:  # noqa: BLE001 - `runs logs` works without a valid configuration
         return None
-    secrets = [getattr(config, "hf_token", None)]
-    secrets += [getattr(p, "api_key", None) for p in (getattr(config, "providers", None) or {}).values()]
-    for secret in secrets:
-        if secret is not None and not getattr(secret, "is_vault", True):
+    for _, secret in config.secrets():
+        if not secret.is_vault:
             try:
                 secret.resolve()
             except Exception:  # noqa: BLE001

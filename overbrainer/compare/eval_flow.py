@@ -81,8 +81,7 @@ def settings_of(config, limit: int | None, max_tokens: int | None) -> harness.Se
     temperature = float(config.compare.temperature)
     gen = {"max_gen_toks": int(max_tokens or config.compare.max_tokens), "temperature": temperature,
            "do_sample": temperature > 0}
-    seed = getattr(config.pipeline, "seed", None)
-    return harness.Settings(limit, planning.DEFAULT_SEED if seed is None else int(seed), gen)
+    return harness.Settings(limit, config.pipeline.seed, gen)
 
 
 def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | None = None,

@@ -52,7 +52,7 @@ class TaskSet:
             self.remote.append(name)
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no type information
     """YAML with lm-eval's tags (`!function …`) read as nothing: only `task` and `dataset_path` matter."""
 
 

@@ -166,7 +166,7 @@ def _run_explained(session, config, run, job, name, keep: bool, claimed: dict):
 def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dict, export, on_pod: bool):
     """The compare's SideJob without its callbacks and pod settings: the scripts, the questions,
     the steps (an export's first), the environment, what is fetched, the secrets."""
-    files = {name: script_text(name) for name in SCRIPTS}
+    files: dict[str, str | bytes] = {name: script_text(name) for name in SCRIPTS}
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files[QUESTIONS] = questions_jsonl(setup["questions"])
     steps = [Step("compare", ("sh", "compare.sh"), from_path=True)]

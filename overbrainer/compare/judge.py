@@ -26,7 +26,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import xxhash
 
@@ -129,7 +129,7 @@ class _Asking:
         parsed = parse_verdict(response.content)
         if parsed is None:
             raise Again(f"judge: {task.id}: the verdict could not be read; asking again")
-        line = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
+        line: dict[str, Any] = {"id": task.id, "verdict": for_child(parsed[0], task.child_first)}
         if parsed[1]:
             line["reason"] = parsed[1]
         line["child_first"] = task.child_first

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from overbrainer.compare.strip import strip_reasoning
+from overbrainer.config.model import Config
 from overbrainer.dataset.jsonl import json_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 SETUP = "setup.json"
 SETUP_JSON = RecordFile("compare setup")
 COMPARES = "compares"
-DEFAULT_SEED = 42
 
 
 @dataclass
@@ -181,15 +181,14 @@ def training_shape(run_dir: Path) -> tuple[str | None, int]:
     return (base if isinstance(base, str) else None), (length if isinstance(length, int) and length > 0 else 0)
 
 
-def make_setup(project_dir: Path, config, gguf: Gguf, compare_id: str, limit: int | None) -> dict:
+def make_setup(project_dir: Path, config: Config, gguf: Gguf, compare_id: str, limit: int | None) -> dict:
     """The content of `setup.json` for a new compare of `gguf`'s run."""
     run_dir = runs_dir(project_dir) / gguf.run
     base_model, context = training_shape(run_dir)
-    seed = getattr(config.pipeline, "seed", None)
     return {
         "run": gguf.run, "compare": compare_id, "gguf": gguf.file, "gguf_sha256": gguf.sha256,
         "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp, "base_model": base_model,
-        "context": context, "seed": DEFAULT_SEED if seed is None else int(seed), "created": fmt.stamp(),
+        "context": context, "seed": config.pipeline.seed, "created": fmt.stamp(),
         "questions": eval_questions(project_dir, limit),
     }
 

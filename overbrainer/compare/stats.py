@@ -61,7 +61,9 @@ def counts(verdicts: Iterable[str]) -> dict[str, int]:
 
 def speed(answers: Iterable[dict]) -> dict[str, Any]:
     """Speed of the child over its answers without an error."""
-    seconds, first, rates = [], [], []
+    seconds: list[float] = []
+    first: list[float] = []
+    rates: list[float] = []
     truncated = 0
     for a in answers:
         if a.get("error") is not None:
@@ -109,8 +111,8 @@ def costs(parent_tokens: list[tuple[int | None, int | None]], mean_seconds: floa
           child_per_hour: float | None) -> dict[str, float | None]:
     """`{parent_per_1k, child_per_1k, ratio}` in USD, rounded to 6 decimals (None when unknown)."""
     parent = None
-    ins = [t[0] for t in parent_tokens if _finite(t[0]) is not None]
-    outs = [t[1] for t in parent_tokens if _finite(t[1]) is not None]
+    ins = [v for t in parent_tokens if (v := _finite(t[0])) is not None]
+    outs = [v for t in parent_tokens if (v := _finite(t[1])) is not None]
     if price_in is not None and price_out is not None and ins and outs:
         mean_in, mean_out = sum(ins) / len(ins), sum(outs) / len(outs)
         parent = round((mean_in * price_in + mean_out * price_out) / 1e6 * 1000, 6)

@@ -216,7 +216,9 @@ class LexicalDedup:
                     if o / (n + m - o) >= t:
                         pairs.append((m, o))
                         break
-            plan = [[(size_mix(m), m - r) for m, r in pairs if i <= n - r] for i in range(n - self._alpha(n) + 1)]
+            alpha = self._alpha(n)
+            assert alpha is not None  # the callers checked it (a probe with no alpha matches nothing)
+            plan = [[(size_mix(m), m - r) for m, r in pairs if i <= n - r] for i in range(n - alpha + 1)]
             self._plans[n] = plan
         return plan
 

@@ -30,7 +30,7 @@ SPLIT_KEYS = ("train", "eval", "orphaned", "kept_output_tokens")  # the last one
 
 
 def history_path(project_dir: str | os.PathLike) -> Path:
-    return ProjectPaths(project_dir).history
+    return ProjectPaths(Path(project_dir)).history
 
 
 @dataclass
@@ -55,7 +55,7 @@ class HistoryEntry:
     cost_estimate: float | None = None  # listed-price estimate beside a billed `cost`
 
     def to_dict(self) -> dict:
-        d = {"stage": self.stage, "started_at": self.started_at, "ended_at": self.ended_at,
+        d: dict[str, Any] = {"stage": self.stage, "started_at": self.started_at, "ended_at": self.ended_at,
              "status": self.status, "provider": self.provider, "model": self.model, "done": self.done,
              "skipped": self.skipped, "failed": self.failed, "excluded": self.excluded,
              "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "cost": self.cost}
@@ -276,7 +276,7 @@ class Total:
         self.output_tokens += e.output_tokens
 
     def to_dict(self, *, counts: bool = True) -> dict:
-        out = {"runs": self.runs}
+        out: dict[str, Any] = {"runs": self.runs}
         if counts:
             out.update(done=self.done, failed=self.failed)
         out.update(input_tokens=self.input_tokens, output_tokens=self.output_tokens,

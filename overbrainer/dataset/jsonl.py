@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Type, TypeVar
+from typing import Any, Iterable, Iterator, Literal, Type, TypeVar, overload
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import AtomicFile, fsync_dir
@@ -76,6 +76,12 @@ def iter_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
             raise OverbrainerError(f"cannot read {path}: {e.strerror}") from e
 
 
+@overload
+def iter_json_lines(path: Path, *, lenient: bool = False,
+                    offsets: Literal[False] = False) -> Iterator[tuple[int, Any]]: ...
+@overload
+def iter_json_lines(path: Path, *, lenient: bool = False,
+                    offsets: Literal[True]) -> Iterator[tuple[int, int, Any]]: ...
 def iter_json_lines(path: Path, *, lenient: bool = False,
                     offsets: bool = False) -> Iterator[tuple[int, Any]] | Iterator[tuple[int, int, Any]]:
     """(line number, parsed JSON) of every non-blank line of `path`, one at a time, torn tail
@@ -106,6 +112,10 @@ def json_lines(path: Path, *, lenient: bool = False) -> list[tuple[int, Any]]:
     return list(iter_json_lines(path, lenient=lenient))
 
 
+@overload
+def iter_records(path: str | os.PathLike, cls: Type[T], *, offsets: Literal[False] = False) -> Iterator[T]: ...
+@overload
+def iter_records(path: str | os.PathLike, cls: Type[T], *, offsets: Literal[True]) -> Iterator[tuple[int, T]]: ...
 def iter_records(path: str | os.PathLike, cls: Type[T], *,
                  offsets: bool = False) -> Iterator[T] | Iterator[tuple[int, T]]:
     """Every record of `path` as `cls` (strict: unknown fields, bad types are errors), one at a
@@ -113,7 +123,7 @@ def iter_records(path: str | os.PathLike, cls: Type[T], *,
     line again (`LineReader`) instead of keeping it."""
     path = Path(path)
     from_dict = cls.from_dict  # type: ignore[attr-defined]
-    for lineno, offset, obj in iter_json_lines(path, offsets=True):  # type: ignore[misc]
+    for lineno, offset, obj in iter_json_lines(path, offsets=True):
         try:
             record = from_dict(obj)
         except RecordError as e:

@@ -205,7 +205,7 @@ def split_examples(examples: Iterable[Example], questions: Iterable[Question | s
     result.excluded = {k: v for k, v in reasons.items() if v}
     train, eval_ = stratify(usable, eval_ratio, seed)
     result.written_train, result.written_eval = len(train), len(eval_)
-    result.kept_output_tokens = sum(ex.meta.output_tokens for ex in train + eval_)
+    result.kept_output_tokens = sum(ex.meta.output_tokens for ex in train + eval_ if ex.meta is not None)
     result.train_count = sum(1 for ex in train if is_counted(ex.topic))
     result.eval_count = sum(1 for ex in eval_ if is_counted(ex.topic))
     return result, train, eval_

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import logging
 import os
+from typing import Any
 
 from overbrainer.support.atomic import atomic_write_bytes
 
@@ -102,7 +103,7 @@ def split_key(paths: ProjectPaths, topics, eval_ratio: float, seed: int, deconta
     identities are added. `gate`: the gate's current settings, check -> digest; gate.jsonl is
     then an input too."""
     names = sorted(t if isinstance(t, str) else t.name for t in topics)
-    key = {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
+    key: dict[str, Any] = {"answers": _identity(paths.answers), "questions": _identity(paths.questions),
            "topics": names, "eval_ratio": float(eval_ratio), "seed": int(seed)}
     if decontaminate is not None:
         files = [_identity(paths.root / path) for path, _ in decontaminate["benchmarks"]]

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 from concurrent.futures import wait
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import manifest, scripts, transfer
@@ -38,7 +38,7 @@ _children_lock = threading.Lock()
 READER_LIMIT = 5.0  # seconds a timed-out script's output reader gets once its process group is killed
 
 
-def job_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+def job_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment minus every OVERBRAINER_* / VAULT_* variable."""
     base = os.environ if base is None else base
     return {k: v for k, v in base.items() if not k.startswith(_SCRUB)}

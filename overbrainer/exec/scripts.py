@@ -8,6 +8,7 @@ The files they use and what each status means: docs/runs.md#job-control-on-the-t
 from __future__ import annotations
 
 import shlex
+from typing import Sequence
 
 from overbrainer.exec.base import Container
 from overbrainer.exec.manifest import check_entries
@@ -127,7 +128,7 @@ def put_file(path: str) -> str:
     )
 
 
-def upload(remote: str, folders: list[str] = ()) -> str:
+def upload(remote: str, folders: Sequence[str] = ()) -> str:
     """Extract the tar on stdin into `remote`, after making it and `folders` (the folders the
     members land in)."""
     made = " ".join(q(f) for f in dict.fromkeys([remote, *folders]))

@@ -165,7 +165,8 @@ class SshExecutor(Executor):
 
     def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
         if not entries:
-            self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
+            if folder is not None:  # base.upload sends no empty list of entries without a folder
+                self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
             return
         base, members = transfer.under_one_folder([(path, self._abs(there)) for path, there in entries])
         folders = sorted({posixpath.dirname(posixpath.join(base, arc)) for _, arc in members})
@@ -227,11 +228,11 @@ class SshExecutor(Executor):
     def _tree_size(self, remote: str, entries: list[str], exclude: list[str]) -> int | None:
         """Bytes of the files a download of `entries` brings (None when the target cannot say)."""
         try:
-            text = self._run("sizing a download", scripts.tree_size(self._abs(remote), entries, exclude))
+            out = self._run("sizing a download", scripts.tree_size(self._abs(remote), entries, exclude))
         except OverbrainerError as e:
             log.debug("cannot size the download: %s", e)
             return None
-        text = text.decode("ascii", "replace").strip()
+        text = out.decode("ascii", "replace").strip()
         return int(text) if text.isdigit() else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
@@ -329,7 +330,7 @@ def _extract_if_any(recv: Callable[[int], bytes], local: str, written: manifest.
 
 
 def _read_all(chan) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         b = chan.recv(WINDOW)  # all that is buffered (a partial read moves the rest)
         if not b:

@@ -162,7 +162,8 @@ def write_tar(write: Callable[[bytes], object], members: Iterable[Member], exclu
     `exclude` pruned) into `write`; returns the bytes of file data sent."""
     exclude = list(exclude)
     total = 0
-    with tarfile.open(fileobj=_Writer(write), mode="w|", bufsize=BUF, format=tarfile.PAX_FORMAT) as tf:
+    with tarfile.open(fileobj=_Writer(write), mode="w|", bufsize=BUF,  # type: ignore[call-overload]  # write-only
+                      format=tarfile.PAX_FORMAT) as tf:
         tf.copybufsize = BUF
         for top, arc in members:
             for path, arcname in _walk(top, arc, exclude):
@@ -251,7 +252,7 @@ def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: 
         except tarfile.FilterError as e:
             raise UnsafeArchive(_refusal(e, member.name, dest)) from None
 
-    with _HashingTarFile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:
+    with _HashingTarFile.open(fileobj=_Reader(read), mode="r|", bufsize=BUF) as tf:  # type: ignore[call-overload]
         tf.copybufsize = BUF
         for m in tf:
             name = _check_name(m.name, "a member")

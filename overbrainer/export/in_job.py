@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from overbrainer.config.model import Config
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime, Step
 from overbrainer.exec.manifest import sha256_file
 from overbrainer.export import llama_cpp
@@ -34,9 +35,9 @@ class InJobExport:
 
     fetch = (VERSION_FILE,)
 
-    def prepare(self, config, run_dir: Path, run_id: str, target: Any, workdir: str) -> tuple[Any, dict] | None:
-        settings = getattr(config, "export", None)
-        if settings is None or not settings.after_training:
+    def prepare(self, config: Config, run_dir: Path, run_id: str, target: Any, workdir: str) -> tuple[Any, dict] | None:
+        settings = config.export
+        if not settings.after_training:
             return None
         return step(run_dir, run_id, target, settings.quantize, workdir)
 

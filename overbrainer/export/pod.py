@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from overbrainer.config.model import Config, RunpodTarget, Target
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.catalog import vram_floor
 from overbrainer.support import http
@@ -24,13 +25,13 @@ HUB_SECS = 10.0
 BYTES_PER_PARAMETER = 2  # the merge and the converter work in 16 bits
 
 
-def needs_floor(target: Any) -> bool:
-    return getattr(target, "gpu_types", None) == "auto" and getattr(target, "min_vram_gb", None) is None
+def needs_floor(target: Target) -> bool:
+    return isinstance(target, RunpodTarget) and target.gpu_types == "auto" and target.min_vram_gb is None
 
 
-def settings(target: Any, max_hours: float, *, image: str | None = None, model_bytes: int | None = None) -> dict:
+def settings(target: Target, max_hours: float, *, image: str | None = None, model_bytes: int | None = None) -> dict:
     """The target's settings for a side job's pod (only for a runpod target; {} otherwise)."""
-    if getattr(target, "kind", None) != "runpod":
+    if not isinstance(target, RunpodTarget):
         return {}
     out: dict[str, Any] = {"max_hours": max_hours}
     if image:
@@ -41,7 +42,7 @@ def settings(target: Any, max_hours: float, *, image: str | None = None, model_b
     return out
 
 
-def base_model_bytes(config: Any, base_model: str | None) -> int | None:
+def base_model_bytes(config: Config, base_model: str | None) -> int | None:
     """What the base model weighs in 16 bits: a local folder's safetensors, else the Hub's count of
     its parameters (10 s at most); None (warned) when neither says."""
     if not base_model:
@@ -59,12 +60,11 @@ def base_model_bytes(config: Any, base_model: str | None) -> int | None:
         return None
 
 
-def hub_parameters(config: Any, repo: str) -> int:
+def hub_parameters(config: Config, repo: str) -> int:
     """The parameter count the Hub's metadata gives for `repo` (OverbrainerError saying why not)."""
-    hub = getattr(config, "hub", None)
-    base = (hub.url if hub is not None else "https://huggingface.co").rstrip("/")
+    base = config.hub.url.rstrip("/")
     headers = {"Accept": "application/json"}
-    token = getattr(config, "hf_token", None)
+    token = config.hf_token
     if token is not None:
         headers["Authorization"] = f"Bearer {token.resolve()}"
     s = http.session(base, headers=headers)

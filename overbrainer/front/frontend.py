@@ -95,7 +95,7 @@ class BusGuard:
         self._thread: threading.Thread | None = None
         self._sub: "Subscription | None" = None
         if renderer is None:
-            self._finalizer = weakref.finalize(self, bus.close) if owns_bus else None
+            self._finalizer: weakref.finalize[..., Any] | None = weakref.finalize(self, bus.close) if owns_bus else None
             return
         sub = self._sub = bus.subscribe()
         self._thread = threading.Thread(target=_render, args=(sub, renderer),

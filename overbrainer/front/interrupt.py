@@ -92,13 +92,16 @@ def _unwrap(handler: Any) -> Any:
 class Interrupt:
     """Ctrl-C caught from creation on. See the module docstring."""
 
+    _handlers: dict[int, _Handler]  # declared here: __init__ sets them after _setup
+    _watcher: threading.Thread | None
+
     def __init__(self) -> None:
         self._setup(Signal(), _OFF)
         if threading.current_thread() is not threading.main_thread():
             log.debug("cannot catch Ctrl-C outside the main thread: it stops the process as usual")
             return
         try:
-            previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+            previous: dict[int, Any] = {signum: signal.getsignal(signum) for signum in SIGNALS}
             if previous[signal.SIGHUP] == signal.SIG_IGN:  # nohup: a hangup stays ignored
                 del previous[signal.SIGHUP]
             rfd, wfd = os.pipe()
@@ -107,7 +110,7 @@ class Interrupt:
             return
         os.set_blocking(wfd, False)
         self._rfd, self._wfd = rfd, wfd
-        handlers = {signum: _Handler(self, handler) for signum, handler in previous.items()}
+        handlers: dict[int, _Handler] = {signum: _Handler(self, handler) for signum, handler in previous.items()}
         try:
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
@@ -132,8 +135,8 @@ class Interrupt:
         self._noted_flag = False
         self._first_note: str | None = None
         self.signum: int | None = None
-        self._handlers: dict[int, _Handler] = {}
-        self._watcher: threading.Thread | None = None
+        self._handlers = {}
+        self._watcher = None
         self._rfd = self._wfd = -1
         self._lock = threading.Lock()
         self._waiters: set[threading.Event] = set()

@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeGuard
 
 from overbrainer.front.events import (
     Event,
@@ -86,7 +86,7 @@ def sci(x: float) -> str:
     return f"{mantissa}e{int(exp)}"
 
 
-def is_number(x: float | None) -> bool:
+def is_number(x: float | None) -> TypeGuard[float]:
     """A finite number (a metric the plugin could not compute is None)."""
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 

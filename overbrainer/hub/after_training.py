@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.hub.flow import push_flow
@@ -22,18 +23,17 @@ log = logging.getLogger(__name__)
 SUCCEEDED = "succeeded"
 
 
-def wants_push(config: Any) -> bool:
-    hub = getattr(config, "hub", None)
-    return bool(hub is not None and hub.after_training)
+def wants_push(config: Config) -> bool:
+    return config.hub.after_training
 
 
-def warn_missing_token(config: Any) -> None:
-    if wants_push(config) and getattr(config, "hf_token", None) is None:
+def warn_missing_token(config: Config) -> None:
+    if wants_push(config) and config.hf_token is None:
         log.warning("[hub] after_training is set but OVERBRAINER_HF_TOKEN is not: the run will not be "
                     "pushed after training")
 
 
-def push_after_training(session: Any, config: Any, result: Any) -> bool:
+def push_after_training(session: Any, config: Config, result: Any) -> bool:
     """Push the run of a training flow's `result` (runs.flow.TrainResult) when `[hub]
     after_training` asks for it; True when it was pushed. Ctrl-C still stops the command."""
     if not wants_push(config) or result is None or result.detached or result.state != SUCCEEDED:
@@ -42,7 +42,7 @@ def push_after_training(session: Any, config: Any, result: Any) -> bool:
     if (run_dir / "hub" / RECORD).is_file():
         log.info("push: run %s was already pushed (hub/%s)", result.run_id, RECORD)
         return False
-    if getattr(config, "hf_token", None) is None:
+    if config.hf_token is None:
         log.warning("push skipped: OVERBRAINER_HF_TOKEN is not set; push run %s later with: "
                     "overbrainer push %s", result.run_id, result.run_id)
         return False

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from overbrainer.config.model import Config
 from overbrainer.errors import OverbrainerError
 from overbrainer.hub.card_eval import eval_facts
 from overbrainer.hub.card_rules import is_hub_id, model_name
@@ -144,15 +145,16 @@ def gguf_types(paths: list[str], run_id: str) -> list[str]:
     return sorted(out)
 
 
-def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], version: str,
+def gather(config: Config, run_dir: Path, run_id: str, repo: str, paths: list[str], version: str,
            license: str | None = None) -> CardFacts:
     ax = axolotl_settings(run_dir)
     facts = CardFacts(repo=repo, run_id=run_id, version=version, license=license)
-    training = getattr(config, "training", None)
-    base = ax.get("base_model") if isinstance(ax.get("base_model"), str) else getattr(training, "base_model", None)
+    training = config.training
+    base = ax.get("base_model") if isinstance(ax.get("base_model"), str) else None
+    base = base or (training.base_model if training else None)
     facts.base_model = model_name(base)
     facts.base_is_hub = is_hub_id(base)
-    adapter = ax.get("adapter") if ax else getattr(training, "adapter", None)
+    adapter = ax.get("adapter") if ax else (training.adapter if training else None)
     if adapter in ("lora", "qlora"):
         facts.adapter = "qlora" if ax.get("load_in_4bit") is True or adapter == "qlora" else "lora"
     facts.epochs = ax.get("num_epochs")
@@ -166,11 +168,10 @@ def gather(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str],
     facts.train_loss, facts.eval_loss, facts.training_secs = _metrics(run_dir / "metrics.jsonl")
     facts.gguf_types = gguf_types(paths, run_id)
     facts.gpu, facts.spend = _pod(run_dir)
-    roles = getattr(config, "roles", None)
     for name in ("parent", "generator", "judge"):
-        role = getattr(roles, name, None)
+        role = config.role(name)
         setattr(facts, name, model_name(role.model) if role is not None else None)
-    facts.topics = [(t.name, t.description) for t in getattr(config, "topics", [])]
+    facts.topics = [(t.name, t.description) for t in config.topics]
     facts.reproduce = reproduce(config)
     facts.evals = eval_facts(run_dir)
     return facts

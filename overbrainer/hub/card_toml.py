@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from overbrainer.config.model import Config
 from overbrainer.hub.card_rules import model_name, secretish
 
 _ROLE_FIELDS = ("model", "reasoning", "max_tokens", "temperature", "reasoning_effort", "thinking_budget")
@@ -49,27 +50,25 @@ def _inline(fields: dict[str, Any]) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def reproduce(config: Any) -> str:
+def reproduce(config: Config) -> str:
     lines: list[str] = []
-    for t in getattr(config, "topics", []):
+    for t in config.topics:
         lines += ["[[topics]]", f"name = {value(t.name)}"]
         if t.description:
             lines.append(f"description = {value(t.description)}")
         lines += [f"subtopics = {t.subtopics}", f"questions_per_subtopic = {t.questions_per_subtopic}", ""]
-    roles = getattr(config, "roles", None)
-    if roles is not None:
-        lines.append("[roles]")
-        for name, role in roles.all():
-            fields = {f: getattr(role, f) for f in _ROLE_FIELDS}
-            fields["model"] = model_name(role.model)
-            fields = {k: v for k, v in fields.items() if v not in (None, False) or k == "model"}
-            lines.append(f"{name} = {_inline(fields)}")
-        lines.append("")
-    training = getattr(config, "training", None)
+    lines.append("[roles]")
+    for name, role in config.roles.all():
+        fields = {f: getattr(role, f) for f in _ROLE_FIELDS}  # by name: the allowlist's fields
+        fields["model"] = model_name(role.model)
+        fields = {k: v for k, v in fields.items() if v not in (None, False) or k == "model"}
+        lines.append(f"{name} = {_inline(fields)}")
+    lines.append("")
+    training = config.training
     if training is not None:
         lines.append("[training]")
         for f in _TRAINING_FIELDS:
-            v = getattr(training, f)
+            v = getattr(training, f)  # by name: the allowlist's fields
             if f == "base_model":
                 v = model_name(v)
             lit = value(v) if v is not None else None
@@ -81,8 +80,6 @@ def reproduce(config: Any) -> str:
             if kept:
                 lines.append(f"axolotl_extra = {_inline(kept)}")
         lines.append("")
-    pipeline = getattr(config, "pipeline", None)
-    if pipeline is not None:
-        lines.append("[pipeline]")
-        lines += [f"{f} = {value(getattr(pipeline, f))}" for f in _PIPELINE_FIELDS]
+    lines.append("[pipeline]")
+    lines += [f"{f} = {value(getattr(config.pipeline, f))}" for f in _PIPELINE_FIELDS]
     return "\n".join(lines).rstrip() + "\n"

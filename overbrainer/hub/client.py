@@ -56,7 +56,7 @@ def _configure() -> None:
     if _configured:
         return
     # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
-    from huggingface_hub.utils import disable_progress_bars
+    from huggingface_hub.utils.tqdm import disable_progress_bars
     from huggingface_hub.utils import logging as hf_logging
 
     root = logging.getLogger("huggingface_hub")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer import __version__
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, UsageError
 from overbrainer.front.events import RunWatched, Transfer
@@ -76,9 +77,9 @@ def _card(config: Any, run_dir: Path, run_id: str, repo: str, paths: list[str], 
     return render(gather(config, run_dir, run_id, repo, paths, __version__, license=license))
 
 
-def _base_model(run_dir: Path, config: Any) -> str | None:
+def _base_model(run_dir: Path, config: Config) -> str | None:
     base = axolotl_settings(run_dir).get("base_model")
-    return base if isinstance(base, str) else getattr(config.training, "base_model", None)
+    return base if isinstance(base, str) else (config.training.base_model if config.training else None)
 
 
 def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None, public: bool = False,
@@ -93,8 +94,8 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
     private = not public and config.hub.private
     token = hub_token(config, dry_run)
     if dry_run:
-        card = _card(config, run_dir, run_id, pick_repo(repo, config, YOU), [u.path for u in uploads], None)
-        return dry_run_report(session, run_dir, uploads, pick_repo(repo, config, YOU), private, card,
+        text = _card(config, run_dir, run_id, pick_repo(repo, config, YOU), [u.path for u in uploads], None)
+        return dry_run_report(session, run_dir, uploads, pick_repo(repo, config, YOU), private, text,
                               {"run_id": run_id})
 
     api = client.api(config.hub.url, token)

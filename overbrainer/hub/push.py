@@ -112,8 +112,7 @@ def remote_card(api: Any, repo: str, info: Any, host: str, repo_type: str = "mod
     if CARD_PATH not in names:
         return None
     # lazy: huggingface_hub only when a push talks to the Hub (hub/__init__.py)
-    from huggingface_hub import hf_hub_url
-    from huggingface_hub.utils import get_session, hf_raise_for_status
+    from huggingface_hub import get_session, hf_hub_url, hf_raise_for_status
 
     url = hf_hub_url(repo, CARD_PATH, repo_type=repo_type, endpoint=api.endpoint)
     try:

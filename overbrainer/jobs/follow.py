@@ -138,7 +138,8 @@ class Follower:
             if self.interrupt.caught():
                 return None
             if self._limits_due():
-                return Followed(status, self.summary, self.reader.offset, [self.cancelled_for], cancel_needed=True)
+                return Followed(status, self.summary, self.reader.offset, [self.cancelled_for or ""],
+                                cancel_needed=True)
             if self.interrupt.wait(polling.poll_secs()):
                 return None
         # Drain what the job wrote last, until a read makes no progress.
@@ -155,7 +156,7 @@ class Follower:
                 if ev is not None:
                     self.bus.publish(ev)
         notes = [self.cancelled_for] if self.cancelled_for else []
-        return Followed(self.last, self.summary, self.reader.offset, notes)
+        return Followed(status, self.summary, self.reader.offset, notes)
 
     # --- the limits -------------------------------------------------------------------------
 

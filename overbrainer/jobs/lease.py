@@ -34,7 +34,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
-from overbrainer.jobs.pod_lease import PodOptions, pod_lease
+from overbrainer.jobs.pod_lease import PodLease, PodOptions, pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
@@ -82,7 +82,7 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease]:
+          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease | PodLease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
     A Runpod target needs its PodOptions; a local or SSH one takes LocalOptions (or nothing, and
     ignores a PodOptions given in case the target were a pod)."""

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
@@ -39,6 +39,9 @@ from overbrainer.runpod.keys import SSH_DIR, ssh_line
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_scripts import WORKDIR
 from overbrainer.runpod.provision import PodPlace, start_pod
+
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.front.interrupt import Flag
 from overbrainer.runpod.remove import COST_CAP_UNSET, INTERRUPTED, NOT_READY, NotDeleted, forget_run, remove, sweep
 from overbrainer.runpod.waits import Timing
 
@@ -84,7 +87,7 @@ class PodContext:
         self.timing = timing
         self.publish = publish
         self.retrieved = retrieved  # (run record, run dir) -> whether the results are home
-        self.flag = None  # the front end's provisioning flag, while provisioning
+        self.flag: Flag | None = None  # the front end's provisioning flag, while provisioning
 
     def owner(self, key: str | None = None) -> str:
         """`run R`, or `export X` / `compare X` for a side job: the words of the messages."""

@@ -186,6 +186,7 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
                if k.record is not None and k.record.pod_id and k.record.live and k.record.pod_id not in seen]
     for known, result in zip(missing, look(client, [k.record.pod_id for k in missing])):
         rec = known.record
+        assert rec is not None and rec.pod_id is not None  # missing: records with a pod id
         if isinstance(result, Found):
             rows.append(_row(result.pod, known, now, stale))
         elif isinstance(result, Gone):

@@ -91,8 +91,8 @@ class RunRecord:
         f = RUN_JSON.fields(data, where)
         bad = f.bad
 
-        def text(name: str, optional: bool = False) -> str | None:
-            return f.text(name, optional)
+        def text(name: str) -> str:
+            return f.text(name, optional=False)
 
         run_id = text("id")
         if not ids.is_valid(run_id):
@@ -115,7 +115,7 @@ class RunRecord:
                     or raw["checkpoint"] != Snapshot.path_for(raw["step"])):
                 raise bad("snapshot")
             snapshot = Snapshot(raw["checkpoint"], raw["step"], raw.get("reason", "requested"))
-        resumed = text("resumed_from", optional=True)
+        resumed = f.text("resumed_from")
         if resumed is not None and not ids.is_valid(resumed):
             raise bad("resumed_from")
         fingerprint = data.get("fingerprint")
@@ -125,7 +125,7 @@ class RunRecord:
         return cls(
             id=run_id, target=text("target"), created=text("created"),
             remote_dir=text("remote_dir"), state=state, job=job,
-            message=text("message", optional=True), snapshot=snapshot, resumed_from=resumed,
+            message=f.text("message"), snapshot=snapshot, resumed_from=resumed,
             fingerprint=fingerprint,
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
@@ -185,7 +185,7 @@ def strip_note(message: str | None) -> str | None:
 
 
 def has_note(message: str | None) -> bool:
-    return bool(message) and ("artifacts not retrieved: " in message)
+    return message is not None and "artifacts not retrieved: " in message
 
 
 def add_note(message: str | None, error: str) -> str:

@@ -59,7 +59,8 @@ from overbrainer.exec.base import JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
-from overbrainer.jobs.lease import PodOptions, is_pod, lease
+from overbrainer.jobs.lease import is_pod, lease
+from overbrainer.jobs.pod_lease import PodOptions
 from overbrainer.jobs.pod_homes import NOT_HOME, PodHome, key_taken, side_results_home
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
@@ -166,7 +167,7 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
     side = _Side(run, record, parent, job, label)
     interrupt = session.front.interrupt()
     try:
-        if pod:
+        if pod and isinstance(where, RunpodTarget):  # pod: is_pod(where)
             return _on_pod(session, config, side, name, where, interrupt, keep)
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:

@@ -16,7 +16,7 @@ NAME = "anthropic"
 CHAT_PATH = "/messages"
 API_VERSION = "2023-06-01"
 
-_FINISH = {"end_turn": STOP, "stop_sequence": STOP, "max_tokens": LENGTH, "refusal": REFUSAL}
+_FINISH: dict[Any, str] = {"end_turn": STOP, "stop_sequence": STOP, "max_tokens": LENGTH, "refusal": REFUSAL}
 
 
 def headers(api_key: str | None) -> dict[str, str]:

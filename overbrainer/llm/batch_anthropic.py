@@ -37,7 +37,7 @@ class AnthropicBatches:
         return json.dumps({"custom_id": custom_id, "params": body}, ensure_ascii=False,
                           separators=(",", ":")).encode()
 
-    def send(self, sub, lines: list[bytes] | None, record, taken: set[str] = frozenset()) -> None:
+    def send(self, sub, lines: list[bytes] | None, record, taken: set[str] | frozenset[str] = frozenset()) -> None:
         """Create `sub`'s batch; `lines` None: a recovery, which only looks for what a crashed
         command sent (one batch created since then with as many requests, not `taken` by another
         submission), and records it; Ambiguous when several fit."""
@@ -52,7 +52,7 @@ class AnthropicBatches:
         sub.batch_id, sub.status = status.batch_id, status.status
         record(sub)
 
-    def find(self, sub, taken: set[str]) -> BatchStatus | None:
+    def find(self, sub, taken: set[str] | frozenset[str]) -> BatchStatus | None:
         fits, after = [], None
         while True:
             doc = self.client.call("GET", f"{PATH}?limit={PAGE}" + (f"&after_id={after}" if after else ""))

@@ -132,7 +132,8 @@ def status_of(doc: Any) -> BatchStatus:
     if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
         raise invalid("not a batch object")
     status = str(doc.get("status"))
-    counts = doc.get("request_counts") if isinstance(doc.get("request_counts"), dict) else {}
+    found = doc.get("request_counts")
+    counts: dict = found if isinstance(found, dict) else {}
     errors = doc.get("errors").get("data") if isinstance(doc.get("errors"), dict) else None
     first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
     reason = str(first.get("message") or first.get("code")) if first else None

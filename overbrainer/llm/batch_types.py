@@ -18,7 +18,9 @@ import xxhash
 
 from overbrainer.llm.dialects import ANTHROPIC_BATCH as ANTHROPIC
 from overbrainer.llm.dialects import OPENAI_BATCH as OPENAI
-from overbrainer.llm.dialects import batch_api  # noqa: F401 - which providers have a batch API
+from overbrainer.llm.dialects import batch_api as batch_api  # which providers have a batch API
+
+__all__ = ["ANTHROPIC", "OPENAI", "batch_api"]  # re-exported beside this module's own names
 from overbrainer.llm.errors import LlmError, invalid
 from overbrainer.llm.types import ChatResponse
 

@@ -28,7 +28,6 @@ from overbrainer.support.http import (
     CONNECT,
     CUT_OFF,
     DNS,
-    FailureKind,
     REFUSED,
     TIMEOUT,
     TLS,
@@ -37,6 +36,7 @@ from overbrainer.support.http import (
     display_url,
     exchange,
 )
+from overbrainer.support.failure import FailureKind
 from overbrainer.support.frozen import frozen
 from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
@@ -167,6 +167,7 @@ def request_once(
     LlmError (what the status means: `explain`, by default as every provider means it). `raw`:
     a body that is not JSON, (bytes, content type). `timeout` bounds the whole exchange."""
     deadline = time.monotonic() + timeout
+    hdrs: dict[str, str] | None
     if raw is not None:
         data, hdrs = raw[0], {**(headers or {}), "Content-Type": raw[1]}
     elif body is None:

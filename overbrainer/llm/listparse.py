@@ -8,7 +8,7 @@ that, numbered or bulleted lines. Items are trimmed and empty ones dropped; noth
 from __future__ import annotations
 
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # not in typeshed's json.decoder
 
 _SEPARATORS = " \t\r\n,"
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]\s+|\d+[.)](?!\d)\s*)(.*)$")

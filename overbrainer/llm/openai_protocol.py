@@ -57,7 +57,7 @@ VERDICT_FORMAT = {
 }
 FORMATS = {"list": RESPONSE_FORMAT, "verdict": VERDICT_FORMAT}
 
-_FINISH = {"stop": STOP, "length": LENGTH, "content_filter": CONTENT_FILTER}
+_FINISH: dict[Any, str] = {"stop": STOP, "length": LENGTH, "content_filter": CONTENT_FILTER}
 
 
 def headers(api_key: str | None) -> dict[str, str]:

@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 # The values of `reasoning_kind` and `finish_reason` are the records' vocabulary (dataset/records.py):
 # each protocol maps its own words onto them.
 from overbrainer.dataset.records import (  # noqa: F401
-    CONTENT_FILTER,
-    FINISH_REASONS,
-    LENGTH,
-    NONE,
-    OTHER,
-    RAW,
-    REASONING_KINDS,
-    REDACTED,
-    REFUSAL,
-    STOP,
-    SUMMARY,
+    CONTENT_FILTER as CONTENT_FILTER,
+    FINISH_REASONS as FINISH_REASONS,
+    LENGTH as LENGTH,
+    NONE as NONE,
+    OTHER as OTHER,
+    RAW as RAW,
+    REASONING_KINDS as REASONING_KINDS,
+    REDACTED as REDACTED,
+    REFUSAL as REFUSAL,
+    STOP as STOP,
+    SUMMARY as SUMMARY,
 )
 from overbrainer.support.usage import Usage
 

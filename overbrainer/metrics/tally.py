@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from overbrainer.dataset.stages import STAGES
 from overbrainer.front import events as ev
@@ -58,7 +58,9 @@ class Counts:
 
     def raise_to(self, other: "Counts") -> None:
         """Each value becomes the larger of this one and `other`'s (a counter never goes down)."""
-        for mine, theirs in ((self.items, other.items), (self.tokens, other.tokens), (self.cost, other.cost)):
+        pairs: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
+            (self.items, other.items), (self.tokens, other.tokens), (self.cost, other.cost))
+        for mine, theirs in pairs:
             for key, value in theirs.items():
                 if value > mine.get(key, 0):
                     mine[key] = value
@@ -242,7 +244,7 @@ class Tally:
                             dict(self.retries), {k: RunGauges(**vars(v)) for k, v in self.runs.items()})
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[Tally, Any], None]] = {
     ev.StageModel: Tally._stage_model,
     ev.StageStarted: Tally._stage_started,
     ev.ItemDone: Tally._item_done,

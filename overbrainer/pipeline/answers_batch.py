@@ -16,7 +16,7 @@ from overbrainer.dataset.batch_journal import COLLECTED, SUBMITTED, Journal, Sub
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm.batch_anthropic import AnthropicBatches
 from overbrainer.llm.batch_openai import OpenAIBatches
-from overbrainer.llm.batch_types import ANTHROPIC, DISCOUNT, batch_api
+from overbrainer.llm.batch_types import ANTHROPIC, DISCOUNT, BatchStatus, batch_api
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.answers import build_example, parent_client, system_prompts
 from overbrainer.pipeline.batch_submit import recover, submit
@@ -54,6 +54,7 @@ class BatchAnswers:
         self.include_system = bool(ctx.pipeline.include_system_prompt)
         self.answered: set[str] = set()
         self.failed: list[str] = []
+        self.statuses: dict[str, BatchStatus] = {}  # by submission id: the provider's last word
         self.submitted = 0
         self.capped = 0
         self.capped_bound = 0.0
@@ -98,7 +99,7 @@ class BatchAnswers:
         if status.status != sub.status:
             sub.status = status.status
             self.journal.write(sub)
-        sub._status = status  # kept for collect
+        self.statuses[sub.id] = status  # kept for collect
         return status.ended
 
     def _pending(self, names: set[str] | None = None):
@@ -114,7 +115,7 @@ class BatchAnswers:
             self._collect(sub, questions)
 
     def _collect(self, sub: Submission, questions: dict) -> None:
-        outcomes = list(self.api.outcomes(sub, sub._status))
+        outcomes = list(self.api.outcomes(sub, self.statuses[sub.id]))
         sent = set(sub.items)
         foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in sent]
         if foreign:
@@ -132,7 +133,7 @@ class BatchAnswers:
                 spent = self._keep(questions[item], o.response)
                 cost += spent or 0.0
         sub.unresolved = [i for i in sub.items if i not in self.answered and i in questions]
-        why = f"no result (batch {sub.status}" + (f": {sub._status.reason})" if sub._status.reason else ")")
+        why = f"no result (batch {sub.status}" + (f": {reason})" if (reason := self.statuses[sub.id].reason) else ")")
         sub.errors = {i: errors.get(i, why) for i in sub.unresolved}
         sub.state, sub.cost = COLLECTED, round(cost, 8)
         self.journal.write(sub)

@@ -58,7 +58,7 @@ def ask_list(
     *,
     max_tokens: int,
     max_retries: int,
-    spend: Callable[[Usage, float | None], None],
+    spend: Callable[[Usage, float | None, float | None, bool], None],
     retrying: Callable[[str], None],
     proc,
 ) -> tuple[list[str], Usage, float | None]:

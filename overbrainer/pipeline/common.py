@@ -93,7 +93,7 @@ class Output:
         self.path = path
         self._cls = cls
         self._forced = set(forced) if forced else None
-        self._appender = None
+        self._appender: Appender | None = None
         self._lock = threading.Lock()
 
     def records(self) -> Iterator:

@@ -52,6 +52,8 @@ class StageContext:
         self.config = config
         self.bus = bus
         # `abandon`: a second interrupt; the requests in flight are not waited for.
+        self.stop_event: threading.Event
+        self.abandon_event: threading.Event
         if interrupt is None:
             self.stop_event, self.abandon_event = Signal(), Signal()
         elif isinstance(interrupt, threading.Event):

@@ -193,8 +193,8 @@ def _price(ctx, role_name: str):
 def totals(plans: list[StagePlan], train=None) -> dict:
     """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
     known = [p for p in plans if p.unpriced is None]
-    cost = sum(p.cost for p in known)
-    cost_max = sum(p.cost_max for p in known)
+    cost = sum(p.cost or 0.0 for p in known)  # known: priced
+    cost_max = sum(p.cost_max or 0.0 for p in known)
     complete = len(known) == len(plans)
     if train is not None:
         cost += train.cost or 0.0

@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import catalog
@@ -133,7 +134,7 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
     priced = [c for c in candidates if c.price_per_gpu is not None]
     if not priced:
         return None, None, "Runpod's GPU catalog lists no price for these GPU types"
-    dearest = max(priced, key=lambda c: c.price_per_gpu)
+    dearest = max(priced, key=lambda c: c.price_per_gpu or 0.0)  # all priced
     why = None if len(priced) == len(candidates) else "some GPU types have no list price"
     return f"{dearest.gpu_type} × {target.gpu_count}", dearest.price_per_gpu * target.gpu_count, why
 
@@ -158,17 +159,16 @@ def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float
     return None
 
 
-def after_plans(config) -> list[tuple[str, dict]]:
+def after_plans(config: Config) -> list[tuple[str, dict]]:
     """The lines of `run --plan` for what `run` does after the training (see the module docstring)."""
     out = []
-    export = getattr(config, "export", None)
-    if export is not None and export.after_training:
+    export = config.export
+    if export.after_training:
         out.append((f"export: inside the training job ({export.quantize}), on its target and within its "
                     "max_hours; no pod of its own",
                     {"stage": "export", "requests": 0, "cost_usd": 0, "cost_max_usd": 0,
                      "basis": "inside the training job"}))
-    hub = getattr(config, "hub", None)
-    if hub is not None and hub.after_training:
+    if config.hub.after_training:
         out.append(("push: from this machine to the Hugging Face Hub; no job, no rent",
                     {"stage": "push", "requests": 0, "cost_usd": 0, "cost_max_usd": 0, "basis": "no job"}))
     return out

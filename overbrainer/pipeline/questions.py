@@ -11,6 +11,7 @@ import logging
 from array import array
 from dataclasses import dataclass, field
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures, TopicFigures
 from overbrainer.dataset.ids import packed, question_id
@@ -54,8 +55,8 @@ class _Job:
     """A subtopic to fill: `have` questions so far, `accepted` their texts (read only for a
     subtopic that has some: the prompt lists them)."""
 
-    topic: object
-    subtopic: object
+    topic: Topic
+    subtopic: Subtopic
     have: int = 0
     accepted: list[str] = field(default_factory=list)
     state: TopicState | None = None  # its topic's deduplicator, while it is filled

@@ -182,7 +182,7 @@ def counted(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def reason_of(error: BaseException) -> str:
+def reason_of(error: BaseException | None) -> str:
     """The short reason a stage stopped (an LlmError's `reason`, else its message)."""
     return getattr(error, "reason", None) or str(error) or type(error).__name__
 

@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from dataclasses import dataclass, field
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset.ids import subtopic_id
 from overbrainer.dataset.records import Subtopic
 from overbrainer.pipeline.ask_list import ask_list, items_per_request, request_counts
@@ -65,7 +66,7 @@ class _Topic:
     """One topic of the stage: the counts of its requests, the IDs it knows (stored, rejected,
     appended), its last names (for the prompt), what its answers added."""
 
-    topic: object
+    topic: Topic
     have: int
     counts: list[int]
     known: set[str] = field(default_factory=set)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import Counter
+from typing import Any
 
 from overbrainer.dataset.ids import packed
 from overbrainer.dataset.jsonl import LineReader
@@ -47,7 +48,7 @@ class TopicDedups:
         self._remaining = Counter(j.topic.name for j in jobs)
         self._offsets = offsets
         self._rejected = rejected
-        self._partial: dict[str, dict[str, object]] = {}
+        self._partial: dict[str, dict[str, Any]] = {}  # questions' jobs by subtopic id
         for j in jobs:
             if j.have:
                 self._partial.setdefault(j.topic.name, {})[j.subtopic.id] = j

@@ -24,7 +24,7 @@ from overbrainer.runpod.waits import Timing
 GONE_LOOKS = 3
 
 
-def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], None] = time.sleep,
+def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], object] = time.sleep,
             seen_404: int = 0) -> Pod | None:
     """The pod as Runpod shows it, or None when it is gone (the rule above). `seen_404`: Runpod
     404s the caller got just now (they count among the 3). Raises the API's error when a look

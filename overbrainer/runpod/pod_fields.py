@@ -12,7 +12,6 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
-from overbrainer.support.fmt import stamp as rfc3339  # noqa: F401 - pod.json's moments, named here
 from overbrainer.support.record_file import Fields, RecordFile
 
 VERSION = 1
@@ -156,7 +155,7 @@ def _ssh(raw: Any, f: Fields) -> PodEndpoint | None:
     if not isinstance(raw, dict):
         raise f.bad("ssh")
     try:
-        return PodEndpoint(host=raw.get("host"), port=raw.get("port"), user=raw.get("user", "root"))
+        return PodEndpoint(host=raw.get("host", ""), port=raw.get("port", 0), user=raw.get("user", "root"))
     except ValueError:
         raise f.bad("ssh") from None
 

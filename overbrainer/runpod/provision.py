@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from overbrainer.config.model import RunpodTarget
 from overbrainer.exec.ssh import SshExecutor
 from overbrainer.front.events import PodStatus
 from overbrainer.runpod import catalog, cost
@@ -86,7 +87,7 @@ class Provisioned:
 @dataclass
 class _Walk:
     client: Any
-    target: Any
+    target: RunpodTarget
     run_id: str
     keys: RunKeys
     record: PodRecord
@@ -261,7 +262,7 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
         w.event("creating", gpu=gpu, rate=price, message=attempt.name)
         log.info("creating pod %s: %s", attempt.name, cost.price_line(
             gpu, w.target.gpu_count, candidate.price_per_gpu, None if record.keep else w.target.max_hours,
-            None if record.keep else getattr(w.target, "max_cost_usd", None)))
+            None if record.keep else w.target.max_cost_usd))
         pod, adopted = None, False
         try:
             pod = w.client.create_pod(_body(w, candidate, attempt))

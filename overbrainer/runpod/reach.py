@@ -68,6 +68,7 @@ def reach(client, record: PodRecord, keys: RunKeys, workdir: str, timing: Timing
     """Poll the pod until its SSH endpoint answers with the pinned key (≤ ready_timeout). Raises
     NotReady (gone, dead, or not reachable in time) or Stopped."""
     pod_id = record.pod_id
+    assert pod_id is not None  # reached once the pod was created
     end = time.monotonic() + timing.ready_timeout
     last = "no SSH endpoint yet"
     while True:
@@ -116,6 +117,7 @@ def verdict(client, record: PodRecord, executor: SshExecutor, run_dir_on_pod: st
     raises BootstrapFailed, `failed r` WatchdogRefused; no verdict in time is a refusal. While
     the file cannot be read, the pod is looked at: gone or dead is NotReady."""
     pod_id = record.pod_id
+    assert pod_id is not None  # reached once the pod was created
     end = time.monotonic() + timing.verdict_timeout
     while True:
         if flag_set(flag):

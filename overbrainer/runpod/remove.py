@@ -150,8 +150,8 @@ def forget_run(client, keys: RunKeys | Path, run_id: str, *, secret: bool = True
         return
     name = host_key_secret_name(run_id)
     try:
-        for secret in client.secrets(name):
-            client.delete_secret(secret.id)
+        for found in client.secrets(name):
+            client.delete_secret(found.id)
     except RunpodError as e:
         log.warning("cannot delete the Runpod account secret %s of run %s (%s): `overbrainer pod rm %s` "
                     "retries", name, run_id, e, run_id)

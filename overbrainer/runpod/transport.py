@@ -56,9 +56,11 @@ class Answer(http.Answer):
     def json(self, what: str) -> Any:
         try:
             return json.loads(self.body) if self.body else None
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise InvalidAnswer(f"Runpod's answer to {what} could not be read (line {e.lineno}, column {e.colno})",
                                 self.status) from None
+        except UnicodeDecodeError:
+            raise InvalidAnswer(f"Runpod's answer to {what} could not be read (not UTF-8)", self.status) from None
 
 
 class _Transient(Exception):

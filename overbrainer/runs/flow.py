@@ -25,7 +25,8 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
-from overbrainer.jobs.lease import LocalOptions, PodOptions, is_pod, lease
+from overbrainer.jobs.lease import LocalOptions, is_pod, lease
+from overbrainer.jobs.pod_lease import PodOptions
 from overbrainer.jobs.pod_lease import end_left_pod
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load

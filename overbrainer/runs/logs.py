@@ -109,7 +109,8 @@ class LogReader:
         if n is None:
             return self._all(partial)
         # Read backwards until enough newlines are in hand.
-        start, chunks, newlines = size, [], 0
+        chunks: list[bytes] = []
+        start, newlines = size, 0
         while start > 0 and newlines <= n:
             step = min(CHUNK, start)
             start -= step

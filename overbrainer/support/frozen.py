@@ -141,7 +141,7 @@ def _make(cls: Any, immutable: bool) -> Any:
     if cls.__dict__.get("__doc__") is None:
         cls.__doc__ = f"{cls.__name__}({', '.join(spec)})"
     setattr(cls, _FIELDS, tuple(spec.values()))
-    cls.__match_args__ = tuple(spec)
+    cls.__match_args__ = tuple(spec)  # type: ignore[misc]  # the class being made gets its own
     cls.__init__ = _init
     cls.__repr__ = _repr
     cls.__eq__ = _eq

@@ -208,7 +208,7 @@ def retry_after(value: str | None, cap: float | None = RETRY_AFTER_CAP, now: flo
     if not text:
         return None
     try:
-        seconds = float(text)
+        seconds: float | None = float(text)
     except ValueError:
         seconds = _date_wait(text, time.time() if now is None else now)
     if seconds is None or not math.isfinite(seconds) or seconds < 0:

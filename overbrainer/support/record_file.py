@@ -21,7 +21,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
@@ -91,6 +91,10 @@ class Fields:
         """The error for field `name` (`why` is appended to its name: `: unknown value `x``)."""
         return self.kind.invalid(self.where, f"field {self.prefix}{name}{why}")
 
+    @overload
+    def text(self, name: str, optional: Literal[False]) -> str: ...
+    @overload
+    def text(self, name: str, optional: bool = True) -> str | None: ...
     def text(self, name: str, optional: bool = True) -> str | None:
         v = self.data.get(name)
         if v is None and optional:

@@ -57,7 +57,7 @@ def _interrupted() -> BaseException:
 
 
 def retrying(policy: Policy, on_retry: OnRetry | None = None, stop_event: Any = None, *, wake: Any = None,
-             sleep: Callable[[float], None] | None = None,
+             sleep: Callable[[float], object] | None = None,
              stopped: Callable[[], BaseException] = _interrupted) -> "Retry":
     """The retries of one call under `policy`: `retrying(...)(fn, *args)`. See the module
     docstring."""
@@ -69,7 +69,7 @@ class Retry:
     retryable failure builds the tenacity controller, which counts that attempt as its first."""
 
     def __init__(self, policy: Policy, on_retry: OnRetry | None, stop_event: Any, wake: Any,
-                 sleep: Callable[[float], None] | None, stopped: Callable[[], BaseException]):
+                 sleep: Callable[[float], object] | None, stopped: Callable[[], BaseException]):
         self.policy, self.on_retry, self.stop_event, self.wake = policy, on_retry, stop_event, wake
         self._sleep, self.stopped = sleep, stopped
 

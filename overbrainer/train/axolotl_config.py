@@ -2,8 +2,8 @@
 
 `build_config(training, root, has_eval, resume_checkpoint)` gives the dict, `dump_yaml` its text
 (keys sorted, strings double-quoted, PyYAML reads it back to the same dict). `training` is the
-`config.model.Training` dataclass (attribute names = the TOML keys); anything with those attributes
-works, missing optional ones take DEFAULTS (below; also in docs/runs.md#axolotl-config).
+`config.model.Training` record (attribute names = the TOML keys), which holds the defaults (also in
+docs/runs.md#axolotl-config).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from overbrainer.config.model import Training
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
 
@@ -38,46 +39,22 @@ TYPED_KEYS = (
     "lr_scheduler", "sample_packing", "evals_per_epoch", "saves_per_epoch", "merge", "hub_model_id",
 )
 
-DEFAULTS: dict[str, Any] = {
-    "epochs": 3,
-    "learning_rate": 2e-4,
-    "lora_r": 16,
-    "lora_alpha": 32,
-    "lora_dropout": 0.05,
-    "sequence_len": 4096,
-    "micro_batch_size": 2,
-    "gradient_accumulation_steps": 4,
-    "optimizer": "adamw_torch_fused",
-    "lr_scheduler": "cosine",
-    "sample_packing": True,
-    "evals_per_epoch": 4,
-    "saves_per_epoch": 1,
-    "merge": False,
-    "hub_model_id": None,
-    "axolotl_extra": None,
-}
-
 # Chat templates of Axolotl 0.19 that render the assistant's `reasoning_content`
 # (overbrainer inserts no <think> tags: the template must render it, or the child never sees it).
 REASONING_TEMPLATES = ("qwen3", "qwen3_5", "exaone4", "gemma4", "gemma4_unified")
 
 
-def setting(training: Any, name: str) -> Any:
-    """A `[training]` value, or its default when the object has none (or None for an optional key)."""
-    value = getattr(training, name, None)
-    if value is None:
-        return DEFAULTS.get(name)
-    return value
+def setting(training: Training, name: str) -> Any:
+    """A `[training]` value by its TOML name (its default when not set: config/model.Training)."""
+    return getattr(training, name)  # by name: `name` is a field of Training
 
 
-def adapter_of(training: Any) -> str:
-    adapter = getattr(training, "adapter", None)
-    adapter = getattr(adapter, "value", adapter)  # an Enum works too
-    return str(adapter or "").lower()
+def adapter_of(training: Training) -> str:
+    return str(training.adapter or "").lower()
 
 
-def extra_of(training: Any) -> dict[str, Any]:
-    extra = getattr(training, "axolotl_extra", None) or {}
+def extra_of(training: Training) -> dict[str, Any]:
+    extra = training.axolotl_extra or {}
     if not isinstance(extra, dict):
         raise ConfigError("invalid configuration", ["training.axolotl_extra must be a table"])
     return extra
@@ -120,14 +97,14 @@ def dataset_entry(path: str) -> dict[str, Any]:
     }
 
 
-def evaluates_never(training: Any) -> bool:
+def evaluates_never(training: Training) -> bool:
     """True when Axolotl would never evaluate with these settings: it turns `evals_per_epoch` into
     `eval_steps = 1 / (evals_per_epoch * num_epochs)` and uses it only below 1.0, so 1 evaluation per
     epoch over 1 epoch gives none. `build_config` writes `eval_strategy: "epoch"` instead."""
     return setting(training, "evals_per_epoch") * setting(training, "epochs") <= 1
 
 
-def eval_warning(training: Any, has_eval: bool) -> str | None:
+def eval_warning(training: Training, has_eval: bool) -> str | None:
     """The warning logged when `build_config` corrects settings that would give no evaluation."""
     if not has_eval or "eval_steps" in extra_of(training) or not evaluates_never(training):
         return None
@@ -136,7 +113,7 @@ def eval_warning(training: Any, has_eval: bool) -> str | None:
             'the run evaluates at the end of each epoch instead (eval_strategy: "epoch" in axolotl.yaml)')
 
 
-def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: str | None = None) -> dict[str, Any]:
+def build_config(training: Training, root: str, has_eval: bool, resume_checkpoint: str | None = None) -> dict[str, Any]:
     """The Axolotl config as a dict. `root` is the run directory as the job sees it (host path or
     `/workspace/run`); `resume_checkpoint` is `<root>/resume/checkpoint-N` or None.
 
@@ -147,13 +124,13 @@ def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: st
     if problems:
         raise ConfigError("invalid configuration", problems)
     root = root.rstrip("/") or "/"
-    base_model = getattr(training, "base_model", None)
+    base_model = training.base_model
     if not base_model:
         raise ConfigError("invalid configuration", ["training.base_model is not set"])
     config = _core_keys(training, base_model, root)
     config.update(_adapter_keys(training))
     config.update(_eval_and_save_keys(training, extra, root, has_eval))
-    hub_model_id = getattr(training, "hub_model_id", None)
+    hub_model_id = training.hub_model_id
     if hub_model_id:
         config["hub_model_id"] = hub_model_id
     if resume_checkpoint:
@@ -165,7 +142,7 @@ def build_config(training: Any, root: str, has_eval: bool, resume_checkpoint: st
     return merged
 
 
-def _core_keys(training: Any, base_model: str, root: str) -> dict[str, Any]:
+def _core_keys(training: Training, base_model: str, root: str) -> dict[str, Any]:
     """The model, the optimisation settings, and where the job reads and writes."""
     return {
         "base_model": base_model,
@@ -190,7 +167,7 @@ def _core_keys(training: Any, base_model: str, root: str) -> dict[str, Any]:
     }
 
 
-def _adapter_keys(training: Any) -> dict[str, Any]:
+def _adapter_keys(training: Training) -> dict[str, Any]:
     """LoRA/QLoRA settings, none for a full fine-tune (ConfigError for another adapter)."""
     adapter = adapter_of(training)
     if adapter == "full":
@@ -208,7 +185,7 @@ def _adapter_keys(training: Any) -> dict[str, Any]:
     }
 
 
-def _eval_and_save_keys(training: Any, extra: dict[str, Any], root: str, has_eval: bool) -> dict[str, Any]:
+def _eval_and_save_keys(training: Training, extra: dict[str, Any], root: str, has_eval: bool) -> dict[str, Any]:
     """The eval set and how often to evaluate and save, unless `axolotl_extra` says so itself."""
     keys: dict[str, Any] = {}
     if has_eval:
@@ -307,13 +284,13 @@ def require_examples(path: str | os.PathLike, shown: str | None = None) -> None:
         raise OverbrainerError(f"{shown or path} has no example: run `overbrainer split` first")
 
 
-def template_warning(training: Any) -> str | None:
+def template_warning(training: Training) -> str | None:
     """The warning printed at training start when the chat template may drop the reasoning, or
     None when it renders `reasoning_content` (rules: docs/runs.md#axolotl-config)."""
     extra = extra_of(training)
     jinja = extra.get("chat_template_jinja")
     template = extra.get("chat_template")
-    base_model = str(getattr(training, "base_model", "") or "")
+    base_model = str(training.base_model or "")
     if jinja is not None:
         if "reasoning_content" in str(jinja):
             return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from overbrainer.config.model import Training
 from overbrainer.support.atomic import atomic_write_bytes
 
 PLUGIN_NAME = "overbrainer_metrics.py"
@@ -29,8 +30,6 @@ def install_plugin(run_dir: str | os.PathLike) -> Path:
     return dest
 
 
-def wants_merge(training) -> bool:
+def wants_merge(training: Training) -> bool:
     """`merge = true` only means something for an adapter (lora/qlora)."""
-    adapter = getattr(training, "adapter", None)
-    adapter = str(getattr(adapter, "value", adapter) or "").lower()
-    return bool(getattr(training, "merge", False)) and adapter in ("lora", "qlora")
+    return training.merge and training.adapter.lower() in ("lora", "qlora")

@@ -68,6 +68,7 @@ def build(project_dir: Path, topic_names: Iterable[str] = ()) -> list[TopicNode]
     paths = ProjectPaths(project_dir)
     topics: dict[str, TopicNode] = {n: TopicNode(n) for n in topic_names}
     subtopics: dict[str, SubtopicNode] = {}
+    node: SubtopicNode | None
     for s in read_records(paths.subtopics, Subtopic):
         node = subtopics[s.id] = SubtopicNode(s.id, s.name)
         topics.setdefault(s.topic, TopicNode(s.topic)).subtopics.append(node)

@@ -17,7 +17,7 @@ from overbrainer.tui.logbuf import LogBuffer
 from overbrainer.tui.tasks import Tasks
 from overbrainer.tui.work import Workspace
 
-CODES = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}
+CODES: dict[int, int] = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED, signal.SIGHUP: EXIT_HANGUP}
 
 
 def _catch(app: OverbrainerApp) -> dict[int, Any]:
@@ -25,7 +25,7 @@ def _catch(app: OverbrainerApp) -> dict[int, Any]:
     def noted(signum: int, frame: Any) -> None:
         if app.signalled is None:
             app.signalled = signum  # read by the app's tick: no work in the handler
-    previous = {}
+    previous: dict[int, Any] = {}
     for signum in CODES:
         handler = signal.getsignal(signum)
         if signum == signal.SIGHUP and handler == signal.SIG_IGN:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from overbrainer.config.load import load_config
+from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.export.in_job import InJobExport
 from overbrainer.hub.after_training import push_after_training, warn_missing_token
@@ -52,9 +53,9 @@ class Workspace:
         return (InJobExport(),)
 
 
-def trains_on_pod(config: Any, target: str | None = None) -> bool:
+def trains_on_pod(config: Config, target: str | None = None) -> bool:
     """Whether a new run of this configuration rents a Runpod pod (`abandon` then applies)."""
-    training = getattr(config, "training", None)
+    training = config.training
     if training is None:
         return False
     found = config.targets.get(target or training.target)

@@ -5,8 +5,8 @@ the folders of ended runs and refuses running runs and runs whose pod is not del
 from __future__ import annotations
 
 import json
-import types
 
+from overbrainer.config.model import RunpodTarget
 from tests.integration.test_runs_support import make_project
 
 
@@ -68,7 +68,7 @@ def test_runs_rm_deletes_ended_runs_and_refuses_running_ones(tmp_path, fake_axol
     (p.runs / podded / "run.json").write_text(json.dumps({
         "id": podded, "target": "gpu", "created": "2020-01-01T00:00:00Z", "remote_dir": "", "job": None,
         "state": "failed", "message": "boom"}))
-    target = types.SimpleNamespace(gpu_count=1, max_cost_usd=None, network_volume_id=None, max_volume_gb=None)
+    target = RunpodTarget(name="gpu", kind="runpod")
     pod = PodRecord.for_target(podded, target, keep=False, host_key="ssh-ed25519 AAAA",
                                path=PodRecord.path_in(p.runs / podded))
     attempt = pod.begin_attempt("NVIDIA A40", 1)

@@ -349,3 +349,14 @@ def test_secrets(fake_runpod, client):
     with pytest.raises(E.Forbidden) as info:
         client.create_secret("x_y", "v")
     assert str(info.value) == E.SECRETS_403
+
+
+def test_an_answer_that_is_not_utf8_is_an_invalid_answer(fake_runpod, client):
+    """json.loads raises UnicodeDecodeError there (a ValueError without a line and column): it
+    escaped as that error, not as the InvalidAnswer the callers handle."""
+    fake_runpod.inject(Fault(200, "GET", "/pods", raw=b'{"pods": ["\xff\xfe"]}'))
+    with pytest.raises(E.InvalidAnswer, match=r"answer to .* could not be read \(not UTF-8\)"):
+        client.list_pods()
+    fake_runpod.inject(Fault(200, "GET", "/pods", raw=b'{"pods": ['))
+    with pytest.raises(E.InvalidAnswer, match=r"could not be read \(line 1, column 11\)"):
+        client.list_pods()

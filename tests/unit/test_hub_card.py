@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from overbrainer.config.model import Config, Project, Role, Roles
 from overbrainer.hub.card import MARKER, render, yaml_scalar
 from overbrainer.hub.card_facts import CardFacts, gguf_types
 from overbrainer.hub.card_rules import model_name
@@ -120,7 +121,8 @@ def test_card_states_the_decontamination(tmp_path):
     (tmp_path / "data" / "decontamination.json").write_text(json.dumps(
         {"ngram": 13, "eval": True, "benchmarks": ["/home/u/bench/gsm8k_test.jsonl", "m/math500.parquet"],
          "contaminated": {"eval": 1, "bench/gsm8k_test.jsonl": 2}}))
-    facts = gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1")
+    config = Config(project=Project("demo"), roles=Roles(generator=Role("p", "gen"), parent=Role("p", "parent")))
+    facts = gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1")
     card = render(facts)
     assert ("| Decontamination | 13-gram overlap with the eval split, gsm8k_test.jsonl, math500.parquet: "
             "3 examples left out (eval 1, gsm8k_test.jsonl 2) |") in card
@@ -130,13 +132,15 @@ def test_card_states_the_decontamination(tmp_path):
     facts.decontamination = {"ngram": 13, "eval": True, "benchmarks": [], "contaminated": {}}
     assert "| Decontamination | 13-gram overlap with the eval split: 0 examples left out |" in render(facts)
     (tmp_path / "data" / "decontamination.json").unlink()  # a run made before: no row
-    assert "Decontamination" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    assert "Decontamination" not in render(gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1"))
 
 
 def test_card_shows_the_newest_eval(tmp_path):
     import json
 
     from overbrainer.hub.card_facts import gather
+
+    config = Config(project=Project("demo"), roles=Roles(generator=Role("p", "gen"), parent=Role("p", "parent")))
 
     def write(eval_id: str, created: str, ratio: float) -> None:
         folder = tmp_path / "evals" / eval_id
@@ -148,12 +152,12 @@ def test_card_shows_the_newest_eval(tmp_path):
                                   "ratio": {"n": 50, "ratio": ratio, "low": 0.6, "high": 1.05}},
                         "mine|x": {"metric": "token_f1", "child": 0.3, "samples": 4}}}))
 
-    assert "## Benchmarks" not in render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    assert "## Benchmarks" not in render(gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1"))
     write("eval_20260102-000000", "2026-01-02T00:00:00Z", 0.82)
     write("eval_20260101-000000", "2026-01-01T00:00:00Z", 0.11)
     (tmp_path / "evals" / "eval_broken").mkdir()
     (tmp_path / "evals" / "eval_broken" / "eval.json").write_text("{not json")
-    card = render(gather(None, tmp_path, "r_20260101-000000", "org/m", [], "1"))
+    card = render(gather(config, tmp_path, "r_20260101-000000", "org/m", [], "1"))
     assert "## Benchmarks" in card and "lm-evaluation-harness 0.4.13 (eval eval_20260102-000000)" in card
     assert "| gsm8k | exact_match | 0.41 | 0.5 | 82.0 % (60.0 % to 105.0 %) | 50 |" in card
     assert "| mine\\|x | token_f1 | 0.3 | – | – | 4 |" in card

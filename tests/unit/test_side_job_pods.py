@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-
-from overbrainer.config.model import LocalTarget, RunpodTarget
+from overbrainer.config.model import Config, Hub, LocalTarget, Project, Role, Roles, RunpodTarget
 from overbrainer.config.secrets import Secret
 from overbrainer.export import pod
 from overbrainer.export.gate import Source
 from overbrainer.export.job import export_part
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.runpod.catalog import vram_floor
+
+
+def _config(**kw) -> Config:
+    """A configuration with what these tests read set (roles: the required minimum)."""
+    return Config(project=Project("demo"), roles=Roles(generator=Role("p", "g"), parent=Role("p", "q")), **kw)
 
 
 def test_the_vram_floor_is_ceil_of_1_2_times_the_bytes_plus_2_gb():
@@ -37,8 +40,8 @@ def test_a_local_base_models_safetensors_give_its_size_and_no_base_model_warns(t
     (tmp_path / "a.safetensors").write_bytes(b"x" * 1000)
     (tmp_path / "b.safetensors").write_bytes(b"x" * 234)
     (tmp_path / "config.json").write_text("{}")
-    assert pod.base_model_bytes(SimpleNamespace(), str(tmp_path)) == 1234
-    assert pod.base_model_bytes(SimpleNamespace(), None) is None
+    assert pod.base_model_bytes(_config(), str(tmp_path)) == 1234
+    assert pod.base_model_bytes(_config(), None) is None
     assert "names no base_model" in caplog.text
 
 
@@ -52,20 +55,20 @@ def _source(tmp_path, adapter: bool) -> Source:
 
 def test_an_adapter_gets_the_hf_token_as_the_jobs_secret_never_in_its_env(tmp_path):
     target = RunpodTarget(name="gpu", kind="runpod", gpu_types="auto", max_hours=6)
-    config = SimpleNamespace(hf_token=Secret("hf_s3cr3t_value", environ={}))
+    config = _config(hf_token=Secret("hf_s3cr3t_value", environ={}))
     part = export_part(config, _source(tmp_path / "a", adapter=True), "Q4_K_M", target)
     assert part.secrets == {"HF_TOKEN": "hf_s3cr3t_value"}
     assert "hf_s3cr3t_value" not in json.dumps(part.env) and "hf_s3cr3t_value" not in json.dumps(part.files)
     full = export_part(config, _source(tmp_path / "f", adapter=False), "Q4_K_M", target)
     assert full.secrets == {}  # a full model fetches nothing
-    assert export_part(SimpleNamespace(hf_token=None), _source(tmp_path / "n", adapter=True), "F16",
+    assert export_part(_config(), _source(tmp_path / "n", adapter=True), "F16",
                        target).secrets == {}
 
 
 def test_the_base_models_size_comes_from_the_hubs_safetensors_count(fake_hub, caplog):
     from overbrainer.errors import OverbrainerError
 
-    config = SimpleNamespace(hub=SimpleNamespace(url=fake_hub.url), hf_token=Secret(fake_hub.token, environ={}))
+    config = _config(hub=Hub(base_url=fake_hub.url), hf_token=Secret(fake_hub.token, environ={}))
     assert pod.hub_parameters(config, "Qwen/Qwen3-0.6B") == 751_632_384
     assert pod.base_model_bytes(config, "Qwen/Qwen3-0.6B") == 2 * 751_632_384  # 16 bits a parameter
     call = [c for c in fake_hub.calls if c.route == "repo"][-1]
@@ -79,7 +82,7 @@ def test_the_base_models_size_comes_from_the_hubs_safetensors_count(fake_hub, ca
     assert pod.base_model_bytes(config, "acme/missing") is None
     assert ("cannot read the size of acme/missing on the Hugging Face Hub (the Hub answered 404): no VRAM floor"
             in caplog.text)
-    dead = SimpleNamespace(hub=SimpleNamespace(url="http://127.0.0.1:9"), hf_token=None)
+    dead = _config(hub=Hub(base_url="http://127.0.0.1:9"))
     assert pod.base_model_bytes(dead, "Qwen/Qwen3-0.6B") is None
     assert "the Hub did not answer: connection refused" in caplog.text
 

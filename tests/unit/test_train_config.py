@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -80,10 +79,10 @@ CPU_EXTRA = {
 
 
 def training_ns(**kw):
-    """A [training] section with only the required keys unless given (defaults left to the builder)."""
+    """A [training] section with only the required keys unless given (defaults: config/model.Training)."""
     base = dict(target="local", base_model="Qwen/Qwen3-4B", adapter="qlora", axolotl_extra={})
     base.update(kw)
-    return SimpleNamespace(**base)
+    return Training(**base)
 
 
 def full_example():

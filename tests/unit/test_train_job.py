@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from overbrainer.config.model import Training
 from overbrainer.exec.runtime import Runtime, Step
 from overbrainer.train import axolotl_config as ac
 from overbrainer.train import job
@@ -59,7 +60,7 @@ def prepare_run(tmp_path: Path, fake: FakeAxolotl, *, merge: bool, mode: str):
     (run / "data").mkdir(parents=True)
     (run / "data" / "train.jsonl").write_text('{"messages": []}\n')
     ac.require_examples(run / "data" / "train.jsonl")
-    training = type("T", (), dict(base_model="Qwen/Qwen3-4B", adapter="lora", merge=merge, axolotl_extra={}))()
+    training = Training(target="here", base_model="Qwen/Qwen3-4B", adapter="lora", merge=merge)
     ac.write_config(run / "axolotl.yaml", ac.build_config(training, str(run), has_eval=False))
     job.install_plugin(run)
     fake.set_mode(mode)

@@ -28,7 +28,7 @@ except Exception:  # noqa: BLE001 - any import problem: run as a plain object
 try:  # pragma: no cover - only inside an Axolotl environment
     from transformers import TrainerCallback
 except Exception:  # noqa: BLE001
-    TrainerCallback = None
+    TrainerCallback = None  # type: ignore[misc,assignment]  # the stand-in below
 
 _EVENTS = (
     "on_init_end", "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
@@ -37,7 +37,7 @@ _EVENTS = (
 )
 
 if TrainerCallback is None:
-    class TrainerCallback:  # noqa: D101 - stand-in with every event a no-op
+    class TrainerCallback:  # type: ignore[no-redef]  # noqa: D101 - stand-in with every event a no-op
         pass
 
     def _noop(self, args, state, control, **kwargs):
@@ -48,7 +48,7 @@ if TrainerCallback is None:
 
 REASONS = ("requested", "deadline", "cost", "disk")
 EVAL_EVERY_SECS = 2.0
-_warned = set()
+_warned: set = set()
 
 
 def _warn(what, exc):
@@ -118,7 +118,7 @@ def write_atomic(path, text):
         pass
 
 
-class MetricsCallback(TrainerCallback):
+class MetricsCallback(TrainerCallback):  # type: ignore[misc]  # transformers: no type information
     """Writes `begin`, `log`, `eval` and `end` lines."""
 
     def __init__(self, path, clock=time.time):
@@ -191,7 +191,7 @@ class MetricsCallback(TrainerCallback):
         self.eval_step = self.eval_shown = 0
         self.eval_last = self.eval_total = None
 
-    on_predict = on_evaluate
+    on_predict = on_evaluate  # type: ignore[assignment]  # the same reset
 
     def on_train_end(self, args, state, control, **kwargs):
         try:
@@ -219,7 +219,7 @@ def broadcast_flag(flag):
         return flag
 
 
-class SnapshotCallback(TrainerCallback):
+class SnapshotCallback(TrainerCallback):  # type: ignore[misc]  # transformers: no type information
     """Saves a checkpoint and stops when the request file appears; writes the proof."""
 
     def __init__(self, request_path, clock=time.time):
@@ -276,7 +276,7 @@ class SnapshotCallback(TrainerCallback):
             _warn("cannot write snapshot.json", exc)
 
 
-class OverbrainerMetricsPlugin(BasePlugin):
+class OverbrainerMetricsPlugin(BasePlugin):  # type: ignore[misc]  # Axolotl's, untyped
     """The Axolotl plugin: hands the trainer the callbacks the job's environment asks for."""
 
     def add_callbacks_pre_trainer(self, cfg, model):

@@ -127,7 +127,7 @@ class PipelineView(Vertical):
             return
         self.shown = shown
         self.query_one("#task", Static).update(
-            "nothing started yet: Enter starts the highlighted stage" if task is None else shown[0])
+            "nothing started yet: Enter starts the highlighted stage" if task is None else task.outcome())
         table = self.query_one("#stages", DataTable)
         table.clear()
         for row in rows:
