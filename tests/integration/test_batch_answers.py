@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from overbrainer.errors import ItemsFailed
+from overbrainer.pipeline import answers_batch
 from tests.fixtures.project import Project
 from tests.fixtures.provider_wire import Fault
 
@@ -242,8 +243,9 @@ def test_a_topic_call_collects_every_topic_it_finds_ended(project, fake_provider
     assert len(project.records("answers")) == 4 and fake_provider.batches.created == 2
 
 
-def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fake_provider, tmp_path):
+def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fake_provider, tmp_path, monkeypatch):
     _prepared(project, fake_provider)
+    monkeypatch.setattr(answers_batch, "POLL_FIRST", 0.05)  # the looks, not their pace, are under test
     batch = _batch(project, tmp_path, max_cost_usd=0.2)  # 3 bounds at a time
     fake_provider.batches.auto_finish_after = 2
     texts, datas, err = batch.stage("answers", wait=True)
