@@ -11,30 +11,15 @@ import tracemalloc
 
 import pytest
 
-from overbrainer.dataset.batch_journal import Submission
-from overbrainer.llm.batch_anthropic import AnthropicBatches
-from overbrainer.llm.batch_types import tag_of
-from tests.fixtures.project import Project
+from tests.fixtures.batch_big import reach, setup
 from tests.fixtures.provider_process import ProviderProcess
 
 LINES = 12_000
-SUB_ID = "s20260101T000000-abcdef"
-MODEL = "claude-sonnet-4-5"
-# One ended batch of LINES succeeded requests of ~2 KB each (their outcomes set, not run).
-SETUP = f"""
-from tests.fixtures.batch_state import Item
-msg = {{"id": "msg_1", "type": "message", "role": "assistant", "model": "{MODEL}",
-       "content": [{{"type": "text", "text": "An answer. " * 180}}], "stop_reason": "end_turn",
-       "stop_sequence": None, "usage": {{"input_tokens": 20, "output_tokens": 500}}}}
-items = [Item("{tag_of(SUB_ID)}-%032x" % i, {{"model": "{MODEL}"}}, ("ok", 200, msg)) for i in range({LINES})]
-fake.batches.finish(fake.batches.new("anthropic", items, {{}}, model="{MODEL}").id)
-fake.record = False
-"""
 
 
 @pytest.fixture
 def server():
-    s = ProviderProcess(setup=SETUP)
+    s = ProviderProcess(setup=setup(LINES))
     yield s
     s.close()
 
@@ -49,13 +34,7 @@ def _peak(fn):
 
 
 def test_results_are_read_a_line_at_a_time(server, tmp_path):
-    project = Project(tmp_path / "p", server.url)
-    project.write(protocol="anthropic", parent_model=MODEL, generator_model=MODEL)
-    api = AnthropicBatches(project.context().client("parent"))
-    (listed,) = api.client.call("GET", "/messages/batches")["data"]
-    sub = Submission(id=SUB_ID, stage="answers", api="anthropic", provider="fake", model=MODEL, created_at=0.0,
-                     items=["%032x" % i for i in range(LINES)], tag=tag_of(SUB_ID), batch_id=listed["id"])
-    status = api.status(sub)
+    api, sub, status = reach(server.url, tmp_path / "p", LINES)
     assert status.ended
 
     whole, whole_peak = _peak(lambda: api.client.call("GET", f"/messages/batches/{sub.batch_id}/results",
