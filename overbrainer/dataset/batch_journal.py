@@ -41,7 +41,8 @@ class Submission:
     items: list[str]
     state: str = SUBMITTING
     round: int = 0  # 1: a resubmission of items that came back without an answer
-    custom_ids: dict[str, str] = field(default_factory=dict)  # custom_id -> item id, where they differ
+    custom_ids: dict[str, str] = field(default_factory=dict)  # custom_id -> item id, where not `<tag>-<id>`
+    tag: str = ""  # each custom_id's prefix (llm/batch_types.tag_of); "": recorded before tags
     reserved_usd: float | None = None  # the submission's upper bound at the batch price
     file_id: str | None = None  # OpenAI: the uploaded input file
     batch_id: str | None = None
@@ -55,8 +56,16 @@ class Submission:
     def open(self) -> bool:
         return self.state in OPEN
 
-    def item_of(self, custom: str) -> str:
-        return self.custom_ids.get(custom, custom)
+    def item_of(self, custom: str) -> str | None:
+        """The item a result's custom_id stands for; None when this submission never sent it (a
+        tagged submission's custom_ids all start with `<tag>-`)."""
+        mapped = self.custom_ids.get(custom)
+        if mapped is not None:
+            return mapped
+        if not self.tag:
+            return custom
+        prefix = self.tag + "-"
+        return custom[len(prefix):] if custom.startswith(prefix) else None
 
     def since(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created_at))

@@ -2,17 +2,19 @@
 `requests = [{custom_id, params}]`, polled until `processing_status` is `ended`, its results
 read as JSONL from `/messages/batches/{id}/results`.
 
-A batch carries no metadata: after a crash it is found in the list (`GET /messages/batches`)
-among those created since the journal's time, with as many requests as the submission; it is
-adopted only when exactly one fits, and its results' custom_ids are checked (docs/batch.md)."""
+A batch carries no metadata: after a crash it is looked for in the list (`GET /messages/batches`)
+among those created since the journal's time, not held by another submission, with as many
+requests; of those, only the one whose results carry the submission's custom_ids (each starts
+with the submission's own tag: batch_types.tag_of) is adopted, so a batch can be adopted only
+once it has ended (docs/batch.md#what-a-crash-at-each-point-leaves)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Iterator
+from typing import Any
 
-from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome, answered, result_lines
+from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome, Results, answered, first_custom_id
 from overbrainer.llm.errors import invalid
 
 PATH = "/messages/batches"
@@ -22,7 +24,8 @@ COUNTS = ("processing", "succeeded", "errored", "canceled", "expired")
 
 
 class Ambiguous(Exception):
-    """More than one batch fits a submission a crashed command may have sent."""
+    """Which batch a crashed command sent cannot be told (yet): one that may be it is still in
+    progress (its results, which tell, come once it ends), or several carry its custom_ids."""
 
 
 class AnthropicBatches:
@@ -39,8 +42,7 @@ class AnthropicBatches:
 
     def send(self, sub, lines: list[bytes] | None, record, taken: set[str] | frozenset[str] = frozenset()) -> None:
         """Create `sub`'s batch; `lines` None: a recovery, which only looks for what a crashed
-        command sent (one batch created since then with as many requests, not `taken` by another
-        submission), and records it; Ambiguous when several fit."""
+        command sent (`find`) and records it when found."""
         if lines is None:
             found = self.find(sub, taken)
             if found is None:
@@ -53,6 +55,26 @@ class AnthropicBatches:
         record(sub)
 
     def find(self, sub, taken: set[str] | frozenset[str]) -> BatchStatus | None:
+        """The batch a crashed command sent for `sub`: of the candidates (`_candidates`), the
+        ended one whose results are `sub`'s (`_ours`); None when no candidate is left, which
+        means the provider never got it. Ambiguous while a candidate is still in progress and
+        none has proved to be it (its results are not there yet: nothing is adopted on a guess),
+        or when several prove to be it."""
+        fits = self._candidates(sub, taken)
+        ours = [f for f in fits if f.ended and self._ours(sub, f)]
+        if len(ours) > 1:
+            raise Ambiguous(f"batches {', '.join(f.batch_id for f in ours)} all carry its custom_ids")
+        if ours:
+            return ours[0]
+        running = [f.batch_id for f in fits if not f.ended]
+        if running:
+            raise Ambiguous(f"batch(es) {', '.join(running)} still in progress could be the one it sent; their "
+                            "results tell once they end")
+        return None
+
+    def _candidates(self, sub, taken: set[str] | frozenset[str]) -> list[BatchStatus]:
+        """The batches created since `sub` was recorded (less SLACK), held by no other
+        submission (`taken`), with as many requests as it has."""
         fits, after = [], None
         while True:
             doc = self.client.call("GET", f"{PATH}?limit={PAGE}" + (f"&after_id={after}" if after else ""))
@@ -64,19 +86,26 @@ class AnthropicBatches:
                 if sum(_count(b, k) for k in COUNTS) == len(sub.items):
                     fits.append(status_of(b))
             if not data or not doc.get("has_more") or (_time(data[-1].get("created_at")) or 0) < sub.created_at - SLACK:
-                break
+                return fits
             after = data[-1].get("id")
-        if len(fits) > 1:
-            fits = [f for f in fits if not f.ended or self._ours(sub, f)]
-        if len(fits) > 1:
-            raise Ambiguous(", ".join(f.batch_id for f in fits))
-        return fits[0] if fits else None
 
     def _ours(self, sub, status: BatchStatus) -> bool:
-        """Whether an ended batch's results are those of `sub`'s requests (its custom_ids)."""
-        mine = {c for c in sub.custom_ids} | {i for i in sub.items if i not in sub.custom_ids.values()}
-        raw = self.client.call("GET", f"{PATH}/{status.batch_id}/results", decode=False)
-        return {custom for custom, _ in result_lines(raw)} == mine
+        """Whether an ended batch's results are `sub`'s requests. A tagged submission's: its
+        first result's custom_id carries the tag, which no other batch does (its first line only
+        is read; the collect checks every line). One recorded before tags: its results' custom_ids
+        are exactly its own (the whole file read, a line at a time)."""
+        path = f"{PATH}/{status.batch_id}/results"
+        if sub.tag:
+            first = first_custom_id(self.client, path)
+            return first is not None and sub.item_of(first) in set(sub.items)
+        mine = set(sub.custom_ids) | {i for i in sub.items if i not in sub.custom_ids.values()}
+        seen = set()
+        with Results(self.client, [path], self._read) as results:
+            for custom, _ in results.lines():
+                if custom not in mine:
+                    return False
+                seen.add(custom)
+        return seen == mine
 
     def status(self, sub) -> BatchStatus:
         return status_of(self.client.call("GET", f"{PATH}/{sub.batch_id}"))
@@ -84,12 +113,12 @@ class AnthropicBatches:
     def cancel(self, sub) -> BatchStatus:
         return status_of(self.client.call("POST", f"{PATH}/{sub.batch_id}/cancel"))
 
-    def outcomes(self, sub, status: BatchStatus) -> Iterator[Outcome]:
-        raw = self.client.call("GET", f"{PATH}/{sub.batch_id}/results", decode=False)
-        for custom, line in result_lines(raw):
-            yield self._outcome(custom, line.get("result"))
+    def results(self, sub, status: BatchStatus) -> Results:
+        """The batch's results file, downloaded, read a line at a time (close it)."""
+        return Results(self.client, [f"{PATH}/{sub.batch_id}/results"], self._read)
 
-    def _outcome(self, custom: str, result: Any) -> Outcome:
+    def _read(self, custom: str, line: dict) -> Outcome:
+        result = line.get("result")
         kind = result.get("type") if isinstance(result, dict) else None
         if kind == "succeeded":
             return answered(self.client, custom, result.get("message"))

@@ -12,7 +12,7 @@ import json
 import secrets
 from typing import Any, Iterator
 
-from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome, answered, result_lines
+from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome, Results, answered
 from overbrainer.llm.errors import invalid
 
 ENDPOINT = "/v1/chat/completions"
@@ -111,16 +111,13 @@ class OpenAIBatches:
     def cancel(self, sub) -> BatchStatus:
         return status_of(self.client.call("POST", f"/batches/{sub.batch_id}/cancel"))
 
-    def outcomes(self, sub, status: BatchStatus) -> Iterator[Outcome]:
-        """Every request's outcome in the batch's output and error files."""
-        for file_id in (status.output_file_id, status.error_file_id):
-            if file_id is None:
-                continue
-            raw = self.client.call("GET", f"/files/{file_id}/content", decode=False)
-            for custom, line in result_lines(raw):
-                yield self._outcome(custom, line.get("response"), line.get("error"))
+    def results(self, sub, status: BatchStatus) -> Results:
+        """The batch's output and error files, downloaded, read a line at a time (close it)."""
+        paths = [f"/files/{f}/content" for f in (status.output_file_id, status.error_file_id) if f is not None]
+        return Results(self.client, paths, self._read)
 
-    def _outcome(self, custom: str, response: Any, error: Any) -> Outcome:
+    def _read(self, custom: str, line: dict) -> Outcome:
+        response, error = line.get("response"), line.get("error")
         if isinstance(response, dict) and response.get("status_code") == 200:
             return answered(self.client, custom, response.get("body"))
         if isinstance(response, dict):

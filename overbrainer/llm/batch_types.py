@@ -1,6 +1,7 @@
 """What the two batch APIs share (docs/batch.md): which providers have one, their size limits,
-how a submission is split to fit them, the `custom_id` of an item, and what a batch's status and
-an item's outcome are, whichever API said it.
+how a submission is split to fit them, the `custom_id` of an item, what a batch's status and
+an item's outcome are, whichever API said it, and how a results file is read (downloaded to a
+temporary file, then parsed a line at a time: never whole in memory).
 
 OpenAI (dialect `openai`): the Files API (`purpose = "batch"`) and the Batch API, at most 50,000
 requests and 200 MB per input file. Anthropic (protocol `anthropic`): Message Batches, at most
@@ -9,10 +10,12 @@ requests and 200 MB per input file. Anthropic (protocol `anthropic`): Message Ba
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import xxhash
 
@@ -41,12 +44,24 @@ LIMITS = {
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-def custom_id(item_id: str) -> str:
-    """The item's custom_id: its ID when it fits `^[a-zA-Z0-9_-]{1,64}$` (a question ID always
-    does), else a stable digest of it (the journal keeps the mapping)."""
-    if CUSTOM_ID.match(item_id):
-        return item_id
-    return "x" + xxhash.xxh3_128_hexdigest(item_id.encode("utf-8"))
+TAG = 10  # characters of a submission's tag
+
+
+def tag_of(sub_id: str) -> str:
+    """A submission's tag, the prefix of each of its custom_ids: `b` and 9 hex digits of a digest
+    of its (random) id. Only the batch this submission sent carries it, so a batch of the same
+    items sent by another project, another model or an earlier submission never passes for it."""
+    return "b" + xxhash.xxh3_64_hexdigest(sub_id.encode("utf-8"))[:TAG - 1]
+
+
+def custom_id(item_id: str, tag: str = "") -> str:
+    """The item's custom_id: `<tag>-<item id>` when that fits `^[a-zA-Z0-9_-]{1,64}$` (a question
+    ID, 32 hex digits, always does), else `<tag>-x<a stable digest of the ID>` (the journal keeps
+    the mapping). Without a tag (a submission recorded before tags): the ID itself, or `x<digest>`."""
+    prefix = f"{tag}-" if tag else ""
+    if CUSTOM_ID.match(prefix + item_id):
+        return prefix + item_id
+    return prefix + "x" + xxhash.xxh3_128_hexdigest(item_id.encode("utf-8"))
 
 
 def split(sizes: list[int], limits: Limits) -> list[tuple[int, int]]:
@@ -91,9 +106,11 @@ class Outcome:
     error: str | None = None
 
 
-def result_lines(raw: bytes) -> Iterator[tuple[str, dict]]:
-    """(custom_id, line) of each line of a results file (JSONL); a line without one is invalid."""
-    for text in raw.splitlines():
+def result_lines(lines: Iterable[bytes]) -> Iterator[tuple[str, dict]]:
+    """(custom_id, line) of each line of a results file (JSONL), read one line at a time from
+    `lines` (an open file, any iterator of lines); a line that is not a JSON object with a
+    string custom_id is invalid (LlmError)."""
+    for text in lines:
         if not text.strip():
             continue
         try:
@@ -111,3 +128,78 @@ def answered(client, custom: str, doc: Any) -> Outcome:
         return Outcome(custom, client.parse_chat(doc))
     except LlmError as e:
         return Outcome(custom, error=str(e))
+
+
+def download(client, path: str) -> IO[bytes]:
+    """A results file (`GET path`) in a temporary file (deleted once closed), at its start: the
+    body goes to disk as it arrives (a retry starts it again), so memory stays flat whatever
+    its size (up to llm/http.FILE_CAP)."""
+    f = tempfile.TemporaryFile()
+    try:
+        client.call("GET", path, into=f)
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+class Results:
+    """A batch's results files, downloaded (`download`) and read as often as needed, one line
+    at a time: `lines()` every (custom_id, line), `outcomes()` each read by `read`. Close it
+    (or use it in a `with`) to delete the files."""
+
+    def __init__(self, client, paths: list[str], read: Callable[[str, dict], Outcome]):
+        self.files: list[IO[bytes]] = []
+        self.read = read
+        try:
+            for path in paths:
+                self.files.append(download(client, path))
+        except BaseException:
+            self.close()
+            raise
+
+    def lines(self) -> Iterator[tuple[str, dict]]:
+        for f in self.files:
+            f.seek(0)
+            yield from result_lines(f)
+
+    def outcomes(self) -> Iterator[Outcome]:
+        for custom, line in self.lines():
+            yield self.read(custom, line)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+    def __enter__(self) -> "Results":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Enough(Exception):
+    """A reader that has what it needs ends a download (FirstLine)."""
+
+
+class FirstLine(io.BytesIO):
+    """A download's sink that keeps its first line only, then ends the download (Enough)."""
+
+    def write(self, chunk) -> int:  # type: ignore[override]
+        n = super().write(chunk)
+        if b"\n" in chunk and b"\n" in self.getvalue().lstrip():
+            raise Enough()
+        return n
+
+
+def first_custom_id(client, path: str) -> str | None:
+    """The custom_id of a results file's first line (None: an empty file), without downloading
+    the rest of it."""
+    sink = FirstLine()
+    try:
+        client.call("GET", path, into=sink)
+    except Enough:
+        pass
+    head = sink.getvalue().lstrip().split(b"\n", 1)[0]
+    return next((custom for custom, _ in result_lines([head])), None)

@@ -14,7 +14,7 @@ import logging
 import math
 import re
 import threading
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
@@ -132,10 +132,11 @@ class LlmClient:
         self._structured_ok = False
 
     def call(self, method: str, path: str, *, body: Any = None, raw: tuple[bytes, str] | None = None,
-             decode: bool = True, stop: threading.Event | None = None) -> Any:
+             decode: bool = True, stop: threading.Event | None = None, into: BinaryIO | None = None) -> Any:
         """Any other request to the provider (the batch APIs: llm/batch_*.py), through the same
-        channel, headers, retries and error meanings as a chat."""
-        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode)
+        channel, headers, retries and error meanings as a chat. `into`: the answer's body is
+        written to this file as it arrives (a batch's results), not kept in memory."""
+        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode, into=into)
 
     def chat_body(self, req: ChatRequest, structured: bool = False) -> dict:
         """The body `req` is sent with online (token limit, dialect, reasoning): a batch request
@@ -157,7 +158,7 @@ class LlmClient:
         return wire.chat_body(self.role, req, max_tokens, structured)
 
     def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
-              raw: tuple[bytes, str] | None = None, decode: bool = True) -> Any:
+              raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
@@ -178,7 +179,7 @@ class LlmClient:
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
-            reading=Reading(explain, inspect, decode),
+            reading=Reading(explain, inspect, decode, into),
             raw=raw,
         )
 

@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from overbrainer.llm import meanings
 from overbrainer.llm.breaker import Breaker
@@ -162,40 +162,50 @@ def request_once(
     explain: Explain | None = None,
     raw: tuple[bytes, str] | None = None,
     decode: bool = True,
+    into: BinaryIO | None = None,
 ) -> Any:
-    """One HTTP exchange → the parsed JSON of a 2xx answer (its bytes when not `decode`), else
-    LlmError (what the status means: `explain`, by default as every provider means it). `raw`:
-    a body that is not JSON, (bytes, content type). `timeout` bounds the whole exchange."""
+    """One HTTP exchange → the parsed JSON of a 2xx answer (its bytes when not `decode`; None
+    when written `into` a file, emptied first: a retry starts it again), else LlmError (what the
+    status means: `explain`, by default as every provider means it). `raw`: a body that is not
+    JSON, (bytes, content type). `timeout` bounds the whole exchange."""
     deadline = time.monotonic() + timeout
-    hdrs: dict[str, str] | None
-    if raw is not None:
-        data, hdrs = raw[0], {**(headers or {}), "Content-Type": raw[1]}
-    elif body is None:
-        data, hdrs = None, headers
-    else:
-        data = json.dumps(body).encode()
-        hdrs = {**headers, "Content-Type": "application/json"} if headers else {"Content-Type": "application/json"}
+    if into is not None:
+        into.seek(0)
+        into.truncate()
+    data, hdrs = _payload(body, headers, raw)
+    cap = BODY_CAP if decode and into is None else FILE_CAP
     try:
         answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
-                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline,
-                          cap=BODY_CAP if decode else FILE_CAP)
+                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=cap, sink=into)
     except Unanswered as e:
         words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
-        raise invalid(f"larger than {(BODY_CAP if decode else FILE_CAP) // 2**20} MiB") from None
+        raise invalid(f"larger than {cap // 2**20} MiB") from None
     status = answer.status
     if status < 200 or status >= 300:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"))
         if explain is not None:
             raise explain(status, answer.body, retry_after)
         raise status_error(status, answer.body, retry_after, channel.name)
+    if into is not None:
+        return None
     if not decode:
         return answer.body
     try:
         return json.loads(answer.body)
     except ValueError:
         raise invalid("not JSON") from None
+
+
+def _payload(body: Any, headers: dict[str, str] | None,
+             raw: tuple[bytes, str] | None) -> tuple[bytes | None, dict[str, str] | None]:
+    """A request's bytes and headers: `raw` as given, `body` as JSON, or none."""
+    if raw is not None:
+        return raw[0], {**(headers or {}), "Content-Type": raw[1]}
+    if body is None:
+        return None, headers
+    return json.dumps(body).encode(), {**(headers or {}), "Content-Type": "application/json"}
 
 
 def backoff(attempt: int) -> float:
@@ -207,10 +217,13 @@ def backoff(attempt: int) -> float:
 class Reading:
     """How an answer is read: what its error statuses mean (`explain`, by default as every
     provider means them), the error a 2xx body may carry (`inspect`: handled as if the answer had
-    that status), and whether the body is JSON (`decode`; else its bytes, up to FILE_CAP)."""
+    that status), and whether the body is JSON (`decode`; else its bytes, up to FILE_CAP), or
+    is written `into` a file as it arrives (a batch's results: never whole in memory, up to
+    FILE_CAP; the answer is then None)."""
     explain: Explain | None = None
     inspect: Callable[[Any], Any] | None = None
     decode: bool = True
+    into: BinaryIO | None = None
 
 
 JSON_ANSWER = Reading()
@@ -260,7 +273,7 @@ def _attempt(s: _Send) -> Any:
     try:
         reading = s.reading
         doc = request_once(channel, s.method, s.path, body=s.body, headers=s.headers, timeout=s.timeout,
-                           explain=reading.explain, raw=s.raw, decode=reading.decode)
+                           explain=reading.explain, raw=s.raw, decode=reading.decode, into=reading.into)
         carried = reading.inspect(doc) if reading.inspect is not None else None
         if carried is not None:
             raise carried

@@ -8,6 +8,7 @@ failed items), and returns with what is still pending. `wait`: poll until nothin
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 from overbrainer.config.ready import refuse_hidden_reasoning
@@ -115,23 +116,26 @@ class BatchAnswers:
             self._collect(sub, questions)
 
     def _collect(self, sub: Submission, questions: dict) -> None:
-        outcomes = list(self.api.outcomes(sub, self.statuses[sub.id]))
-        sent = set(sub.items)
-        foreign = [o.custom_id for o in outcomes if sub.item_of(o.custom_id) not in sent]
-        if foreign:
-            log.error("answers: batch %s holds requests submission %s never sent (%s); not collected",
-                      sub.batch_id, sub.id, some(foreign))
-            sub.state, sub.status = "lost", "results of another batch"
-            self.journal.write(sub)
-            return
+        """Its results, read twice a line at a time (never whole in memory): every custom_id
+        checked first (one it never sent: nothing is collected), then each answer appended."""
         cost, errors = 0.0, {}
-        for o in outcomes:
-            item = sub.item_of(o.custom_id)
-            if o.response is None:
-                errors[item] = o.error or "no answer"
-            elif item in questions and item not in self.answered:
-                spent = self._keep(questions[item], o.response)
-                cost += spent or 0.0
+        with self.api.results(sub, self.statuses[sub.id]) as results:
+            sent = set(sub.items)
+            foreign = (custom for custom, _ in results.lines() if sub.item_of(custom) not in sent)
+            shown = list(itertools.islice(foreign, 5))
+            if shown:
+                log.error("answers: batch %s holds requests submission %s never sent (%s among them); not collected",
+                          sub.batch_id, sub.id, ", ".join(shown))
+                sub.state, sub.status = "lost", "results of another batch"
+                self.journal.write(sub)
+                return
+            for o in results.outcomes():
+                item = sub.item_of(o.custom_id) or o.custom_id
+                if o.response is None:
+                    errors[item] = o.error or "no answer"
+                elif item in questions and item not in self.answered:
+                    spent = self._keep(questions[item], o.response)
+                    cost += spent or 0.0
         sub.unresolved = [i for i in sub.items if i not in self.answered and i in questions]
         why = f"no result (batch {sub.status}" + (f": {reason})" if (reason := self.statuses[sub.id].reason) else ")")
         sub.errors = {i: errors.get(i, why) for i in sub.unresolved}

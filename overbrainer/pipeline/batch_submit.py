@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
 from overbrainer.llm.batch_anthropic import Ambiguous
-from overbrainer.llm.batch_types import DISCOUNT, custom_id
+from overbrainer.llm.batch_types import DISCOUNT, custom_id, tag_of
 from overbrainer.llm.types import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,9 @@ def recover(api, journal: Journal, subs: list[Submission]) -> list[str]:
             else:
                 api.send(sub, None, journal.write)
         except Ambiguous as e:
-            problems.append(f"submission {sub.id}: several batches could be the one it sent ({e}); "
-                            f"cancel the extra ones and run `overbrainer batches cancel {sub.id}`")
+            problems.append(f"submission {sub.id}: {e}; it is looked for again on the next call, its items held "
+                            f"meanwhile (`overbrainer batches cancel {sub.id}` gives up on it: its items are sent "
+                            "again, paid twice if its batch does exist)")
             continue
         sub.state = SUBMITTED if sub.batch_id else LOST
         if sub.state == LOST:
@@ -57,10 +58,12 @@ class Sent:
 
 class Packer:
     """The questions to send, packed into submissions that fit the API's limits and the room
-    the spend cap leaves (`room` None: no cap)."""
+    the spend cap leaves (`room` None: no cap). Each submission's id is drawn before its first
+    request is encoded: its custom_ids carry its tag."""
 
     def __init__(self, api, client, systems: dict[str, str], room: float | None):
         self.api, self.client, self.systems, self.room = api, client, systems, room
+        self.sub_id = new_id()
         self.lines: list[bytes] = []
         self.items: list[str] = []
         self.custom: dict[str, str] = {}
@@ -70,8 +73,9 @@ class Packer:
 
     def line(self, q) -> tuple[bytes, float]:
         req = ChatRequest(user=q.text, system=self.systems[q.topic])
-        cid = custom_id(q.id)
-        if cid != q.id:
+        tag = tag_of(self.sub_id)
+        cid = custom_id(q.id, tag)
+        if cid != f"{tag}-{q.id}":
             self.custom[cid] = q.id
         return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req) * DISCOUNT
 
@@ -88,10 +92,11 @@ class Packer:
         self.used += len(line) + 1
         self.bound += bound
 
-    def take(self) -> tuple[list[bytes], list[str], dict[str, str], float]:
-        out = (self.lines, self.items, self.custom, self.bound)
+    def take(self) -> tuple[str, list[bytes], list[str], dict[str, str], float]:
+        out = (self.sub_id, self.lines, self.items, self.custom, self.bound)
         self.reserved += self.bound
         self.lines, self.items, self.custom, self.used, self.bound = [], [], {}, self.api.limits.envelope, 0.0
+        self.sub_id = new_id()
         return out
 
 
@@ -118,9 +123,9 @@ def submit(api, client, journal: Journal, questions, *, stage: str, systems: dic
 
 
 def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int, sent: Sent) -> None:
-    lines, items, custom, bound = packer.take()
-    sub = Submission(id=new_id(), stage=stage, api=api.api, provider=client.provider_name, model=client.model,
-                     created_at=time.time(), items=items, round=round_, custom_ids=custom,
+    sub_id, lines, items, custom, bound = packer.take()
+    sub = Submission(id=sub_id, stage=stage, api=api.api, provider=client.provider_name, model=client.model,
+                     created_at=time.time(), items=items, round=round_, custom_ids=custom, tag=tag_of(sub_id),
                      reserved_usd=round(bound, 8) if bound != float("inf") else None)
     journal.write(sub)  # before anything is sent: a crash from here on is found again
     api.send(sub, lines, journal.write)

@@ -10,11 +10,12 @@ and what an answer means (its errors).
   `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) and `REQUESTS_CA_BUNDLE` / `CURL_CA_BUNDLE`; never
   `~/.netrc` (its credentials would replace the client's own Authorization header). requests
   would otherwise scan the environment on every request.
-- `exchange(session, method, url, timeout=(connect, read), deadline=, cap=, **kw) -> Answer`:
+- `exchange(session, method, url, timeout=(connect, read), deadline=, cap=, sink=, **kw) -> Answer`:
   one request and its whole body (`read_body`); `Unanswered(kind)` when no whole answer came,
-  `TooLarge` past `cap` bytes.
-- `read_body(response, deadline=, cap=)`: the body by a deadline (a server trickling bytes
-  cannot stretch a request past it by more than `DEADLINE_SLACK`) and within a cap.
+  `TooLarge` past `cap` bytes. `sink`: a 2xx body goes there, chunk by chunk, not into memory.
+- `read_body(response, deadline=, cap=, sink=)`: the body by a deadline (a server trickling bytes
+  cannot stretch a request past it by more than `DEADLINE_SLACK`) and within a cap; written to
+  `sink` as it arrives when one is given (what `sink.write` raises ends the read and is raised).
 - `retry_after(value, cap=)`: a `Retry-After` header, in seconds or as an HTTP-date;
   `backoff(attempt, base, cap)`: `min(base·2^(n-1), cap) × [0.5, 1)` (the jitter).
 - The retry loop itself is support/retry.py's (`retrying(policy, ...)`), the same for every call.
@@ -120,16 +121,19 @@ def grow_pool(s: requests.Session, size: int) -> int:
 # --- one exchange -----------------------------------------------------------------------------
 
 def exchange(s: requests.Session, method: str, url: str, *, timeout: tuple[float, float],
-             deadline: float | None = None, cap: int | None = None, **kw: Any) -> Answer:
+             deadline: float | None = None, cap: int | None = None, sink: Any = None, **kw: Any) -> Answer:
     """One request (no retry) and its whole body. `timeout` is requests' (connect, read) pair;
     `deadline` (time.monotonic()) bounds the body read too; `kw` goes to `Session.request`
-    (params, data, json, headers, allow_redirects). Raises Unanswered or TooLarge."""
+    (params, data, json, headers, allow_redirects). `sink` (with a `write`): a 2xx body is
+    written there as it arrives (the Answer's body is then empty); an error's body is read as
+    usual. Raises Unanswered or TooLarge."""
     try:
         response = s.request(method, url, timeout=timeout, stream=True, **kw)
     except requests.RequestException as e:
         raise Unanswered(failure_kind(e), e) from None
+    ok = 200 <= response.status_code < 300
     try:
-        body = read_body(response, deadline=deadline, cap=cap)
+        body = read_body(response, deadline=deadline, cap=cap, sink=sink if ok else None)
     finally:
         response.close()
     return Answer(response.status_code, response.headers, body)
@@ -159,16 +163,19 @@ def failure_kind(exc: BaseException) -> FailureKind | None:
     return CONNECT
 
 
-def read_body(response: requests.Response, *, deadline: float | None = None, cap: int | None = None) -> bytes:
+def read_body(response: requests.Response, *, deadline: float | None = None, cap: int | None = None,
+              sink: Any = None) -> bytes:
     """The whole (decoded) body, by `deadline` and within `cap` bytes. Reads what has arrived
     (read1); the socket's own wait is cut to the time left only when it exceeds it by more than
-    DEADLINE_SLACK (a settimeout per read would cost every request a few system calls)."""
+    DEADLINE_SLACK (a settimeout per read would cost every request a few system calls). `sink`:
+    each chunk is written there instead (b"" returned), and what its `write` raises (a full
+    disk, a reader that has seen enough) is raised as it is, not taken for a cut connection."""
     raw = response.raw
     read = getattr(raw, "read1", raw.read)
     sock = getattr(getattr(raw, "connection", None), "sock", None) if deadline is not None else None
     before = current = sock.gettimeout() if sock is not None else None
     chunks: list[bytes] = []
-    size = 0
+    size, writing = 0, False
     try:
         while True:
             if deadline is not None:
@@ -184,10 +191,19 @@ def read_body(response: requests.Response, *, deadline: float | None = None, cap
             size += len(chunk)
             if cap is not None and size > cap:
                 raise TooLarge(cap)
-            chunks.append(chunk)
+            if sink is None:
+                chunks.append(chunk)
+            else:
+                writing = True
+                sink.write(chunk)
+                writing = False
     except (u3.ReadTimeoutError, TimeoutError) as e:
+        if writing:
+            raise
         raise Unanswered(TIMEOUT, e) from None
     except (u3.HTTPError, OSError) as e:
+        if writing:
+            raise
         raise Unanswered(CUT_OFF, e) from None
     finally:
         if current is not before:  # the pool may reuse the connection: give it its timeout back

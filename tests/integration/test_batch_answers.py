@@ -10,7 +10,9 @@ import shutil
 import pytest
 
 from overbrainer.errors import ItemsFailed
+from overbrainer.pipeline import answers_batch
 from tests.fixtures.project import Project
+from tests.fixtures.provider_wire import Fault
 
 PARENT = "deepseek/deepseek-r1"
 PROTOCOLS = [("openai", "openai"), ("anthropic", None)]
@@ -90,7 +92,7 @@ def test_errored_items_resubmitted_once(project, fake_provider, tmp_path, protoc
     batch = _batch(project, tmp_path)
     questions = project.records("questions")
     bad = {questions[0]["id"], questions[1]["id"]}
-    fake_provider.batches.fail_items(lambda custom_id, body: custom_id in bad, status=500,
+    fake_provider.batches.fail_items(lambda custom_id, body: custom_id.split("-", 1)[1] in bad, status=500,
                                      message="The server had an error.")
     assert batch.stage("answers")[2] is None
     texts, datas, err = batch.stage("answers")  # 4 answers in; the 2 errored ones sent again
@@ -164,6 +166,51 @@ def test_anthropic_recovery_tells_its_batch_from_another_by_the_results(project,
     assert err is None and len(batch.records("answers")) == 6 and fake_provider.batches.created == 2
 
 
+@pytest.mark.parametrize("ended", [True, False], ids=["its batch ended", "its batch in progress"])
+def test_anthropic_recovery_never_adopts_another_projects_batch_of_the_same_questions(project, fake_provider, tmp_path,
+                                                                                      ended):
+    """A copy of the project (another model) sent the same questions as a batch of the same size;
+    then this project's command died after recording its submission, before its batch was created
+    (here the create is refused: the same state on disk). The copy's batch is the only one that
+    fits by time and size, yet it is not this submission's: while it runs nothing is adopted and
+    nothing sent again; once it has ended, its results (custom_ids with the copy's submission tag)
+    tell it apart: the submission is `lost`, its questions are sent anew and answered by this
+    project's model."""
+    model = _prepared(project, fake_provider, "anthropic", None)
+    copy = _batch(project, tmp_path, "copy")
+    toml = copy.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace(model, "claude-opus-4-1"))
+    fake_provider.models["claude-opus-4-1"] = (15.0, 75.0)
+    fake_provider.batches.auto_finish_after = None if not ended else 1
+    assert copy.stage("answers")[2] is None
+    (foreign,) = fake_provider.batches.all("anthropic")
+    if ended:
+        assert copy.stage("answers")[2] is None and len(copy.records("answers")) == 6
+    batch = _batch(project, tmp_path)
+    fake_provider.batches.fault("/messages/batches", Fault(400, {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "refused here"}}), method="POST")
+    texts, _, err = batch.stage("answers")
+    assert err is not None, texts
+    (sub,) = _journal(batch)
+    assert sub["state"] == "submitting" and sub["batch_id"] is None and fake_provider.batches.created == 1
+    if not ended:
+        texts, datas, err = batch.stage("answers")  # the copy's batch runs: it cannot be told apart yet
+        assert err is None and datas[0]["unsettled"] == 1 and datas[0]["submitted"] == 0, texts
+        assert _journal(batch)[0]["state"] == "submitting" and fake_provider.batches.created == 1
+        fake_provider.batches.finish()
+    texts, datas, err = batch.stage("answers")
+    assert err is None and datas[0]["unsettled"] == 0, texts
+    first, second = _journal(batch)
+    assert first["state"] == "lost" and first["batch_id"] is None, first
+    assert second["batch_id"] != foreign.id and datas[0]["submitted"] == 6 and fake_provider.batches.created == 2
+    fake_provider.batches.auto_finish_after = 1
+    texts, datas, err = batch.stage("answers")
+    assert err is None and len(batch.records("answers")) == 6, texts
+    ours = fake_provider.batches.get(second["batch_id"])
+    assert {i.body["model"] for i in ours.items} == {model}
+    assert {i.body["model"] for i in foreign.items} == {"claude-opus-4-1"}
+
+
 def test_a_cap_that_leaves_nothing_to_submit_stops(project, fake_provider, tmp_path):
     _prepared(project, fake_provider)
     batch = _batch(project, tmp_path, max_cost_usd=0.01)  # less than one answer's bound
@@ -196,8 +243,9 @@ def test_a_topic_call_collects_every_topic_it_finds_ended(project, fake_provider
     assert len(project.records("answers")) == 4 and fake_provider.batches.created == 2
 
 
-def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fake_provider, tmp_path):
+def test_wait_under_a_cap_frees_each_bound_as_its_batch_is_collected(project, fake_provider, tmp_path, monkeypatch):
     _prepared(project, fake_provider)
+    monkeypatch.setattr(answers_batch, "POLL_FIRST", 0.05)  # the looks, not their pace, are under test
     batch = _batch(project, tmp_path, max_cost_usd=0.2)  # 3 bounds at a time
     fake_provider.batches.auto_finish_after = 2
     texts, datas, err = batch.stage("answers", wait=True)

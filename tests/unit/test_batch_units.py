@@ -4,6 +4,9 @@ item, the journal (atomic JSON per submission, open items, failures counted)."""
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from overbrainer.dataset.batch_journal import (
     COLLECTED,
@@ -16,7 +19,8 @@ from overbrainer.dataset.batch_journal import (
     new_id,
 )
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.llm.batch_types import CUSTOM_ID, LIMITS, Limits, custom_id, split
+from overbrainer.llm.batch_types import CUSTOM_ID, LIMITS, Limits, custom_id, result_lines, split, tag_of
+from overbrainer.llm.errors import LlmError
 from overbrainer.llm.dialects import batch_api
 
 
@@ -39,10 +43,58 @@ def test_the_references_limits():
 
 def test_custom_id_keeps_a_question_id_and_maps_the_rest_stably():
     qid = "d410fa975affdd150daf206922cfd8cc"
-    assert custom_id(qid) == qid
+    assert custom_id(qid) == qid  # a submission recorded before tags
     for odd in ("a b", "x" * 65, "é", ""):
         mapped = custom_id(odd)
         assert CUSTOM_ID.match(mapped) and mapped == custom_id(odd) and mapped != odd
+
+
+def test_custom_ids_carry_their_submissions_tag():
+    """Two submissions of the same question never share a custom_id (one's batch cannot pass for
+    the other's), and every custom_id fits Anthropic's rule."""
+    qid = "d410fa975affdd150daf206922cfd8cc"
+    a, b = new_id(0), new_id(0)
+    ta, tb = tag_of(a), tag_of(b)
+    assert ta == tag_of(a) and ta != tb and re.fullmatch(r"b[0-9a-f]{9}", ta)
+    assert custom_id(qid, ta) == f"{ta}-{qid}" != custom_id(qid, tb)
+    for odd in ("a b", "x" * 64, "é"):
+        mapped = custom_id(odd, ta)
+        assert CUSTOM_ID.match(mapped) and mapped.startswith(ta + "-x") and mapped == custom_id(odd, ta)
+    sub = _sub(1, [qid, "a b"], tag=ta, custom_ids={custom_id("a b", ta): "a b"})
+    assert sub.item_of(custom_id(qid, ta)) == qid and sub.item_of(custom_id("a b", ta)) == "a b"
+    assert sub.item_of(qid) is None and sub.item_of(custom_id(qid, tb)) is None  # not sent by it
+
+
+def test_a_journal_file_from_before_tags_still_reads(tmp_path):
+    journal = Journal(ProjectPaths(tmp_path).batches)
+    journal.folder.mkdir(parents=True)
+    old = {"id": "s20260101T000000-abcdef", "stage": "answers", "api": "anthropic", "provider": "p", "model": "m",
+           "created_at": 1000.0, "items": ["q1", "q2"], "state": "submitting", "round": 0,
+           "custom_ids": {"xabc": "q 2"}, "reserved_usd": None, "file_id": None, "batch_id": None, "status": None,
+           "cancel_requested": False, "unresolved": [], "errors": {}, "cost": None}
+    (journal.folder / f"{old['id']}.json").write_text(json.dumps(old))
+    (sub,) = journal.all()
+    assert sub.tag == "" and sub.item_of("q1") == "q1" and sub.item_of("xabc") == "q 2"
+
+
+def test_result_lines_are_parsed_as_they_come():
+    """The parser takes any iterator of lines and hands each one out before reading the next: a
+    results file is never needed whole."""
+    read = []
+
+    def lines():
+        for i in range(3):
+            read.append(i)
+            yield json.dumps({"custom_id": f"c{i}", "result": {}}).encode() + b"\n"
+        raise AssertionError("read past what was asked")
+
+    it = result_lines(lines())
+    assert next(it)[0] == "c0" and read == [0]
+    assert next(it)[0] == "c1" and read == [0, 1]
+    for bad, why in ((b"{not json\n", "not JSON"), (b'{"result": {}}\n', "without custom_id"),
+                     (b'["c0"]\n', "without custom_id")):
+        with pytest.raises(LlmError, match=why):
+            list(result_lines(iter([b"\n", bad])))
 
 
 def test_which_providers_have_a_batch_api():

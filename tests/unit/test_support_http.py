@@ -6,6 +6,7 @@ test_support_retry.py)."""
 from __future__ import annotations
 
 import gzip
+import io
 import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler
@@ -109,6 +110,25 @@ def test_the_body_is_read_whole_within_its_cap(server):
     assert http.exchange(s, "GET", server + "/gzip", timeout=(5, 5), cap=1000).body == b"x" * 1000
     with pytest.raises(http.TooLarge):
         http.exchange(s, "GET", server + "/gzip", timeout=(5, 5), cap=999)
+
+
+def test_a_body_can_go_to_a_sink_as_it_arrives(server):
+    """A 2xx body goes to the sink, not to memory (the cap still holds); what the sink's write
+    raises (a full disk) is raised as it is, not taken for a cut connection."""
+    s = http.session(server)
+    sink = io.BytesIO()
+    answer = http.exchange(s, "GET", server + "/gzip", timeout=(5, 5), cap=1000, sink=sink)
+    assert answer.status == 200 and answer.body == b"" and sink.getvalue() == b"x" * 1000
+    with pytest.raises(http.TooLarge):
+        http.exchange(s, "GET", server + "/plain", timeout=(5, 5), cap=999, sink=io.BytesIO())
+
+    class Full(io.BytesIO):
+        def write(self, chunk):
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left") as e:
+        http.exchange(s, "GET", server + "/plain", timeout=(5, 5), sink=Full())
+    assert not isinstance(e.value, http.Unanswered)
 
 
 def test_a_stalled_body_ends_at_the_deadline_not_at_the_read_timeout(server):
