@@ -68,7 +68,7 @@ def names(counts: Any) -> dict[str, int]:
 
 def prompts(project_dir: Path, config: Any) -> list[tuple[str, str, str]]:
     """(name, origin, SHA-256 of its text) of each template the dataset's stages use."""
-    wanted = TEMPLATES + (("grader",) if getattr(config.roles, "grader", None) is not None else ())
+    wanted = TEMPLATES + (("grader",) if config.roles.grader is not None else ())
     try:
         templates = load_templates(project_dir, wanted)
     except OverbrainerError as e:
