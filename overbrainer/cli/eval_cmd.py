@@ -17,7 +17,8 @@ from overbrainer.jobs import ids
               help="lm-eval task names or task YAML files, comma-separated or repeated "
                    "(default: data/eval.jsonl as a local task).")
 @click.option("--target", "target", metavar="NAME", default=None,
-              help="A local target whose llama.cpp serves the child (remote targets: not yet).")
+              help="Where the child is served: a local target here, an SSH or runpod target as a job "
+                   "there (default: this machine).")
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", default=None,
               help="Only the first N documents of each task.")
 @click.option("--max-tokens", "max_tokens", type=click.IntRange(min=1), metavar="N", default=None,
@@ -25,8 +26,9 @@ from overbrainer.jobs import ids
 @click.option("--no-parent", is_flag=True, help="Evaluate the child only.")
 @pass_app
 def eval_(app, run_id, tasks, target, limit, max_tokens, no_parent) -> None:
-    """Run lm-evaluation-harness tasks on the child (its GGUF served by llama-server) and on the
-    parent with the same settings; print `child = X % of parent` per task with a 95 % interval.
+    """Run lm-evaluation-harness tasks on the child (its GGUF served by llama-server, here or as a
+    job on --target) and on the parent with the same settings; print `child = X % of parent` per
+    task with a 95 % interval.
 
     Results: runs/<run>/evals/<id>/eval.json. Needs the `eval` extra (lm-eval).
     """

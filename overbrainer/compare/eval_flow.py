@@ -1,11 +1,13 @@
 """`eval_flow`: lm-evaluation-harness tasks on the child (its GGUF served by llama-server on this
-machine, compare/eval_serve.py) and, where reachable, on the parent (its provider), the same
-settings on both; `runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
+machine, compare/eval_serve.py, or as a job on a remote target, compare/eval_job.py) and, where
+reachable, on the parent (its provider, from this machine), the same settings on both;
+`runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
 
 - The run: `--run`, else the newest run holding a GGUF (compare/plan.pick_run); a run without
   one is an error (`overbrainer export` first).
-- The target: this machine; `--target` may name a local target (its `llama_cpp_dir`); an SSH or
-  runpod target is refused (UsageError, exit 2): not supported yet.
+- The target: this machine, or `--target`: a local target serves the child here (its
+  `llama_cpp_dir`); an SSH or runpod target runs the child's side as a side job there (a runpod
+  one on a new pod), its lm-eval output brought home into the eval's folder, which is the job's.
 - The parent: `[roles] parent` on an `openai`-protocol provider with a base URL; otherwise (or when
   its evaluation fails) the eval goes on with the child alone, and eval.json says why.
 - Files: `eval.json` (atomic), `samples-child.jsonl` / `samples-parent.jsonl` (lm-eval's logged
@@ -18,14 +20,16 @@ import json
 import logging
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from overbrainer.compare import eval_harness as harness
 from overbrainer.compare import eval_stats as numbers
 from overbrainer.compare import plan as planning
+from overbrainer.compare.eval_job import run_eval_job
 from overbrainer.compare.eval_serve import serving
-from overbrainer.compare.eval_tasks import plan_tasks
-from overbrainer.errors import ConfigError, Interrupted, OverbrainerError, UsageError
+from overbrainer.compare.eval_tasks import SPLIT_TASK, TASK_DIR, plan_tasks
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import EVAL_JSON, EVALS
 from overbrainer.support import fmt, redact
@@ -38,15 +42,10 @@ def eval_dir_of(project_dir: Path, run_id: str, eval_id: str) -> Path:
     return planning.runs_dir(project_dir) / ids.validate(run_id) / EVALS / ids.validate(eval_id)
 
 
-def local_target(config, name: str | None):
-    """The target whose llama.cpp serves the child (None: this machine's defaults)."""
-    if name is None:
-        return None
-    target = config.target(name)
-    if target.kind != "local":
-        raise UsageError(f"eval: target `{name}` is a {target.kind} target: eval serves the child on this "
-                         "machine only (a remote or GPU target is not supported yet)")
-    return target
+def eval_target(config, name: str | None):
+    """The target of `--target` (None: this machine's defaults): a local one serves the child
+    here, an SSH or runpod one runs its side as a job there."""
+    return None if name is None else config.target(name)
 
 
 def child_gguf(project: Path, run_id: str | None) -> planning.Gguf:
@@ -89,12 +88,14 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
               parent: bool = True) -> dict:
     """Run the eval and write eval.json; returns its content."""
     project = Path(session.project_dir)
-    where = local_target(config, target)
+    where = eval_target(config, target)
     gguf = child_gguf(project, run_id)
     run_dir = planning.runs_dir(project) / gguf.run
-    eval_id, eval_dir = ids.claim_new(run_dir / EVALS, f"eval_{ids.timestamp()}")
     settings = settings_of(config, limit, max_tokens)
     settings.quiet = bool(getattr(session.front, "json", False)) or not sys.stderr.isatty()
+    if target is not None and where is not None and where.kind != "local":
+        return remote_eval(session, config, gguf, target, tasks, settings, parent)
+    eval_id, eval_dir = ids.claim_new(run_dir / EVALS, f"eval_{ids.timestamp()}")
     try:
         task_set = plan_tasks(tasks, project, eval_dir)
         manager = harness.task_manager(task_set, settings)
@@ -104,28 +105,69 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
     log.info("eval %s: the child of run %s on %s", eval_id, gguf.run, ", ".join(task_set.names))
     try:
         child, child_about = run_child(config, project, gguf, where, eval_dir, task_set, settings, manager)
-        if parent:
-            parent_out, parent_about = run_parent(config, task_set, settings, manager)
-        else:
-            parent_out, parent_about = None, {"skipped": "--no-parent"}
+        parent_out, parent_about = parent_of(config, task_set, settings, manager, parent)
     except KeyboardInterrupt:
         shutil.rmtree(eval_dir, ignore_errors=True)
         raise Interrupted(f"interrupted: eval {eval_id} of run {gguf.run} stopped (its server too); "
                           "nothing was kept") from None
-    doc = eval_doc(eval_id, gguf.run, task_set, settings, child, child_about, parent_out, parent_about)
-    write_eval(eval_dir, doc, child, parent_out)
+    return finish(session, eval_dir, gguf.run, task_set, settings, (child, child_about), (parent_out, parent_about))
+
+
+def remote_eval(session, config, gguf, target: str, tasks: list[str] | None, settings, parent: bool) -> dict:
+    """The eval with the child's side run as a job on an SSH or runpod target (compare/eval_job.py)
+    and the parent's from here; the eval's folder is the job's."""
+    project = Path(session.project_dir)
+    with tempfile.TemporaryDirectory(prefix="overbrainer-eval-") as staging:  # the default task, for both
+        task_set = plan_tasks(tasks, project, Path(staging))
+        manager = harness.task_manager(task_set, settings)
+        log.info("eval: the child of run %s on %s, as a job on target %s", gguf.run, ", ".join(task_set.names), target)
+        job = run_eval_job(session, config, gguf, target, task_set, settings)
+        if SPLIT_TASK in task_set.files:  # eval.json names the copy in the eval's folder
+            task_set.files[SPLIT_TASK] = str(job.job_dir / TASK_DIR / f"{SPLIT_TASK}.yaml")
+        try:
+            parent_side_out = parent_of(config, task_set, settings, manager, parent)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: eval {job.job_dir.name} of run {gguf.run} stopped while the parent was "
+                              f"evaluated; the child's results are kept in {_shown(job.job_dir, project)} "
+                              "(no eval.json)") from None
+    about = {**child_settings(project, gguf, job.model_args), "target": job.target, "hardware": job.hardware}
+    return finish(session, job.job_dir, gguf.run, task_set, settings, (job.output, about), parent_side_out)
+
+
+def finish(session, eval_dir: Path, run_id: str, task_set, settings, child: tuple[dict, dict],
+           parent: tuple[dict | None, dict]) -> dict:
+    """eval.json and the samples written into `eval_dir`, the ratio lines reported; eval.json's content."""
+    (child_out, child_about), (parent_out, parent_about) = child, parent
+    doc = eval_doc(eval_dir.name, run_id, task_set, settings, child_out, child_about, parent_out, parent_about)
+    write_eval(eval_dir, doc, child_out, parent_out)
     lines = [numbers.task_line(task, row) for task, row in doc["summary"].items()]
     if parent_out is None:
         lines.append(f"parent not evaluated: {parent_about.get('skipped')}")
-    session.report("\n".join(lines), {"eval": eval_id, "run": gguf.run, "file": _shown(eval_dir / EVAL_JSON, project),
+    shown = _shown(eval_dir / EVAL_JSON, Path(session.project_dir))
+    session.report("\n".join(lines), {"eval": eval_dir.name, "run": run_id, "file": shown,
                                       "summary": doc["summary"], "parent": parent_about})
     return doc
+
+
+def parent_of(config, task_set, settings, manager, parent: bool) -> tuple[dict | None, dict]:
+    """The parent's output and settings (`parent` False: `--no-parent`, not evaluated)."""
+    if not parent:
+        return None, {"skipped": "--no-parent"}
+    return run_parent(config, task_set, settings, manager)
+
+
+def child_settings(project: Path, gguf, model_args: dict) -> dict:
+    """The child's settings for eval.json: its GGUF, how it was served and asked."""
+    base_model, context = planning.training_shape(planning.runs_dir(project) / gguf.run)
+    return {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp,
+            "base_model": base_model, "context": context, "server": "llama-server -ngl 999 -np 1",
+            "model_args": model_args}
 
 
 def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, settings, manager) -> tuple[dict, dict]:
     """lm-eval's output on the child, served for the call; and the child's settings."""
     run_dir = planning.runs_dir(project) / gguf.run
-    base_model, context = planning.training_shape(run_dir)
+    _, context = planning.training_shape(run_dir)
     with serving(run_dir / gguf.file, target=where, context=context,
                  start_secs=float(config.compare.server_start_secs), work_dir=eval_dir,
                  cache=planning.runs_dir(project) / ".cache") as url:
@@ -134,9 +176,7 @@ def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, sett
             out = harness.evaluate(side, task_set, settings, manager)
         except OverbrainerError as e:
             raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / 'server.log', project)}") from None
-    return out, {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize,
-                 "llama_cpp": gguf.llama_cpp, "base_model": base_model, "context": context,
-                 "server": "llama-server -ngl 999 -np 1", "model_args": side.model_args()}
+    return out, child_settings(project, gguf, side.model_args())
 
 
 def run_parent(config, task_set, settings, manager) -> tuple[dict | None, dict]:

@@ -1,7 +1,7 @@
 """lm-evaluation-harness (`lm-eval`, the `eval` extra) run on one side of an eval: the child
 (llama-server's OpenAI-compatible endpoint) or the parent (its provider's), both through lm-eval's
 `local-chat-completions` model with `apply_chat_template`, the same tasks, limit, seeds and
-generation kwargs.
+generation kwargs (`arguments`: the same on this machine and in a remote eval's job).
 
 The key: lm-eval's OpenAI models read it from `OPENAI_API_KEY` only. It is set in this process's
 environment for the call and put back as it was afterwards, never passed in an argument or
@@ -131,16 +131,22 @@ def task_manager(tasks: TaskSet, settings: Settings):
     return manager
 
 
+def arguments(side: Side, names: list[str], settings: Settings) -> dict:
+    """lm-eval's `simple_evaluate` keyword arguments for `side` on the tasks `names`, all but the
+    task manager: what `evaluate` passes here, and what a remote eval's job gives its client
+    (compare/scripts/eval_client.py, in eval_job.json), so both sides run the same settings."""
+    return {"model": MODEL, "model_args": side.model_args(), "tasks": list(names), "limit": settings.limit,
+            "apply_chat_template": True, "log_samples": True, "gen_kwargs": dict(settings.gen_kwargs),
+            **settings.seeds()}
+
+
 def evaluate(side: Side, tasks: TaskSet, settings: Settings, manager) -> dict:
     """lm-eval's `simple_evaluate` output for `side`, its samples logged."""
     with environment(side.key, tasks.offline, settings.quiet):
         lm_eval, _ = harness()
         log.info("eval: lm-eval on the %s (%s), tasks %s", side.name, side.model, ", ".join(tasks.names))
         try:
-            return lm_eval.simple_evaluate(
-                model=MODEL, model_args=side.model_args(), tasks=list(tasks.names), task_manager=manager,
-                limit=settings.limit, apply_chat_template=True, log_samples=True,
-                gen_kwargs=dict(settings.gen_kwargs), **settings.seeds())
+            return lm_eval.simple_evaluate(**arguments(side, tasks.names, settings), task_manager=manager)
         except (OverbrainerError, KeyboardInterrupt):
             raise
         except Exception as e:  # noqa: BLE001 - the harness's own failure, said in one line

@@ -136,20 +136,19 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     job.prepare = prepare
     job.after = after if export is not None else None
     job.pod = pod_settings(config, where, gguf, run_dir, export) if on_pod else {}
-    result = _run_explained(session, config, run, job, name, keep, claimed)
-    if not (result.job_dir / ANSWERS).is_file():
-        raise OverbrainerError(f"compare {result.job_id} failed: the job left no {ANSWERS}; its server log is "
-                               f"{server_log(run.id, result.job_id)}")
+    result = run_explained(session, config, run, job, name, keep, claimed, ANSWERS)
     return result.job_dir, setup
 
 
-def _run_explained(session, config, run, job, name, keep: bool, claimed: dict):
-    """run_side_job, its stop and failure said in a compare's words (which compare, of which
-    run, and where its server log is)."""
+def run_explained(session, config, run, job: SideJob, name: str, keep: bool, claimed: dict, required: str):
+    """run_side_job for a job that serves the child (compare.sh), its stop and failure said in
+    the words of its kind (`compare`, `eval`: which one, of which run, and where its server log
+    is); a job that left no `required` file failed. `claimed["id"]`: its ID once claimed."""
+    kind = job.kind
     try:
-        return run_side_job(session, config, run, job, target=name, keep=keep)
+        result = run_side_job(session, config, run, job, target=name, keep=keep)
     except Interrupted as e:
-        label = f"compare {claimed['id']}" if "id" in claimed else "the compare"
+        label = f"{kind} {claimed['id']}" if "id" in claimed else f"the {kind}"
         tail = str(e).partition(" cancelled")[2]  # e.g. `; it has no pod left`
         err = Interrupted(f"interrupted: {label} of run {run.id} cancelled{tail}")
         err.exit_code = e.exit_code
@@ -157,10 +156,14 @@ def _run_explained(session, config, run, job, name, keep: bool, claimed: dict):
     except SideJobFailed as e:
         result = e.result
         reason = result.message or str(e)
-        if reason.startswith("compare: "):
-            reason = reason[len("compare: "):]
-        raise OverbrainerError(f"compare {result.job_id} failed: {reason}; its server log is "
-                               f"{server_log(run.id, result.job_id)}") from e
+        for prefix in ("compare: ", f"{kind}: "):  # compare.sh's and the client's own lines
+            reason = reason[len(prefix):] if reason.startswith(prefix) else reason
+        raise OverbrainerError(f"{kind} {result.job_id} failed: {reason}; its server log is "
+                               f"{server_log(run.id, result.job_id, kind)}") from e
+    if not (result.job_dir / required).is_file():
+        raise OverbrainerError(f"{kind} {result.job_id} failed: the job left no {required}; its server log is "
+                               f"{server_log(run.id, result.job_id, kind)}")
+    return result
 
 
 def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dict, export, on_pod: bool):
@@ -182,8 +185,9 @@ def compare_side_job(config, where, run_id: str, gguf: planning.Gguf, setup: dic
                    label=f"compare of run {run_id}")
 
 
-def server_log(run_id: str, compare_id: str) -> str:
-    return f"runs/{run_id}/{planning.COMPARES}/{compare_id}/{SERVER_LOG}"
+def server_log(run_id: str, job_id: str, kind: str = "compare") -> str:
+    """Where the server log of a compare (or of another job of `kind` served by compare.sh) is."""
+    return f"runs/{run_id}/{kind}s/{job_id}/{SERVER_LOG}"
 
 
 def export_fetched() -> list[str]:

@@ -1,6 +1,7 @@
 """`overbrainer eval` for real: lm-eval runs its tasks on the child (SmolLM2-135M as the run's
-GGUF, served by the real llama-server) and on the parent (the fake provider, with a key), offline;
-eval.json, the ratio line, a user's YAML task, the errors, and the key never in argv or files."""
+GGUF, served by the real llama-server, here or as a job on an SSH target through the real sshd)
+and on the parent (the fake provider, with a key), offline; eval.json, the ratio line, a user's
+YAML task, the errors, and the key never in argv or files."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer.compare.eval_stats import ratio_interval
-from tests.integration.test_cli_compare_job import RUN, make_run
+from tests.integration.test_cli_compare_job import GGUF, RUN, make_run
 from tests.integration.test_runs_support import cmdlines, files_containing
 
 KEY = "sk-eval-test-9f8e7d6c5b4a"
@@ -145,13 +146,42 @@ def test_a_task_the_harness_cannot_load_is_one_line_naming_it(task, code, said, 
     assert fake_provider.chat_requests() == []
 
 
-@pytest.mark.parametrize("target,kind", [("remote", "ssh")])
-def test_a_remote_target_is_refused(target, kind, project, fake_provider, cli, tmp_path, llama_cpp_dir,
-                                    smollm2_gguf):
-    setup_run(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf)
-    r = cli(["-C", project.dir, "eval", "--target", target], env=project.env)
-    assert r.returncode == 2, r.stderr
-    assert f"target `{target}` is a {kind} target" in r.stderr and "not supported yet" in r.stderr
+def test_an_ssh_target_runs_the_childs_side_as_a_job_there(project, fake_provider, cli, tmp_path, llama_cpp_dir,
+                                                           smollm2_gguf, sshd):
+    """The child's side on the SSH target (the real sshd): its GGUF sent there, llama-server and
+    lm-eval run by the job (the target's python3 has lm-eval), the output brought home into the
+    eval's folder; the parent still asked from here, with the same settings."""
+    remote = tmp_path / "remote"
+    run_dir = setup_run(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf)
+    project.env["OVERBRAINER_TARGETS__REMOTE__HOST"] = sshd.alias
+    r = cli(["-C", project.dir, "eval", "--run", RUN, "--target", "remote"], env=project.env, home=sshd.home,
+            timeout=300)
+    assert r.returncode == 0, r.stderr
+    eval_dir = the_eval(run_dir)
+    job = json.loads((eval_dir / "run.json").read_text())
+    assert job["state"] == "succeeded" and job["target"] == "remote" and job["id"] == eval_dir.name
+    assert job["remote_dir"] == str(remote / RUN / "evals" / eval_dir.name)
+    doc = json.loads((eval_dir / "eval.json").read_text())
+    assert doc["eval"] == eval_dir.name and doc["tasks"] == ["overbrainer_eval"] and doc["offline"] is True
+    assert doc["task_files"] == {"overbrainer_eval": str(eval_dir / "task" / "overbrainer_eval.yaml")}
+    child = doc["child"]
+    assert child["target"] == "remote" and child["hardware"]["build"] == "ubuntu-x64" and child["context"] == 1024
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1/chat/completions", child["model_args"]["base_url"])
+    for side in ("child", "parent"):  # the same settings on both sides
+        out = doc[side]["output"]
+        assert out["n-samples"]["overbrainer_eval"]["effective"] == 3 and out["config"]["random_seed"] == 42
+        assert out["config"]["gen_kwargs"] == {"max_gen_toks": 16, "temperature": 0.0, "do_sample": False}
+    assert doc["child"]["output"]["lm_eval_version"] == "0.4.13"
+    assert len(fake_provider.chat_requests()) == 3
+    # What came home: lm-eval's samples, the server's log, the job's log; the GGUF sent once.
+    assert len((eval_dir / "samples-child.jsonl").read_text().splitlines()) == 3
+    assert "load_model" in (eval_dir / "server.log").read_text()
+    assert "eval: lm-eval done: overbrainer_eval" in (eval_dir / "job.log").read_text()
+    there = remote / RUN / "evals" / eval_dir.name
+    assert (there / "output-child.json").is_file() and (there / "task" / "overbrainer_eval.jsonl").is_file()
+    assert (remote / RUN / GGUF).stat().st_size == smollm2_gguf.stat().st_size
+    assert doc["summary"]["overbrainer_eval"]["ratio"]["n"] == 3 and LINE.search(r.stdout), r.stdout
+    assert files_containing(project.dir, KEY.encode()) == [] and files_containing(remote, KEY.encode()) == []
 
 
 def test_sigterm_stops_the_eval_and_its_server(project, fake_provider, tmp_path, llama_cpp_dir, smollm2_gguf):

@@ -244,3 +244,60 @@ def test_compare_target_here_serves_a_pod_trained_child_on_this_cpu(project, fak
     hardware = json.loads((compare_dir / "hardware.json").read_text())
     md = (compare_dir / "compare.md").read_text()
     assert hardware["gpus"] == [] and f"| Hardware | {hardware['cpu']}, CPU (ubuntu-x64) |" in md
+
+
+def test_eval_on_a_new_pod_brings_lm_evals_output_home_and_deletes_the_pod(project, fake, cli, smollm2_gguf,
+                                                                           llama_cpp_dir, tmp_path):
+    """`eval --target gpu`: the child's side (llama-server and lm-eval, the image's python3 has it)
+    on a pod of its own, a user's task file sent with its data; eval.json written here."""
+    run_dir = pod_run(project, fake, None, llama_cpp_dir, questions=1, gpu_types='"auto"')
+    (run_dir / "output" / "adapter_config.json").write_text("{}")
+    rel = with_gguf(run_dir, smollm2_gguf)
+    data = tmp_path / "colours.jsonl"
+    data.write_text("".join(json.dumps({"q": f"Name colour number {i}.", "a": "blue"}) + "\n" for i in range(3)))
+    task = tmp_path / "colours.yaml"
+    task.write_text(f"task: colours\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}\n"
+                    'test_split: test\noutput_type: generate_until\ndoc_to_text: "{{q}}"\ndoc_to_target: "{{a}}"\n'
+                    "generation_kwargs:\n  until: []\nmetric_list:\n  - metric: exact_match\n")
+    r = cli(["-C", project.dir, "eval", "--target", "gpu", "--tasks", str(task), "--limit", "2", "--no-parent"],
+            env=project.env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    [eval_dir] = jobs(run_dir, "eval")
+    price_line(r.stderr, "eval", "0.5")  # a pod as a compare's: [compare] max_hours
+    assert "the pod needs at least 3 GB of VRAM" in r.stderr  # from the GGUF's size, as a compare's
+    pod = pod_of(eval_dir)
+    assert pod["state"] == "deleted" and fake.pod(pod["pod_id"]) is None
+    assert json.loads((eval_dir / "run.json").read_text())["state"] == "succeeded"
+    doc = json.loads((eval_dir / "eval.json").read_text())
+    assert doc["tasks"] == ["colours"] and doc["child"]["target"] == "gpu" and doc["parent"]["skipped"] == "--no-parent"
+    assert doc["child"]["output"]["n-samples"]["colours"]["effective"] == 2
+    assert doc["summary"]["colours"]["samples"] == 2
+    # The task went with its data, named from the job's folder; the GGUF was removed once served.
+    assert "test: tasks/colours/colours.jsonl" in (eval_dir / "tasks" / "colours" / "colours.yaml").read_text()
+    there = workspace(fake, pod["pod_id"])
+    assert (there / "evals" / eval_dir.name / "tasks" / "colours" / "colours.jsonl").read_text() == data.read_text()
+    assert not (there / rel).exists()
+
+
+def test_ctrl_c_cancels_a_remote_eval_and_ends_its_pod(project, fake, smollm2_gguf, llama_cpp_dir, tmp_path):
+    hanging = tmp_path / "hanging-server"
+    (hanging / "bin").mkdir(parents=True)
+    (hanging / "bin" / "llama-server").write_text("#!/bin/sh\necho 'never ready'\nexec sleep 3600\n")
+    (hanging / "bin" / "llama-server").chmod(0o755)
+    run_dir = pod_run(project, fake, None, hanging)
+    with_gguf(run_dir, smollm2_gguf)
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "eval", "--target", "gpu",
+                             "--no-parent"], env=clean_env(project.env, tmp_path / "home"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    _, err = signalled_when(proc, lambda: any(json.loads((d / "run.json").read_text())["state"] == "running"
+                                               for d in jobs(run_dir, "eval") if (d / "run.json").is_file()),
+                            "the job never ran")
+    assert proc.returncode == 130, err
+    [eval_dir] = jobs(run_dir, "eval")
+    assert err.strip().splitlines()[-1].endswith(
+        f"error: interrupted: eval {eval_dir.name} of run {RUN} cancelled"), err
+    assert json.loads((eval_dir / "run.json").read_text())["state"] == "cancelled"
+    assert "never ready" in (eval_dir / "server.log").read_text()  # fetched before the pod went
+    pod = pod_of(eval_dir)
+    assert pod["state"] == "deleted" and fake.pod(pod["pod_id"]) is None
+    assert not (eval_dir / "eval.json").exists()

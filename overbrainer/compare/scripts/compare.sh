@@ -1,19 +1,23 @@
 # shellcheck shell=sh source-path=SCRIPTDIR/../../export/scripts
-# compare.sh: serve the child GGUF with llama-server on 127.0.0.1 and let compare_client.py ask
-# it the questions of a compare (POSIX sh; needs python3 with its standard library only).
+# compare.sh: serve the child GGUF with llama-server on 127.0.0.1 and let a client ask it:
+# compare_client.py the questions of a compare (POSIX sh; needs python3 with its standard library
+# only), or eval_client.py lm-eval's tasks for an `overbrainer eval` on a remote target.
 #
-# Runs in the compare's job directory on the target, which holds questions.jsonl,
-# compare_client.py and llama_cpp.sh (the shared llama.cpp helpers: llama-server comes from
-# `llama_cpp_tool`); leaves child_answers.jsonl, hardware.json and server.log there.
+# Runs in the job directory on the target, which holds the client, its input (questions.jsonl,
+# or eval_job.json and the task files), compare_client.py and llama_cpp.sh (the shared llama.cpp
+# helpers: llama-server comes from `llama_cpp_tool`); leaves server.log there, and the client's
+# outputs: child_answers.jsonl and hardware.json (compare; eval: see eval_client.py).
 #
 # Environment:
+#   OVERBRAINER_COMPARE_CLIENT         the client (default compare_client.py)
+#   OVERBRAINER_COMPARE_INPUT          the client's input file (default questions.jsonl)
 #   OVERBRAINER_COMPARE_MODEL          the GGUF (relative to this directory, or absolute)
 #   OVERBRAINER_COMPARE_CTX            llama-server's -c (0: the model's own context)
 #   OVERBRAINER_COMPARE_MAX_TOKENS     limit on each answer (read by the client)
 #   OVERBRAINER_COMPARE_TEMPERATURE    sampling temperature (read by the client)
 #   OVERBRAINER_COMPARE_START_SECS     how long the server may take to be ready (the client)
 #   OVERBRAINER_COMPARE_DROP_MODEL     1: remove the GGUF once the server stopped (a pod's copy,
-#                                      sent for this compare only)
+#                                      sent for this job only)
 #   OVERBRAINER_LLAMA_CPP*             where llama.cpp comes from (llama_cpp.sh)
 #   OVERBRAINER_METRICS                progress lines (the client appends them)
 #
@@ -25,6 +29,8 @@ set -u
 
 model=${OVERBRAINER_COMPARE_MODEL:-}
 ctx=${OVERBRAINER_COMPARE_CTX:-0}
+client=${OVERBRAINER_COMPARE_CLIENT:-compare_client.py}
+input=${OVERBRAINER_COMPARE_INPUT:-questions.jsonl}
 server_pid=
 
 fail() {
@@ -77,7 +83,8 @@ compare_build() {
 
 [ -n "$model" ] || fail "OVERBRAINER_COMPARE_MODEL is not set"
 [ -f "$model" ] || fail "the GGUF $model is missing"
-[ -f questions.jsonl ] || fail "questions.jsonl is missing"
+[ -f "$client" ] || fail "$client is missing"
+[ -f "$input" ] || fail "$input is missing"
 server=$(llama_cpp_tool llama-server) || exit 1
 build=$(compare_build)
 port=$(python3 -c 'import socket
@@ -89,4 +96,4 @@ echo "compare: llama-server on 127.0.0.1:$port, context ${ctx}" >&2
 "$server" -m "$model" --host 127.0.0.1 --port "$port" -ngl 999 -c "$ctx" -np 1 --no-webui > server.log 2>&1 &
 server_pid=$!
 
-python3 compare_client.py --port "$port" --server-pid "$server_pid" --build "$build"
+python3 "$client" --port "$port" --server-pid "$server_pid" --build "$build"

@@ -118,6 +118,11 @@ def cpu_name():
     return brand[0] if brand else (platform.processor() or platform.machine() or None)
 
 
+def hardware(build):
+    """hardware.json: the build's name, the GPUs' and the CPU's."""
+    return {"build": build, "gpus": gpu_names(), "cpu": cpu_name()}
+
+
 def write_json(path, doc):
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -287,7 +292,7 @@ def run(args):
         if not isinstance(q, dict) or not isinstance(q.get("id"), str) or not isinstance(q.get("messages"), list):
             raise SystemExit(f"compare: {QUESTIONS}:{n} needs an `id` and `messages`")
     answered = {a.get("id") for a in read_jsonl(ANSWERS) if isinstance(a, dict) and a.get("error") is None}
-    write_json(HARDWARE, {"build": args.build, "gpus": gpu_names(), "cpu": cpu_name()})
+    write_json(HARDWARE, hardware(args.build))
     wait_ready(args.port, args.server_pid, start_secs)
     total = len(questions)
     done = sum(1 for q in questions if q["id"] in answered)
@@ -313,17 +318,27 @@ def run(args):
     print(f"compare: {total} questions answered", file=sys.stderr)
 
 
-def main():
-    parser = argparse.ArgumentParser(description="Ask llama-server the questions of a compare.")
+def client_args(description):
+    """The arguments compare.sh gives its client (this one, or eval_client.py)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--server-pid", type=int, required=True)
     parser.add_argument("--build", default="unknown")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def exit_server_gone(label, error):
+    """The server is gone: the last lines of its log, then why, as the last line; exit 1."""
+    print(f"{label}: server.log ends with:\n{log_tail()}\n{label}: {error}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    args = client_args("Ask llama-server the questions of a compare.")
     try:
         run(args)
     except ServerGone as e:
-        print(f"compare: server.log ends with:\n{log_tail()}\ncompare: {e}", file=sys.stderr)
-        sys.exit(1)
+        exit_server_gone("compare", e)
 
 
 if __name__ == "__main__":
