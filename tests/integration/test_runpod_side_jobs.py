@@ -264,6 +264,8 @@ def test_eval_on_a_new_pod_brings_lm_evals_output_home_and_deletes_the_pod(proje
     assert r.returncode == 0, r.stderr
     [eval_dir] = jobs(run_dir, "eval")
     price_line(r.stderr, "eval", "0.5")  # a pod as a compare's: [compare] max_hours
+    pod_lines = [x for x in r.stderr.splitlines() if ": pod " in x]
+    assert pod_lines and all(" INFO eval: pod " in x for x in pod_lines), r.stderr  # the job's, not `train:`
     assert "the pod needs at least 3 GB of VRAM" in r.stderr  # from the GGUF's size, as a compare's
     pod = pod_of(eval_dir)
     assert pod["state"] == "deleted" and fake.pod(pod["pod_id"]) is None
