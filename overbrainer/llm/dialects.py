@@ -8,11 +8,14 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from overbrainer.llm.settings import RoleSettings
 from overbrainer.support.frozen import frozen
 from overbrainer.support.urls import split
+
+# The protocols serve annotations only: `config check` imports this module (start-up time).
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.llm.settings import RoleSettings
 
 
 OPENAI = "openai"
