@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import EnvStr, Table, origin, unknown
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
@@ -36,7 +36,6 @@ from overbrainer.dataset.language import LANGUAGES
 from overbrainer.llm.dialects import batch_api, guess
 from overbrainer.llm.thinking import problems as refused
 
-NAME = re.compile(r"^[a-z0-9_]+$")
 U32 = 2**32 - 1
 U64 = 2**64 - 1
 SEED_MAX = 2**63 - 1
@@ -125,8 +124,8 @@ def _topics(root: Table) -> list[Topic]:
 def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
     out: dict[str, Provider] = {}
     for name, t in root.tables("providers").items():
-        if not NAME.match(name):
-            root.problems.append(f"providers.{name}: name must match ^[a-z0-9_]+$")
+        if not is_name(name):
+            root.problems.append(f"providers.{name}: name must match {NAME_RULE}")
         protocol = t.choice("protocol", PROTOCOLS, required=True)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
