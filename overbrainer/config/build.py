@@ -31,8 +31,6 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
-from overbrainer.dataset.json_schema import schema_problems
-from overbrainer.dataset.language import LANGUAGES
 from overbrainer.llm.dialects import batch_api, guess
 from overbrainer.llm.thinking import problems as refused
 
@@ -290,7 +288,7 @@ def _gate(root: Table) -> Gate:
     g = Gate(
         min_chars=t.int("min_chars", min=0, max=U32), max_chars=t.int("max_chars", min=1, max=U64),
         min_tokens=t.int("min_tokens", min=0, max=U32), max_tokens=t.int("max_tokens", min=1, max=U64),
-        language=t.choice("language", LANGUAGES),
+        language=_language(t),
         format_regex=_regex(t, "format_regex"),
         json_schema=_schema(t, "json_schema"),
         grader_threshold=t.float("grader_threshold", d.grader_threshold,
@@ -304,6 +302,15 @@ def _gate(root: Table) -> Gate:
         if a is not None and b is not None and a > b:
             t.problem(low, f"must not be greater than {high}")
     return g
+
+
+def _language(t: Table) -> str | None:
+    if "language" not in t.data:
+        return None
+    # lazy: [gate] language set only (start-up time of `config check`)
+    from overbrainer.dataset.language import LANGUAGES
+    language: str | None = t.choice("language", LANGUAGES)
+    return language
 
 
 def _regex(t: Table, k: str) -> str | None:
@@ -322,6 +329,8 @@ def _schema(t: Table, k: str) -> dict[str, Any] | None:
     v = t.raw(k)
     if v is None:
         return None
+    # lazy: [gate] json_schema set only (start-up time of `config check`)
+    from overbrainer.dataset.json_schema import schema_problems
     problems = schema_problems(v)
     for p in problems:
         t.problem(k, p, v)

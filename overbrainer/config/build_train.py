@@ -7,7 +7,6 @@ import re
 from typing import Any, Mapping
 
 from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name
-from overbrainer.config.hub_licenses import LICENSES
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -251,13 +250,19 @@ def _hub_repo(t: Table, key: str) -> str | None:
     return repo
 
 
+def _hub_license(license: str) -> bool:
+    # lazy: [hub] dataset_license set only (start-up time of `config check`)
+    from overbrainer.config.hub_licenses import LICENSES
+    return license in LICENSES
+
+
 def hub(root: Table) -> Hub:
     t = root.table("hub")
     if t is None:
         return Hub()
     repo, dataset_repo = (_hub_repo(t, k) for k in ("repo", "dataset_repo"))
     license = t.str("dataset_license")
-    if license is not None and license not in LICENSES:
+    if license is not None and not _hub_license(license):
         t.problem("dataset_license", "not a Hugging Face license ID (apache-2.0, mit, cc-by-4.0, other…: "
                   "https://huggingface.co/docs/hub/repositories-licenses)", license)
         license = None
