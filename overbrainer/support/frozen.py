@@ -16,9 +16,11 @@ as dataclasses: their `__init__` signature, field types and immutability are che
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar, dataclass_transform
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform
 
 _FIELDS = "__frozen_fields__"
+_CLASSVAR = ("ClassVar", "typing.ClassVar")
 _C = TypeVar("_C", bound=type)
 
 
@@ -32,15 +34,22 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+_new = tuple.__new__
 
 
-class Field:
-    """One field of a `@frozen` class: its name, and its default or default factory."""
+class Field(tuple[Any, ...]):
+    """One field of a `@frozen` class: its name, and its default or default factory. A tuple
+    (name, default, default_factory), made by one C call: a class's fields cost little to define."""
 
-    __slots__ = ("name", "default", "default_factory")
-
-    def __init__(self, name: str = "", default: Any = MISSING, default_factory: Any = MISSING):
-        self.name, self.default, self.default_factory = name, default, default_factory
+    __slots__ = ()
+    if TYPE_CHECKING:
+        name: str
+        default: Any
+        default_factory: Any
+    else:
+        name = property(itemgetter(0))
+        default = property(itemgetter(1))
+        default_factory = property(itemgetter(2))
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r})"
@@ -48,7 +57,8 @@ class Field:
 
 def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
     """A field's default as a factory (a fresh list or dict per instance), as `dataclasses.field`."""
-    return Field(default=default, default_factory=default_factory)
+    found: Field = _new(Field, ("", default, default_factory))  # named by the decorator
+    return found
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -57,18 +67,17 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     if len(args) > len(spec):
         raise TypeError(f"{cls_name}.__init__() takes {len(spec) + 1} positional arguments "
                         f"but {len(args) + 1} were given")
-    for i, f in enumerate(spec):
-        name = f.name
+    for i, (name, default, default_factory) in enumerate(spec):
         if i < len(args):
             if name in kwargs:
                 raise TypeError(f"{cls_name}.__init__() got multiple values for argument '{name}'")
             value = args[i]
         elif name in kwargs:
             value = kwargs.pop(name)
-        elif f.default is not MISSING:
-            value = f.default
-        elif f.default_factory is not MISSING:
-            value = f.default_factory()
+        elif default is not MISSING:
+            value = default
+        elif default_factory is not MISSING:
+            value = default_factory()
         else:
             raise TypeError(f"{cls_name}.__init__() missing 1 required positional argument: '{name}'")
         object.__setattr__(self, name, value)
@@ -80,11 +89,11 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, f.name) for f in getattr(type(self), _FIELDS))
+    return tuple(getattr(self, f[0]) for f in getattr(type(self), _FIELDS))
 
 
 def _repr(self: Any) -> str:
-    body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in getattr(type(self), _FIELDS))
+    body = ", ".join(f"{f[0]}={getattr(self, f[0])!r}" for f in getattr(type(self), _FIELDS))
     return f"{type(self).__qualname__}({body})"
 
 
@@ -123,21 +132,22 @@ def record(cls: _C) -> _C:
 
 def _make(cls: Any, immutable: bool) -> Any:
     spec: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for f in getattr(base, _FIELDS, ()) if _FIELDS in base.__dict__ else ():
-            spec[f.name] = f
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
-        if isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar")):
+    for base in cls.__mro__[-2:0:-1]:  # the bases, farthest first (object has no fields)
+        for f in base.__dict__.get(_FIELDS, ()):
+            spec[f[0]] = f
+    own = cls.__dict__
+    for name, annotation in own.get("__annotations__", {}).items():
+        if isinstance(annotation, str) and annotation.startswith(_CLASSVAR):
             continue
-        value = cls.__dict__.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
-        f.name = name
-        if isinstance(value, Field):
-            if f.default is MISSING:
+        value = own.get(name, MISSING)
+        if type(value) is Field:  # field(…)
+            if value[1] is MISSING:
                 delattr(cls, name)  # a factory: no class attribute, as a dataclass
             else:
-                setattr(cls, name, f.default)
-        spec[name] = f
+                setattr(cls, name, value[1])
+            spec[name] = _new(Field, (name, value[1], value[2]))
+        else:
+            spec[name] = _new(Field, (name, value, MISSING))
     if cls.__dict__.get("__doc__") is None:
         cls.__doc__ = f"{cls.__name__}({', '.join(spec)})"
     setattr(cls, _FIELDS, tuple(spec.values()))
@@ -178,7 +188,7 @@ def asdict(obj: Any) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if is_frozen(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in getattr(type(value), _FIELDS)}
+        return {f[0]: _plain(getattr(value, f[0])) for f in getattr(type(value), _FIELDS)}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, tuple):

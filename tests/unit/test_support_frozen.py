@@ -62,6 +62,16 @@ def test_same_behaviour_as_a_frozen_dataclass(classes):
     assert isinstance(Child("x").tags, list) and "tags" not in Child.__dict__
 
 
+def test_fields_name_their_default_or_factory():
+    Base, Child, _ = OURS
+    found = [(f.name, f.default, f.default_factory) for f in records.fields(Child)]
+    assert found == [("name", records.MISSING, records.MISSING), ("count", 3, records.MISSING),
+                     ("tags", records.MISSING, list), ("extra", None, records.MISSING)]
+    assert records.fields(Child)[:3] == records.fields(Base) and repr(records.fields(Base)[0]) == "Field(name='name')"
+    with pytest.raises(TypeError, match="@frozen"):
+        records.fields(object())
+
+
 def test_config_model_classes_are_frozen_without_compiled_methods():
     """The configuration model's value classes use `@frozen` (start-up: nothing is compiled)."""
     from overbrainer.config import model
