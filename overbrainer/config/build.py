@@ -32,7 +32,6 @@ from overbrainer.config.model import (
 )
 from overbrainer.config.values import secret, url
 from overbrainer.llm.dialects import batch_api, guess
-from overbrainer.llm.thinking import problems as refused
 
 U32 = 2**32 - 1
 U64 = 2**64 - 1
@@ -185,6 +184,8 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         return None
     role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
+        # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
+        from overbrainer.llm.thinking import problems as refused
         problems.extend(refused(f"roles.{name}", role))
     return role
 

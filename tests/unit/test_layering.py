@@ -74,6 +74,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("overbrainer.config.build", "overbrainer.dataset.language"): "the gate's languages: [gate] language set only",
     ("overbrainer.config.build", "overbrainer.dataset.json_schema"): "the gate's schema check: [gate] json_schema set only",
     ("overbrainer.config.build_train", "overbrainer.config.hub_licenses"): "[hub] dataset_license set only",
+    ("overbrainer.config.build", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
+    ("overbrainer.config.check", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
     ("overbrainer.dataset.benchmarks", "pyarrow"): "optional: a Parquet benchmark only",
     ("overbrainer.exec.ssh", "paramiko"): "paramiko: SSH targets only",
     ("overbrainer.exec.ssh_connect", "paramiko"): "paramiko: SSH targets only",
