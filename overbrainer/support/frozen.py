@@ -4,7 +4,8 @@
 `dataclass(init=False, …)` inspects every annotation (string annotations go through a regex
 each); the configuration model has close to twenty such classes, which alone took a large share of
 `overbrainer config check`'s start-up. `@frozen` reads the fields from the class's own annotations
-(a base's first, as a dataclass does) and attaches shared, generic `__init__`, `__repr__`,
+(a base's first, as a dataclass does), keeps them as their names, defaults and default factories
+(no object per field: `fields()` makes them when asked), and attaches shared, generic `__init__`, `__repr__`,
 `__eq__`, `__hash__`, `__setattr__` and `__delattr__` that behave like the generated ones:
 positional or keyword arguments, defaults and `field(default_factory=…)`, `TypeError` on a missing
 or unknown argument, `FrozenInstanceError` (an AttributeError) on assignment, equality and hashing
@@ -19,7 +20,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform
 
-_FIELDS = "__frozen_fields__"
+_FIELDS = "__frozen_fields__"  # (names, {name: default}, {name: default factory})
 _CLASSVAR = ("ClassVar", "typing.ClassVar")
 _C = TypeVar("_C", bound=type)
 
@@ -38,8 +39,8 @@ _new = tuple.__new__
 
 
 class Field(tuple[Any, ...]):
-    """One field of a `@frozen` class: its name, and its default or default factory. A tuple
-    (name, default, default_factory), made by one C call: a class's fields cost little to define."""
+    """One field of a `@frozen` class, as `field()` and `fields()` give it: its name, and its default
+    or default factory. A tuple (name, default, default_factory): one C call makes it."""
 
     __slots__ = ()
     if TYPE_CHECKING:
@@ -62,22 +63,22 @@ def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = 
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    spec = getattr(type(self), _FIELDS)
+    names, defaults, factories = getattr(type(self), _FIELDS)
     cls_name = type(self).__name__
-    if len(args) > len(spec):
-        raise TypeError(f"{cls_name}.__init__() takes {len(spec) + 1} positional arguments "
+    if len(args) > len(names):
+        raise TypeError(f"{cls_name}.__init__() takes {len(names) + 1} positional arguments "
                         f"but {len(args) + 1} were given")
-    for i, (name, default, default_factory) in enumerate(spec):
+    for i, name in enumerate(names):
         if i < len(args):
             if name in kwargs:
                 raise TypeError(f"{cls_name}.__init__() got multiple values for argument '{name}'")
             value = args[i]
         elif name in kwargs:
             value = kwargs.pop(name)
-        elif default is not MISSING:
-            value = default
-        elif default_factory is not MISSING:
-            value = default_factory()
+        elif name in defaults:
+            value = defaults[name]
+        elif name in factories:
+            value = factories[name]()
         else:
             raise TypeError(f"{cls_name}.__init__() missing 1 required positional argument: '{name}'")
         object.__setattr__(self, name, value)
@@ -89,11 +90,11 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, f[0]) for f in getattr(type(self), _FIELDS))
+    return tuple(getattr(self, name) for name in getattr(type(self), _FIELDS)[0])
 
 
 def _repr(self: Any) -> str:
-    body = ", ".join(f"{f[0]}={getattr(self, f[0])!r}" for f in getattr(type(self), _FIELDS))
+    body = ", ".join(f"{name}={getattr(self, name)!r}" for name in getattr(type(self), _FIELDS)[0])
     return f"{type(self).__qualname__}({body})"
 
 
@@ -131,27 +132,31 @@ def record(cls: _C) -> _C:
 
 
 def _make(cls: Any, immutable: bool) -> Any:
-    spec: dict[str, Field] = {}
-    for base in cls.__mro__[-2:0:-1]:  # the bases, farthest first (object has no fields)
-        for f in base.__dict__.get(_FIELDS, ()):
-            spec[f[0]] = f
     own = cls.__dict__
-    for name, annotation in own.get("__annotations__", {}).items():
-        if isinstance(annotation, str) and annotation.startswith(_CLASSVAR):
-            continue
-        value = own.get(name, MISSING)
-        if type(value) is Field:  # field(…)
-            if value[1] is MISSING:
+    names = tuple(name for name, annotation in own.get("__annotations__", {}).items()
+                  if not (isinstance(annotation, str) and annotation.startswith(_CLASSVAR)))
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Callable[[], Any]] = {}
+    for name in names:
+        if name in own:
+            value = own[name]
+            if type(value) is not Field:
+                defaults[name] = value
+            elif value[2] is not MISSING:
+                factories[name] = value[2]
                 delattr(cls, name)  # a factory: no class attribute, as a dataclass
-            else:
+            elif value[1] is not MISSING:
+                defaults[name] = value[1]
                 setattr(cls, name, value[1])
-            spec[name] = _new(Field, (name, value[1], value[2]))
-        else:
-            spec[name] = _new(Field, (name, value, MISSING))
-    if cls.__dict__.get("__doc__") is None:
-        cls.__doc__ = f"{cls.__name__}({', '.join(spec)})"
-    setattr(cls, _FIELDS, tuple(spec.values()))
-    cls.__match_args__ = tuple(spec)  # type: ignore[misc]  # the class being made gets its own
+            else:
+                delattr(cls, name)
+    inherited = [spec for base in cls.__mro__[-2:0:-1] if (spec := base.__dict__.get(_FIELDS)) is not None]
+    if inherited:  # the bases' fields first, farthest base first (object has none)
+        names, defaults, factories = _laid_over([*inherited, (names, defaults, factories)])
+    if own.get("__doc__") is None:
+        cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
+    setattr(cls, _FIELDS, (names, defaults, factories))
+    cls.__match_args__ = names  # type: ignore[misc]  # the class being made gets its own
     cls.__init__ = _init
     cls.__repr__ = _repr
     cls.__eq__ = _eq
@@ -164,6 +169,23 @@ def _make(cls: Any, immutable: bool) -> Any:
     return cls
 
 
+def _laid_over(specs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]
+               ) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
+    """The fields of `specs` laid over each other in order: a field defined again replaces the
+    earlier one (its default or factory too) in the earlier one's place."""
+    order: dict[str, None] = {}
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Any] = {}
+    for names, spec_defaults, spec_factories in specs:
+        for name in names:
+            order[name] = None
+            defaults.pop(name, None)
+            factories.pop(name, None)
+        defaults.update(spec_defaults)
+        factories.update(spec_factories)
+    return tuple(order), defaults, factories
+
+
 def is_frozen(obj: Any) -> bool:
     return hasattr(type(obj) if not isinstance(obj, type) else obj, _FIELDS)
 
@@ -171,10 +193,10 @@ def is_frozen(obj: Any) -> bool:
 def fields(obj: Any) -> tuple[Field, ...]:
     """The fields of a `@frozen` class or instance, in order (as `dataclasses.fields`)."""
     try:
-        found: tuple[Field, ...] = getattr(obj, _FIELDS)
-        return found
+        names, defaults, factories = getattr(obj, _FIELDS)
     except AttributeError:
         raise TypeError("must be called with a @frozen class or instance") from None
+    return tuple(_new(Field, (name, defaults.get(name, MISSING), factories.get(name, MISSING))) for name in names)
 
 
 def asdict(obj: Any) -> dict[str, Any]:
@@ -188,7 +210,7 @@ def asdict(obj: Any) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if is_frozen(value) and not isinstance(value, type):
-        return {f[0]: _plain(getattr(value, f[0])) for f in getattr(type(value), _FIELDS)}
+        return {name: _plain(getattr(value, name)) for name in getattr(type(value), _FIELDS)[0]}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, tuple):

@@ -72,6 +72,29 @@ def test_fields_name_their_default_or_factory():
         records.fields(object())
 
 
+def test_a_field_defined_again_is_the_subclass_own_in_the_base_place():
+    @frozen
+    class A:
+        x: int = 3
+        y: list = records.field(default_factory=list)
+
+    @frozen
+    class B(A):
+        x: int  # required here
+
+    @frozen
+    class C(B):
+        z: str = "z"
+        y: tuple = ()
+
+    assert C.__match_args__ == ("x", "y", "z") and A() == A(3, [])
+    assert C(1) == C(1, (), "z") and repr(C(1)) == f"{C.__qualname__}(x=1, y=(), z='z')"
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        C()
+    assert [(f.name, f.default, f.default_factory) for f in records.fields(B)] == [
+        ("x", records.MISSING, records.MISSING), ("y", records.MISSING, list)]
+
+
 def test_config_model_classes_are_frozen_without_compiled_methods():
     """The configuration model's value classes use `@frozen` (start-up: nothing is compiled)."""
     from overbrainer.config import model
