@@ -19,7 +19,7 @@ from overbrainer.config.model import (
     SshTarget,
     Target,
 )
-from overbrainer.support.frozen import asdict, fields
+from overbrainer.support.frozen import asdict, names
 from overbrainer.support.redact import MASK
 from overbrainer.support.urls import split, unsplit
 
@@ -112,7 +112,7 @@ def target_text(t: Target) -> str:
 
 
 def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
-    return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
+    return ", ".join(f"{name}: {_fmt(getattr(obj, name))}" for name in names(obj) if name not in skip)
 
 
 def lines(config: Config) -> list[tuple[str, str]]:

@@ -199,6 +199,15 @@ def fields(obj: Any) -> tuple[Field, ...]:
     return tuple(_new(Field, (name, defaults.get(name, MISSING), factories.get(name, MISSING))) for name in names)
 
 
+def names(obj: Any) -> tuple[str, ...]:
+    """The field names of a `@frozen` class or instance, in order: `fields()` without a Field each."""
+    try:
+        found: tuple[str, ...] = getattr(obj, _FIELDS)[0]
+        return found
+    except AttributeError:
+        raise TypeError("must be called with a @frozen class or instance") from None
+
+
 def asdict(obj: Any) -> dict[str, Any]:
     """The instance as a dict, recursively through records, lists, tuples and dicts, each copied
     (as `dataclasses.asdict`)."""
@@ -222,6 +231,6 @@ def _plain(value: Any) -> Any:
 
 def replace(obj: Any, **changes: Any) -> Any:
     """A copy of the instance with `changes` applied (as `dataclasses.replace`)."""
-    for f in fields(obj):
-        changes.setdefault(f.name, getattr(obj, f.name))
+    for name in names(obj):
+        changes.setdefault(name, getattr(obj, name))
     return type(obj)(**changes)

@@ -68,8 +68,10 @@ def test_fields_name_their_default_or_factory():
     assert found == [("name", records.MISSING, records.MISSING), ("count", 3, records.MISSING),
                      ("tags", records.MISSING, list), ("extra", None, records.MISSING)]
     assert records.fields(Child)[:3] == records.fields(Base) and repr(records.fields(Base)[0]) == "Field(name='name')"
-    with pytest.raises(TypeError, match="@frozen"):
-        records.fields(object())
+    assert records.names(Child("x")) == records.names(Child) == tuple(f.name for f in records.fields(Child))
+    for helper in (records.fields, records.names):
+        with pytest.raises(TypeError, match="@frozen"):
+            helper(object())
 
 
 def test_a_field_defined_again_is_the_subclass_own_in_the_base_place():
