@@ -35,7 +35,8 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
     if resolve or probe:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
-        data = show.data(cfg)
+        # What --json prints, built only then: the text lines say it all (start-up time).
+        data = show.data(cfg) if app.json_mode else {}
         if not app.json_mode:
             app.report(show.text(cfg), data)
         failure = _resolve(app, cfg, data) if resolve else None

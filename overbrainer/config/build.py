@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import EnvStr, Table, origin, unknown
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
@@ -31,12 +31,8 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
-from overbrainer.dataset.json_schema import schema_problems
-from overbrainer.dataset.language import LANGUAGES
 from overbrainer.llm.dialects import batch_api, guess
-from overbrainer.llm.thinking import problems as refused
 
-NAME = re.compile(r"^[a-z0-9_]+$")
 U32 = 2**32 - 1
 U64 = 2**64 - 1
 SEED_MAX = 2**63 - 1
@@ -125,8 +121,8 @@ def _topics(root: Table) -> list[Topic]:
 def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
     out: dict[str, Provider] = {}
     for name, t in root.tables("providers").items():
-        if not NAME.match(name):
-            root.problems.append(f"providers.{name}: name must match ^[a-z0-9_]+$")
+        if not is_name(name):
+            root.problems.append(f"providers.{name}: name must match {NAME_RULE}")
         protocol = t.choice("protocol", PROTOCOLS, required=True)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
@@ -188,6 +184,8 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         return None
     role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
+        # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
+        from overbrainer.llm.thinking import problems as refused
         problems.extend(refused(f"roles.{name}", role))
     return role
 
@@ -291,7 +289,7 @@ def _gate(root: Table) -> Gate:
     g = Gate(
         min_chars=t.int("min_chars", min=0, max=U32), max_chars=t.int("max_chars", min=1, max=U64),
         min_tokens=t.int("min_tokens", min=0, max=U32), max_tokens=t.int("max_tokens", min=1, max=U64),
-        language=t.choice("language", LANGUAGES),
+        language=_language(t),
         format_regex=_regex(t, "format_regex"),
         json_schema=_schema(t, "json_schema"),
         grader_threshold=t.float("grader_threshold", d.grader_threshold,
@@ -305,6 +303,15 @@ def _gate(root: Table) -> Gate:
         if a is not None and b is not None and a > b:
             t.problem(low, f"must not be greater than {high}")
     return g
+
+
+def _language(t: Table) -> str | None:
+    if "language" not in t.data:
+        return None
+    # lazy: [gate] language set only (start-up time of `config check`)
+    from overbrainer.dataset.language import LANGUAGES
+    language: str | None = t.choice("language", LANGUAGES)
+    return language
 
 
 def _regex(t: Table, k: str) -> str | None:
@@ -323,6 +330,8 @@ def _schema(t: Table, k: str) -> dict[str, Any] | None:
     v = t.raw(k)
     if v is None:
         return None
+    # lazy: [gate] json_schema set only (start-up time of `config check`)
+    from overbrainer.dataset.json_schema import schema_problems
     problems = schema_problems(v)
     for p in problems:
         t.problem(k, p, v)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from overbrainer.config.fields import EnvStr, Table, coerce_scalar
-from overbrainer.config.hub_licenses import LICENSES
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -37,7 +36,6 @@ from overbrainer.config.model import (
 from overbrainer.config.values import secret, url
 from overbrainer.support.urls import ip
 
-NAME = re.compile(r"^[a-z0-9_]+$")
 HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"  # compiled when [hub] repo is set
 U32 = 2**32 - 1
 
@@ -125,8 +123,8 @@ def targets(root: Table, environ: Mapping[str, str]) -> dict[str, Target]:
         env_client = None
     out: dict[str, Target] = {}
     for name, t in root.tables("targets").items():
-        if not NAME.match(name):
-            root.problems.append(f"targets.{name}: name must match ^[a-z0-9_]+$")
+        if not is_name(name):
+            root.problems.append(f"targets.{name}: name must match {NAME_RULE}")
         kind = t.choice("kind", TARGET_KINDS, required=True)
         if kind is None:
             t.used.update(t.data)  # the kind decides the keys: report only the kind
@@ -252,13 +250,19 @@ def _hub_repo(t: Table, key: str) -> str | None:
     return repo
 
 
+def _hub_license(license: str) -> bool:
+    # lazy: [hub] dataset_license set only (start-up time of `config check`)
+    from overbrainer.config.hub_licenses import LICENSES
+    return license in LICENSES
+
+
 def hub(root: Table) -> Hub:
     t = root.table("hub")
     if t is None:
         return Hub()
     repo, dataset_repo = (_hub_repo(t, k) for k in ("repo", "dataset_repo"))
     license = t.str("dataset_license")
-    if license is not None and license not in LICENSES:
+    if license is not None and not _hub_license(license):
         t.problem("dataset_license", "not a Hugging Face license ID (apache-2.0, mit, cc-by-4.0, other…: "
                   "https://huggingface.co/docs/hub/repositories-licenses)", license)
         license = None

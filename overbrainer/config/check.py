@@ -19,8 +19,7 @@ from overbrainer.config.model import (
     SshTarget,
     Target,
 )
-from overbrainer.llm.thinking import mode, supported
-from overbrainer.support.frozen import asdict, fields
+from overbrainer.support.frozen import asdict, names
 from overbrainer.support.redact import MASK
 from overbrainer.support.urls import split, unsplit
 
@@ -69,6 +68,9 @@ def _role_text(r: Role, protocol: str | None = None) -> str:
 
 def thinking_text(r: Role) -> list[str]:
     """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
+    # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
+    from overbrainer.llm.thinking import mode, supported
+
     chosen = mode(r)
     if chosen is None:
         return []
@@ -110,7 +112,7 @@ def target_text(t: Target) -> str:
 
 
 def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
-    return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
+    return ", ".join(f"{name}: {_fmt(getattr(obj, name))}" for name in names(obj) if name not in skip)
 
 
 def lines(config: Config) -> list[tuple[str, str]]:

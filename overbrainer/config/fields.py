@@ -42,6 +42,17 @@ def origin(value: Any) -> str | None:
     return None
 
 
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+NAME_RULE = "^[a-z0-9_]+$"  # what problems say a name must match
+
+
+def is_name(text: str) -> bool:
+    """A name of a provider or a target: one or more of a-z, 0-9 and _ (NAME_RULE), nothing else,
+    not even the trailing newline `re.match("^…$")` lets through. A set check, not a regex: no
+    compile at start-up."""
+    return bool(text) and _NAME_CHARS.issuperset(text)
+
+
 def join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 

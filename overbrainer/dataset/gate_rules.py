@@ -5,19 +5,22 @@ pipeline/answers.classify); these rules come on top, from `[gate]` (config/model
 `min_chars`/`max_chars` (the answer's characters), `min_tokens`/`max_tokens` (its output
 tokens as the provider counted them, reasoning included), `language` (language.py),
 `format_regex` (searched in the answer: anchor it with ^ and $ to match the whole) and
-`json_schema` (json_schema.py).
+`json_schema` (json_schema.py; the answer is parsed as JSON after trimming whitespace and one
+enclosing ```json fence).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from .json_schema import parse_answer, violation
+from .json_schema import violation
 from .language import language_problem
 from .records import Example
 from .verdicts import answer_text
 
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.S)
 RULE_KEYS = ("min_chars", "max_chars", "min_tokens", "max_tokens", "language", "format_regex", "json_schema")
 
 
@@ -64,6 +67,15 @@ class Rules:
             if problem is not None:
                 return "format", f"json_schema: {problem}"
         return None
+
+
+def parse_answer(text: str) -> Any:
+    """The answer's JSON value; ValueError when it is not JSON."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    return json.loads(body)
 
 
 def _bounds(n: int, low: int | None, high: int | None, unit: str) -> str | None:

@@ -4,12 +4,11 @@ boolean, null), `enum`, `const`, `properties`, `required`, `additionalProperties
 a schema), `items` (one schema), `minItems`, `maxItems`, `minLength`, `maxLength`, `pattern`
 (Python `re`, searched), `minimum`, `maximum`, and the annotations `title`, `description`,
 `$schema`. Any other keyword is a configuration error (`schema_problems`): a schema is never
-half checked. The answer is parsed as JSON after trimming whitespace and one enclosing
-```json fence."""
+half checked. The answer is parsed as JSON by gate_rules.parse_answer (json is not imported
+here: `config check` checks a configured schema with this module)."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -18,7 +17,6 @@ _ANNOTATIONS = ("title", "description", "$schema")
 _KEYWORDS = ("type", "enum", "const", "properties", "required", "additionalProperties", "items", "minItems",
              "maxItems", "minLength", "maxLength", "pattern", "minimum", "maximum") + _ANNOTATIONS
 _COUNTS = ("minItems", "maxItems", "minLength", "maxLength")
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.S)
 
 
 def schema_problems(schema: Any, where: str = "") -> list[str]:
@@ -64,15 +62,6 @@ def _pattern_problems(value: Any, at: str) -> list[str]:
     except re.error as e:
         return [f"{at}: not a valid regular expression ({e})"]
     return []
-
-
-def parse_answer(text: str) -> Any:
-    """The answer's JSON value; ValueError when it is not JSON."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    return json.loads(body)
 
 
 def _is_type(value: Any, name: str) -> bool:

@@ -17,6 +17,7 @@ are read as the nearest listed one; ja is told from zh only by the kana it uses.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MIN_LETTERS = 40
@@ -32,14 +33,6 @@ _STOPWORDS = {
     "pt": "o os as e é uma que do da dos das para com não se como mais por são ao",
     "nl": "de het een en is van dat niet op te zijn met voor als ook aan bij worden wordt",
 }
-_WORDS = {lang: frozenset(text.split()) for lang, text in _STOPWORDS.items()}
-
-# Per word, the languages whose stop word it is (one lookup a word).
-_LANGS_OF: dict[str, tuple[str, ...]] = {}
-for _lang, _words in _WORDS.items():
-    for _w in _words:
-        _LANGS_OF[_w] = _LANGS_OF.get(_w, ()) + (_lang,)
-
 # The letters of each script (Unicode blocks), as regular expression classes.
 _LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"
 _BLOCKS = {
@@ -55,38 +48,57 @@ _SCRIPTS = {
     "ru": "cyrillic", "uk": "cyrillic", "bg": "cyrillic", "el": "greek", "ar": "arabic", "fa": "arabic",
     "he": "hebrew", "hi": "devanagari", "th": "thai", "ko": "hangul", "zh": "han", "ja": "han kana",
 }
-_OUTSIDE = {lang: re.compile("[^" + "".join(_BLOCKS[b] for b in blocks.split()) + "]+")
-            for lang, blocks in _SCRIPTS.items()}
-_NOT_LATIN = re.compile(f"[^{_LATIN}]+")
-_NOT_KANA = re.compile(f"[^{_BLOCKS['kana']}]+")
-_NOT_LETTER = re.compile(r"[\W\d_]+")
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 LANGUAGES = tuple(_STOPWORDS) + tuple(_SCRIPTS)
+
+# The patterns and the stop word table are built on first use, not at import: `config check`
+# imports LANGUAGES only, and compiling the script classes cost it 40M of its 269M instructions
+# (scripts/bench_startup.sh --instructions).
+_compiled = functools.cache(re.compile)
+_NOT_LATIN = f"[^{_LATIN}]+"
+_NOT_KANA = f"[^{_BLOCKS['kana']}]+"
+_NOT_LETTER = r"[\W\d_]+"
+_WORD = r"[^\W\d_]+(?:'[^\W\d_]+)?"
+
+
+@functools.cache
+def _outside(language: str) -> re.Pattern[str]:
+    """A run of characters outside the script of `language` (one of _SCRIPTS)."""
+    return re.compile("[^" + "".join(_BLOCKS[b] for b in _SCRIPTS[language].split()) + "]+")
+
+
+@functools.cache
+def _langs_of() -> dict[str, tuple[str, ...]]:
+    """Per stop word, the languages whose stop word it is (one lookup a word)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for lang, text in _STOPWORDS.items():
+        for word in dict.fromkeys(text.split()):
+            out[word] = out.get(word, ()) + (lang,)
+    return out
 
 
 def language_problem(text: str, language: str) -> str | None:
     """Why `text` does not look written in `language` (one of LANGUAGES), or None (it does, or
     it is too short to tell)."""
-    letters = _NOT_LETTER.sub("", text)
+    letters = _compiled(_NOT_LETTER).sub("", text)
     if len(letters) < MIN_LETTERS:
         return None
     if language in _SCRIPTS:
-        share = len(_OUTSIDE[language].sub("", letters)) / len(letters)
+        share = len(_outside(language).sub("", letters)) / len(letters)
         if share < SHARE:
             return f"{share:.0%} of the letters are in the script of {language}"
-        if language == "ja" and not _NOT_KANA.sub("", letters):
+        if language == "ja" and not _compiled(_NOT_KANA).sub("", letters):
             return "no kana: not ja"
         return None
-    latin = len(_NOT_LATIN.sub("", letters)) / len(letters)
+    latin = len(_compiled(_NOT_LATIN).sub("", letters)) / len(letters)
     if latin < SHARE:
         return f"{latin:.0%} of the letters are Latin"
     return _stopword_problem(text, language)
 
 
 def _stopword_problem(text: str, language: str) -> str | None:
-    counts = dict.fromkeys(_WORDS, 0)
-    langs_of = _LANGS_OF
-    for word in _WORD.findall(text.lower()):
+    counts = dict.fromkeys(_STOPWORDS, 0)
+    langs_of = _langs_of()
+    for word in _compiled(_WORD).findall(text.lower()):
         for lang in langs_of.get(word, ()):
             counts[lang] += 1
     if sum(counts.values()) < MIN_STOPWORDS:

@@ -8,11 +8,15 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-from overbrainer.llm.settings import RoleSettings
 from overbrainer.support.frozen import frozen
 from overbrainer.support.urls import split
+
+# The protocols serve annotations only: `config check` imports this module (start-up time).
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.llm.settings import RoleSettings
 
 
 OPENAI = "openai"
@@ -38,18 +42,21 @@ class Dialect:
     billed_cost: bool  # answers carry `usage.cost`, what the provider billed
 
 
-_TABLE = {
-    OPENAI: Dialect(OPENAI, MAX_COMPLETION_TOKENS, False, False, True, False, False),
-    OPENROUTER: Dialect(OPENROUTER, MAX_TOKENS, True, False, True, True, True),
-    LLAMACPP: Dialect(LLAMACPP, MAX_TOKENS, False, True, False, False, False),
-    OLLAMA: Dialect(OLLAMA, MAX_TOKENS, False, False, True, False, False),
-    VLLM: Dialect(VLLM, MAX_COMPLETION_TOKENS, False, True, False, False, False),
-    GENERIC: Dialect(GENERIC, MAX_TOKENS, True, False, True, False, True),
-}
+@functools.cache
+def _table() -> dict[str, Dialect]:
+    """The dialects by name, made when a client first asks (`config check` only guesses a name)."""
+    return {
+        OPENAI: Dialect(OPENAI, MAX_COMPLETION_TOKENS, False, False, True, False, False),
+        OPENROUTER: Dialect(OPENROUTER, MAX_TOKENS, True, False, True, True, True),
+        LLAMACPP: Dialect(LLAMACPP, MAX_TOKENS, False, True, False, False, False),
+        OLLAMA: Dialect(OLLAMA, MAX_TOKENS, False, False, True, False, False),
+        VLLM: Dialect(VLLM, MAX_COMPLETION_TOKENS, False, True, False, False, False),
+        GENERIC: Dialect(GENERIC, MAX_TOKENS, True, False, True, False, True),
+    }
 
 
 def get(name: str | None) -> Dialect:
-    return _TABLE[name or GENERIC]
+    return _table()[name or GENERIC]
 
 
 def reasoning_fields(dialect: Dialect, role: RoleSettings) -> dict:

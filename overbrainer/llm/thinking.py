@@ -17,8 +17,11 @@ overrides the choice; a choice the reference refuses for a known family is a con
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from overbrainer.llm.settings import RoleSettings
+# The protocols serve annotations only: `config check` imports this module (start-up time).
+if TYPE_CHECKING:  # pragma: no cover
+    from overbrainer.llm.settings import RoleSettings
 
 
 ADAPTIVE = "adaptive"

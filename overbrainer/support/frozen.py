@@ -4,7 +4,8 @@
 `dataclass(init=False, …)` inspects every annotation (string annotations go through a regex
 each); the configuration model has close to twenty such classes, which alone took a large share of
 `overbrainer config check`'s start-up. `@frozen` reads the fields from the class's own annotations
-(a base's first, as a dataclass does) and attaches shared, generic `__init__`, `__repr__`,
+(a base's first, as a dataclass does), keeps them as their names, defaults and default factories
+(no object per field: `fields()` makes them when asked), and attaches shared, generic `__init__`, `__repr__`,
 `__eq__`, `__hash__`, `__setattr__` and `__delattr__` that behave like the generated ones:
 positional or keyword arguments, defaults and `field(default_factory=…)`, `TypeError` on a missing
 or unknown argument, `FrozenInstanceError` (an AttributeError) on assignment, equality and hashing
@@ -16,9 +17,11 @@ as dataclasses: their `__init__` signature, field types and immutability are che
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar, dataclass_transform
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform
 
-_FIELDS = "__frozen_fields__"
+_FIELDS = "__frozen_fields__"  # (names, {name: default}, {name: default factory})
+_CLASSVAR = ("ClassVar", "typing.ClassVar")
 _C = TypeVar("_C", bound=type)
 
 
@@ -32,15 +35,22 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+_new = tuple.__new__
 
 
-class Field:
-    """One field of a `@frozen` class: its name, and its default or default factory."""
+class Field(tuple[Any, ...]):
+    """One field of a `@frozen` class, as `field()` and `fields()` give it: its name, and its default
+    or default factory. A tuple (name, default, default_factory): one C call makes it."""
 
-    __slots__ = ("name", "default", "default_factory")
-
-    def __init__(self, name: str = "", default: Any = MISSING, default_factory: Any = MISSING):
-        self.name, self.default, self.default_factory = name, default, default_factory
+    __slots__ = ()
+    if TYPE_CHECKING:
+        name: str
+        default: Any
+        default_factory: Any
+    else:
+        name = property(itemgetter(0))
+        default = property(itemgetter(1))
+        default_factory = property(itemgetter(2))
 
     def __repr__(self) -> str:
         return f"Field(name={self.name!r})"
@@ -48,27 +58,27 @@ class Field:
 
 def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
     """A field's default as a factory (a fresh list or dict per instance), as `dataclasses.field`."""
-    return Field(default=default, default_factory=default_factory)
+    found: Field = _new(Field, ("", default, default_factory))  # named by the decorator
+    return found
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    spec = getattr(type(self), _FIELDS)
+    names, defaults, factories = getattr(type(self), _FIELDS)
     cls_name = type(self).__name__
-    if len(args) > len(spec):
-        raise TypeError(f"{cls_name}.__init__() takes {len(spec) + 1} positional arguments "
+    if len(args) > len(names):
+        raise TypeError(f"{cls_name}.__init__() takes {len(names) + 1} positional arguments "
                         f"but {len(args) + 1} were given")
-    for i, f in enumerate(spec):
-        name = f.name
+    for i, name in enumerate(names):
         if i < len(args):
             if name in kwargs:
                 raise TypeError(f"{cls_name}.__init__() got multiple values for argument '{name}'")
             value = args[i]
         elif name in kwargs:
             value = kwargs.pop(name)
-        elif f.default is not MISSING:
-            value = f.default
-        elif f.default_factory is not MISSING:
-            value = f.default_factory()
+        elif name in defaults:
+            value = defaults[name]
+        elif name in factories:
+            value = factories[name]()
         else:
             raise TypeError(f"{cls_name}.__init__() missing 1 required positional argument: '{name}'")
         object.__setattr__(self, name, value)
@@ -80,11 +90,11 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, f.name) for f in getattr(type(self), _FIELDS))
+    return tuple(getattr(self, name) for name in getattr(type(self), _FIELDS)[0])
 
 
 def _repr(self: Any) -> str:
-    body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in getattr(type(self), _FIELDS))
+    body = ", ".join(f"{name}={getattr(self, name)!r}" for name in getattr(type(self), _FIELDS)[0])
     return f"{type(self).__qualname__}({body})"
 
 
@@ -122,26 +132,31 @@ def record(cls: _C) -> _C:
 
 
 def _make(cls: Any, immutable: bool) -> Any:
-    spec: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for f in getattr(base, _FIELDS, ()) if _FIELDS in base.__dict__ else ():
-            spec[f.name] = f
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
-        if isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar")):
-            continue
-        value = cls.__dict__.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
-        f.name = name
-        if isinstance(value, Field):
-            if f.default is MISSING:
+    own = cls.__dict__
+    names = tuple(name for name, annotation in own.get("__annotations__", {}).items()
+                  if not (isinstance(annotation, str) and annotation.startswith(_CLASSVAR)))
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Callable[[], Any]] = {}
+    for name in names:
+        if name in own:
+            value = own[name]
+            if type(value) is not Field:
+                defaults[name] = value
+            elif value[2] is not MISSING:
+                factories[name] = value[2]
                 delattr(cls, name)  # a factory: no class attribute, as a dataclass
+            elif value[1] is not MISSING:
+                defaults[name] = value[1]
+                setattr(cls, name, value[1])
             else:
-                setattr(cls, name, f.default)
-        spec[name] = f
-    if cls.__dict__.get("__doc__") is None:
-        cls.__doc__ = f"{cls.__name__}({', '.join(spec)})"
-    setattr(cls, _FIELDS, tuple(spec.values()))
-    cls.__match_args__ = tuple(spec)  # type: ignore[misc]  # the class being made gets its own
+                delattr(cls, name)
+    inherited = [spec for base in cls.__mro__[-2:0:-1] if (spec := base.__dict__.get(_FIELDS)) is not None]
+    if inherited:  # the bases' fields first, farthest base first (object has none)
+        names, defaults, factories = _laid_over([*inherited, (names, defaults, factories)])
+    if own.get("__doc__") is None:
+        cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
+    setattr(cls, _FIELDS, (names, defaults, factories))
+    cls.__match_args__ = names  # type: ignore[misc]  # the class being made gets its own
     cls.__init__ = _init
     cls.__repr__ = _repr
     cls.__eq__ = _eq
@@ -154,6 +169,23 @@ def _make(cls: Any, immutable: bool) -> Any:
     return cls
 
 
+def _laid_over(specs: list[tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]]
+               ) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any]]:
+    """The fields of `specs` laid over each other in order: a field defined again replaces the
+    earlier one (its default or factory too) in the earlier one's place."""
+    order: dict[str, None] = {}
+    defaults: dict[str, Any] = {}
+    factories: dict[str, Any] = {}
+    for names, spec_defaults, spec_factories in specs:
+        for name in names:
+            order[name] = None
+            defaults.pop(name, None)
+            factories.pop(name, None)
+        defaults.update(spec_defaults)
+        factories.update(spec_factories)
+    return tuple(order), defaults, factories
+
+
 def is_frozen(obj: Any) -> bool:
     return hasattr(type(obj) if not isinstance(obj, type) else obj, _FIELDS)
 
@@ -161,7 +193,16 @@ def is_frozen(obj: Any) -> bool:
 def fields(obj: Any) -> tuple[Field, ...]:
     """The fields of a `@frozen` class or instance, in order (as `dataclasses.fields`)."""
     try:
-        found: tuple[Field, ...] = getattr(obj, _FIELDS)
+        names, defaults, factories = getattr(obj, _FIELDS)
+    except AttributeError:
+        raise TypeError("must be called with a @frozen class or instance") from None
+    return tuple(_new(Field, (name, defaults.get(name, MISSING), factories.get(name, MISSING))) for name in names)
+
+
+def names(obj: Any) -> tuple[str, ...]:
+    """The field names of a `@frozen` class or instance, in order: `fields()` without a Field each."""
+    try:
+        found: tuple[str, ...] = getattr(obj, _FIELDS)[0]
         return found
     except AttributeError:
         raise TypeError("must be called with a @frozen class or instance") from None
@@ -178,7 +219,7 @@ def asdict(obj: Any) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if is_frozen(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in getattr(type(value), _FIELDS)}
+        return {name: _plain(getattr(value, name)) for name in getattr(type(value), _FIELDS)[0]}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, tuple):
@@ -190,6 +231,6 @@ def _plain(value: Any) -> Any:
 
 def replace(obj: Any, **changes: Any) -> Any:
     """A copy of the instance with `changes` applied (as `dataclasses.replace`)."""
-    for f in fields(obj):
-        changes.setdefault(f.name, getattr(obj, f.name))
+    for name in names(obj):
+        changes.setdefault(name, getattr(obj, name))
     return type(obj)(**changes)

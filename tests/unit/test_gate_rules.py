@@ -10,8 +10,8 @@ import pytest
 
 from overbrainer.config.load import parse_config
 from overbrainer.config.model import Gate
-from overbrainer.dataset.gate_rules import Rules
-from overbrainer.dataset.json_schema import parse_answer, schema_problems, violation
+from overbrainer.dataset.gate_rules import Rules, parse_answer
+from overbrainer.dataset.json_schema import schema_problems, violation
 from overbrainer.dataset.language import language_problem
 from overbrainer.dataset.records import Example, Message, Meta, RecordError
 from overbrainer.dataset.verdicts import Verdict, answer_digest, gate_drops

@@ -62,6 +62,41 @@ def test_same_behaviour_as_a_frozen_dataclass(classes):
     assert isinstance(Child("x").tags, list) and "tags" not in Child.__dict__
 
 
+def test_fields_name_their_default_or_factory():
+    Base, Child, _ = OURS
+    found = [(f.name, f.default, f.default_factory) for f in records.fields(Child)]
+    assert found == [("name", records.MISSING, records.MISSING), ("count", 3, records.MISSING),
+                     ("tags", records.MISSING, list), ("extra", None, records.MISSING)]
+    assert records.fields(Child)[:3] == records.fields(Base) and repr(records.fields(Base)[0]) == "Field(name='name')"
+    assert records.names(Child("x")) == records.names(Child) == tuple(f.name for f in records.fields(Child))
+    for helper in (records.fields, records.names):
+        with pytest.raises(TypeError, match="@frozen"):
+            helper(object())
+
+
+def test_a_field_defined_again_is_the_subclass_own_in_the_base_place():
+    @frozen
+    class A:
+        x: int = 3
+        y: list = records.field(default_factory=list)
+
+    @frozen
+    class B(A):
+        x: int  # required here
+
+    @frozen
+    class C(B):
+        z: str = "z"
+        y: tuple = ()
+
+    assert C.__match_args__ == ("x", "y", "z") and A() == A(3, [])
+    assert C(1) == C(1, (), "z") and repr(C(1)) == f"{C.__qualname__}(x=1, y=(), z='z')"
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        C()
+    assert [(f.name, f.default, f.default_factory) for f in records.fields(B)] == [
+        ("x", records.MISSING, records.MISSING), ("y", records.MISSING, list)]
+
+
 def test_config_model_classes_are_frozen_without_compiled_methods():
     """The configuration model's value classes use `@frozen` (start-up: nothing is compiled)."""
     from overbrainer.config import model
