@@ -36,7 +36,7 @@ from overbrainer.config.model import (
 from overbrainer.config.values import secret, url
 from overbrainer.support.urls import ip
 
-HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"  # compiled when [hub] repo is set
+HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z"  # compiled when [hub] repo is set
 U32 = 2**32 - 1
 
 # Axolotl keys written from a typed [training] setting (axolotl key -> training key).

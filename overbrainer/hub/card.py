@@ -17,7 +17,7 @@ from overbrainer.hub.card_facts import CardFacts
 from overbrainer.support.fmt import duration
 
 MARKER = "<!-- overbrainer:card -->"
-_PLAIN_YAML = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
+_PLAIN_YAML = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*\Z")
 _AMBIGUOUS = {"yes", "no", "on", "off", "true", "false", "null", "none", "y", "n", "~"}
 
 

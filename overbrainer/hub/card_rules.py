@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 # axolotl_extra keys and values that could carry a secret, a host or a path are left out.
 _SECRETISH = re.compile(r"token|key|secret|passw|auth|cred|url|host|endpoint|path|dir|wandb|mlflow|hub|push",
                         re.IGNORECASE)

@@ -31,7 +31,7 @@ from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
-REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 NO_TOKEN = ("OVERBRAINER_HF_TOKEN is not set: create a write token on Hugging Face and set it in the "
             "environment or .env (or use --dry-run)")
 YOU = "<you>"

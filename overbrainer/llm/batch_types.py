@@ -41,7 +41,7 @@ LIMITS = {
     OPENAI: Limits(50_000, 200 * 1024 * 1024),
     ANTHROPIC: Limits(100_000, 256 * 1024 * 1024, envelope=64),
 }
-CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}\Z")
 
 
 TAG = 10  # characters of a submission's tag

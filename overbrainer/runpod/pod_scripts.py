@@ -44,8 +44,8 @@ PROBE_TRIES = 5
 CURL_TIMEOUT_MS = 10_000
 SSHD_WAIT_MS = 10_000
 
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-_KEY_LINE = re.compile(r"^(ssh-|ecdsa-|sk-)[A-Za-z0-9@.-]+ [A-Za-z0-9+/=]+( [ -~]*)?$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+_KEY_LINE = re.compile(r"^(ssh-|ecdsa-|sk-)[A-Za-z0-9@.-]+ [A-Za-z0-9+/=]+( [ -~]*)?\Z")
 
 
 def script(name: str) -> str:

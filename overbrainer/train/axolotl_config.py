@@ -204,7 +204,7 @@ def _eval_and_save_keys(training: Training, extra: dict[str, Any], root: str, ha
 
 # --- YAML ------------------------------------------------------------------------------------
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _BOOLISH = {"y", "yes", "n", "no", "true", "false", "on", "off", "null", "nan", "inf"}
 
 
