@@ -185,14 +185,15 @@ class Cli(Frontend):
         self._stdout = stdout
         self._stderr = stderr
         self.capacity = capacity
+        self._labels: dict[str, str] = {}  # each run's label, known to every bus's renderer
 
     def make_renderer(self) -> Any:
         stream = self._stderr if self._stderr is not None else sys.stderr
         if self.json:
             return JsonRenderer(self._stderr)
         if terminal.use_bars(stream):
-            return BarRenderer(self._stderr)
-        return LineRenderer()
+            return BarRenderer(self._stderr, labels=self._labels)
+        return LineRenderer(labels=self._labels)
 
     def open_bus(self) -> BusGuard:
         bus = EventBus(self.capacity, observer=self.observer)
@@ -224,6 +225,7 @@ class Embedded(Frontend):
         self.abandon = abandon
         self._report = report
         self._renderer = renderer
+        self._labels: dict[str, str] = {}  # each run's label, known to every bus's renderer
 
     def open_bus(self) -> BusGuard:
         # The caller's bus is shared: the guard never closes it, only its own renderer.
@@ -231,7 +233,7 @@ class Embedded(Frontend):
         if self._renderer is not None:
             renderer = self._renderer()
         else:
-            renderer = LineRenderer()
+            renderer = LineRenderer(labels=self._labels)
         return BusGuard(self.bus, renderer, owns_bus=False)
 
     def interrupt(self) -> "Interrupt":

@@ -135,12 +135,15 @@ class LineRenderer:
     """Turns events into log lines. Subclasses draw bars instead of progress lines."""
 
     def __init__(self, logger: logging.Logger = log, *, interval: float = INTERVAL,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, labels: dict[str, str] | None = None):
         self.log = logger
         self.interval = interval
         self.clock = clock
         self.stages: dict[str, StageProgress] = {}
         self.runs: dict[str, RunProgress] = {}
+        # What each run's lines start with (`train`, a side job's kind), from RunWatched; shared by
+        # the renderers of a command's buses (frontend.Cli), each bus having a renderer of its own.
+        self.labels: dict[str, str] = labels if labels is not None else {}
 
     # --- dispatch -----------------------------------------------------------------------------
 
@@ -217,12 +220,12 @@ class LineRenderer:
     def run(self, run_id: str) -> RunProgress:
         r = self.runs.get(run_id)
         if r is None:
-            r = self.runs[run_id] = RunProgress("train", Every(self.interval, self.clock))
+            r = self.runs[run_id] = RunProgress(self.labels.get(run_id, "train"), Every(self.interval, self.clock))
         return r
 
     def on_RunWatched(self, ev: RunWatched) -> None:
         r = self.run(ev.run_id)
-        r.prefix = ev.job or "train"
+        r.prefix = self.labels[ev.run_id] = ev.job or "train"
         self.log.debug("%s: following run %s", r.prefix, ev.run_id)
 
     def on_Metric(self, ev: Metric) -> None:

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
-from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids, pod_run
 from overbrainer.jobs.pod_homes import PodHome
 from overbrainer.jobs.pod_ledger import warn_orphans
@@ -147,23 +146,13 @@ class PodLease:
         self.ctx.job_started()
 
 
-def _open_bus(session, record_id: str, home: PodHome | None):
-    """A bus of the front end's whose renderer knows, from its first event, that a side job's pod
-    lines are that job's (`eval: pod … ready`, not `train: …`): every bus has a renderer of its
-    own, so what an earlier bus was told is not known to this one."""
-    guard = session.front.open_bus()
-    if home is not None and home.side:
-        guard.bus.publish(RunWatched(record_id, home.kind))
-    return guard
-
-
 @contextmanager
 def pod_lease(session, config, target: Any, record, *, interrupt, start: bool,
               options: PodOptions) -> Iterator[PodLease]:
     """The pod of `record` on the Runpod `target` for the block (see the module docstring and
     PodOptions)."""
     runs_dir = ProjectPaths(session.project_dir).runs
-    guard = _open_bus(session, record.id, options.home)
+    guard = session.front.open_bus()
     client = None
     executor = None
     try:
@@ -188,7 +177,7 @@ def pod_lease(session, config, target: Any, record, *, interrupt, start: bool,
     try:
         yield PodLease(executor, ctx)
     finally:
-        guard = _open_bus(session, record.id, options.home)
+        guard = session.front.open_bus()
         ctx.publish = guard.bus.publish
         try:
             if executor is not None:

@@ -191,6 +191,8 @@ def _on_pod(session, config, side: _Side, name: str, target: RunpodTarget, inter
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
     save(parent, record)
+    with events(session.front) as bus:
+        bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
     pod_target = frozen.replace(target, **job.pod) if job.pod else target
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id

@@ -292,3 +292,17 @@ def test_pod_status_lines_and_json(lines, caplog):
     assert json.loads(event_line(PodStatus("r1", "creating", gpu="A", rate=0.5))) == {
         "event": "pod_status", "run_id": "r1", "phase": "creating", "pod_id": None, "gpu": "A", "rate": 0.5,
         "spend": None, "message": None}
+
+
+def test_a_runs_label_outlives_the_bus_it_was_said_on(lines):
+    """Each bus of a command has a renderer of its own: a side job's label, said on one bus, still
+    names its lines on the next (the Cli front end's renderers share their labels)."""
+    from overbrainer.front.events import PodStatus, RunWatched
+    from overbrainer.front.frontend import Cli
+
+    front = Cli(stderr=io.StringIO())
+    first, second = front.make_renderer(), front.make_renderer()
+    first.handle(RunWatched("eval_1", "eval"))
+    second.handle(PodStatus("eval_1", "ready", "abc123"))
+    second.handle(PodStatus("r1", "ready", "def456"))
+    assert lines()[-2:] == ["eval: pod abc123 ready", "train: pod def456 ready"]
