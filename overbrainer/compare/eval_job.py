@@ -78,7 +78,7 @@ def eval_side_job(config: Config, where: Target, run_id: str, gguf: planning.Ggu
     """The eval's SideJob without its callbacks and pod settings (see the module docstring)."""
     side = child_side(gguf, settings)
     packed = pack(tasks)
-    files: dict[str, str | bytes] = {name: script_text(name) for name in SCRIPTS}
+    files: dict[str, str | bytes | Path] = {name: script_text(name) for name in SCRIPTS}
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files.update(packed.files)
     spec = {"arguments": harness.arguments(side, tasks.names, settings), "include": packed.include,
@@ -123,11 +123,12 @@ def read_output(job_dir: Path, job_id: str) -> dict[str, Any]:
         output = json.loads((job_dir / OUTPUT).read_text(encoding="utf-8"))
         samples: dict[str, list[dict[str, Any]]] = {}
         path = job_dir / SAMPLES
-        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-        for line in lines:
-            if line.strip():
-                row = json.loads(line)
-                samples.setdefault(str(row.pop("task")), []).append(row)
+        if path.is_file():
+            with path.open(encoding="utf-8") as fh:  # a line at a time: the rows are what is kept
+                for line in fh:
+                    if line.strip():
+                        row = json.loads(line)
+                        samples.setdefault(str(row.pop("task")), []).append(row)
     except (OSError, ValueError, KeyError, AttributeError) as e:
         raise OverbrainerError(f"eval {job_id} failed: its {OUTPUT} or {SAMPLES} is not readable: {e}") from None
     if not isinstance(output, dict):

@@ -3,6 +3,8 @@ YAML with what it needs, its paths rewritten to stand in that folder.
 
 - The default task (`overbrainer_eval`) goes into `task/`, as on this machine; any other task file
   into `tasks/<task>/`. Those folders are lm-eval's `include_path` on the target.
+- Data files and modules are named by their path here, copied when the job's folder is written
+  (jobs/side_job.py), never read into memory: the default task's data is the whole eval split.
 - With a YAML go: the Python modules its `!function`s name (`<module>.py` beside it, as lm-eval
   reads them), the YAML its `include:` names (beside it or by its path; packed the same way, its
   name kept), and the local files of its `dataset_kwargs.data_files` (a path, a list of paths, or
@@ -69,8 +71,9 @@ TaggedDumper.add_representer(Tagged, _write_tagged)
 
 @dataclass
 class Packed:
-    """The job's task files (path in the job folder → content) and lm-eval's include_path there."""
-    files: dict[str, str | bytes] = field(default_factory=dict)
+    """The job's task files (path in the job folder → its text, or the file here it is a copy of)
+    and lm-eval's include_path there."""
+    files: dict[str, str | Path] = field(default_factory=dict)
     include: list[str] = field(default_factory=list)
 
 
@@ -101,8 +104,9 @@ class _Folder:
     cwd: Path
     placed: dict[Path, str] = field(default_factory=dict)  # source -> its name in the folder
 
-    def place(self, source: Path, content: str | bytes) -> str:
-        """`source` put into the folder (once; a name already taken gets a number); its name there."""
+    def place(self, source: Path, content: str | Path) -> str:
+        """`source` put into the folder (once; a name already taken gets a number) as `content`
+        (a text, or the file to copy); its name there."""
         source = source.resolve()
         if source in self.placed:
             return self.placed[source]
@@ -143,7 +147,7 @@ class _Folder:
         for module in sorted(_functions(doc)):
             py = path.parent / f"{module}.py"
             if py.is_file():
-                self.place(py, py.read_bytes())
+                self.place(py, py)
         included = doc.get("include")
         if isinstance(included, str):
             target = Path(included) if Path(included).is_absolute() else path.parent / included
@@ -164,7 +168,7 @@ class _Folder:
         local = self.local(value)
         if "://" in value or not local.is_file():
             return value
-        return f"{self.folder}/{self.place(local, local.read_bytes())}"
+        return f"{self.folder}/{self.place(local, local)}"
 
 
 def _functions(value: Any) -> set[str]:

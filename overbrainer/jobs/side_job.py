@@ -48,9 +48,10 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import secrets as _secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from overbrainer.config.model import Config, RunpodTarget, Target
 from overbrainer.dataset.paths import ProjectPaths
@@ -80,7 +81,7 @@ class SideJob:
     """What to run: see the module docstring. `kind` names its directories (`<kind>s/`), its ID
     (`<kind>_…`) and its progress lines."""
     kind: str
-    files: dict[str, str | bytes]
+    files: Mapping[str, str | bytes | Path]  # name in the job's folder -> its text, bytes, or a file here to copy
     steps: list[Any]  # exec.runtime.Step
     env: dict[str, str] = field(default_factory=dict)
     fetch: list[str] = field(default_factory=list)
@@ -286,7 +287,9 @@ def _prepare(executor, interrupt, side: _Side, place: _Place):
     for name, content in job.files.items():
         path = place.job_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
+        if isinstance(content, Path):
+            shutil.copyfile(content, path)  # a file of this machine's, copied as it is
+        elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")

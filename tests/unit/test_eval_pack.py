@@ -6,6 +6,7 @@ its `include:`, every path rewritten to stand in the job's folder, the tags kept
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -43,7 +44,7 @@ def test_a_users_task_goes_with_its_data_modules_and_include(tmp_path, monkeypat
     assert sorted(packed.files) == ["tasks/colours/base.yaml", "tasks/colours/colours.yaml",
                                     "tasks/colours/test.jsonl", "tasks/colours/test_2.jsonl",
                                     "tasks/colours/train.jsonl", "tasks/colours/utils.py"]
-    assert packed.files["tasks/colours/test_2.jsonl"] == b'{"q": "b"}\n'
+    assert Path(packed.files["tasks/colours/test_2.jsonl"]).read_bytes() == b'{"q": "b"}\n'
     doc = load(packed.files["tasks/colours/colours.yaml"])
     assert doc["include"] == "base.yaml" and load(packed.files["tasks/colours/base.yaml"])["include"] == "colours.yaml"
     assert doc["dataset_kwargs"]["data_files"] == {
@@ -62,7 +63,7 @@ def test_the_default_task_goes_into_task_with_its_metric(project, tmp_path):
     doc = load(packed.files["task/overbrainer_eval.yaml"])
     assert doc["dataset_kwargs"]["data_files"] == {"test": "task/overbrainer_eval.jsonl"}
     assert doc["metric_list"][0]["metric"] == Tagged("!function", "eval_metrics.token_f1")
-    lines = packed.files["task/overbrainer_eval.jsonl"].decode().splitlines()
+    lines = Path(packed.files["task/overbrainer_eval.jsonl"]).read_text().splitlines()
     assert len(lines) == 2 and set(json.loads(lines[0])) == {"id", "question", "answer"}
 
 
