@@ -1,7 +1,11 @@
-"""The house rules on size, read from the code: a module of the package holds at most 400 lines
-and a function (or method) at most 50, the scripts shipped to targets included. A longer one is a
-sign it does several jobs: split it along them. And a project's own folders (`runs/`, `data/`,
-`.overbrainer/`) are named in one place, `dataset/paths.ProjectPaths`."""
+"""The house rules on shape, read from the code: a function (or method) of the package holds at
+most 50 lines and takes at most 11 parameters, the scripts shipped to targets included. Both are
+checked as guidance, not as goals: a longer function or a wider signature is a sign it does
+several jobs (split it along them) or that its arguments belong together (a small frozen
+dataclass); never cut one job in two to meet the count. A module has no size limit: it holds one
+idea under a name that says it, and may run to about 800 lines when the idea needs them; it is
+never split only for size. And a project's own folders (`runs/`, `data/`, `.overbrainer/`) are
+named in one place, `dataset/paths.ProjectPaths`."""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
-MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 50
 
 
@@ -22,12 +25,6 @@ def test_the_walk_sees_the_package():
     names = {p.relative_to(ROOT).as_posix() for p in modules()}
     assert {"exec/transfer.py", "exec/manifest.py", "compare/scripts/compare_client.py"} <= names
     assert len(names) > 100
-
-
-def test_no_module_is_longer_than_400_lines():
-    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in modules()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
-    assert long == []
 
 
 def test_no_function_is_longer_than_50_lines():
