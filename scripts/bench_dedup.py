@@ -44,13 +44,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from overbrainer.dataset import dedup as current  # noqa: E402
-from overbrainer.dataset import embed_dedup as embed_current  # noqa: E402
-from overbrainer.dataset.dedup import jaccard, shingles  # noqa: E402
+from overbrainer.dataset.quality import dedup as current  # noqa: E402
+from overbrainer.dataset.quality import embed_dedup as embed_current  # noqa: E402
+from overbrainer.dataset.quality.dedup import jaccard, shingles  # noqa: E402
 
 # The last revision with the str/frozenset/dict index (before the compact one).
 BASELINE = "581e7f635d7e0858f7fd41870b912b916d3b6826"
-PATH = "overbrainer/dataset/dedup.py"
+PATH = "overbrainer/dataset/dedup.py"  # where the baseline revision had it
 MAX_MB_PER_100K = 40  # the lexical index's held memory per 100k texts (of ~17 words)
 MAX_TIME_RATIO = 1.2  # CPU time per text against the baseline (single runs: a busy machine skews)
 

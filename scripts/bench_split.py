@@ -109,7 +109,7 @@ def child(path: str, folder: str) -> None:
 
 def _benchmark():
     """A Screen of 5,000 items of about 100 words (words that the answers do not use)."""
-    from overbrainer.dataset.decontam import Screen
+    from overbrainer.dataset.quality.decontam import Screen
 
     rng = random.Random(7)
     vocabulary = [f"bench{i}" for i in range(500)]

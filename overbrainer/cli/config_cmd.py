@@ -44,7 +44,7 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
             failure = _probe(app, cfg, data) or failure
         problems = ready.problems(cfg) + prompt_files.problems(app.root)
         if cfg.pipeline.decontaminate:
-            from overbrainer.dataset import benchmarks  # lazy: pathlib and the readers, only then
+            from overbrainer.dataset.quality import benchmarks  # lazy: pathlib and the readers, only then
 
             problems += benchmarks.problems(app.root, cfg.pipeline.decontaminate)
         data["problems"] = problems

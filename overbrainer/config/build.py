@@ -309,7 +309,7 @@ def _language(t: Table) -> str | None:
     if "language" not in t.data:
         return None
     # lazy: [gate] language set only (start-up time of `config check`)
-    from overbrainer.dataset.language import LANGUAGES
+    from overbrainer.dataset.quality.language import LANGUAGES
     language: str | None = t.choice("language", LANGUAGES)
     return language
 
@@ -331,7 +331,7 @@ def _schema(t: Table, k: str) -> dict[str, Any] | None:
     if v is None:
         return None
     # lazy: [gate] json_schema set only (start-up time of `config check`)
-    from overbrainer.dataset.json_schema import schema_problems
+    from overbrainer.dataset.quality.json_schema import schema_problems
     problems = schema_problems(v)
     for p in problems:
         t.problem(k, p, v)

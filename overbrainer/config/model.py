@@ -139,7 +139,7 @@ class Gate:
     max_chars: int | None = None
     min_tokens: int | None = None
     max_tokens: int | None = None
-    language: str | None = None  # dataset/language.LANGUAGES
+    language: str | None = None  # dataset/quality/language.LANGUAGES
     format_regex: str | None = None
     json_schema: dict[str, Any] | None = None
     grader_threshold: float = 7.0  # roles.grader's score (0-10) an answer needs to be kept

@@ -36,7 +36,7 @@ class ProjectPaths:
 
     @property
     def gate(self) -> Path:
-        """The quality gate's verdicts (dataset/verdicts.py)."""
+        """The quality gate's verdicts (dataset/quality/verdicts.py)."""
         return self.data / "gate.jsonl"
 
     @property

@@ -108,7 +108,7 @@ class SplitResult:
     orphaned_usable: int = 0  # usable answers orphaned, all topics
     usable: int = 0  # usable answers split, all topics
     contaminated: dict[str, int] = field(default_factory=dict)  # source ("eval", a benchmark) -> n > 0
-    gated: dict[str, int] = field(default_factory=dict)  # gate reason -> n (dataset/verdicts.py), n > 0 only
+    gated: dict[str, int] = field(default_factory=dict)  # gate reason -> n (dataset/quality/verdicts.py), n > 0 only
     kept_output_tokens: int = 0  # meta.output_tokens of the answers in train and eval, all topics
 
     @property

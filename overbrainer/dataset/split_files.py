@@ -26,12 +26,12 @@ from typing import Callable, Iterable, Mapping
 from overbrainer.errors import OverbrainerError
 
 from .answer_index import USABLE, AnswerIndex, index_answers
-from .decontam import HashIndex, Screen, units
+from .quality.decontam import HashIndex, Screen, units
 from .ids import packed, unpacked
 from .jsonl import LineReader, LineWriter, iter_records, rewriting
 from .records import EXCLUSIONS, Example, Question
 from .split import ORPHANED_WARNING, SplitResult, counting, layout, seeded_hash
-from .verdicts import GATE_REASONS, gate_drops, gated_numbers
+from .quality.verdicts import GATE_REASONS, gate_drops, gated_numbers
 
 EVAL = "eval"  # the source name of an overlap with the eval split
 

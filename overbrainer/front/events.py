@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from overbrainer.support.usage import Usage
 
 if TYPE_CHECKING:  # data of dataset/, named here only as a field's type
-    from overbrainer.dataset.stages import StageStats
+    from overbrainer.dataset.accounting.stages import StageStats
 
 
 @dataclass(frozen=True)

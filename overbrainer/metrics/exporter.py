@@ -24,7 +24,7 @@ from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from overbrainer import __version__
-from overbrainer.dataset.history import read_history
+from overbrainer.dataset.accounting.history import read_history
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted

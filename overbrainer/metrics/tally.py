@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from overbrainer.dataset.stages import STAGES
+from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.front import events as ev
 from overbrainer.support.redact import redact, strip_controls
 
@@ -67,7 +67,7 @@ class Counts:
 
 
 def history_counts(entries: Iterable) -> Counts:
-    """The counters that history.jsonl's entries (dataset.history.HistoryEntry) add up to."""
+    """The counters that history.jsonl's entries (dataset.accounting.history.HistoryEntry) add up to."""
     counts = Counts()
     for e in entries:
         counts.add(e.stage, model_label(e.model), result={"done": e.done, "skipped": e.skipped, "failed": e.failed,

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 
 from overbrainer.config.ready import refuse_hidden_reasoning
-from overbrainer.dataset.gate_rules import Rules
+from overbrainer.dataset.quality.gate_rules import Rules
 from overbrainer.dataset.records import Example, Message, Meta
 from overbrainer.llm.hidden import hides
 from overbrainer.llm.types import ChatRequest

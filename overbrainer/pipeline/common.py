@@ -9,7 +9,7 @@ import logging
 import threading
 from typing import Callable, Iterator
 
-from overbrainer.dataset.history import priced_before, read_history
+from overbrainer.dataset.accounting.history import priced_before, read_history
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewriting
@@ -45,7 +45,7 @@ def execute(ctx: StageContext, name: str, role: str | None,
 
 def _unpriced(ctx: StageContext, result: StageResult) -> StageResult:
     """A stage that spent nothing says `cost unknown`, not `$0`, when the last time it spent
-    its cost was unknown (dataset.history.priced_before)."""
+    its cost was unknown (dataset.accounting.history.priced_before)."""
     st = result.stats
     if result.split is None and st.cost is None and st.usage.input_tokens == 0 and st.usage.output_tokens == 0:
         result.unpriced = priced_before(read_history(ctx.project_dir), result.stage) is False

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from overbrainer.dataset.answer_index import index_answers
-from overbrainer.dataset.history import format_history_lines, history_report, read_history
+from overbrainer.dataset.accounting.history import format_history_lines, history_report, read_history
 from overbrainer.dataset.reject import reject
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.dataset.stats import dataset_stats
-from overbrainer.dataset.verdicts import gated_answers
+from overbrainer.dataset.accounting.stats import dataset_stats
+from overbrainer.dataset.quality.verdicts import gated_answers
 from overbrainer.pipeline.gate import gate_settings
 from overbrainer.support.words import plural
 

@@ -2,10 +2,10 @@
 (docs/stages.md#gate).
 
 Each usable answer (the latest of its question, of a selected topic, not excluded by
-`answers`) goes through the rule checks of `[gate]` (free; dataset/gate_rules.py), then, when
+`answers`) goes through the rule checks of `[gate]` (free; dataset/quality/gate_rules.py), then, when
 `roles.grader` is set and the rules kept it, through the grader: one request with the rubric
 prompts/grader.txt, the answer kept when its score reaches `[gate] grader_threshold`. Every
-verdict is appended to data/gate.jsonl (dataset/verdicts.py) as it is reached; answers.jsonl
+verdict is appended to data/gate.jsonl (dataset/quality/verdicts.py) as it is reached; answers.jsonl
 is never touched, and `split` leaves out the answers whose verdict is drop.
 
 An answer judged by a check with the current settings is never judged again by it: a rerun
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
-from overbrainer.dataset.gate_rules import Rules
+from overbrainer.dataset.quality.gate_rules import Rules
 from overbrainer.dataset.ids import packed
 from overbrainer.dataset.jsonl import LineReader, iter_records
 from overbrainer.dataset.records import Example
-from overbrainer.dataset.verdicts import (
+from overbrainer.dataset.quality.verdicts import (
     Verdict,
     answer_digest,
     answer_text,

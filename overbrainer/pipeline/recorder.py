@@ -1,4 +1,4 @@
-"""History recording around a stage, on dataset.history.HistoryRecorder: `begin`
+"""History recording around a stage, on dataset.accounting.history.HistoryRecorder: `begin`
 when the stage starts, one line when it ends, whatever happens.
 
 `ok` with the stage's stats when nothing failed; `failed` when items failed or a fatal error
@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Iterator
 
-from overbrainer.dataset.history import HistoryRecorder
+from overbrainer.dataset.accounting.history import HistoryRecorder
 from overbrainer.errors import Interrupted
 from overbrainer.pipeline.stage import StageRun
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
-from overbrainer.dataset import benchmarks as benchmark_files
+from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.dataset.batch_journal import Journal
-from overbrainer.dataset.stages import STAGES
+from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed, UsageError
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch

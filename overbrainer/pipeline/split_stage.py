@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from overbrainer.dataset import benchmarks as benchmark_files
+from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.dataset.split_files import run_split
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.split import ORPHANED_WARNING
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
 from overbrainer.pipeline.common import execute

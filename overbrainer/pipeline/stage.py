@@ -11,8 +11,8 @@ import threading
 from dataclasses import dataclass, field
 
 from overbrainer.dataset.split import split_summary
-from overbrainer.dataset.stages import StageStats
-from overbrainer.dataset.verdicts import GATE_REASONS
+from overbrainer.dataset.accounting.stages import StageStats
+from overbrainer.dataset.quality.verdicts import GATE_REASONS
 from overbrainer.front.events import (
     ItemDone,
     ItemFailed,
@@ -153,7 +153,7 @@ class SplitCounts:
     orphaned: int = 0
     excluded_by_reason: dict[str, int] = field(default_factory=dict)
     contaminated_by_source: dict[str, int] = field(default_factory=dict)  # "eval" or a benchmark -> n > 0
-    gated_by_reason: dict[str, int] = field(default_factory=dict)  # the gate's drops (dataset/verdicts.py)
+    gated_by_reason: dict[str, int] = field(default_factory=dict)  # the gate's drops (dataset/quality/verdicts.py)
     kept_output_tokens: int = 0  # output tokens of the answers now in train and eval (every topic)
 
     @property

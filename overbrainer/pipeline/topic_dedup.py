@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from overbrainer.dataset.dedup import LexicalDedup
-from overbrainer.dataset.embed_dedup import EmbeddingDedup
+from overbrainer.dataset.quality.dedup import LexicalDedup
+from overbrainer.dataset.quality.embed_dedup import EmbeddingDedup
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from overbrainer.dataset.decontam import units
+from overbrainer.dataset.quality.decontam import units
 
 RUN_ENV = {"OVERBRAINER_TIME_SCALE": "0.05"}
 PIPELINE = {"eval_ratio": 0.25}

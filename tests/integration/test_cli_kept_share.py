@@ -1,4 +1,4 @@
-"""The kept share (dataset/kept.py): of every output token paid for, those of the answers now in
+"""The kept share (dataset/accounting/kept.py): of every output token paid for, those of the answers now in
 train.jsonl and eval.jsonl, to the token, in `run`'s summary, `run --plan`, `history` and
 history.jsonl's split lines."""
 

@@ -89,7 +89,7 @@ def test_push_dataset_sends_the_split_as_parquet_and_a_dataset_card(made, fake_h
 
 def test_the_dataset_card_states_models_prompts_counts_drops_cost_and_license(made, fake_hub, cli):
     from overbrainer.config.templates import builtin_source
-    from overbrainer.dataset.history import read_history, totals
+    from overbrainer.dataset.accounting.history import read_history, totals
 
     assert cli(["-C", made.dir, "push", "--dataset"], env=made.env).returncode == 0
     card = fake_hub.datasets["alice/demo-data"].files["README.md"].decode()
@@ -109,7 +109,7 @@ def test_the_dataset_card_states_models_prompts_counts_drops_cost_and_license(ma
     assert str(total.cost).startswith("$") and total.cost.kind == "known"
     assert f"| Cost | {total.cost} (tokens {total.input_tokens} in, {total.output_tokens} out, every stage) |" in card
     assert "| License | cc-by-4.0 |" in card
-    from overbrainer.dataset.kept import kept_share
+    from overbrainer.dataset.accounting.kept import kept_share
 
     assert f"| Kept | {kept_share(read_history(made.dir)).text()} |" in card and " paid output tokens (" in card
     for name in ("subtopics", "questions", "answer_system"):

@@ -27,7 +27,7 @@ sys.stderr.write("\\nLOADED " + " ".join(sorted(set(sys.modules) - before)) + "\
 
 # Neither command imports these (a name covers its submodules): why each waits.
 KEPT_OFF = {
-    "json": "--json results only; the gate parses answers (dataset/gate_rules.py)",
+    "json": "--json results only; the gate parses answers (dataset/quality/gate_rules.py)",
     "overbrainer.dataset": "the gate's languages and schema check: [gate] language or json_schema set only",
     "overbrainer.config.hub_licenses": "[hub] dataset_license set only",
     "overbrainer.llm.thinking": "Claude's thinking rules: an anthropic provider only",
@@ -100,6 +100,6 @@ def test_a_gate_with_a_language_and_a_schema_checks_them_without_the_gate_or_jso
     with open(tmp_path / "proj" / "overbrainer.toml", "a", encoding="utf-8") as f:
         f.write('\n[gate]\nlanguage = "en"\njson_schema = { type = "object" }\n')
     loaded = _loaded(["-C", str(tmp_path / "proj"), "config", "check"])
-    assert {"overbrainer.dataset.language", "overbrainer.dataset.json_schema"} <= loaded
+    assert {"overbrainer.dataset.quality.language", "overbrainer.dataset.quality.json_schema"} <= loaded
     kept_off = {k: v for k, v in KEPT_OFF.items() if k != "overbrainer.dataset"}
-    assert _found(loaded, {**kept_off, "overbrainer.dataset.gate_rules": "the gate stage only", **CHECK_KEPT_OFF}) == []
+    assert _found(loaded, {**kept_off, "overbrainer.dataset.quality.gate_rules": "the gate stage only", **CHECK_KEPT_OFF}) == []

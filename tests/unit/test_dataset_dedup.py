@@ -2,8 +2,8 @@ import random
 
 import pytest
 
-from overbrainer.dataset.dedup import LexicalDedup, filter_all_pairs, jaccard, shingle_hashes, shingles
-from overbrainer.dataset.textstore import TextStore
+from overbrainer.dataset.quality.dedup import LexicalDedup, filter_all_pairs, jaccard, shingle_hashes, shingles
+from overbrainer.dataset.quality.textstore import TextStore
 
 
 def test_shingles_fold_case_and_punctuation():

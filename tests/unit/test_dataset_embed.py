@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from overbrainer.dataset.embed_dedup import CHUNK, EmbeddingDedup, cosine
+from overbrainer.dataset.quality.embed_dedup import CHUNK, EmbeddingDedup, cosine
 
 
 class Embedder:

@@ -4,10 +4,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from overbrainer.dataset.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
+from overbrainer.dataset.accounting.history import (HistoryEntry, HistoryRecorder, append_entries, format_history_lines,
                                          history_path, history_report, read_history)
 from overbrainer.dataset.split import split
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.support.usage import Usage
 
 
@@ -147,7 +147,7 @@ def test_timestamps_are_utc_rfc3339(tmp_path):
 
 
 def test_split_lines_cost_nothing_in_the_totals():
-    from overbrainer.dataset.history import HistoryEntry, format_history_lines
+    from overbrainer.dataset.accounting.history import HistoryEntry, format_history_lines
 
     base = dict(started_at="2026-01-01T00:00:00Z", ended_at="2026-01-01T00:00:01Z", status="ok",
                 skipped=0, failed=0, excluded=0)
@@ -160,7 +160,7 @@ def test_split_lines_cost_nothing_in_the_totals():
 
 
 def test_split_lines_without_kept_tokens_still_read_and_the_share_waits_for_one_with_them():
-    from overbrainer.dataset.kept import kept_share
+    from overbrainer.dataset.accounting.kept import kept_share
 
     old = {"stage": "split", "started_at": "t", "ended_at": "t", "status": "ok", "provider": None, "model": None,
            "done": 4, "skipped": 0, "failed": 0, "excluded": 0, "input_tokens": 0, "output_tokens": 0,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overbrainer.dataset.history import HistoryEntry, format_history_lines, history_report
+from overbrainer.dataset.accounting.history import HistoryEntry, format_history_lines, history_report
 
 
 def _entry(stage, cost, tokens):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import ItemDone, StageFinished, StageStarted
 from overbrainer.front.frontend import RENDER_GRACE, Cli, Embedded, Json, Report

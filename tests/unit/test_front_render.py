@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import terminal
 from overbrainer.front.events import (
     ItemDone, ItemFailed, JobStatus, Lagged, Mark, Metric, RunWatched, StageFinished, StageModel,

@@ -10,11 +10,11 @@ import pytest
 
 from overbrainer.config.load import parse_config
 from overbrainer.config.model import Gate
-from overbrainer.dataset.gate_rules import Rules, parse_answer
-from overbrainer.dataset.json_schema import schema_problems, violation
-from overbrainer.dataset.language import language_problem
+from overbrainer.dataset.quality.gate_rules import Rules, parse_answer
+from overbrainer.dataset.quality.json_schema import schema_problems, violation
+from overbrainer.dataset.quality.language import language_problem
 from overbrainer.dataset.records import Example, Message, Meta, RecordError
-from overbrainer.dataset.verdicts import Verdict, answer_digest, gate_drops
+from overbrainer.dataset.quality.verdicts import Verdict, answer_digest, gate_drops
 from overbrainer.errors import ConfigError
 from overbrainer.pipeline.early_stop import EarlyStop
 from overbrainer.pipeline.gate import parse_grade

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from overbrainer.config.model import Metrics
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.front.bus import EventBus
 from overbrainer.front.frontend import Cli, Embedded

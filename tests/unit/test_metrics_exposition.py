@@ -14,7 +14,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from overbrainer import __version__
 from overbrainer.config.model import Metrics
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.metrics.exporter import Exporter
 from overbrainer.metrics.families import TallyCollector

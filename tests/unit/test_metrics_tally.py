@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.dataset.history import HistoryEntry
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.history import HistoryEntry
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.metrics.tally import Tally, history_counts, model_label
 from overbrainer.support.usage import Usage

@@ -1,6 +1,6 @@
 """Columns of `history --all` and `runs ls` start at the same place on every line."""
 
-from overbrainer.dataset.history import HistoryEntry, format_history_lines
+from overbrainer.dataset.accounting.history import HistoryEntry, format_history_lines
 from overbrainer.support.columns import realign, table
 from overbrainer.support.words import plural
 

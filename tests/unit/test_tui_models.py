@@ -9,8 +9,8 @@ import threading
 import json
 import logging
 
-from overbrainer.dataset.history import HistoryEntry
-from overbrainer.dataset.stages import StageStats
+from overbrainer.dataset.accounting.history import HistoryEntry
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.support.usage import Usage
 from overbrainer.tui import dataset_model, project_model, steering

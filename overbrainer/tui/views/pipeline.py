@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
-from overbrainer.dataset.stages import STAGES
+from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.tui import steering, work
 from overbrainer.tui.tasks import PIPELINE
 from overbrainer.tui.views import plain

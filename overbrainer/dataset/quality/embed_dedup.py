@@ -20,7 +20,7 @@ from array import array
 from operator import mul
 from typing import Callable, Iterable, Sequence
 
-from overbrainer.dataset.textstore import TextStore
+from overbrainer.dataset.quality.textstore import TextStore
 
 CHUNK = 256
 

@@ -33,7 +33,7 @@ class KeptShare:
 
 
 def kept_share(entries: Iterable[Any]) -> KeptShare | None:
-    """The share from the history's lines (dataset/history.HistoryEntry), or None before a split
+    """The share from the history's lines (dataset/accounting/history.HistoryEntry), or None before a split
     that counted its kept tokens."""
     paid = 0
     kept = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from .json_schema import violation
 from .language import language_problem
-from .records import Example
+from ..records import Example
 from .verdicts import answer_text
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.S)

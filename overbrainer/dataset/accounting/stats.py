@@ -9,11 +9,11 @@ from typing import Iterable
 from overbrainer.support.words import plural
 
 from .history import Cost, read_history, totals
-from .answer_index import USABLE, index_answers
-from .jsonl import iter_records
-from .paths import ProjectPaths
-from .records import EXCLUSIONS, Question, Rejected, Subtopic
-from .verdicts import GATE_REASONS, gate_drops, gated_numbers
+from ..answer_index import USABLE, index_answers
+from ..jsonl import iter_records
+from ..paths import ProjectPaths
+from ..records import EXCLUSIONS, Question, Rejected, Subtopic
+from ..quality.verdicts import GATE_REASONS, gate_drops, gated_numbers
 
 
 @dataclass

@@ -41,8 +41,8 @@ from typing import Iterable
 
 import xxhash
 
-from overbrainer.dataset.dedup_index import LOW32, Postings, frequent_ranks, size_mix
-from overbrainer.dataset.textstore import TextStore
+from overbrainer.dataset.quality.dedup_index import LOW32, Postings, frequent_ranks, size_mix
+from overbrainer.dataset.quality.textstore import TextStore
 
 _hash = xxhash.xxh3_64_intdigest
 

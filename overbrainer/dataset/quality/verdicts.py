@@ -21,9 +21,9 @@ from typing import Any, Mapping
 
 import xxhash
 
-from .ids import packed
-from .jsonl import LineReader, iter_records
-from .records import Example, RecordError
+from ..ids import packed
+from ..jsonl import LineReader, iter_records
+from ..records import Example, RecordError
 
 CHECKS = ("rules", "grader")
 VERDICTS = ("keep", "drop")

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.dataset.stages import STAGES, StageStats
+from overbrainer.dataset.accounting.stages import STAGES, StageStats
 from overbrainer.support.columns import realign
 from overbrainer.support.fmt import stamp
 
-from .jsonl import Appender, json_lines
+from ..jsonl import Appender, json_lines
 from .kept import kept_share
 
 log = logging.getLogger(__name__)
