@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `split` on the project's files: the streaming run_split (split_files.py) against the
+"""Benchmark `split` on the project's files: the streaming run_split (dataset/split.py) against the
 former in-memory path (every answer read into a list, split_examples, both files rewritten from
 lists), at two sizes, each run in a fresh process.
 
@@ -86,8 +86,7 @@ def _rss_kb(field: str) -> int:
 def child(path: str, folder: str) -> None:
     """Run one split path in this process; print time and memory as JSON."""
     from overbrainer.dataset.jsonl import read_records, rewrite
-    from overbrainer.dataset.split import split_examples
-    from overbrainer.dataset.split_files import run_split
+    from overbrainer.dataset.split import run_split, split_examples
 
     paths = ProjectPaths(folder)
     topics = TOPICS

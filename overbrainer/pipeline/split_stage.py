@@ -7,9 +7,8 @@ import logging
 from dataclasses import dataclass
 
 from overbrainer.dataset.quality import benchmarks as benchmark_files
-from overbrainer.dataset.split_files import run_split
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.split import ORPHANED_WARNING
+from overbrainer.dataset.split import ORPHANED_WARNING, run_split
 from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted

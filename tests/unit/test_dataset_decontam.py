@@ -15,7 +15,7 @@ from overbrainer.dataset.quality.decontam import HashIndex, Screen, units, words
 from overbrainer.dataset.jsonl import read_records, rewrite
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Message, Meta, Question
-from overbrainer.dataset.split_files import run_split
+from overbrainer.dataset.split import run_split
 from overbrainer.errors import ConfigError
 
 LONG = "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May."

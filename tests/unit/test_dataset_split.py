@@ -10,8 +10,7 @@ from overbrainer.dataset import ids
 from overbrainer.dataset.jsonl import dumps, read_records, rewrite
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Message, Meta, Question
-from overbrainer.dataset.split import allocate, eval_count, round_half_away, split, split_examples, stratify
-from overbrainer.dataset.split_files import run_split
+from overbrainer.dataset.split import allocate, eval_count, round_half_away, run_split, split, split_examples, stratify
 
 
 def example(subtopic, n, topic="t", excluded=None):
@@ -233,7 +232,7 @@ def test_a_superseded_answer_is_split_by_its_latest_line(tmp_path):
 
 
 def test_an_answers_file_changed_between_the_passes_is_an_error(tmp_path, monkeypatch):
-    from overbrainer.dataset import split_files
+    from overbrainer.dataset import split as split_module
     from overbrainer.errors import OverbrainerError
 
     paths = ProjectPaths(tmp_path)
@@ -241,14 +240,14 @@ def test_an_answers_file_changed_between_the_passes_is_an_error(tmp_path, monkey
     rewrite(paths.answers, data)
     rewrite(paths.questions, questions_for(data))
     paths.train.write_text("old\n")
-    real = split_files.index_answers
+    real = split_module.index_answers
 
     def index_then_change(path, *screen):
         index = real(path, *screen)
         rewrite(path, list(reversed(data)))  # same lengths, other IDs at the offsets
         return index
 
-    monkeypatch.setattr(split_files, "index_answers", index_then_change)
+    monkeypatch.setattr(split_module, "index_answers", index_then_change)
     with pytest.raises(OverbrainerError, match="changed while it was being split"):
         run_split(paths, ["t"], 0.25, 42)
     assert paths.train.read_text() == "old\n" and not paths.eval.exists()
