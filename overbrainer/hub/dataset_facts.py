@@ -11,7 +11,7 @@ files and settings, like the model card's (card_facts.py): an allowlist.
   files are still the ones it wrote): excluded by kind, gated by reason (data/gate.jsonl's
   verdicts), contaminated by source (benchmark paths cut to file names), orphaned;
 - cost: the total of .overbrainer/history.jsonl (every stage, as `overbrainer history` sums it),
-  and the kept share of the output tokens paid for (dataset/accounting/kept.py);
+  and the kept share of the output tokens paid for (dataset/accounting/history.kept_share);
 - license: `[hub] dataset_license`.
 """
 
@@ -25,8 +25,7 @@ from typing import Any
 
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state
-from overbrainer.dataset.accounting.history import read_history, totals
-from overbrainer.dataset.accounting.kept import kept_share
+from overbrainer.dataset.accounting.history import kept_share, read_history, totals
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.hub.card_rules import model_name
@@ -54,7 +53,7 @@ class DatasetFacts:
     decontamination: dict | None = None  # {"ngram", "eval", "benchmarks": [names], "contaminated"}
     cost: str = "cost unknown"  # `$0.0123`, `$0.0123+` (some prices unknown), `cost unknown`
     tokens: tuple[int, int] = (0, 0)  # input, output of every stage
-    kept: str | None = None  # the kept share (dataset/accounting/kept.py): `N of M paid output tokens (x%) are in …`
+    kept: str | None = None  # the kept share (accounting/history.kept_share): `N of M paid output tokens (x%) are in …`
 
 
 def names(counts: Any) -> dict[str, int]:

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
-from overbrainer.dataset.accounting.history import read_history
-from overbrainer.dataset.accounting.kept import kept_share
+from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
@@ -272,7 +271,7 @@ def command_plans(ctx, command: str, topics: list, *, force: bool = False,
 
 
 def _split_line(project_dir) -> tuple[str, dict]:
-    """`split: no request`, and the kept share so far (dataset/accounting/kept.py) once a split counted it."""
+    """`split: no request`, and the kept share so far (history.kept_share) once a split counted it."""
     data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
     share = kept_share(read_history(project_dir))
     if share is None:

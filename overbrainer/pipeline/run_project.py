@@ -1,6 +1,6 @@
 """`run`'s whole flow, the same for every front end (the command line's `run`, the TUI's run):
 the four stages (run_flow.run_all, the configuration re-read between them when it changed) and
-the kept share of the paid output tokens (dataset/accounting/kept.py), then,
+the kept share of the paid output tokens (dataset/accounting/history.kept_share), then,
 when `[training]` is set, training only when the data or the settings changed since the last run
 on them (runs/changed.py; `retrain=True`: `run --retrain`), then the push `[hub] after_training`
 asks for. The front ends only pick the front end (the session) and the options.
@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
-from overbrainer.dataset.accounting.history import read_history
-from overbrainer.dataset.accounting.kept import kept_share
+from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.hub.after_training import push_after_training, warn_missing_token
 from overbrainer.pipeline.run_flow import ConfigWatch, raise_stalled, run_all
 from overbrainer.pipeline.stage import StageResult
@@ -38,7 +37,7 @@ class RunOutcome:
 
 
 def report_kept(session: "Session") -> None:
-    """`kept: K of P paid output tokens (x%) are in train/eval examples` (dataset/accounting/kept.py), once
+    """`kept: K of P paid output tokens (x%) are in train/eval examples` (history.kept_share), once
     a split counted them."""
     share = kept_share(read_history(session.project_dir))
     if share is not None:

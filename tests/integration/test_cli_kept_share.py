@@ -1,6 +1,6 @@
-"""The kept share (dataset/accounting/kept.py): of every output token paid for, those of the answers now in
-train.jsonl and eval.jsonl, to the token, in `run`'s summary, `run --plan`, `history` and
-history.jsonl's split lines."""
+"""The kept share (dataset/accounting/history.kept_share): of every output token paid for, those
+of the answers now in train.jsonl and eval.jsonl, to the token, in `run`'s summary, `run --plan`,
+`history` and history.jsonl's split lines."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def test_the_dataset_card_states_models_prompts_counts_drops_cost_and_license(ma
     assert str(total.cost).startswith("$") and total.cost.kind == "known"
     assert f"| Cost | {total.cost} (tokens {total.input_tokens} in, {total.output_tokens} out, every stage) |" in card
     assert "| License | cc-by-4.0 |" in card
-    from overbrainer.dataset.accounting.kept import kept_share
+    from overbrainer.dataset.accounting.history import kept_share
 
     assert f"| Kept | {kept_share(read_history(made.dir)).text()} |" in card and " paid output tokens (" in card
     for name in ("subtopics", "questions", "answer_system"):

@@ -160,7 +160,7 @@ def test_split_lines_cost_nothing_in_the_totals():
 
 
 def test_split_lines_without_kept_tokens_still_read_and_the_share_waits_for_one_with_them():
-    from overbrainer.dataset.accounting.kept import kept_share
+    from overbrainer.dataset.accounting.history import kept_share
 
     old = {"stage": "split", "started_at": "t", "ended_at": "t", "status": "ok", "provider": None, "model": None,
            "done": 4, "skipped": 0, "failed": 0, "excluded": 0, "input_tokens": 0, "output_tokens": 0,
