@@ -31,8 +31,7 @@ from overbrainer.pipeline.common import (
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.pipeline.topic_dedup import TopicDedup
-from overbrainer.pipeline.topic_dedups import TopicDedups, TopicState
+from overbrainer.pipeline.topic_dedups import TopicDedup, TopicDedups, TopicState
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
 

@@ -13,8 +13,7 @@ import pytest
 from overbrainer.dataset.ids import question_id
 from overbrainer.dataset.jsonl import Appender, iter_records
 from overbrainer.dataset.records import Question, Rejected
-from overbrainer.pipeline.topic_dedup import TopicDedup
-from overbrainer.pipeline.topic_dedups import TopicDedups
+from overbrainer.pipeline.topic_dedups import TopicDedup, TopicDedups
 
 
 @dataclass
