@@ -21,8 +21,7 @@ from overbrainer.config.load import load_config
 from overbrainer.errors import UsageError
 from overbrainer.pipeline.context import StageInterrupted
 from overbrainer.pipeline.plan import plan_flow
-from overbrainer.pipeline.run_flow import ConfigWatch, run_stage
-from overbrainer.pipeline.run_project import run_project
+from overbrainer.pipeline.run_flow import ConfigWatch, run_project, run_stage
 from overbrainer.support.redact import strip_controls
 
 _TOPIC = click.option("--topic", metavar="NAME", default=None, help="Only this topic.",

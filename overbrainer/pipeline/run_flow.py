@@ -2,6 +2,13 @@
 (the stages in order, `gate` only when it has a check to make, the configuration reloaded
 between them when it changed; the command trains afterwards when `[training]` is set).
 
+`run_project` is `run`'s whole flow, the same for every front end (the command line's `run`, the
+TUI's run): the stages (`run_all`) and the kept share of the paid output tokens
+(dataset/accounting/history.kept_share), then, when `[training]` is set, training only when the
+data or the settings changed since the last run on them (runs/changed.py; `retrain=True`: `run
+--retrain`), then the push `[hub] after_training` asks for. The front ends only pick the front
+end (the session) and the options.
+
 Like every flow they take `(session, config, *, options)` (front/session.py) and build their
 StageContext on the session's front end. Each stage's summary goes through `session.report` as
 soon as the stage ends; a stage that failed stops here with its error (fatal provider error, or
@@ -12,14 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.dataset.batch_journal import Journal
+from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.errors import ConfigError, ItemsFailed, UsageError
+from overbrainer.hub.after_training import push_after_training, warn_missing_token
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch
 from overbrainer.pipeline.context import StageContext, StageInterrupted
@@ -29,6 +38,9 @@ from overbrainer.pipeline.questions import run_questions, topics_without_subtopi
 from overbrainer.pipeline.split_stage import run_split_stage
 from overbrainer.pipeline.stage import StageResult, some
 from overbrainer.pipeline.subtopics import run_subtopics
+from overbrainer.runs.changed import train_if_changed
+from overbrainer.runs.flow import TrainResult
+from overbrainer.runs.post_train import PostTrain
 from overbrainer.support.budget import Budget, SpendCapReached
 
 if TYPE_CHECKING:
@@ -233,3 +245,50 @@ def _all(ctx: StageContext, report: Report, watch: ConfigWatch | None, wait: boo
 def _maybe_reload(ctx: StageContext, watch: ConfigWatch | None) -> None:
     if watch is not None and watch.changed():
         ctx.replace_config(watch.reload())
+
+
+# --- `run`'s whole flow: the stages, then training and the after-training push.
+
+
+class RunOutcome:
+    """What `run_project` did: each stage's result, and the training's (None when it did not
+    train: no `[training]`, or nothing changed since the last run on this data)."""
+
+    __slots__ = ("stages", "training")
+
+    def __init__(self, stages: list[StageResult], training: TrainResult | None):
+        self.stages = stages
+        self.training = training
+
+
+def report_kept(session: "Session") -> None:
+    """`kept: K of P paid output tokens (x%) are in train/eval examples` (history.kept_share), once
+    a split counted them."""
+    share = kept_share(read_history(session.project_dir))
+    if share is not None:
+        session.report(f"kept: {share.text()}", {"stage": "kept", **share.data()})
+
+
+def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = None,
+                max_cost: float | None = None, retrain: bool = False,
+                after: Sequence[PostTrain] = (), wait: bool = False) -> RunOutcome:
+    """`overbrainer run`: the stages, then training only on change (or `retrain`), then the
+    after-training push. `watch`: the reload rule between stages; `after`: what plugs into the
+    training job (the front end's `post_train()`); `wait`: batch mode waits for its batches."""
+    results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
+    if results and results[-1].pending:
+        log.info("batches are still out: the later stages and training wait for the next run")
+        raise_stalled(results)  # a round that added nothing still says so
+        return RunOutcome(results, None)
+    report_kept(session)
+    config = (watch.config if watch is not None else None) or config  # reloaded before training
+    trained = None
+    if config.training is None:
+        log.info("no [training] section: run stops after split")
+    else:
+        warn_missing_token(config)
+        trained = train_if_changed(session, config, retrain=retrain, after=after)
+        if trained is not None:
+            push_after_training(session, config, trained)
+    raise_stalled(results)  # a round that added nothing: exit 1, once everything else ran
+    return RunOutcome(results, trained)

@@ -17,8 +17,7 @@ from overbrainer.hub.after_training import push_after_training, warn_missing_tok
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.dataset_ops import reject_flow
 from overbrainer.pipeline.plan import command_plans, totals
-from overbrainer.pipeline.run_flow import ConfigWatch, run_stage
-from overbrainer.pipeline.run_project import run_project
+from overbrainer.pipeline.run_flow import ConfigWatch, run_project, run_stage
 from overbrainer.runs.flow import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.tui.tasks import Flow
 
@@ -77,7 +76,7 @@ def stage(ws: Workspace, name: str) -> Flow:
 
 
 def run_all(ws: Workspace) -> Flow:
-    """`overbrainer run`: the command's own flow (pipeline/run_project.py): every stage, the
+    """`overbrainer run`: the command's own flow (pipeline/run_flow.run_project): every stage, the
     configuration re-read between them when it changed, then with `[training]` training only when
     the data or settings changed, then the after-training push."""
     def flow(session):
