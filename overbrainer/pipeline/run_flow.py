@@ -5,9 +5,9 @@ between them when it changed; the command trains afterwards when `[training]` is
 `run_project` is `run`'s whole flow, the same for every front end (the command line's `run`, the
 TUI's run): the stages (`run_all`) and the kept share of the paid output tokens
 (dataset/accounting/history.kept_share), then, when `[training]` is set, training only when the
-data or the settings changed since the last run on them (runs/changed.py; `retrain=True`: `run
---retrain`), then the push `[hub] after_training` asks for. The front ends only pick the front
-end (the session) and the options.
+data or the settings changed since the last run on them (runs/flow.train_if_changed;
+`retrain=True`: `run --retrain`), then the push `[hub] after_training` asks for. The front ends
+only pick the front end (the session) and the options.
 
 Like every flow they take `(session, config, *, options)` (front/session.py) and build their
 StageContext on the session's front end. Each stage's summary goes through `session.report` as
@@ -38,8 +38,7 @@ from overbrainer.pipeline.questions import run_questions, topics_without_subtopi
 from overbrainer.pipeline.split_stage import run_split_stage
 from overbrainer.pipeline.stage import StageResult, some
 from overbrainer.pipeline.subtopics import run_subtopics
-from overbrainer.runs.changed import train_if_changed
-from overbrainer.runs.flow import TrainResult
+from overbrainer.runs.flow import TrainResult, train_if_changed
 from overbrainer.runs.post_train import PostTrain
 from overbrainer.support.budget import Budget, SpendCapReached
 

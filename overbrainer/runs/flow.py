@@ -3,8 +3,14 @@
 
 Ctrl-C: preparing (token, connection) is raced and leaves nothing behind; starting the job is
 shielded; following is raced and only detaches (the job keeps running); cancelling (the `train
-stop` limits' cancel too, see runs.stop_limits) and retrieval are shielded. `train_flow` is also what
-`overbrainer run` calls after `split`.
+stop` limits' cancel too, see runs.stop_limits) and retrieval are shielded.
+
+`overbrainer run` trains after `split` through `train_if_changed`: only when what it would train
+on changed (runs/fingerprint.py). Unchanged data and settings, with a run on them that succeeded
+or still runs: `train: up to date with run <id>` and nothing is rented (exit 0). A run on them
+that failed, was cancelled or stopped: `run` says which and how to retry (`overbrainer train`),
+exit 1, rather than pay again on its own. `retrain` (`run --retrain`) trains whatever the runs
+say.
 
 `after` (every flow): the steps that plug into the training job (runs/post_train.py: the
 command line gives `[export] after_training`'s export); the job runs them last, the retrieval
@@ -34,7 +40,7 @@ from overbrainer.jobs.start import create_run, fail, release_claim, settle, star
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
 from overbrainer.pods.rm import cancel_stopped
-from overbrainer.runs.fingerprint import fingerprint
+from overbrainer.runs.fingerprint import fingerprint, verdict
 from overbrainer.runs.job_spec import job_spec
 from overbrainer.runs.post_train import PostTrain, fetched
 from overbrainer.runs.preflight import checked_executor, raced_check
@@ -381,3 +387,23 @@ def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
     retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress, extra)
     text = f"train: run {rid} cancelled" + (f" ({record.message})" if record.message else "")
     return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message}
+
+
+def train_if_changed(session: Session, config, *, retrain: bool = False,
+                     after: Sequence[PostTrain] = ()) -> TrainResult | None:
+    """`train_flow` unless a run already trained (or is training) on this data with these
+    settings; None when nothing was trained (the line saying so is reported)."""
+    if retrain:
+        log.info("train: --retrain: training whatever earlier runs did")
+        return train_flow(session, config, after=after)
+    paths = ProjectPaths(session.project_dir)
+    fp = fingerprint(paths.data, config.training)
+    found = verdict(paths.runs, fp)
+    if found.kind in ("done", "running"):
+        run = found.run
+        session.report(found.line(), {"stage": "train", "up_to_date": True, "run_id": run.id, "state": run.state})
+        return None
+    if found.kind == "failed":
+        raise OverbrainerError(found.refusal())
+    log.info("train: %s; training", found.reason())
+    return train_flow(session, config, after=after)
