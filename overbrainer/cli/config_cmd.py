@@ -82,8 +82,7 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
 
 def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
     # lazy: --probe only: the HTTP and SSH stacks
-    from overbrainer.checks.probe import probe
-    from overbrainer.checks.probe_targets import probe_targets
+    from overbrainer.checks.probe import probe, probe_targets
 
     results = probe(cfg)
     targets = probe_targets(cfg)
