@@ -21,8 +21,7 @@ from overbrainer.runpod.cost import format_rate, format_spend
 from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
 from overbrainer.runs.progress import local_progress
 from overbrainer.runs.rm import rm_flow
-from overbrainer.support.columns import table
-from overbrainer.support.fmt import duration
+from overbrainer.support.fmt import duration, table
 from overbrainer.support.lock import ProjectLock
 from overbrainer.support.redact import redact, strip_controls
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.support.words import plural
+from overbrainer.support.fmt import plural
 
 from .jsonl import Appender, StagedRewrite, iter_records
 from .paths import ProjectPaths

@@ -12,7 +12,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.quality.verdicts import gated_answers
 from overbrainer.pipeline.gate import gate_settings
-from overbrainer.support.words import plural
+from overbrainer.support.fmt import plural
 
 if TYPE_CHECKING:
     from overbrainer.front.session import Session

@@ -17,7 +17,7 @@ from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.gate import gate_settings
 from overbrainer.pipeline.stage import SplitCounts, StageResult, StageRun
 from overbrainer.support.usage import Usage
-from overbrainer.support.words import plural
+from overbrainer.support.fmt import plural
 
 log = logging.getLogger(__name__)
 

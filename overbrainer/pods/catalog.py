@@ -11,7 +11,7 @@ from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
 from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
-from overbrainer.support.columns import table
+from overbrainer.support.fmt import table
 
 
 def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:

@@ -8,7 +8,7 @@ from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.gone import look_up_all
 from overbrainer.runpod.waits import Timing
-from overbrainer.support.columns import table
+from overbrainer.support.fmt import table
 from overbrainer.support.lock import holder_alive
 
 

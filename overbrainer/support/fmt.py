@@ -1,4 +1,5 @@
-"""One way to write a duration, a byte count and a moment, for every message and file.
+"""One way to write a duration, a byte count, a moment, a count and a table, for every message
+and file.
 
 - `duration(seconds)`: `0.05s`, `1.3s`, `45s`, `12m05s`, `3h07m` (a zero last unit is left
   out: `30m`, `2h`); under 10 s with one decimal (two under 0.1 s), else whole seconds, and two
@@ -7,10 +8,14 @@
 - `size(n)`: decimal units, `12 B`, `100.0 kB`, `1.5 MB`, `4.1 GB`, `2.0 TB`.
 - `stamp(when=None)`: RFC 3339 in UTC with `Z`, to the second: `2026-09-22T14:30:05Z`, of a
   Unix time, an aware datetime (a naive one is local time), or now.
+- `plural(n, word)`: a count in words, `1 subtopic`, `2 subtopics`, `0 answers`.
+- `table(rows)`, `realign(lines, cells)`: text tables, cells padded so that every column starts at
+  the same place.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -49,3 +54,36 @@ def stamp(when: "float | Any | None" = None) -> str:
     if when is not None and not isinstance(when, (int, float)):
         when = when.timestamp()  # a datetime (not imported here: start-up time)
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if when is None else when))
+
+
+_IRREGULAR = {"entry": "entries", "is": "are", "was": "were"}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`n word` with the word in the plural unless n is 1 (`many` when the plural is irregular)."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {many or _IRREGULAR.get(word) or word + 's'}"
+
+
+_GAP = re.compile(r" {2,}")
+
+
+def table(rows: list[list[str]], gap: str = "  ") -> list[str]:
+    """One line per row, every column but the last padded to its widest cell."""
+    count = max((len(r) for r in rows), default=0)
+    widths = [max((len(r[i]) for r in rows if i < len(r) - 1), default=0) for i in range(count)]
+    return [gap.join(c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)).rstrip()
+            for r in rows]
+
+
+def realign(lines: list[str], cells: int, filler: str = "-") -> list[str]:
+    """Lines whose first `cells - 1` fields are separated by two spaces or more, aligned; a line
+    with fewer fields gets `filler` before its last one (a column it has no value for)."""
+    rows = []
+    for line in lines:
+        row = _GAP.split(line, maxsplit=cells - 1)
+        while len(row) < cells:
+            row.insert(len(row) - 1, filler)
+        rows.append(row)
+    return table(rows)

@@ -1,8 +1,7 @@
 """Columns of `history --all` and `runs ls` start at the same place on every line."""
 
 from overbrainer.dataset.accounting.history import HistoryEntry, format_history_lines
-from overbrainer.support.columns import realign, table
-from overbrainer.support.words import plural
+from overbrainer.support.fmt import plural, realign, table
 
 
 def _starts(line, *words):

@@ -24,8 +24,7 @@ from typing import Any, Callable, Iterable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stages import STAGES, StageStats
-from overbrainer.support.columns import realign
-from overbrainer.support.fmt import stamp
+from overbrainer.support.fmt import realign, stamp
 
 from ..jsonl import Appender, json_lines
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from overbrainer.support.words import plural
+from overbrainer.support.fmt import plural
 
 from .history import Cost, read_history, totals
 from ..answer_index import USABLE, index_answers
