@@ -1,15 +1,23 @@
 """Shared stage plumbing: run a stage body under the history recorder, its requests through the
 one request processor (support/processor.py), read the data files, and a stage's output file
-(with the `--force` rewrite held back until the provider answered)."""
+(with the `--force` rewrite held back until the provider answered).
+
+The history recorder around a stage (`StageRecorder`, on dataset.accounting.history's
+HistoryRecorder): `begin` when the stage starts, one line when it ends, whatever happens: `ok`
+with the stage's stats when nothing failed; `failed` when items failed or a fatal error stopped
+it (counts from the stage's own tally, which every worker updates as it goes); `interrupted` on
+Ctrl-C. A failure to write the history only logs a warning.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
+from pathlib import Path
 from typing import Callable, Iterator
 
-from overbrainer.dataset.accounting.history import priced_before, read_history
+from overbrainer.dataset.accounting.history import HistoryRecorder, priced_before, read_history
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewriting
@@ -17,7 +25,6 @@ from overbrainer.dataset.records import Rejected
 from overbrainer.errors import Interrupted
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
-from overbrainer.pipeline.recorder import StageRecorder
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Work, error_text
 
@@ -230,3 +237,34 @@ def failed_before(run: StageRun, item_id: str, e: Exception) -> StageResult | No
         return finish(run, e)
     run.item_failed(item_id, error_text(e))
     return None
+
+
+class StageRecorder:
+    """`with StageRecorder(dir).recording(run, box) as run: ...; box.append(result)`."""
+
+    def __init__(self, project_dir: Path):
+        self.project_dir = Path(project_dir)
+
+    @contextlib.contextmanager
+    def recording(self, run: StageRun, result_box: list) -> Iterator[StageRun]:
+        recorder = HistoryRecorder(self.project_dir)
+        recorder.begin(run.name, run.provider if run.model is not None else None, run.model)
+        try:
+            yield run
+        except Interrupted:
+            recorder.finish("interrupted", run.stats())
+            raise
+        except BaseException:
+            recorder.finish("failed", run.stats())
+            raise
+        result = result_box[0] if result_box else None
+        stats = result.stats if result is not None else run.stats()
+        failed = stats.failed > 0 or (result is not None and result.error is not None)
+        split = None
+        if result is not None and result.split is not None:
+            s = result.split
+            split = {"train": s.train, "eval": s.eval, "orphaned": s.orphaned,
+                     "kept_output_tokens": s.kept_output_tokens}
+            if s.contaminated:
+                split["contaminated"] = s.contaminated
+        recorder.finish("failed" if failed else "ok", stats, split=split)
