@@ -34,7 +34,7 @@ from overbrainer.compare import plan as planning
 from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.runtime import Step
-from overbrainer.exec.manifest import sha256_file
+from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp, pod
 from overbrainer.export.gate import base_model
 from overbrainer.export.job import FETCHED as EXPORT_FETCHED

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.manifest import verify
+from overbrainer.exec.transfer import verify
 from overbrainer.exec.transfer import upload_names
 from overbrainer.support.threads import in_daemon
 
@@ -215,7 +215,7 @@ class Executor(ABC):
                  progress=None):
         """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip.
         `progress(done, total)` is given the bytes received, as `upload`'s. Returns the SHA-256 of
-        each file as it was written (exec.manifest.Written), or None when nothing was copied."""
+        each file as it was written (exec.transfer.Written), or None when nothing was copied."""
 
     @abstractmethod
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
@@ -237,7 +237,7 @@ class Executor(ABC):
         and each file is hashed here as it is written, so verifying compares two lists: every
         regular file under `entries` here must have the SHA-256 the target computed from its own
         disk, none missing, none extra. Raises `manifest failed: …` (first when both fail),
-        `download failed: …`, or exec.manifest.VerifyError (`verify failed: …`)."""
+        `download failed: …`, or exec.transfer.VerifyError (`verify failed: …`)."""
         entries, exclude = list(entries), list(exclude)
 
         def hash_there() -> list[tuple[str, str]]:

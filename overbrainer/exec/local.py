@@ -13,7 +13,7 @@ from concurrent.futures import wait
 from typing import Iterable, Mapping
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec import manifest, scripts, transfer
+from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
     Executor,
     JobId,
@@ -153,20 +153,20 @@ class LocalExecutor(Executor):
         self._run_script(scripts.cancel(job.dir, job.pid, job.container), "cancel", timeout=90)
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> manifest.Written | None:
+                 progress=None) -> transfer.Written | None:
         src, dst = self._path(remote), Path(local)
         if not src.is_dir():
             raise OverbrainerError(f"{src} does not exist")
         if dst.exists() and src.resolve() == dst.resolve():
             return None
-        names = [e for e in manifest.check_entries(entries) if os.path.lexists(src / e)]
+        names = [e for e in transfer.check_entries(entries) if os.path.lexists(src / e)]
         return transfer.copy_entries(src, dst, names, exclude, progress=progress) if names else None
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         src = self._path(remote)
         if not src.is_dir():
             raise OverbrainerError(f"{src} does not exist")
-        return manifest.local_manifest(src, entries, exclude)
+        return transfer.local_manifest(src, entries, exclude)
 
     def probe(self, script: str, timeout: float = 60) -> str:
         return self._run_script(script, "probe", timeout=timeout)

@@ -11,7 +11,7 @@ import shlex
 from typing import Sequence
 
 from overbrainer.exec.base import Container
-from overbrainer.exec.manifest import check_entries
+from overbrainer.exec.transfer import check_entries
 
 q = shlex.quote
 

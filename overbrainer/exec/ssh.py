@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec import manifest, scripts, transfer
+from overbrainer.exec import scripts, transfer
 from overbrainer.exec.base import (
     Executor,
     JobId,
@@ -206,12 +206,12 @@ class SshExecutor(Executor):
         self._run("cancel", scripts.cancel(job.dir, job.pid, job.container), timeout=max(self.op_timeout, 90))
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> manifest.Written:
+                 progress=None) -> transfer.Written:
         entries, exclude = list(entries), list(exclude)
         script = scripts.download(self._abs(remote), entries, exclude)
         total = self._tree_size(remote, entries, exclude) if progress is not None else None
         meters: list[transfer.Meter] = []
-        written: manifest.Written = {}
+        written: transfer.Written = {}
 
         def sink(recv) -> None:  # each attempt counts from 0
             written.clear()
@@ -237,7 +237,7 @@ class SshExecutor(Executor):
 
     def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         script = scripts.manifest(self._abs(remote), list(entries), list(exclude))
-        return manifest.parse_manifest(self._run("manifest", script, timeout=max(self.op_timeout, 600)))
+        return transfer.parse_manifest(self._run("manifest", script, timeout=max(self.op_timeout, 600)))
 
     def probe(self, script: str, timeout: float = 60) -> str:
         return self._run("probe", script, timeout=timeout).decode("utf-8", "replace")
@@ -312,7 +312,7 @@ def _receive_output(chan, sink, action: str) -> bytes:
     return b""
 
 
-def _extract_if_any(recv: Callable[[int], bytes], local: str, written: manifest.Written) -> None:
+def _extract_if_any(recv: Callable[[int], bytes], local: str, written: transfer.Written) -> None:
     first = recv(WINDOW)
     if not first:
         return

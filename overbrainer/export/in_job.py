@@ -18,7 +18,7 @@ from typing import Any
 
 from overbrainer.config.model import Config
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime, Step
-from overbrainer.exec.manifest import sha256_file
+from overbrainer.exec.transfer import sha256_file
 from overbrainer.export import llama_cpp
 from overbrainer.export.deliver import VERSION_FILE, read_version, write_export_json, write_modelfile
 from overbrainer.export.gate import CONFIG_NAME, sequence_len

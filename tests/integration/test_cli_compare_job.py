@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.exec.manifest import sha256_file
+from overbrainer.exec.transfer import sha256_file
 from overbrainer.jobs import run_record as records
 from tests.fixtures.cli import clean_env
 from tests.fixtures.compare import write_eval

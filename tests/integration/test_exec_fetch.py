@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec import manifest as manifests
 from overbrainer.exec import transfer
-from overbrainer.exec.manifest import VerifyError, local_manifest, verify
-from overbrainer.exec.transfer import extract_tar
+from overbrainer.exec.transfer import VerifyError, extract_tar, local_manifest, verify
 
 ENTRIES = ["output", "metrics.jsonl", "job.log"]
 EXCLUDE = ["checkpoint-*"]
@@ -41,8 +39,8 @@ def remote(executor):
 
 def test_fetch_verifies_without_reading_the_downloaded_files_again(executor, remote, tmp_path, monkeypatch):
     read = []
-    real = manifests.sha256_file
-    monkeypatch.setattr(manifests, "sha256_file", lambda p: read.append(str(p)) or real(p))
+    real = transfer.sha256_file
+    monkeypatch.setattr(transfer, "sha256_file", lambda p: read.append(str(p)) or real(p))
     local = tmp_path / "back"
     manifest = executor.fetch(str(remote), str(local), ENTRIES + ["absent"], EXCLUDE)
     assert manifest == executor.manifest(str(remote), ENTRIES, EXCLUDE)
@@ -131,13 +129,13 @@ def _member(name: str, data: bytes | None = None, link: str = "") -> tuple[tarfi
     return info, data
 
 
-def _extract(dest: Path, *members) -> manifests.Written:
+def _extract(dest: Path, *members) -> transfer.Written:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
         for info, data in members:
             info.size = len(data) if data is not None else 0
             tf.addfile(info, io.BytesIO(data) if data is not None else None)
-    written: manifests.Written = {}
+    written: transfer.Written = {}
     extract_tar(io.BytesIO(buf.getvalue()).read, dest, written)
     return written
 
@@ -173,7 +171,7 @@ def test_the_manifest_script_agrees_with_a_full_read_whichever_hasher_the_target
     import subprocess
 
     from overbrainer.exec import scripts
-    from overbrainer.exec.manifest import parse_manifest
+    from overbrainer.exec.transfer import parse_manifest
 
     run = make_outputs(tmp_path / "run")
     (run / "output" / "odd \\ name\n.txt").write_text("x")

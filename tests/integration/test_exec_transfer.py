@@ -12,8 +12,7 @@ import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.local import LocalExecutor
-from overbrainer.exec.manifest import VerifyError, local_manifest, sha256_file, verify
-from overbrainer.exec.transfer import UnsafeArchive, extract_tar
+from overbrainer.exec.transfer import UnsafeArchive, VerifyError, extract_tar, local_manifest, sha256_file, verify
 
 ENTRIES = ["output", "metrics.jsonl", "job.log"]
 
