@@ -18,8 +18,7 @@ from typing import Any, Callable, Iterable
 
 from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.transfer import verify
-from overbrainer.exec.transfer import upload_names
+from overbrainer.exec.transfer import upload_names, verify
 from overbrainer.support.threads import in_daemon
 
 # Files on the target that only the job-control scripts use; never downloaded.

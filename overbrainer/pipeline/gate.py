@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
-from overbrainer.dataset.quality.gate_rules import Rules
 from overbrainer.dataset.ids import packed
 from overbrainer.dataset.jsonl import LineReader, iter_records
-from overbrainer.dataset.records import Example
+from overbrainer.dataset.quality.gate_rules import Rules
 from overbrainer.dataset.quality.verdicts import (
     Verdict,
     answer_digest,
@@ -44,6 +43,7 @@ from overbrainer.dataset.quality.verdicts import (
     judged_key,
     settings_digest,
 )
+from overbrainer.dataset.records import Example
 from overbrainer.llm.types import ChatRequest
 from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor
 from overbrainer.pipeline.context import StageContext

@@ -19,8 +19,8 @@ import logging
 from dataclasses import dataclass
 
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.accounting.history import kept_share, read_history
+from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
-from overbrainer.dataset.quality import benchmarks as benchmark_files
-from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.accounting.stages import STAGES
+from overbrainer.dataset.batch_journal import Journal
+from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.errors import ConfigError, ItemsFailed, UsageError
 from overbrainer.hub.after_training import push_after_training, warn_missing_token
 from overbrainer.pipeline.answers import run_answers

@@ -10,9 +10,9 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.split import split_summary
 from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.dataset.quality.verdicts import GATE_REASONS
+from overbrainer.dataset.split import split_summary
 from overbrainer.front.events import (
     ItemDone,
     ItemFailed,

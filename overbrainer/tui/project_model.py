@@ -17,9 +17,9 @@ from overbrainer.config import envmap
 from overbrainer.config.check import show_url
 from overbrainer.config.read import read_toml, require_project
 from overbrainer.dataset.accounting.history import Total, read_history, totals
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.accounting.stats import dataset_stats
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.pods.summary import pod_spend
 from overbrainer.support import frozen
 

@@ -10,10 +10,10 @@ import pytest
 
 from overbrainer.config.model import Benchmark
 from overbrainer.config.read import parse_config
-from overbrainer.dataset.quality import benchmarks
-from overbrainer.dataset.quality.decontam import HashIndex, Screen, units, words
 from overbrainer.dataset.jsonl import read_records, rewrite
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.dataset.quality import benchmarks
+from overbrainer.dataset.quality.decontam import HashIndex, Screen, units, words
 from overbrainer.dataset.records import Example, Message, Meta, Question
 from overbrainer.dataset.split import run_split
 from overbrainer.errors import ConfigError

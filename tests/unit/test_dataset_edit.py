@@ -2,11 +2,11 @@ import pytest
 
 from overbrainer.dataset import ids
 from overbrainer.dataset.accounting.history import HistoryEntry, append_entries
+from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.jsonl import read_records, rewrite
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.records import Example, Message, Meta, Question, Rejected, Subtopic
 from overbrainer.dataset.reject import reject
-from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.errors import OverbrainerError
 
 

@@ -13,8 +13,8 @@ from overbrainer.config.model import Gate
 from overbrainer.dataset.quality.gate_rules import Rules, parse_answer
 from overbrainer.dataset.quality.json_schema import schema_problems, violation
 from overbrainer.dataset.quality.language import language_problem
-from overbrainer.dataset.records import Example, Message, Meta, RecordError
 from overbrainer.dataset.quality.verdicts import Verdict, answer_digest, gate_drops
+from overbrainer.dataset.records import Example, Message, Meta, RecordError
 from overbrainer.errors import ConfigError
 from overbrainer.pipeline.early_stop import EarlyStop
 from overbrainer.pipeline.gate import parse_grade

@@ -6,8 +6,8 @@ import os
 
 from overbrainer.config.model import Topic
 from overbrainer.dataset import stalls
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stages import StageStats
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.pipeline.run_flow import stalled_error
 from overbrainer.pipeline.stage import StageResult, summary_line
 from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES, existing_names

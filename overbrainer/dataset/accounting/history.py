@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stages import STAGES, StageStats
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.support.fmt import realign, stamp
 
 from ..jsonl import Appender, json_lines

@@ -15,9 +15,9 @@ import json
 import re
 from typing import Any
 
+from ..records import Example
 from .json_schema import violation
 from .language import language_problem
-from ..records import Example
 from .verdicts import answer_text
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.S)
