@@ -47,8 +47,9 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     roles = _roles(root, providers, _declared(data, "providers"))
     pipeline = _pipeline(root)
     gate = _gate(root)
+    warnings: list[str] = []
     training = build_train.training(root)
-    targets = build_train.targets(root, environ)
+    targets = build_train.targets(root, environ, warnings)
     runpod = build_train.runpod(root, environ)
     export = build_train.export(root)
     hub = build_train.hub(root)
@@ -57,7 +58,6 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     hf_token = secret(root, "hf_token", environ)
     log = root.str("log")
     root.finish()
-    warnings: list[str] = []
     if training is not None:
         if training.target not in _declared(data, "targets"):
             problems.append(f"training.target: unknown target `{training.target}`")

@@ -97,6 +97,19 @@ def test_invalid_configuration_lists_every_problem_exit_2(cli, project):
     }
 
 
+def test_an_old_projects_ssh_client_is_ignored_with_a_warning(cli, project):
+    """`ssh_client` (and OVERBRAINER_SSH_CLIENT) chose a client that no longer exists: accepted,
+    read by nothing, and a warning on stderr says so; config check shows no such setting."""
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text() + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nssh_client = "openssh"\n')
+    r = cli(["-C", project, "config", "check"], env={**LOCAL_URL, "OVERBRAINER_SSH_CLIENT": "builtin"})
+    assert r.returncode == 0, r.stderr
+    warnings = [line.split(" WARN ", 1)[1] for line in r.stderr.splitlines() if " WARN " in line]
+    ignored = "is ignored: overbrainer always uses its built-in SSH client (paramiko)"
+    assert warnings == [f"OVERBRAINER_SSH_CLIENT {ignored}; unset it", f"targets.box.ssh_client {ignored}; remove it"]
+    assert "ssh_client" not in r.stdout
+
+
 def test_counts_over_their_limits_exit_2_naming_the_key_at_once(cli, project):
     # The counts that once kept `run --plan` busy for minutes (and GBs): refused by every command.
     toml = project / "overbrainer.toml"
