@@ -44,6 +44,23 @@ def test_init_then_config_check(cli, tmp_path):
     assert r.stdout.startswith("project.name = demo\n")
 
 
+def test_inits_next_line_runs_as_given_in_a_shell_with_the_variables_the_readme_exports(cli, tmp_path):
+    """The command `init` prints next works when pasted into a shell, whatever the folder's name,
+    and the line names the variables the README exports (.env as the other way)."""
+    r = cli(["-C", "my proj dir/demo x", "init"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    next_line = r.stdout.splitlines()[-1]
+    assert next_line.startswith("next: export OVERBRAINER_PROVIDERS__LLM__BASE_URL (and __API_KEY for a hosted "
+                                "provider), or set them in my proj dir/demo x/.env")
+    command = next_line.split("`")[1]
+    assert command == "overbrainer -C 'my proj dir/demo x' config check"
+    shell = subprocess.run(["sh", "-c", command.replace("overbrainer", f"{sys.executable} -m overbrainer", 1)],
+                           cwd=tmp_path, env=clean_env(LOCAL_URL, tmp_path / "home"), capture_output=True, text=True,
+                           timeout=60)
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.startswith("project.name = demo_x\n")
+
+
 def test_init_uses_the_project_dir_option_and_refuses_to_overwrite(cli, tmp_path):
     r = cli(["-C", tmp_path / "p", "init"])
     assert r.returncode == 0, r.stderr
