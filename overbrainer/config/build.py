@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, origin, unknown
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, misnamed, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
@@ -120,9 +120,12 @@ def _topics(root: Table) -> list[Topic]:
 
 def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
     out: dict[str, Provider] = {}
-    for name, t in root.tables("providers").items():
+    tables = root.tables("providers")
+    for name, t in tables.items():
         if not is_name(name):
             root.problems.append(f"providers.{name}: name must match {NAME_RULE}")
+        if misnamed(t, name, "provider", [n for n, o in tables.items() if "protocol" in o.data], "protocol"):
+            continue
         protocol = t.choice("protocol", PROTOCOLS, required=True)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name, origin
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name, misnamed, origin
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -124,9 +124,12 @@ def targets(root: Table, environ: Mapping[str, str], warnings: list[str]) -> dic
     if (environ.get(SSH_CLIENT_ENV) or "").strip():
         warnings.append(f"{SSH_CLIENT_ENV} {IGNORED_CLIENT}; unset it")
     out: dict[str, Target] = {}
-    for name, t in root.tables("targets").items():
+    tables = root.tables("targets")
+    for name, t in tables.items():
         if not is_name(name):
             root.problems.append(f"targets.{name}: name must match {NAME_RULE}")
+        if misnamed(t, name, "target", [n for n, o in tables.items() if "kind" in o.data], "kind"):
+            continue
         kind = t.choice("kind", TARGET_KINDS, required=True)
         if kind is None:
             t.used.update(t.data)  # the kind decides the keys: report only the kind

@@ -127,6 +127,15 @@ def test_an_old_projects_ssh_client_is_ignored_with_a_warning(cli, project):
     assert "ssh_client" not in r.stdout
 
 
+def test_a_typo_in_the_providers_name_of_a_variable_says_which_provider_was_meant(cli, project):
+    r = cli(["-C", project, "config", "check"], env={"OVERBRAINER_PROVIDERS__LMM__BASE_URL": "http://127.0.0.1:1/v1",
+                                                     "OVERBRAINER_PROVIDERS__LMM__API_KEY": ENV_MARK})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "error: invalid configuration",
+        "  unknown provider `lmm` (from OVERBRAINER_PROVIDERS__LMM__API_KEY): did you mean `llm`?"]
+
+
 def test_counts_over_their_limits_exit_2_naming_the_key_at_once(cli, project):
     # The counts that once kept `run --plan` busy for minutes (and GBs): refused by every command.
     toml = project / "overbrainer.toml"

@@ -62,6 +62,20 @@ def test_env_provider_without_protocol_is_missing_a_field():
     assert p == ["missing field `providers.ghost.protocol`"]
 
 
+def test_a_typo_in_a_providers_or_a_targets_name_gets_a_did_you_mean():
+    """A variable naming a provider (or target) that the file does not declare, near one it does:
+    one line naming the variable and the declared name, not a `missing field … protocol`."""
+    text = BASE + '\n[targets.homelab]\nkind = "ssh"\nruntime = "native"\n'
+    p = problems(text, {"OVERBRAINER_PROVIDERS__LOCL__BASE_URL": "http://127.0.0.1:1/v1",
+                        "OVERBRAINER_PROVIDERS__CLAUDE__API_KEY": "k",
+                        "OVERBRAINER_TARGETS__HOMELB__HOST": "me@box"})
+    assert p == ["unknown provider `locl` (from OVERBRAINER_PROVIDERS__LOCL__BASE_URL): did you mean `local`?",
+                 "unknown target `homelb` (from OVERBRAINER_TARGETS__HOMELB__HOST): did you mean `homelab`?"]
+    # With its protocol it is a provider of the environment's own, not a typo.
+    assert problems(BASE, {"OVERBRAINER_PROVIDERS__LOCL__PROTOCOL": "nope"}) == [
+        "providers.locl.protocol: expected one of openai, anthropic (from OVERBRAINER_PROVIDERS__LOCL__PROTOCOL)"]
+
+
 @pytest.mark.parametrize("var, value, expected", [
     ("OVERBRAINER_PIPELINE__CONCURRENCY", "eight", "pipeline.concurrency: expected an integer (from OVERBRAINER_PIPELINE__CONCURRENCY)"),
     ("OVERBRAINER_PIPELINE__CONCURRENCY", "8.0", "pipeline.concurrency: expected an integer"),
