@@ -81,7 +81,9 @@ def thinking_text(r: Role) -> list[str]:
 
 
 def dialect_text(p: Provider) -> str:
-    return f"{p.dialect} (guessed from base_url)" if p.dialect_guessed else str(p.dialect)
+    if not p.dialect_guessed:
+        return str(p.dialect)
+    return f"{p.dialect} (guessed from base_url)" if p.base_url else f"{p.dialect} (default: base_url not set)"
 
 
 def target_text(t: Target) -> str:

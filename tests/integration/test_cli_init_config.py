@@ -42,6 +42,9 @@ def test_init_then_config_check(cli, tmp_path):
     assert "providers.llm.dialect = ollama (guessed from base_url)" in r.stdout.splitlines()
     assert "providers.llm.api_key = (unset)" in r.stdout.splitlines()
     assert r.stdout.startswith("project.name = demo\n")
+    r = cli(["-C", "demo", "config", "check"], cwd=tmp_path)  # no URL: nothing to guess the dialect from
+    assert r.returncode == 2
+    assert "providers.llm.dialect = generic (default: base_url not set)" in r.stdout.splitlines()
 
 
 def test_inits_next_line_runs_as_given_in_a_shell_with_the_variables_the_readme_exports(cli, tmp_path):
