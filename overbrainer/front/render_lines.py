@@ -2,7 +2,9 @@
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
 `answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
-with nothing left), progress at each tenth (every item below 10), retries as WARN, final
+with nothing left), progress at each tenth (every item below 10) and at least once a minute
+while items get done (STAGE_INTERVAL: a 10k-item stage at one item a second still says how far it
+is), retries as WARN, final
 failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a fatal error
 stopped, with no progress line for the item that met it).
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
@@ -36,10 +38,12 @@ from overbrainer.front.events import (
     Transfer,
 )
 from overbrainer.support import fmt
+from overbrainer.support.timescale import scaled
 
 log = logging.getLogger("overbrainer.progress")
 
 INTERVAL = 10.0
+STAGE_INTERVAL = 60.0  # a stage's progress line: at each tenth, and at least this often (items getting done)
 
 PHASES = {"train": "training", "merge": "merging adapter", "export": "exporting",
           "compare": "comparing", "convert": "converting to GGUF", "quantize": "quantizing"}
@@ -112,8 +116,9 @@ def describe_metric(m: Metric) -> str:
 
 @dataclass
 class StageProgress:
-    """What a renderer has shown of one stage."""
+    """What a renderer has shown of one stage; `shown`: the clock at its last line (or start)."""
     total: int
+    shown: float = 0.0
     done: int = 0
     tenths: Tenths = field(init=False)
 
@@ -138,6 +143,7 @@ class LineRenderer:
                  clock: Callable[[], float] = time.monotonic, labels: dict[str, str] | None = None):
         self.log = logger
         self.interval = interval
+        self.stage_interval = scaled(STAGE_INTERVAL)  # OVERBRAINER_TIME_SCALE: a testing aid
         self.clock = clock
         self.stages: dict[str, StageProgress] = {}
         self.runs: dict[str, RunProgress] = {}
@@ -158,7 +164,7 @@ class LineRenderer:
     # --- pipeline stages ----------------------------------------------------------------------
 
     def on_StageStarted(self, ev: StageStarted) -> None:
-        self.stages[ev.stage] = StageProgress(ev.total)
+        self.stages[ev.stage] = StageProgress(ev.total, self.clock())
         if ev.total == 0:
             self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
         elif ev.skipped:
@@ -173,7 +179,7 @@ class LineRenderer:
     def _count(self, stage: str) -> None:
         st = self.stages.get(stage)
         if st is None:
-            st = self.stages[stage] = StageProgress(0)
+            st = self.stages[stage] = StageProgress(0, self.clock())
         st.done += 1
         self.stage_progress(stage, st)
 
@@ -209,8 +215,14 @@ class LineRenderer:
         pass
 
     def stage_progress(self, stage: str, st: StageProgress) -> None:
-        if st.tenths.due(st.done):
-            self.log.info("%s: %d/%d", stage, st.done, st.total)
+        tenth = st.tenths.due(st.done)
+        now = self.clock()
+        if tenth or now - st.shown >= self.stage_interval:
+            st.shown = now
+            if st.total:
+                self.log.info("%s: %d/%d", stage, st.done, st.total)
+            else:
+                self.log.info("%s: %d done", stage, st.done)
 
     def stage_finished(self, stage: str) -> None:
         pass

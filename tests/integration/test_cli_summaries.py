@@ -1,6 +1,6 @@
 """Summaries that add up: a rerun with nothing to do says so, `history` counts the latest split's
-examples (not a sum over splits), a cost that was unknown stays unknown on a rerun, `runs ls`
-without runs says so. (A fatal error's item counted as failed: test_cli_stages_failures.py.)"""
+examples (not a sum over splits), a cost is `cost unknown` only for tokens paid at an unknown
+price, a slow stage logs its progress at least once a minute, `runs ls` without runs says so. (A fatal error's item counted as failed: test_cli_stages_failures.py.)"""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ def test_a_rerun_with_nothing_to_do_says_so(project, fake_provider, cli):
     r = cli(["-C", project.dir, "--json", "questions"], env=project.env)
     started = [json.loads(line) for line in r.stderr.splitlines() if '"stage_started"' in line]
     assert started == [{"event": "stage_started", "stage": "questions", "total": 2, "skipped": 4}]
+
+
+def test_without_a_terminal_a_slow_stage_logs_its_progress_between_its_tenths(project, fake_provider, cli):
+    """Each tenth alone can be far apart (10k answers at one a second: 17 minutes): a line also
+    comes once the interval (a minute, scaled down here by OVERBRAINER_TIME_SCALE) has passed."""
+    project.write(topics=1, subtopics=4, questions=6, pipeline={"concurrency": 1})
+    assert cli(["-C", project.dir, "questions"], env=project.env).returncode == 0
+    fake_provider.latency = 0.2  # an answer every 0.2 s; the interval is 60 s x 0.001
+    r = cli(["-C", project.dir, "answers"], env={**project.env, "OVERBRAINER_TIME_SCALE": "0.001"})
+    assert r.returncode == 0, r.stderr
+    shown = [int(line.rsplit(" ", 1)[1].split("/")[0]) for line in r.stderr.splitlines()
+             if " INFO answers: " in line and line.endswith("/24")]
+    tenths = [3, 5, 8, 10, 12, 15, 17, 20, 22, 24]
+    assert set(tenths) < set(shown) and shown == sorted(shown), r.stderr
 
 
 def test_history_counts_the_examples_of_the_latest_split(project, fake_provider, cli):
