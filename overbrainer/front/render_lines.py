@@ -2,11 +2,12 @@
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
 `answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
-with nothing left), progress at each tenth (every item below 10) and at least once a minute
-while items get done (STAGE_INTERVAL: a 10k-item stage at one item a second still says how far it
-is), retries as WARN, final
-failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a fatal error
-stopped, with no progress line for the item that met it).
+with nothing left; in batch mode `answers: batch mode: collecting 20 answer(s) from ended
+batches` or `… no ended batch to collect`, what is submitted being logged as it goes), progress
+at each tenth (every item below 10) and at least once a minute while items get done
+(STAGE_INTERVAL: a 10k-item stage at one item a second still says how far it is), retries as
+WARN, final failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a
+fatal error stopped, with no progress line for the item that met it).
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
 nothing; an lr of 0, the warmup's first step, is left out), phase lines and evaluation progress
@@ -165,7 +166,10 @@ class LineRenderer:
 
     def on_StageStarted(self, ev: StageStarted) -> None:
         self.stages[ev.stage] = StageProgress(ev.total, self.clock())
-        if ev.total == 0:
+        if ev.batch:
+            collect = f"collecting {ev.total} answer(s) from ended batches" if ev.total else "no ended batch to collect"
+            self.log.info("%s: batch mode: %s", ev.stage, collect)
+        elif ev.total == 0:
             self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
         elif ev.skipped:
             self.log.info("%s: %d to process (%d already done)", ev.stage, ev.total, ev.skipped)

@@ -67,6 +67,11 @@ class StageRun:
         self.add_skipped(skipped)
         self.publish(StageStarted(self.name, total, skipped))
 
+    def collecting(self, n: int) -> None:
+        """Batch mode: `n` more answers to collect, from batches that ended (one call per look)."""
+        self.total += n
+        self.publish(StageStarted(self.name, n, batch=True))
+
     def uses(self, provider: str | None, model: str | None) -> None:
         self.provider, self.model = provider, model
         if model:

@@ -21,7 +21,7 @@ def test_a_rerun_with_nothing_to_do_says_so(project, fake_provider, cli):
     assert " INFO subtopics: 1 to process (2 already done)\n" in r.stderr
     r = cli(["-C", project.dir, "--json", "questions"], env=project.env)
     started = [json.loads(line) for line in r.stderr.splitlines() if '"stage_started"' in line]
-    assert started == [{"event": "stage_started", "stage": "questions", "total": 2, "skipped": 4}]
+    assert started == [{"event": "stage_started", "stage": "questions", "total": 2, "skipped": 4, "batch": False}]
 
 
 def test_without_a_terminal_a_slow_stage_logs_its_progress_between_its_tenths(project, fake_provider, cli):

@@ -224,7 +224,7 @@ def test_json_lines_parse_and_carry_nothing_else():
     assert objs[1]["event"] == "metric" and objs[1]["loss"] is None
     assert objs[2] == {"event": "lagged", "dropped": 2}
     assert json.loads(event_line(StageStarted("split", 1))) == {"event": "stage_started", "stage": "split", "total": 1,
-                                                               "skipped": 0}
+                                                               "skipped": 0, "batch": False}
 
 
 def test_bars_only_on_a_terminal():
