@@ -116,6 +116,20 @@ def topics(project_dir: Path, topic_names: Iterable[str] = ()) -> list[TopicNode
     return list(found.values())
 
 
+class _Listing:
+    """A node's children as they are found, in order: their count, and those of the page that
+    starts at `start`, by key."""
+
+    def __init__(self, start: int) -> None:
+        self.start, self.total = start, 0
+        self.page: dict[Any, Any] = {}
+
+    def add(self, key: Any, node: Any) -> None:
+        if self.start <= self.total < self.start + PAGE:
+            self.page[key] = node
+        self.total += 1
+
+
 def subtopics(project_dir: Path, topic: TopicNode, start: int = 0) -> Page:
     """`topic`'s subtopics from `start` (at most PAGE), with their counts: its subtopic records in
     file order, then those known only from questions, then only from orphaned answers."""
@@ -123,20 +137,12 @@ def subtopics(project_dir: Path, topic: TopicNode, start: int = 0) -> Page:
     name = topic.name
     ids: set[str] = set()  # the topic's subtopic IDs and names: bounded by its subtopics, not the dataset
     names: set[str] = set()
-    page: dict[str, SubtopicNode] = {}  # by ID (or name, for one known only from answers)
-    total = 0
-
-    def seen(node: SubtopicNode) -> None:
-        nonlocal total
-        if start <= total < start + PAGE:
-            page[node.id or node.name] = node
-        total += 1
-
+    listing = _Listing(start)  # the page's subtopics by ID (or name, for one known only from answers)
     for s in iter_records(paths.subtopics, Subtopic):
         if s.topic == name and s.id not in ids:
             ids.add(s.id)
             names.add(s.name)
-            seen(SubtopicNode(name, s.id, s.name))
+            listing.add(s.id, SubtopicNode(name, s.id, s.name))
     asked: dict[int | str, SubtopicNode] = {}  # the page's question IDs
     for q in iter_records(paths.questions, Question):
         if q.topic != name:
@@ -144,16 +150,24 @@ def subtopics(project_dir: Path, topic: TopicNode, start: int = 0) -> Page:
         if q.subtopic_id not in ids:  # its subtopic record is gone: keep it visible under its name
             ids.add(q.subtopic_id)
             names.add(q.subtopic)
-            seen(SubtopicNode(name, q.subtopic_id, q.subtopic))
-        node = page.get(q.subtopic_id)
+            listing.add(q.subtopic_id, SubtopicNode(name, q.subtopic_id, q.subtopic))
+        node = listing.page.get(q.subtopic_id)
         if node is not None:
             node.questions += 1
             asked[packed(q.id)] = node
+    _count_answers(paths, name, names, listing, asked)
+    return _page(topic, list(listing.page.values()), start, listing.total)
+
+
+def _count_answers(paths: ProjectPaths, topic: str, names: set[str], listing: _Listing,
+                   asked: dict[int | str, SubtopicNode]) -> None:
+    """The page's answered questions and orphaned answers (one of each ID), and the subtopics known
+    only from orphaned answers, added to `listing` (and `names`)."""
     answered: set[int | str] = set()
     orphans: set[tuple[str, int | str]] = set()  # (subtopic name, answer ID) of the page's orphans
-    by_name = {n.name: n for n in page.values()}
+    by_name = {n.name: n for n in listing.page.values()}
     for a in iter_records(paths.answers, Example):
-        if a.topic != name:
+        if a.topic != topic:
             continue
         key = packed(a.id)
         node = asked.get(key)
@@ -164,13 +178,12 @@ def subtopics(project_dir: Path, topic: TopicNode, start: int = 0) -> Page:
             continue
         if a.subtopic not in names:  # only orphaned answers know this subtopic
             names.add(a.subtopic)
-            seen(SubtopicNode(name, None, a.subtopic))
-            by_name = {n.name: n for n in page.values()}
+            listing.add(a.subtopic, SubtopicNode(topic, None, a.subtopic))
+            by_name = {n.name: n for n in listing.page.values()}
         node = by_name.get(a.subtopic)
         if node is not None and (a.subtopic, key) not in orphans:
             orphans.add((a.subtopic, key))
             node.orphans += 1
-    return _page(topic, list(page.values()), start, total)
 
 
 def questions(project_dir: Path, subtopic: SubtopicNode, start: int = 0) -> Page:
@@ -178,38 +191,29 @@ def questions(project_dir: Path, subtopic: SubtopicNode, start: int = 0) -> Page
     orphaned answers (answers of its name whose question is gone)."""
     paths = ProjectPaths(project_dir)
     ids: set[int | str] = set()  # the subtopic's question IDs: bounded by its questions, not the dataset
-    page: dict[int | str, QuestionNode] = {}
-    total = 0
+    listing = _Listing(start)  # the page's questions, then orphans, by packed ID
     if subtopic.id is not None:
         for q in iter_records(paths.questions, Question):
-            if q.subtopic_id != subtopic.id or q.topic != subtopic.topic:
-                continue
             key = packed(q.id)
-            if key in ids:
-                continue
-            ids.add(key)
-            if start <= total < start + PAGE:
-                page[key] = QuestionNode(q.id, q.text)
-            total += 1
-    orphans: dict[int | str, OrphanNode] = {}
-    seen: set[int | str] = set()
+            if q.subtopic_id == subtopic.id and q.topic == subtopic.topic and key not in ids:
+                ids.add(key)
+                listing.add(key, QuestionNode(q.id, q.text))
+    orphans: set[int | str] = set()
     for offset, a in iter_records(paths.answers, Example, offsets=True):
         if a.topic != subtopic.topic:
             continue
         key = packed(a.id)
-        node = page.get(key)
-        if node is not None:  # the latest line of a question is its answer
+        node = listing.page.get(key)
+        if isinstance(node, QuestionNode):  # the latest line of a question is its answer
             node.answer, node.excluded = offset, a.excluded
         elif key in ids or a.subtopic != subtopic.name:
             continue
-        elif key in orphans:
-            orphans[key].answer = offset
-        elif key not in seen:
-            seen.add(key)
-            if start <= total < start + PAGE:
-                orphans[key] = OrphanNode(a.id, question_of(a), offset)
-            total += 1
-    return _page(subtopic, [*page.values(), *orphans.values()], start, total)
+        elif node is not None:
+            node.answer = offset
+        elif key not in orphans:
+            orphans.add(key)
+            listing.add(key, OrphanNode(a.id, question_of(a), offset))
+    return _page(subtopic, list(listing.page.values()), start, listing.total)
 
 
 def _page(parent: Any, items: list[Any], start: int, total: int) -> Page:

@@ -60,7 +60,7 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     r = cli(["-C", project.dir, "history", "--all"], env=project.env)
     assert len(r.stdout.splitlines()) == 8
     assert any(line.split()[1:4] == ["split", "ok", "-"]
-               and line.endswith(f"train 11, eval 1, excluded 0, orphaned 0; {kept} output tokens kept")
+               and line.endswith(f"train 11, eval 1, excluded 0, orphaned 0; {kept} output tokens kept; $0")
                for line in r.stdout.splitlines())
 
 
