@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -21,8 +22,10 @@ def init(app: AppContext, directory: str | None) -> None:
     lines = [f"created {target / rel}" for rel in result.created]
     if result.gitignore != "unchanged":
         lines.append(f"{result.gitignore} {target / '.gitignore'}")
-    lines.append(f"next: copy {target / '.env.example'} to {target / '.env'}, set the provider URL, "
-                 f"then run `overbrainer -C {target} config check`")
+    # The README's way first (export the variables), .env as the other; the command is shell-quoted.
+    lines.append(f"next: export OVERBRAINER_PROVIDERS__LLM__BASE_URL (and __API_KEY for a hosted provider), or "
+                 f"set them in {target / '.env'} ({target / '.env.example'} lists them), "
+                 f"then run `overbrainer -C {shlex.quote(str(target))} config check`")
     app.report("\n".join(lines), {
         "project_dir": str(target),
         "created": [str(target / rel) for rel in result.created],

@@ -6,7 +6,8 @@ compare's job starts (compare/scripts/compare.sh), started from here.
   else `OVERBRAINER_LLAMA_CPP_DIR`, else the pinned llama.cpp built once in `runs/.cache`).
 - Command: `llama-server -m <gguf> --host 127.0.0.1 --port P -ngl 999 -c <context> -np 1
   --no-webui`, its output in `server.log`, in a session of its own; its environment is this
-  process's minus every `OVERBRAINER_*` / `VAULT_*` variable (exec/local.job_environment).
+  process's minus every `OVERBRAINER_*` / `VAULT_*` variable (exec/local.job_environment), plus
+  what this CPU needs (export/llama_cpp.cpu_env: LLAMA_ARG_REPACK=0 where AMX is advertised).
 - Ready when `GET /health` answers 200, within `start_secs`; a server that exits first, or a
   timeout, is an OverbrainerError naming its log.
 - Stopped (TERM, then KILL after 10 s) whatever ends the `serving` block.
@@ -44,7 +45,8 @@ def server_binary(target, work_dir: Path, cache: Path) -> tuple[str, dict[str, s
     if out.returncode != 0 or not out.stdout.strip():
         last = (out.stderr.strip().splitlines() or ["llama-server not found"])[-1]
         raise OverbrainerError(f"eval: cannot start the child's server: {last}")
-    return out.stdout.strip().splitlines()[-1], {k: v for k, v in env.items() if not k.startswith("OVERBRAINER_")}
+    own = {k: v for k, v in env.items() if not k.startswith("OVERBRAINER_")}
+    return out.stdout.strip().splitlines()[-1], {**own, **llama_cpp.cpu_env(own)}
 
 
 def _ready(url: str, proc: subprocess.Popen, start_secs: float, log_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, origin, unknown
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, misnamed, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
@@ -47,8 +47,9 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     roles = _roles(root, providers, _declared(data, "providers"))
     pipeline = _pipeline(root)
     gate = _gate(root)
+    warnings: list[str] = []
     training = build_train.training(root)
-    targets = build_train.targets(root, environ)
+    targets = build_train.targets(root, environ, warnings)
     runpod = build_train.runpod(root, environ)
     export = build_train.export(root)
     hub = build_train.hub(root)
@@ -57,7 +58,6 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
     hf_token = secret(root, "hf_token", environ)
     log = root.str("log")
     root.finish()
-    warnings: list[str] = []
     if training is not None:
         if training.target not in _declared(data, "targets"):
             problems.append(f"training.target: unknown target `{training.target}`")
@@ -120,9 +120,12 @@ def _topics(root: Table) -> list[Topic]:
 
 def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
     out: dict[str, Provider] = {}
-    for name, t in root.tables("providers").items():
+    tables = root.tables("providers")
+    for name, t in tables.items():
         if not is_name(name):
             root.problems.append(f"providers.{name}: name must match {NAME_RULE}")
+        if misnamed(t, name, "provider", [n for n, o in tables.items() if "protocol" in o.data], "protocol"):
+            continue
         protocol = t.choice("protocol", PROTOCOLS, required=True)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)

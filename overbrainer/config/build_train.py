@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name, misnamed, origin
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -20,7 +20,6 @@ from overbrainer.config.model import (
     QUANTIZE_TYPES,
     RUNTIMES,
     SSH_CLIENT_ENV,
-    SSH_CLIENTS,
     TARGET_KINDS,
     Compare,
     Export,
@@ -116,30 +115,40 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def targets(root: Table, environ: Mapping[str, str]) -> dict[str, Target]:
-    env_client = (environ.get(SSH_CLIENT_ENV) or "").strip() or None
-    if env_client is not None and env_client not in SSH_CLIENTS:
-        root.problems.append(f"{SSH_CLIENT_ENV} must be openssh or builtin")
-        env_client = None
+# `ssh_client` chose between OpenSSH and a built-in client; every SSH connection is paramiko's now.
+IGNORED_CLIENT = "is ignored: overbrainer always uses its built-in SSH client (paramiko)"
+
+
+def targets(root: Table, environ: Mapping[str, str], warnings: list[str]) -> dict[str, Target]:
+    """The [targets.<name>] tables; what is accepted but read by nothing goes to `warnings`."""
+    if (environ.get(SSH_CLIENT_ENV) or "").strip():
+        warnings.append(f"{SSH_CLIENT_ENV} {IGNORED_CLIENT}; unset it")
     out: dict[str, Target] = {}
-    for name, t in root.tables("targets").items():
+    tables = root.tables("targets")
+    for name, t in tables.items():
         if not is_name(name):
             root.problems.append(f"targets.{name}: name must match {NAME_RULE}")
+        if misnamed(t, name, "target", [n for n, o in tables.items() if "kind" in o.data], "kind"):
+            continue
         kind = t.choice("kind", TARGET_KINDS, required=True)
         if kind is None:
             t.used.update(t.data)  # the kind decides the keys: report only the kind
             continue
+        client = t.raw("ssh_client")
+        if client is not None:
+            src = origin(client)
+            warnings.append(f"{t.key('ssh_client')}{f' (from {src})' if src else ''} {IGNORED_CLIENT}; remove it")
         if kind == "runpod":
-            target = _runpod_target(t, name, env_client)
+            target = _runpod_target(t, name)
         else:
-            target = _machine_target(t, name, kind, env_client)
+            target = _machine_target(t, name, kind)
         t.finish()
         if target is not None:
             out[name] = target
     return out
 
 
-def _machine_target(t: Table, name: str, kind: str, env_client: str | None) -> Target | None:
+def _machine_target(t: Table, name: str, kind: str) -> Target | None:
     runtime = t.choice("runtime", RUNTIMES, required=True)
     venv = t.str("venv", nonempty=True)
     engine = t.choice("engine", ENGINES)
@@ -156,14 +165,12 @@ def _machine_target(t: Table, name: str, kind: str, env_client: str | None) -> T
         return LocalTarget(**common) if runtime else None
     host = t.str("host", nonempty=True)
     workdir = t.str("workdir", DEFAULT_WORKDIR, nonempty=True)
-    client = t.choice("ssh_client", SSH_CLIENTS, "openssh")
     if not runtime:
         return None
-    return SshTarget(**common, host=host.strip() if host else None, workdir=workdir,
-                     ssh_client=env_client or client, ssh_client_from_env=env_client is not None)
+    return SshTarget(**common, host=host.strip() if host else None, workdir=workdir)
 
 
-def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None:
+def _runpod_target(t: Table, name: str) -> Target | None:
     gpu_types = t.str_list_or_auto("gpu_types", required=True)
     max_hours = t.float("max_hours", required=True,
                         rule=(lambda x: 0 < x <= 720, "must be greater than 0 and at most 720"))
@@ -179,7 +186,6 @@ def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None
     dcs = t.str_list_or_auto("data_center_ids", [])
     volume = t.str("network_volume_id", nonempty=True)
     max_volume = t.int("max_volume_gb", min=1, max=U32)
-    client = t.choice("ssh_client", SSH_CLIENTS, "openssh")
     llama_dir = t.str("llama_cpp_dir", nonempty=True)
     if llama_dir is not None and not llama_dir.startswith("/"):
         t.problem("llama_cpp_dir", "must be an absolute path inside the pod's image")
@@ -207,8 +213,7 @@ def _runpod_target(t: Table, name: str, env_client: str | None) -> Target | None
         max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, image=image,
         venv=venv, container_disk_gb=disk, boot_grace_minutes=boot, retrieve_grace_minutes=retrieve,
         data_center_ids=dcs if dcs is not None else [], network_volume_id=volume,
-        max_volume_gb=max_volume, ssh_client=env_client or client,
-        ssh_client_from_env=env_client is not None, llama_cpp_dir=llama_dir,
+        max_volume_gb=max_volume, llama_cpp_dir=llama_dir,
     )
 
 

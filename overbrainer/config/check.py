@@ -81,11 +81,9 @@ def thinking_text(r: Role) -> list[str]:
 
 
 def dialect_text(p: Provider) -> str:
-    return f"{p.dialect} (guessed from base_url)" if p.dialect_guessed else str(p.dialect)
-
-
-def _client_text(t: SshTarget | RunpodTarget) -> str:
-    return f"ssh_client: {t.ssh_client}" + (" (from OVERBRAINER_SSH_CLIENT)" if t.ssh_client_from_env else "")
+    if not p.dialect_guessed:
+        return str(p.dialect)
+    return f"{p.dialect} (guessed from base_url)" if p.base_url else f"{p.dialect} (default: base_url not set)"
 
 
 def target_text(t: Target) -> str:
@@ -98,7 +96,7 @@ def target_text(t: Target) -> str:
         if isinstance(t, LocalTarget):
             return f"local, {how}"
         return f"ssh to {t.host or '(unset host: set OVERBRAINER_TARGETS__' + t.name.upper() + '__HOST)'}, " \
-               f"{how}, workdir {t.workdir}, {_client_text(t)}"
+               f"{how}, workdir {t.workdir}"
     assert isinstance(t, RunpodTarget)
     parts = [f"gpu_types {_fmt(t.gpu_types)} x{t.gpu_count}", f"max_hours {_fmt(t.max_hours)}"]
     for k in ("min_vram_gb", "max_price_per_hour", "max_cost_usd", "network_volume_id", "max_volume_gb"):
@@ -106,8 +104,7 @@ def target_text(t: Target) -> str:
             parts.append(f"{k} {_fmt(getattr(t, k))}")
     parts += [f"data_center_ids {_fmt(t.data_center_ids) if t.data_center_ids else 'any'}",
               f"container_disk_gb {t.container_disk_gb}", f"boot_grace_minutes {t.boot_grace_minutes}",
-              f"retrieve_grace_minutes {t.retrieve_grace_minutes}", f"image {t.image}", f"venv {t.venv}",
-              _client_text(t)]
+              f"retrieve_grace_minutes {t.retrieve_grace_minutes}", f"image {t.image}", f"venv {t.venv}"]
     return "runpod, " + ", ".join(parts)
 
 

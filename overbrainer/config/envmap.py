@@ -14,7 +14,8 @@ from overbrainer.config.fields import env_str
 PREFIX = "OVERBRAINER_"
 
 # Variables read outside the configuration schema: never treated as keys.
-EXEMPT = frozenset({"OVERBRAINER_LOG", "OVERBRAINER_SSH_CLIENT",
+EXEMPT = frozenset({"OVERBRAINER_LOG",
+                    "OVERBRAINER_SSH_CLIENT",  # read by nothing: a warning says so (build_train.targets)
                     "OVERBRAINER_TIME_SCALE",  # a testing aid read by support.timescale
                     "OVERBRAINER_LLAMA_CPP_DIR",  # default llama_cpp_dir of targets (export.llama_cpp)
                     "OVERBRAINER_LLAMA_CPP_URL"})  # a testing aid read by export.llama_cpp

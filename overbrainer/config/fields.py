@@ -222,6 +222,24 @@ def unknown(problems: list[str], dotted: str, value: Any, known: Iterable[str] =
     problems.append(text + (f": did you mean `{near[0]}`?" if near else ""))
 
 
+def misnamed(t: Table, name: str, what: str, declared: Iterable[str], required: str) -> bool:
+    """A table made by environment variables alone, without its `required` key, whose name is near
+    a declared one (`OVERBRAINER_PROVIDERS__OPENAII__API_KEY` beside [providers.openai]): a typo of
+    that name, reported as one problem (`unknown provider `openaii` (from …): did you mean
+    `openai`?`) in place of the missing key. False (nothing reported) otherwise."""
+    if required in t.data or not t.data or not all(isinstance(v, EnvStr) for v in t.data.values()):
+        return False
+    # lazy: difflib only for a table of the environment alone (start-up time)
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(n for n in declared if n != name), n=1, cutoff=0.6)
+    if not near:
+        return False
+    t.used.update(t.data)
+    t.problems.append(f"unknown {what} `{name}` (from {origin(t.data)}): did you mean `{near[0]}`?")
+    return True
+
+
 def _to_int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None

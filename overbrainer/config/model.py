@@ -22,7 +22,6 @@ EFFORTS = ("none", "low", "medium", "high")
 ADAPTERS = ("lora", "qlora", "full")
 RUNTIMES = ("native", "docker")
 ENGINES = ("docker", "podman")
-SSH_CLIENTS = ("openssh", "builtin")
 TARGET_KINDS = ("local", "ssh", "runpod")
 QUANTIZE_TYPES = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q8_0", "Q3_K_M", "Q2_K", "F16", "BF16")
 
@@ -39,6 +38,7 @@ DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
 DEFAULT_HUB_BASE_URL = "https://huggingface.co"
 DEFAULT_WORKDIR = "overbrainer"
 DEFAULT_QUANTIZE = "Q4_K_M"
+# Read by nothing: SSH is always paramiko. Still accepted (with a warning) for old projects.
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 DEFAULT_MAX_TOKENS = 16384  # roles.<name>.max_tokens: a request's output limit
 
@@ -195,8 +195,6 @@ class SshTarget(Target):
     venv: str | None = None
     engine: str = "docker"
     image: str = DEFAULT_IMAGE
-    ssh_client: str = "openssh"  # effective value (OVERBRAINER_SSH_CLIENT wins)
-    ssh_client_from_env: bool = False
     llama_cpp_dir: str | None = None
 
 
@@ -216,8 +214,6 @@ class RunpodTarget(Target):
     data_center_ids: list[str] | str = field(default_factory=list)  # [] = any, or "auto"
     network_volume_id: str | None = None
     max_volume_gb: int | None = None
-    ssh_client: str = "openssh"
-    ssh_client_from_env: bool = False
     llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import UsageError
 from overbrainer.support.fmt import plural
 
 from .jsonl import Appender, StagedRewrite, iter_records
@@ -80,7 +80,7 @@ def reject(project_dir, item_id: str, *, dry_run: bool = False) -> Rejection:
             return Rejection(earlier.kind, item_id, earlier.topic, earlier.name or earlier.text or "",
                              dry_run=dry_run, already=True)
         if answer is None:
-            raise OverbrainerError(f"no subtopic, question or answer has the ID {item_id} in {paths.data}")
+            raise UsageError(f"no subtopic, question or answer has the ID {item_id} in {paths.data}")
         result = Rejection("answer", item_id, answer.topic, answer.subtopic)
     if gone_questions:
         result.questions = sum(1 for q in iter_records(paths.questions, Question) if q.id in gone_questions)

@@ -50,3 +50,25 @@ def job_env(target: Target, environ: Mapping[str, str] | None = None) -> dict[st
     if own:
         env["OVERBRAINER_LLAMA_CPP_DIR"] = own
     return env
+
+
+REPACK_ENV = "LLAMA_ARG_REPACK"  # llama-server's --repack / --no-repack, in its environment form
+CPUINFO = "/proc/cpuinfo"
+
+
+def cpu_env(environ: Mapping[str, str] | None = None, cpuinfo: str = CPUINFO) -> dict[str, str]:
+    """What a llama.cpp program started on this machine needs in its environment for this CPU:
+    LLAMA_ARG_REPACK=0 when the CPU advertises AMX (the `amx_tile` flag of `cpuinfo`) and
+    `environ` (default: this process's) does not set it. A llama.cpp built for the CPU uses AMX
+    where advertised, and a VM that advertises AMX without enabling it kills it at its first
+    matrix multiply; without its CPU "extra buffers" (AMX tiles, repacked weights) it runs. The
+    jobs' llama_cpp.sh applies the same rule on their target (llama_cpp_cpu_guard)."""
+    environ = os.environ if environ is None else environ
+    if REPACK_ENV in environ:
+        return {}
+    try:
+        with open(cpuinfo, "rb") as f:
+            flags = f.read()
+    except OSError:
+        return {}
+    return {REPACK_ENV: "0"} if b"amx_tile" in flags.split() else {}

@@ -28,11 +28,14 @@ class Event:
 
 @dataclass(frozen=True)
 class StageStarted(Event):
-    """`total`: the items the stage will work on; `skipped`: those already complete on disk."""
+    """`total`: the items the stage will work on; `skipped`: those already complete on disk.
+    `batch`: a look of a batch-mode stage, `total` the answers of the batches that ended (to
+    collect now); what it submits is logged as it goes (one event per look that collects)."""
 
     stage: str
     total: int
     skipped: int = 0
+    batch: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,12 @@
 
 Stage events give the progress lines (docs/exit-codes.md#stdout-and-stderr):
 `answers: 40 to process (12 already done)` (`answers: nothing to do, 52 already done` on a rerun
-with nothing left), progress at each tenth (every item below 10), retries as WARN, final
-failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a fatal error
-stopped, with no progress line for the item that met it).
+with nothing left; in batch mode `answers: batch mode: collecting 20 answer(s) from ended
+batches` or `… no ended batch to collect`, what is submitted being logged as it goes), progress
+at each tenth (every item below 10) and at least once a minute while items get done
+(STAGE_INTERVAL: a 10k-item stage at one item a second still says how far it is), retries as
+WARN, final failures as ERROR, `answers: finished` (`answers: stopped: <reason>` for a stage a
+fatal error stopped, with no progress line for the item that met it).
 Training events give `train: job running`, throttled step lines (at most one per 10 s; every eval
 line and the last step shown, once: a log with no metric, the trainer's closing summary, shows
 nothing; an lr of 0, the warmup's first step, is left out), phase lines and evaluation progress
@@ -36,10 +39,12 @@ from overbrainer.front.events import (
     Transfer,
 )
 from overbrainer.support import fmt
+from overbrainer.support.timescale import scaled
 
 log = logging.getLogger("overbrainer.progress")
 
 INTERVAL = 10.0
+STAGE_INTERVAL = 60.0  # a stage's progress line: at each tenth, and at least this often (items getting done)
 
 PHASES = {"train": "training", "merge": "merging adapter", "export": "exporting",
           "compare": "comparing", "convert": "converting to GGUF", "quantize": "quantizing"}
@@ -112,8 +117,9 @@ def describe_metric(m: Metric) -> str:
 
 @dataclass
 class StageProgress:
-    """What a renderer has shown of one stage."""
+    """What a renderer has shown of one stage; `shown`: the clock at its last line (or start)."""
     total: int
+    shown: float = 0.0
     done: int = 0
     tenths: Tenths = field(init=False)
 
@@ -138,6 +144,7 @@ class LineRenderer:
                  clock: Callable[[], float] = time.monotonic, labels: dict[str, str] | None = None):
         self.log = logger
         self.interval = interval
+        self.stage_interval = scaled(STAGE_INTERVAL)  # OVERBRAINER_TIME_SCALE: a testing aid
         self.clock = clock
         self.stages: dict[str, StageProgress] = {}
         self.runs: dict[str, RunProgress] = {}
@@ -158,8 +165,11 @@ class LineRenderer:
     # --- pipeline stages ----------------------------------------------------------------------
 
     def on_StageStarted(self, ev: StageStarted) -> None:
-        self.stages[ev.stage] = StageProgress(ev.total)
-        if ev.total == 0:
+        self.stages[ev.stage] = StageProgress(ev.total, self.clock())
+        if ev.batch:
+            collect = f"collecting {ev.total} answer(s) from ended batches" if ev.total else "no ended batch to collect"
+            self.log.info("%s: batch mode: %s", ev.stage, collect)
+        elif ev.total == 0:
             self.log.info("%s: nothing to do, %d already done", ev.stage, ev.skipped)
         elif ev.skipped:
             self.log.info("%s: %d to process (%d already done)", ev.stage, ev.total, ev.skipped)
@@ -173,7 +183,7 @@ class LineRenderer:
     def _count(self, stage: str) -> None:
         st = self.stages.get(stage)
         if st is None:
-            st = self.stages[stage] = StageProgress(0)
+            st = self.stages[stage] = StageProgress(0, self.clock())
         st.done += 1
         self.stage_progress(stage, st)
 
@@ -209,8 +219,14 @@ class LineRenderer:
         pass
 
     def stage_progress(self, stage: str, st: StageProgress) -> None:
-        if st.tenths.due(st.done):
-            self.log.info("%s: %d/%d", stage, st.done, st.total)
+        tenth = st.tenths.due(st.done)
+        now = self.clock()
+        if tenth or now - st.shown >= self.stage_interval:
+            st.shown = now
+            if st.total:
+                self.log.info("%s: %d/%d", stage, st.done, st.total)
+            else:
+                self.log.info("%s: %d done", stage, st.done)
 
     def stage_finished(self, stage: str) -> None:
         pass

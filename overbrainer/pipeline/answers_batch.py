@@ -56,6 +56,7 @@ class BatchAnswers:
         self.answered: set[str] = set()
         self.failed: list[str] = []
         self.statuses: dict[str, BatchStatus] = {}  # by submission id: the provider's last word
+        self.looked = False  # a look announced what it collects (StageRun.collecting)
         self.submitted = 0
         self.capped = 0
         self.capped_bound = 0.0
@@ -64,7 +65,6 @@ class BatchAnswers:
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
         output = Output(self.ctx.paths.answers, Example)
-        self.run_.started(0)
         with keeping_figures(self.ctx, self.run_, figures), output:
             self.output, self.figures = output, figures
             try:
@@ -87,6 +87,9 @@ class BatchAnswers:
         subs = self.journal.all(STAGE)
         problems = recover(self.api, self.journal, subs)
         ended = [s for s in subs if s.state == SUBMITTED and self._ended(s)]
+        if ended or not self.looked:  # the first look says what it collects, even nothing
+            self.run_.collecting(sum(len(s.items) for s in ended))
+            self.looked = True
         if ended:
             self.collect(ended)
         self.send()

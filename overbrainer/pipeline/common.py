@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
-from overbrainer.dataset.accounting.history import HistoryRecorder, priced_before, read_history
+from overbrainer.dataset.accounting.history import HistoryRecorder
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewriting
@@ -46,16 +46,7 @@ def execute(ctx: StageContext, name: str, role: str | None,
             box.append(result)
     except Interrupted as e:
         # Recorded as interrupted; the caller still prints how far the stage got.
-        return _unpriced(ctx, result_of(run, run.stats(), e, interrupted=True))
-    return _unpriced(ctx, result)
-
-
-def _unpriced(ctx: StageContext, result: StageResult) -> StageResult:
-    """A stage that spent nothing says `cost unknown`, not `$0`, when the last time it spent
-    its cost was unknown (dataset.accounting.history.priced_before)."""
-    st = result.stats
-    if result.split is None and st.cost is None and st.usage.input_tokens == 0 and st.usage.output_tokens == 0:
-        result.unpriced = priced_before(read_history(ctx.project_dir), result.stage) is False
+        return result_of(run, run.stats(), e, interrupted=True)
     return result
 
 

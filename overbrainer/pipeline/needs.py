@@ -133,7 +133,8 @@ def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
                 bases[count] = len(templates.render("questions.txt", topic=t.name, description=t.description,
                                                     subtopic="", count=count, accepted=[]).encode())
             n = -(-missing // batch)  # batches of one subtopic; each prompt lists the questions so far
-            need.prompt_bytes += k * (n * bases[count] + size * (n * have + batch * n * (n - 1) // 2))
+            listed = _listed(have, batch, n, min(EXISTING_NAMES, EXISTING_BYTES // size))  # up to the bound
+            need.prompt_bytes += k * (n * bases[count] + size * listed)
             need.requests += k * n
             need.items += k
             need.list_items += k * missing

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 
 from overbrainer.config.model import Topic
@@ -31,6 +32,7 @@ from overbrainer.pipeline.common import (
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.stage import StageResult, StageRun
+from overbrainer.pipeline.subtopics import EXISTING_NAMES, existing_names
 from overbrainer.pipeline.topic_dedups import TopicDedup, TopicDedups, TopicState
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
@@ -51,13 +53,14 @@ def run_questions(ctx: StageContext, topics: list, *, force: bool = False) -> St
 
 @dataclass
 class _Job:
-    """A subtopic to fill: `have` questions so far, `accepted` their texts (read only for a
-    subtopic that has some: the prompt lists them)."""
+    """A subtopic to fill: `have` questions so far, `accepted` the last of their texts (read only
+    for a subtopic that has some: the prompt lists them, as many as subtopics.existing_names keeps,
+    so a prompt and this list stay small at any questions_per_subtopic)."""
 
     topic: Topic
     subtopic: Subtopic
     have: int = 0
-    accepted: list[str] = field(default_factory=list)
+    accepted: deque = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
     state: TopicState | None = None  # its topic's deduplicator, while it is filled
     stalled: bool = False  # stopped after max(1, max_retries) batches in a row that added nothing
 
@@ -196,7 +199,7 @@ class _Filler:
             return self._fill(job)
         finally:
             job.state = None
-            job.accepted = []  # the subtopic is done: its texts live on in the file and the deduplicator
+            job.accepted.clear()  # the subtopic is done: its texts live on in the file and the deduplicator
             self.dedups.release(job)
 
     def _fill(self, job: _Job) -> tuple[Usage, float | None]:
@@ -219,7 +222,7 @@ class _Filler:
     def _ask(self, job: _Job, count: int):
         topic, sub = job.topic, job.subtopic
         prompt = self.templates.render("questions.txt", topic=topic.name, description=topic.description,
-                                       subtopic=sub.name, count=count, accepted=list(job.accepted))
+                                       subtopic=sub.name, count=count, accepted=existing_names(job.accepted))
         out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                        max_retries=self.pipeline.max_retries, spend=self.run.spend,
                        retrying=lambda m: self.run.retrying(sub.id, m), proc=self.proc)

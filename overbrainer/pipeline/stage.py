@@ -67,6 +67,11 @@ class StageRun:
         self.add_skipped(skipped)
         self.publish(StageStarted(self.name, total, skipped))
 
+    def collecting(self, n: int) -> None:
+        """Batch mode: `n` more answers to collect, from batches that ended (one call per look)."""
+        self.total += n
+        self.publish(StageStarted(self.name, n, batch=True))
+
     def uses(self, provider: str | None, model: str | None) -> None:
         self.provider, self.model = provider, model
         if model:
@@ -201,7 +206,6 @@ class StageResult:
     handled: int = 0
     interrupted: bool = False
     abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
-    unpriced: bool = False  # spent nothing, at a price unknown the last time the stage spent
     stalled: list[str] = field(default_factory=list)  # items whose round added nothing
     held: int = 0  # items held back: their last round added nothing (at `held_at`)
     held_at: str | None = None
@@ -236,7 +240,7 @@ class StageResult:
                "done": st.done, "skipped": st.skipped, "failed": st.failed, "excluded": st.excluded,
                "written": self.written, "stopped": self.stopped, "interrupted": self.interrupted,
                "input_tokens": st.usage.input_tokens, "output_tokens": st.usage.output_tokens,
-               "cost": None if self.unpriced else cost_value(st.cost, st.usage)}
+               "cost": cost_value(st.cost, st.usage)}
         if st.cost_estimate is not None:
             out["cost_estimate"] = round(st.cost_estimate, 8)
         if self.abandoned:
@@ -287,7 +291,7 @@ def summary_line(r: StageResult) -> str:
         head = f"{counted(st.done + st.excluded, one, items)}, {written}"
     line = (f"{r.stage}: {head}; {st.skipped} skipped, {st.failed} failed; "
             f"tokens {st.usage.input_tokens} in, {st.usage.output_tokens} out; "
-            f"{'cost unknown' if r.unpriced else cost_text(st.cost, st.usage)}")
+            f"{cost_text(st.cost, st.usage)}")
     if r.abandoned:
         line += (f"; {counted(r.abandoned, 'request', 'requests')} in flight "
                  f"{'was' if r.abandoned == 1 else 'were'} abandoned; the provider may bill them")

@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 STAGE = "subtopics"
 # The prompt's `existing`: the topic's last names (stored, then those of this run), at most this
-# many, and at most this many bytes of names in all, so that a prompt stays small at any count.
+# many, and at most this many bytes of names in all, so that a prompt stays small at any count
+# (the questions prompt's `accepted`, a subtopic's questions so far, is bounded alike).
 EXISTING_NAMES = 200
 EXISTING_BYTES = 16_000
 

@@ -1,9 +1,10 @@
 """A testing aid: `OVERBRAINER_TIME_SCALE` shrinks (or stretches) the tool's own waits.
 
 Every timing constant of the Runpod target (polls, reach and verdict timeouts, reconcile waits,
-the gone interval, the deadline margin, the watchdog interval, probe waits) goes through
-`scaled()`, so a test can run the real flows with `OVERBRAINER_TIME_SCALE=0.01`. Limits the user
-sets (`max_hours`, `boot_grace_minutes`, `retrieve_grace_minutes`) are never scaled.
+the gone interval, the deadline margin, the watchdog interval, probe waits), and the minute
+between a stage's progress lines (front/render_lines.STAGE_INTERVAL), goes through `scaled()`,
+so a test can run the real flows with `OVERBRAINER_TIME_SCALE=0.01`. Limits the user sets
+(`max_hours`, `boot_grace_minutes`, `retrieve_grace_minutes`) are never scaled.
 """
 
 from __future__ import annotations

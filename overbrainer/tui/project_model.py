@@ -26,7 +26,7 @@ from overbrainer.support import frozen
 SECRET_KEYS = ("api_key", "hf_token")
 URL_KEYS = ("base_url",)
 # Fields that restate another (metrics' host and port come from listen) or are bookkeeping.
-SKIPPED = frozenset({"name", "dialect_guessed", "ssh_client_from_env", "host_port", "warnings", "log"})
+SKIPPED = frozenset({"name", "dialect_guessed", "host_port", "warnings", "log"})
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,6 @@ def _fields(prefix: str, obj: Any, origins: Origins) -> list[Row]:
         origin = origins.of(key)
         if f.name == "dialect" and getattr(obj, "dialect_guessed", False):
             origin = "guessed"
-        if f.name == "ssh_client" and getattr(obj, "ssh_client_from_env", False):
-            origin = "env OVERBRAINER_SSH_CLIENT"
         rows.append(Row(key, _value(key, value), origin))
     return rows
 

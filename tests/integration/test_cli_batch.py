@@ -48,6 +48,9 @@ def test_cron_run_submits_then_collects_then_splits(project, fake_provider, cli,
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
     assert "6 question(s) pending in 1 batch(es) since" in r.stdout and "run the command again" in r.stdout
+    # The log says what each call does: not `nothing to do` before it submits or collects.
+    assert " INFO answers: batch mode: no ended batch to collect\n" in r.stderr
+    assert "answers: nothing to do" not in r.stderr
     assert "split:" not in r.stdout and not (project.data / "answers.jsonl").exists()
     ls = cli(["-C", project.dir, "--json", "batches", "ls"], env=project.env)
     assert ls.returncode == 0, ls.stderr
@@ -55,6 +58,9 @@ def test_cron_run_submits_then_collects_then_splits(project, fake_provider, cli,
     assert [s["state"] for s in subs] == ["submitted"] and subs[0]["requests"] == 6
     r = cli(["-C", project.dir, "--json", "run"], env=project.env)
     assert r.returncode == 0, r.stderr
+    started = [d for d in map(json.loads, r.stderr.splitlines()) if d["event"] == "stage_started"]
+    assert {"event": "stage_started", "stage": "answers", "total": 6, "skipped": 0, "batch": True} in started
+    assert not [d for d in started if d["stage"] == "answers" and not d["batch"]]
     stages = {d["stage"]: d for d in map(json.loads, r.stdout.splitlines())}
     assert stages["answers"]["mode"] == "batch" and stages["answers"]["pending"] == 0
     assert stages["answers"]["done"] + stages["answers"]["excluded"] == 6
@@ -68,6 +74,10 @@ def test_wait_collects_in_one_call(project, fake_provider, cli):
     r = cli(["-C", project.dir, "run", "--wait"], env=project.env)
     assert r.returncode == 0, r.stderr
     assert "split:" in r.stdout and len(project.records("answers")) == 6
+    looks = [line.split(" INFO ", 1)[1] for line in r.stderr.splitlines() if " INFO answers: batch mode: " in line]
+    assert looks == ["answers: batch mode: no ended batch to collect",
+                     "answers: batch mode: collecting 6 answer(s) from ended batches"], r.stderr
+    assert "answers: 6/6" in r.stderr and "answers: nothing to do" not in r.stderr
 
 
 @pytest.mark.parametrize("protocol,dialect", [("openai", "openai"), ("anthropic", None)])

@@ -42,6 +42,26 @@ def test_init_then_config_check(cli, tmp_path):
     assert "providers.llm.dialect = ollama (guessed from base_url)" in r.stdout.splitlines()
     assert "providers.llm.api_key = (unset)" in r.stdout.splitlines()
     assert r.stdout.startswith("project.name = demo\n")
+    r = cli(["-C", "demo", "config", "check"], cwd=tmp_path)  # no URL: nothing to guess the dialect from
+    assert r.returncode == 2
+    assert "providers.llm.dialect = generic (default: base_url not set)" in r.stdout.splitlines()
+
+
+def test_inits_next_line_runs_as_given_in_a_shell_with_the_variables_the_readme_exports(cli, tmp_path):
+    """The command `init` prints next works when pasted into a shell, whatever the folder's name,
+    and the line names the variables the README exports (.env as the other way)."""
+    r = cli(["-C", "my proj dir/demo x", "init"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    next_line = r.stdout.splitlines()[-1]
+    assert next_line.startswith("next: export OVERBRAINER_PROVIDERS__LLM__BASE_URL (and __API_KEY for a hosted "
+                                "provider), or set them in my proj dir/demo x/.env")
+    command = next_line.split("`")[1]
+    assert command == "overbrainer -C 'my proj dir/demo x' config check"
+    shell = subprocess.run(["sh", "-c", command.replace("overbrainer", f"{sys.executable} -m overbrainer", 1)],
+                           cwd=tmp_path, env=clean_env(LOCAL_URL, tmp_path / "home"), capture_output=True, text=True,
+                           timeout=60)
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout.startswith("project.name = demo_x\n")
 
 
 def test_init_uses_the_project_dir_option_and_refuses_to_overwrite(cli, tmp_path):
@@ -95,6 +115,28 @@ def test_invalid_configuration_lists_every_problem_exit_2(cli, project):
         "pipeline.seed: expected an integer (from OVERBRAINER_PIPELINE__SEED)",
         "unknown field `bogus` (from OVERBRAINER_BOGUS)",
     }
+
+
+def test_an_old_projects_ssh_client_is_ignored_with_a_warning(cli, project):
+    """`ssh_client` (and OVERBRAINER_SSH_CLIENT) chose a client that no longer exists: accepted,
+    read by nothing, and a warning on stderr says so; config check shows no such setting."""
+    toml = project / "overbrainer.toml"
+    toml.write_text(toml.read_text() + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nssh_client = "openssh"\n')
+    r = cli(["-C", project, "config", "check"], env={**LOCAL_URL, "OVERBRAINER_SSH_CLIENT": "builtin"})
+    assert r.returncode == 0, r.stderr
+    warnings = [line.split(" WARN ", 1)[1] for line in r.stderr.splitlines() if " WARN " in line]
+    ignored = "is ignored: overbrainer always uses its built-in SSH client (paramiko)"
+    assert warnings == [f"OVERBRAINER_SSH_CLIENT {ignored}; unset it", f"targets.box.ssh_client {ignored}; remove it"]
+    assert "ssh_client" not in r.stdout
+
+
+def test_a_typo_in_the_providers_name_of_a_variable_says_which_provider_was_meant(cli, project):
+    r = cli(["-C", project, "config", "check"], env={"OVERBRAINER_PROVIDERS__LMM__BASE_URL": "http://127.0.0.1:1/v1",
+                                                     "OVERBRAINER_PROVIDERS__LMM__API_KEY": ENV_MARK})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "error: invalid configuration",
+        "  unknown provider `lmm` (from OVERBRAINER_PROVIDERS__LMM__API_KEY): did you mean `llm`?"]
 
 
 def test_counts_over_their_limits_exit_2_naming_the_key_at_once(cli, project):

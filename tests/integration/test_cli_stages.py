@@ -60,7 +60,7 @@ def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
     r = cli(["-C", project.dir, "history", "--all"], env=project.env)
     assert len(r.stdout.splitlines()) == 8
     assert any(line.split()[1:4] == ["split", "ok", "-"]
-               and line.endswith(f"train 11, eval 1, excluded 0, orphaned 0; {kept} output tokens kept")
+               and line.endswith(f"train 11, eval 1, excluded 0, orphaned 0; {kept} output tokens kept; $0")
                for line in r.stdout.splitlines())
 
 
@@ -134,6 +134,10 @@ def test_dataset_stats_and_reject(project, fake_provider, cli):
     assert r.stdout.endswith("was already rejected: nothing to do\n")
     r = cli(["-C", project.dir, "dataset", "stats"], env=project.env)
     assert r.stdout.splitlines()[0].startswith("topic0: 1 subtopic, 3 questions, 3 answered")
+    # An ID that names nothing is a usage error, as an unknown --topic is: exit 2, one line naming it.
+    r = cli(["-C", project.dir, "dataset", "reject", "DEADBEEF"], env=project.env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == f"error: no subtopic, question or answer has the ID deadbeef in {project.dir / 'data'}"
     # The next run regenerates the missing subtopic, but never the rejected one.
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr

@@ -55,9 +55,9 @@ def test_every_exclusion_reason_and_resume(project, fake_provider):
     fake_provider.clear()
     texts, _, err = project.stage("answers")
     assert err is None and fake_provider.count == 0
-    # Nothing was asked, but the price was unknown when the stage last spent: it stays unknown.
+    # Nothing was asked, so nothing was paid: $0, whatever the price the last run did not know.
     assert texts[0] == ("answers: 0 questions, 0 answers written; 5 skipped, 0 failed; tokens 0 in, 0 out; "
-                        "cost unknown")
+                        "cost $0")
 
 
 def test_hidden_reasoning_parent_and_system_prompt(project, fake_provider, caplog):

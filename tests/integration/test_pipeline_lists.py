@@ -142,6 +142,27 @@ def test_questions_prestep_and_dedup_serialized_across_parallel_subtopics(projec
     assert "; 2 subtopic(s) held back: no new items at the last try (" in texts[0]
 
 
+def test_the_questions_a_prompt_lists_are_bounded_as_the_subtopics_are(project, fake_provider, cli):
+    """A subtopic of 450 questions asked 150 at a time: each prompt lists the subtopic's questions
+    so far, but only the latest of them, at most 200 and 16,000 bytes (subtopics.existing_names)."""
+    from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES
+    from tests.fixtures.provider_text import realistic
+
+    project.write(topics=1, subtopics=1, questions=450, pipeline={"question_batch_size": 150})
+    fake_provider.responder = realistic  # distinct questions of 60-160 characters
+    r = cli(["-C", project.dir, "questions"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    stored = [q["text"] for q in project.records("questions")]
+    assert len(stored) == 450
+    prompts = [req.prompt for req in fake_provider.chat_requests() if 'subtopic "' in req.prompt]
+    assert len(prompts) == 3
+    listed = [[line[2:] for line in p.splitlines() if line.startswith("- ")] for p in prompts]
+    assert listed[0] == [] and 0 < len(listed[1]) <= 150 and 0 < len(listed[2]) <= EXISTING_NAMES
+    for i, texts in enumerate(listed[1:], 1):
+        assert texts == stored[150 * i - len(texts):150 * i]  # the latest ones, oldest first
+        assert sum(len(t.encode()) + 3 for t in texts) <= EXISTING_BYTES
+
+
 def test_questions_lexical_then_embedding_dedup_with_rejected_seed(project, fake_provider, caplog):
     project.write(topics=1, subtopics=1, questions=3, embedder=True, pipeline={"max_retries": 2})
     project.stage("subtopics")

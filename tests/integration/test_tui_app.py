@@ -74,8 +74,16 @@ def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_
         await until(pilot, lambda: type(app.screen).__name__ == "Confirm", "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: app.tasks.current is not None and not app.tasks.current.running, "the rejection")
-        await until(pilot, lambda: tree.root.children and question.id not in {
-            q.id for sub in tree.root.children[0].data.subtopics for q in sub.questions}, "the tree without it")
+        await until(pilot, lambda: tree.root.children
+                    and str(tree.root.children[0].label) == "topic0 (2 subtopics, 3 questions)", "the tree without it")
+        topic0 = tree.root.children[0]
+        topic0.expand()
+        await until(pilot, lambda: len(topic0.children) == 2 and topic0.children[0].data is not None, "its subtopics")
+        topic0.children[0].expand()
+        await until(pilot, lambda: topic0.children[0].children
+                    and topic0.children[0].children[0].data is not None, "its questions")
+        shown = {n.data.id for sub in topic0.children for n in sub.children}
+        assert question.id not in shown and len(shown) == 1, shown
 
         await pilot.press("3")
         assert "nothing started yet" in str(app.query_one("#task", Static).render())
@@ -111,6 +119,41 @@ def test_each_view_renders_a_project_of_the_fake_provider_and_x_rejects_through_
     assert [r["id"] for r in project.records("rejected")] == [qid]
     assert qid not in {q["id"] for q in project.records("questions")}
     assert qid not in {a["id"] for a in project.records("answers")}
+
+
+def test_the_dataset_view_shows_a_page_at_a_time_and_enter_on_more_brings_the_next(project):
+    """A topic of PAGE + 5 subtopics: the tree shows PAGE of them and a `… 5 more` node; Enter on
+    it reads the next page in its place."""
+    import json
+
+    from textual.widgets import Tree
+
+    from overbrainer.tui.dataset_model import PAGE
+
+    project.write(topics=1, subtopics=PAGE + 5, questions=1)
+    project.data.mkdir(parents=True, exist_ok=True)
+    (project.data / "subtopics.jsonl").write_text("".join(
+        json.dumps({"id": f"s{i:03}", "topic": "topic0", "name": f"Subtopic {i}"}) + "\n" for i in range(PAGE + 5)))
+    driver = TuiDriver(project.dir, project.env)
+
+    async def scenario(pilot, app):
+        await pilot.press("2")
+        tree = app.query_one("#tree", Tree)
+        await until(pilot, lambda: tree.root.children, "the tree")
+        topic = tree.root.children[0]
+        assert str(topic.label) == f"topic0 ({PAGE + 5} subtopics, 0 questions)"
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: len(topic.children) == PAGE + 1, "the first page")
+        more = topic.children[-1]
+        assert str(more.label) == "… 5 more (Enter shows the next 5)"
+        tree.move_cursor(more)
+        await pilot.press("enter")
+        await until(pilot, lambda: len(topic.children) == PAGE + 5
+                    and str(topic.children[-1].label) == "Subtopic 104 (0/0 answered)", "the next page")
+        assert [str(n.label).split(" (")[0] for n in topic.children] == [f"Subtopic {i}" for i in range(PAGE + 5)]
+
+    with driver:
+        driver.run(scenario)
 
 
 def _data_files(root) -> dict[str, list[str]]:

@@ -20,8 +20,7 @@ def test_lines_show_every_section_with_defaults():
     c = config(TRAINING + '\n[targets.box]\nkind = "ssh"\nruntime = "docker"\n'
                '\n[targets.gpu]\nkind = "runpod"\ngpu_types = "auto"\nmax_hours = 6\nmin_vram_gb = 24\n',
                {"OVERBRAINER_PROVIDERS__LOCAL__BASE_URL": "http://127.0.0.1:8080/v1",
-                "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": MARK,
-                "OVERBRAINER_SSH_CLIENT": "builtin"})
+                "OVERBRAINER_PROVIDERS__LOCAL__API_KEY": MARK})
     lines = dict(check.lines(c))
     assert lines["project.name"] == "demo"
     assert lines["topics.ownership"] == "3 subtopics x 5 questions"
@@ -35,7 +34,7 @@ def test_lines_show_every_section_with_defaults():
     assert lines["training"] == "Qwen/Qwen3-4B on local (qlora)"
     assert lines["targets.local"] == "local, native runtime, axolotl from PATH"
     assert lines["targets.box"].startswith("ssh to (unset host: set OVERBRAINER_TARGETS__BOX__HOST), docker runtime (docker, image axolotlai/")
-    assert lines["targets.box"].endswith("workdir overbrainer, ssh_client: builtin (from OVERBRAINER_SSH_CLIENT)")
+    assert lines["targets.box"].endswith("workdir overbrainer")
     assert lines["targets.gpu"].startswith("runpod, gpu_types auto x1, max_hours 6.0, min_vram_gb 24, data_center_ids any")
     assert lines["runpod.api_key"] == "(unset)" and lines["hf_token"] == "(unset)"
     assert lines["runpod.base_url"] == "https://api.runpod.io/v2 (default)"

@@ -62,6 +62,20 @@ def test_env_provider_without_protocol_is_missing_a_field():
     assert p == ["missing field `providers.ghost.protocol`"]
 
 
+def test_a_typo_in_a_providers_or_a_targets_name_gets_a_did_you_mean():
+    """A variable naming a provider (or target) that the file does not declare, near one it does:
+    one line naming the variable and the declared name, not a `missing field … protocol`."""
+    text = BASE + '\n[targets.homelab]\nkind = "ssh"\nruntime = "native"\n'
+    p = problems(text, {"OVERBRAINER_PROVIDERS__LOCL__BASE_URL": "http://127.0.0.1:1/v1",
+                        "OVERBRAINER_PROVIDERS__CLAUDE__API_KEY": "k",
+                        "OVERBRAINER_TARGETS__HOMELB__HOST": "me@box"})
+    assert p == ["unknown provider `locl` (from OVERBRAINER_PROVIDERS__LOCL__BASE_URL): did you mean `local`?",
+                 "unknown target `homelb` (from OVERBRAINER_TARGETS__HOMELB__HOST): did you mean `homelab`?"]
+    # With its protocol it is a provider of the environment's own, not a typo.
+    assert problems(BASE, {"OVERBRAINER_PROVIDERS__LOCL__PROTOCOL": "nope"}) == [
+        "providers.locl.protocol: expected one of openai, anthropic (from OVERBRAINER_PROVIDERS__LOCL__PROTOCOL)"]
+
+
 @pytest.mark.parametrize("var, value, expected", [
     ("OVERBRAINER_PIPELINE__CONCURRENCY", "eight", "pipeline.concurrency: expected an integer (from OVERBRAINER_PIPELINE__CONCURRENCY)"),
     ("OVERBRAINER_PIPELINE__CONCURRENCY", "8.0", "pipeline.concurrency: expected an integer"),
@@ -82,7 +96,6 @@ def test_env_provider_without_protocol_is_missing_a_field():
     ("OVERBRAINER_RUNPOD__BASE_URL", "http://example.com", "runpod.base_url: must be https (plain http only on a loopback host)"),
     ("OVERBRAINER_HUB__BASE_URL", "ftp://example.com", "hub.base_url: expected an http:// or https:// URL"),
     ("OVERBRAINER_PROVIDERS__LOCAL__BASE_URL", "127.0.0.1:11434", "providers.local.base_url: expected an http:// or https:// URL"),
-    ("OVERBRAINER_SSH_CLIENT", "putty", "OVERBRAINER_SSH_CLIENT must be openssh or builtin"),
 ])
 def test_env_problem(var, value, expected):
     p = problems(BASE, {var: value})
@@ -152,11 +165,19 @@ def test_runpod_target_from_env_strings():
     assert t.data_center_ids == "auto"
 
 
-def test_ssh_client_env_wins():
-    text = BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nssh_client = "builtin"\n'
-    assert load(text, {}).targets["box"].ssh_client == "builtin"
-    t = load(text, {"OVERBRAINER_SSH_CLIENT": "openssh"}).targets["box"]
-    assert t.ssh_client == "openssh" and t.ssh_client_from_env
+def test_ssh_client_is_read_by_nothing_and_a_warning_says_so():
+    """SSH is always paramiko: `ssh_client` (file or environment) and OVERBRAINER_SSH_CLIENT are
+    still accepted, each with a warning naming it, and change nothing."""
+    text = BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nssh_client = "putty"\n'
+    c = load(text, {"OVERBRAINER_SSH_CLIENT": "openssh", "OVERBRAINER_TARGETS__GPU__KIND": "runpod",
+                    "OVERBRAINER_TARGETS__GPU__GPU_TYPES": "auto", "OVERBRAINER_TARGETS__GPU__MAX_HOURS": "1",
+                    "OVERBRAINER_TARGETS__GPU__SSH_CLIENT": "builtin"})
+    assert not hasattr(c.targets["box"], "ssh_client") and not hasattr(c.targets["gpu"], "ssh_client")
+    ignored = "is ignored: overbrainer always uses its built-in SSH client (paramiko)"
+    assert c.warnings == [f"OVERBRAINER_SSH_CLIENT {ignored}; unset it",
+                          f"targets.box.ssh_client {ignored}; remove it",
+                          f"targets.gpu.ssh_client (from OVERBRAINER_TARGETS__GPU__SSH_CLIENT) {ignored}; remove it"]
+    assert load(BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\n', {}).warnings == []
 
 
 def test_axolotl_extra_from_env_is_coerced():

@@ -254,7 +254,7 @@ max_volume_gb = 200
     local, box, dock, gpu = (c.targets[n] for n in ("local", "box", "dock", "gpu"))
     assert isinstance(local, LocalTarget) and local.venv is None
     assert isinstance(box, SshTarget) and box.host == "me@box" and box.workdir == "overbrainer"
-    assert box.engine == "podman" and box.image == DEFAULT_IMAGE and box.ssh_client == "openssh"
+    assert box.engine == "podman" and box.image == DEFAULT_IMAGE
     assert dock.image == DEFAULT_IMAGE and dock.engine == "docker"
     assert isinstance(gpu, RunpodTarget) and gpu.gpu_types == ["NVIDIA A40", "NVIDIA L40S"]
     assert (gpu.gpu_count, gpu.container_disk_gb, gpu.boot_grace_minutes, gpu.retrieve_grace_minutes) == (1, 50, 30, 60)
@@ -272,7 +272,6 @@ max_volume_gb = 200
     ('kind = "local"\nruntime = "native"\nengine = "podman"', 'targets.t.engine: only with runtime = "docker"'),
     ('kind = "local"\nruntime = "docker"\nvenv = "/v"', 'targets.t.venv: only with runtime = "native"'),
     ('kind = "local"\nruntime = "native"\nworkdir = "w"', "unknown field `targets.t.workdir`"),
-    ('kind = "ssh"\nruntime = "native"\nssh_client = "putty"', "targets.t.ssh_client: expected one of openssh, builtin"),
     ('kind = "runpod"\nmax_hours = 1', "missing field `targets.t.gpu_types`"),
     ('kind = "runpod"\ngpu_types = "auto"', "missing field `targets.t.max_hours`"),
     ('kind = "runpod"\ngpu_types = ["auto"]\nmax_hours = 1', 'targets.t.gpu_types: write "auto", not ["auto"]'),

@@ -134,7 +134,7 @@ def test_all_output():
         "tokens 10 in, 5 out; $0.5000",
         "2026-09-27T10:00:00Z  answers  ok           m  2 done, 0 skipped, 1 failed, 0 excluded; "
         "tokens 10 in, 5 out; cost unknown (backfilled)",
-        "2026-09-27T11:00:00Z  split    ok           -  train 9, eval 1, excluded 3, orphaned 2",
+        "2026-09-27T11:00:00Z  split    ok           -  train 9, eval 1, excluded 3, orphaned 2; $0",
     ]
     assert len(history_report(entries, all=True)["entries"]) == 3
 

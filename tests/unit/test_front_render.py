@@ -103,6 +103,25 @@ def test_stage_events_give_the_spec_lines(lines, caplog):
     assert levels["progress: 3 event(s) dropped: the display fell behind"] == "DEBUG"
 
 
+def test_a_slow_stage_says_how_far_it_is_at_least_once_a_minute_as_well_as_at_each_tenth(lines):
+    """1000 items at one a second: a line at each tenth (every 100 s) would leave 99 s silent; a
+    line also comes once 60 s passed since the last one (never more than one per item)."""
+    clock = Clock()
+    r = LineRenderer(clock=clock)
+    r.handle(StageStarted("answers", 1000))
+    for n in range(1, 1001):
+        clock.now += 1
+        r.handle(ItemDone("answers", f"q{n}", Usage(1, 1)))
+    shown = [int(g.split(" ")[1].split("/")[0]) for g in lines() if g.startswith("answers: ") and "/" in g]
+    assert shown == sorted([100 * k for k in range(1, 11)] + [100 * k + 60 for k in range(10)])
+    r.handle(StageFinished("answers", StageStats()))
+    r.handle(StageStarted("questions", 1000))  # fast items: the tenths only
+    for n in range(1, 1001):
+        clock.now += 0.01
+        r.handle(ItemDone("questions", f"s{n}", Usage(1, 1)))
+    assert sum(1 for g in lines() if g.startswith("questions: ") and "/" in g) == 10
+
+
 def test_metric_lines_are_throttled_to_one_per_ten_seconds_except_evals_and_the_end(lines):
     clock = Clock()
     r = LineRenderer(clock=clock)
@@ -205,7 +224,7 @@ def test_json_lines_parse_and_carry_nothing_else():
     assert objs[1]["event"] == "metric" and objs[1]["loss"] is None
     assert objs[2] == {"event": "lagged", "dropped": 2}
     assert json.loads(event_line(StageStarted("split", 1))) == {"event": "stage_started", "stage": "split", "total": 1,
-                                                               "skipped": 0}
+                                                               "skipped": 0, "batch": False}
 
 
 def test_bars_only_on_a_terminal():

@@ -103,26 +103,66 @@ def test_the_dataset_tree_marks_each_question_by_its_answer(tmp_path):
     _write(data / "questions.jsonl", [
         {"id": "q1", "topic": "rust", "subtopic_id": "s1", "subtopic": "Ownership", "text": "What is [a] move?"},
         {"id": "q2", "topic": "rust", "subtopic_id": "s1", "subtopic": "Ownership", "text": "Why borrow?"},
-        {"id": "q3", "topic": "rust", "subtopic_id": "s1", "subtopic": "Ownership", "text": "Lifetimes?"}])
+        {"id": "q3", "topic": "rust", "subtopic_id": "s1", "subtopic": "Ownership", "text": "Lifetimes?"},
+        {"id": "q4", "topic": "rust", "subtopic_id": "s0", "subtopic": "Gone", "text": "Its subtopic is gone?"}])
     _write(data / "answers.jsonl", [_answer("q1", "rust", "Ownership", "What is [a] move?"),
                                     _answer("q2", "rust", "Ownership", "Why borrow?", excluded="truncated"),
-                                    _answer("q9", "rust", "Ownership", "A question rejected since")])
-    [rust, empty] = dataset_model.build(tmp_path, ["rust", "go"])
-    assert (rust.label(), empty.label()) == ("rust (1 subtopics, 3 questions)", "go (0 subtopics, 0 questions)")
-    [sub] = rust.subtopics
-    assert sub.label() == "Ownership (2/3 answered)"
-    assert [q.label() for q in sub.questions] == ["[a] What is [a] move?", "[x] Why borrow? (truncated)",
-                                                  "[ ] Lifetimes?"]
-    assert [a.id for a in sub.orphans] == ["q9"]
-    detail = dataset_model.detail(sub.questions[0])
+                                    _answer("q9", "rust", "Ownership", "A question rejected since"),
+                                    _answer("q8", "rust", "Lost", "Its subtopic and question are gone")])
+    [rust, empty] = dataset_model.topics(tmp_path, ["rust", "go"])
+    assert (rust.label(), empty.label()) == ("rust (1 subtopics, 4 questions)", "go (0 subtopics, 0 questions)")
+    page = dataset_model.subtopics(tmp_path, rust)
+    assert page.more is None
+    [sub, gone, lost] = page.items
+    assert (sub.label(), gone.label(), lost.label()) == ("Ownership (2/3 answered)", "Gone (0/1 answered)",
+                                                        "Lost (0/0 answered)")
+    assert (sub.orphans, gone.id, lost.id, lost.orphans) == (1, "s0", None, 1)
+    questions = dataset_model.questions(tmp_path, sub).items
+    assert [q.label() for q in questions] == ["[a] What is [a] move?", "[x] Why borrow? (truncated)",
+                                              "[ ] Lifetimes?", "[o] A question rejected since"]
+    detail = dataset_model.detail(tmp_path, questions[0])
     assert "What is [a] move?" in detail and "── reasoning ──\nthinking…" in detail
     assert detail.endswith("── answer ──\nA: What is [a] move?")
-    assert "excluded: truncated" in dataset_model.detail(sub.questions[1])
-    assert dataset_model.detail(sub.questions[2]).endswith("not answered yet")
-    assert dataset_model.rejectable(sub.questions[0])[0] == "q1"
+    assert "excluded: truncated" in dataset_model.detail(tmp_path, questions[1])
+    assert dataset_model.detail(tmp_path, questions[2]).endswith("not answered yet")
+    assert dataset_model.detail(tmp_path, questions[3]).startswith("answer q9 (its question is gone)")
+    assert [q.label() for q in dataset_model.questions(tmp_path, lost).items] == [
+        "[o] Its subtopic and question are gone"]
+    assert dataset_model.rejectable(questions[0])[0] == "q1"
     assert dataset_model.rejectable(sub)[0] == "s1"
-    assert dataset_model.rejectable(sub.orphans[0])[0] == "q9"
-    assert dataset_model.rejectable(rust) is None
+    assert dataset_model.rejectable(questions[3])[0] == "q9"
+    assert dataset_model.rejectable(rust) is None and dataset_model.rejectable(lost) is None
+
+
+def test_the_dataset_tree_reads_a_page_at_a_time_and_keeps_no_record(tmp_path):
+    """A subtopic of 250 questions (every one answered, some twice: the latest line is the answer)
+    comes a page of PAGE at a time; a node holds the answer's line offset, not the answer."""
+    data = tmp_path / "data"
+    n = 2 * dataset_model.PAGE + 50
+    _write(data / "subtopics.jsonl", [{"id": f"s{i}", "topic": "t", "name": f"S{i}"} for i in range(n)])
+    _write(data / "questions.jsonl", [{"id": f"q{i}", "topic": "t", "subtopic_id": "s0", "subtopic": "S0",
+                                       "text": f"Q{i}?"} for i in range(n)])
+    _write(data / "answers.jsonl", [_answer(f"q{i}", "t", "S0", f"Q{i}?", excluded="truncated") for i in range(n)]
+           + [_answer(f"q{i}", "t", "S0", f"Q{i}?") for i in range(0, n, 2)])
+    [topic] = dataset_model.topics(tmp_path)
+    assert topic.label() == f"t ({n} subtopics, {n} questions)"
+    first = dataset_model.subtopics(tmp_path, topic)
+    assert len(first.items) == dataset_model.PAGE and first.items[0].label() == f"S0 ({n}/{n} answered)"
+    assert first.more.label() == f"… {n - dataset_model.PAGE} more (Enter shows the next {dataset_model.PAGE})"
+    last = dataset_model.subtopics(tmp_path, topic, 2 * dataset_model.PAGE)
+    assert [s.name for s in last.items] == [f"S{i}" for i in range(2 * dataset_model.PAGE, n)] and last.more is None
+    pages, start = [], 0
+    while True:
+        page = dataset_model.questions(tmp_path, first.items[0], start)
+        pages.append(page.items)
+        if page.more is None:
+            break
+        start = page.more.start
+    assert [len(p) for p in pages] == [dataset_model.PAGE, dataset_model.PAGE, 50]
+    shown = [q for p in pages for q in p]
+    assert [q.id for q in shown] == [f"q{i}" for i in range(n)]
+    assert all(isinstance(q.answer, int) for q in shown)  # where to read it, not the answer
+    assert [q.marker for q in shown[:4]] == ["[a]", "[x]", "[a]", "[x]"]
 
 
 def test_events_fold_into_stage_and_run_progress():

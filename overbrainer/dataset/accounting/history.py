@@ -324,29 +324,16 @@ def _total_line(name: str, t: Total) -> str:
     return f"{name:<9}  {t.runs} run(s){counts}; tokens {t.input_tokens} in, {t.output_tokens} out; {t.cost}"
 
 
-def priced_before(entries: list[HistoryEntry], stage: str) -> bool | None:
-    """Whether the last line of `stage` that spent tokens knew its cost (None: no such line).
-    A line that spent nothing says `cost unknown` rather than `$0` when that one did not know:
-    a rerun does not turn an unknown price into a known one."""
-    for e in reversed(entries):
-        if e.stage == stage and not spent_nothing(e):
-            return e.cost is not None
-    return None
-
-
-def entry_line(e: HistoryEntry, priced: bool | None = None) -> str:
-    """One line of `history --all`; `priced`: priced_before() the entry (a line that spent
-    nothing says `cost unknown` when False)."""
+def entry_line(e: HistoryEntry) -> str:
+    """One line of `history --all`, its cost last: `$0` when it used no token (split never does),
+    `cost unknown` only when tokens were spent at a price nobody knew."""
+    cost = Cost("none") if e.cost is None and (e.split is not None or spent_nothing(e)) else Cost.first(e.cost)
     if e.split is not None:
         kept = e.split.get("kept_output_tokens")
         return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  train {e.split['train']}, eval {e.split['eval']}, "
                 f"excluded {e.excluded}, orphaned {e.split['orphaned']}"
-                + ("" if kept is None else f"; {kept} output tokens kept"))
+                + ("" if kept is None else f"; {kept} output tokens kept") + f"; {cost}")
     note = " (backfilled)" if e.backfilled else ""
-    if e.cost is None and spent_nothing(e):
-        cost = Cost("unknown") if priced is False else Cost("none")
-    else:
-        cost = Cost.first(e.cost)
     return (f"{e.started_at}  {e.stage:<9}  {e.status:<11}  {e.model or '-'}  {e.done} done, {e.skipped} skipped, "
             f"{e.failed} failed, {e.excluded} excluded; tokens {e.input_tokens} in, {e.output_tokens} out; "
             f"{cost}{note}")
@@ -357,13 +344,7 @@ def format_history_lines(entries: list[HistoryEntry], all: bool = False) -> list
     if not entries:
         return ["no stage has run yet"]
     if all:
-        priced: dict[str, bool] = {}  # per stage: priced_before() as the lines go
-        lines = []
-        for e in entries:
-            lines.append(entry_line(e, priced.get(e.stage)))
-            if not spent_nothing(e):
-                priced[e.stage] = e.cost is not None
-        return realign(lines, cells=5)  # time, stage, status, model, counts
+        return realign([entry_line(e) for e in entries], cells=5)  # time, stage, status, model, counts
     per, total = totals(entries)
     share = kept_share(entries)
     kept = [] if share is None else [f"{'kept':<9}  {share.text()}"]

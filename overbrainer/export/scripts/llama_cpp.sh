@@ -15,6 +15,9 @@
 #   OVERBRAINER_LLAMA_CPP_SHA256 (a mismatch deletes it), unpacked into a temporary directory then
 #   renamed into place; the binaries are built from that tree once with cmake, then cached.
 # Each function prints its error on stderr (prefixed `llama.cpp:`) and returns 1.
+#
+# Sourcing it also runs llama_cpp_cpu_guard: on a CPU that advertises AMX, LLAMA_ARG_REPACK=0 is
+# exported for the llama.cpp programs the job starts (unless the job's environment sets it).
 
 llama_cpp_error() {
     echo "llama.cpp: $*" >&2
@@ -156,3 +159,19 @@ llama_cpp_version() {
     fi
     echo "${OVERBRAINER_LLAMA_CPP:?}"
 }
+
+# llama_cpp_cpu_guard CPUINFO: llama.cpp built for this CPU (cmake's native default) uses AMX
+# where the CPU advertises it, and a VM that advertises AMX without enabling it (common on cloud
+# VMs) kills it at its first matrix multiply (a general protection fault in libggml-cpu).
+# LLAMA_ARG_REPACK=0 (llama-server's --no-repack) keeps llama.cpp off its CPU "extra buffers"
+# (AMX tiles, repacked weights), so it is exported when CPUINFO (/proc/cpuinfo) lists the
+# amx_tile flag; a LLAMA_ARG_REPACK already set wins. export/llama_cpp.py's cpu_env is the
+# same rule for what this machine starts itself.
+llama_cpp_cpu_guard() {
+    [ -z "${LLAMA_ARG_REPACK+set}" ] || return 0
+    grep -qw amx_tile "$1" 2>/dev/null || return 0
+    LLAMA_ARG_REPACK=0
+    export LLAMA_ARG_REPACK
+}
+
+llama_cpp_cpu_guard /proc/cpuinfo

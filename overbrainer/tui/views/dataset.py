@@ -12,12 +12,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static, Tree
 
+from overbrainer.errors import OverbrainerError
 from overbrainer.tui import dataset_model as model
 from overbrainer.tui import work
 from overbrainer.tui.tasks import DATASET
 from overbrainer.tui.views import in_background, plain
 
-HINT = "arrows move, Enter opens a topic or subtopic; the selected question's answer shows here; x rejects"
+HINT = ("arrows move, Enter opens a topic or subtopic (and `… more` the next page); the selected question's "
+        "answer shows here; x rejects")
 
 
 class DatasetView(Horizontal):
@@ -28,6 +30,7 @@ class DatasetView(Horizontal):
     BINDINGS = [Binding("x", "reject", "Reject")]
 
     stale = True
+    generation = 0  # the tree's build: a page read for an older one is dropped
 
     def compose(self) -> ComposeResult:
         yield Tree(plain("dataset"), id="tree")
@@ -38,9 +41,10 @@ class DatasetView(Horizontal):
         if not self.stale:
             return
         self.stale = False
+        self.generation += 1
         ws = self.app.workspace
         names = [t.name for t in ws.config.topics] if ws.config is not None else []
-        in_background(self, lambda: model.build(ws.project_dir, names), self.show)
+        in_background(self, lambda: model.topics(ws.project_dir, names), self.show)
 
     def show(self, topics) -> None:
         tree = self.query_one("#tree", Tree)
@@ -51,7 +55,7 @@ class DatasetView(Horizontal):
             detail.update(f"cannot read the data files: {topics}")
             return
         for topic in topics:
-            tree.root.add(plain(topic.label()), data=topic, allow_expand=bool(topic.subtopics))
+            tree.root.add(plain(topic.label()), data=topic, allow_expand=bool(topic.subtopics or topic.questions))
         detail.update(HINT if topics else "no topic yet: run the pipeline (3)")
 
     def focus_main(self) -> None:
@@ -59,20 +63,50 @@ class DatasetView(Horizontal):
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         node = event.node
-        if node.children:
-            return
-        item = node.data
-        if isinstance(item, model.TopicNode):
-            for s in item.subtopics:
-                node.add(plain(s.label()), data=s, allow_expand=bool(s.questions or s.orphans))
-        elif isinstance(item, model.SubtopicNode):
-            for q in item.questions:
-                node.add_leaf(plain(q.label()), data=q)
-            for a in item.orphans:
-                node.add_leaf(plain(f"{model.ORPHAN} {model.one_line(model.question_of(a))}"), data=a)
+        if not node.children and isinstance(node.data, (model.TopicNode, model.SubtopicNode)):
+            self._load(node, node.data, 0)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        node = event.node
+        if isinstance(node.data, model.More) and node.parent is not None:
+            more = node.data
+            node.set_label(plain("loading…"))
+            node.data = None  # loaded once
+            self._load(node.parent, more.parent, more.start, replacing=node)
+
+    def _load(self, node, item, start: int, replacing=None) -> None:
+        """Read `item`'s children from `start` (one page) off the app's thread, then add them to
+        `node` (in place of the `More` node `replacing`), unless the tree was rebuilt meanwhile."""
+        project_dir, generation = self.app.workspace.project_dir, self.generation
+        if replacing is None:
+            replacing = node.add_leaf(plain("loading…"))
+        read = model.subtopics if isinstance(item, model.TopicNode) else model.questions
+
+        def add(page) -> None:
+            if generation != self.generation:
+                return
+            replacing.remove()
+            if isinstance(page, Exception):
+                self.query_one("#item", Static).update(f"cannot read the data files: {page}")
+                return
+            for child in page.items:
+                if isinstance(child, model.SubtopicNode):
+                    node.add(plain(child.label()), data=child, allow_expand=bool(child.questions or child.orphans))
+                else:
+                    node.add_leaf(plain(child.label()), data=child)
+            if page.more is not None:
+                node.add_leaf(plain(page.more.label()), data=page.more)
+
+        in_background(self, lambda: read(project_dir, item, start), add)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        self.query_one("#item", Static).update(model.detail(event.node.data))
+        try:
+            text = model.detail(self.app.workspace.project_dir, event.node.data)
+        except OverbrainerError as e:  # the file changed under the tree: read it again
+            text = f"{e}; the tree is read again"
+            self.stale = True
+            self.refresh_view()
+        self.query_one("#item", Static).update(text)
 
     def selected(self) -> Any:
         node = self.query_one("#tree", Tree).cursor_node
