@@ -8,7 +8,7 @@ and its data), and by default the project's eval split as a generated local task
   (`{id, question, answer}`: the last user message of each usable record of data/eval.jsonl, as
   compare picks them, and the parent's answer with its reasoning stripped), the YAML
   (`generate_until`, the question as the user message, the parent's answer as the reference,
-  metrics `token_f1` then `exact_match`) and `eval_metrics.py` (the token F1, compare/scripts/).
+  metrics `token_f1` then `exact_match`) and `eval_metrics.py` (the token F1, eval/scripts/).
 - Offline: when no task is a name and every task file's `dataset_path` is a local loader
   (`json`, `csv`, `parquet`, `text`, `arrow`) or a folder, the harness runs with
   `HF_DATASETS_OFFLINE=1` and `HF_HUB_OFFLINE=1`, and without lm-eval's own task index.
@@ -121,7 +121,7 @@ def write_split_task(project_dir: Path, task_dir: Path) -> Path:
     data = task_dir / f"{SPLIT_TASK}.jsonl"
     data.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in split_docs(project_dir)),
                     encoding="utf-8")
-    metrics = resources.files("overbrainer.compare").joinpath("scripts", METRICS).read_text(encoding="utf-8")
+    metrics = resources.files("overbrainer.eval").joinpath("scripts", METRICS).read_text(encoding="utf-8")
     (task_dir / METRICS).write_text(metrics, encoding="utf-8")
     path = task_dir / f"{SPLIT_TASK}.yaml"
     path.write_text(split_yaml(data.resolve()), encoding="utf-8")

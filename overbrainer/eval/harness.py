@@ -7,7 +7,7 @@ The key: lm-eval's OpenAI models read it from `OPENAI_API_KEY` only. It is set i
 environment for the call and put back as it was afterwards, never passed in an argument or
 written to a file; the child's call runs with that variable empty (no key of the user's
 environment reaches llama-server). `HF_DATASETS_OFFLINE` / `HF_HUB_OFFLINE` are set the same way
-for a set of local tasks (eval_tasks.TaskSet.offline).
+for a set of local tasks (eval/tasks.TaskSet.offline).
 
 lm-eval is imported here only, inside `evaluate` (`# lazy:`): no other command pays for it.
 """
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from overbrainer.compare.eval_tasks import TaskSet
+from overbrainer.eval.tasks import TaskSet
 from overbrainer.errors import ConfigError, OverbrainerError, UsageError
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def task_manager(tasks: TaskSet, settings: Settings):
 def arguments(side: Side, names: list[str], settings: Settings) -> dict:
     """lm-eval's `simple_evaluate` keyword arguments for `side` on the tasks `names`, all but the
     task manager: what `evaluate` passes here, and what a remote eval's job gives its client
-    (compare/scripts/eval_client.py, in eval_job.json), so both sides run the same settings."""
+    (eval/scripts/eval_client.py, in eval_job.json), so both sides run the same settings."""
     return {"model": MODEL, "model_args": side.model_args(), "tasks": list(names), "limit": settings.limit,
             "apply_chat_template": True, "log_samples": True, "gen_kwargs": dict(settings.gen_kwargs),
             **settings.seeds()}

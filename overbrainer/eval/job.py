@@ -1,15 +1,15 @@
 """The child's side of an eval on a remote target (an SSH host, or a new pod of a runpod target): a
 side job (jobs.side_job) that serves the run's GGUF the way a compare's job does (compare.sh and
 the shared llama_cpp.sh, the GGUF sent once: compare/job.py) and runs lm-eval against it with
-compare/scripts/eval_client.py; its output comes home and is read like a local eval's
-(compare/eval_flow.py).
+eval/scripts/eval_client.py; its output comes home and is read like a local eval's
+(eval/flow.py).
 
 - Where: `runs/<run>/evals/<id>/` here, the eval's own folder (with the job's run.json, job.log,
   metrics.jsonl, and on a pod its pod.json), and `<root>/evals/<id>` on the target. A runpod
   target gets a new pod (compare/job.pod_settings: `[compare] image` and `max_hours`, a VRAM floor
   from the GGUF's size), deleted once the job's files are home.
 - The job's files: compare.sh, compare_client.py, eval_client.py, llama_cpp.sh, the task files
-  (compare/eval_pack.py) and `eval_job.json`: `arguments` (eval_harness.arguments for the child,
+  (eval/pack.py) and `eval_job.json`: `arguments` (eval/harness.arguments for the child,
   the settings the parent gets; its `base_url` is left empty, the client sets the server's),
   `include` (the task folders) and `index` (whether a task is named from lm-eval's registry).
 - Its environment: a compare's (job_env: the GGUF, the context, how long the server may take; on
@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from overbrainer.compare import eval_harness as harness
+from overbrainer.eval import harness as harness
 from overbrainer.compare import plan as planning
-from overbrainer.compare.eval_pack import pack
-from overbrainer.compare.eval_tasks import TaskSet
+from overbrainer.eval.pack import pack
+from overbrainer.eval.tasks import TaskSet
 from overbrainer.compare.job import SERVER_LOG, ensure_gguf, job_env, pod_settings, run_explained, script_text
 from overbrainer.config.model import Config, Target
 from overbrainer.errors import OverbrainerError
@@ -54,7 +55,7 @@ JOB_FILE = "eval_job.json"
 OUTPUT = "output-child.json"
 SAMPLES = "samples-child.jsonl"
 HARDWARE = "hardware.json"
-SCRIPTS = ("compare.sh", "compare_client.py", CLIENT)
+SCRIPTS = ("compare.sh", "compare_client.py")  # compare/scripts/; CLIENT is in eval/scripts/
 
 
 @dataclass
@@ -79,6 +80,7 @@ def eval_side_job(config: Config, where: Target, run_id: str, gguf: planning.Ggu
     side = child_side(gguf, settings)
     packed = pack(tasks)
     files: dict[str, str | bytes | Path] = {name: script_text(name) for name in SCRIPTS}
+    files[CLIENT] = resources.files("overbrainer.eval").joinpath("scripts", CLIENT).read_text(encoding="utf-8")
     files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
     files.update(packed.files)
     spec = {"arguments": harness.arguments(side, tasks.names, settings), "include": packed.include,

@@ -1,5 +1,5 @@
 """`eval_flow`: lm-evaluation-harness tasks on the child (its GGUF served by llama-server on this
-machine, compare/eval_serve.py, or as a job on a remote target, compare/eval_job.py) and, where
+machine, eval/serve.py, or as a job on a remote target, eval/job.py) and, where
 reachable, on the parent (its provider, from this machine), the same settings on both;
 `runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
 
@@ -23,12 +23,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from overbrainer.compare import eval_harness as harness
-from overbrainer.compare import eval_stats as numbers
+from overbrainer.eval import harness as harness
+from overbrainer.eval import stats as numbers
 from overbrainer.compare import plan as planning
-from overbrainer.compare.eval_job import run_eval_job
-from overbrainer.compare.eval_serve import serving
-from overbrainer.compare.eval_tasks import SPLIT_TASK, TASK_DIR, plan_tasks
+from overbrainer.eval.job import run_eval_job
+from overbrainer.eval.serve import serving
+from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, plan_tasks
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import EVAL_JSON, EVALS
@@ -114,7 +114,7 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
 
 
 def remote_eval(session, config, gguf, target: str, tasks: list[str] | None, settings, parent: bool) -> dict:
-    """The eval with the child's side run as a job on an SSH or runpod target (compare/eval_job.py)
+    """The eval with the child's side run as a job on an SSH or runpod target (eval/job.py)
     and the parent's from here; the eval's folder is the job's."""
     project = Path(session.project_dir)
     with tempfile.TemporaryDirectory(prefix="overbrainer-eval-") as staging:  # the default task, for both

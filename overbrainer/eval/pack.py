@@ -1,4 +1,4 @@
-"""The task files of an eval packed into a remote eval's job folder (compare/eval_job.py): each task
+"""The task files of an eval packed into a remote eval's job folder (eval/job.py): each task
 YAML with what it needs, its paths rewritten to stand in that folder.
 
 - The default task (`overbrainer_eval`) goes into `task/`, as on this machine; any other task file
@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from overbrainer.compare.eval_tasks import SPLIT_TASK, TASK_DIR, TaskSet
+from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, TaskSet
 from overbrainer.errors import UsageError
 
 TASKS_DIR = "tasks"
