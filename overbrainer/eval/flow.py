@@ -1,5 +1,5 @@
 """`eval_flow`: lm-evaluation-harness tasks on the child (its GGUF served by llama-server on this
-machine, eval/serve.py, or as a job on a remote target, eval/job.py) and, where
+machine, compare/serve.py, or as a job on a remote target, eval/job.py) and, where
 reachable, on the parent (its provider, from this machine), the same settings on both;
 `runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
 
@@ -23,13 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from overbrainer.eval import harness as harness
-from overbrainer.eval import stats as numbers
 from overbrainer.compare import plan as planning
-from overbrainer.eval.job import run_eval_job
-from overbrainer.eval.serve import serving
-from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, plan_tasks
+from overbrainer.compare.serve import SERVER, SERVER_LOG, serving
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.eval import harness
+from overbrainer.eval import stats as numbers
+from overbrainer.eval.job import run_eval_job
+from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, plan_tasks
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import EVAL_JSON, EVALS
 from overbrainer.support import fmt, redact
@@ -160,7 +160,7 @@ def child_settings(project: Path, gguf, model_args: dict) -> dict:
     """The child's settings for eval.json: its GGUF, how it was served and asked."""
     base_model, context = planning.training_shape(planning.runs_dir(project) / gguf.run)
     return {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp,
-            "base_model": base_model, "context": context, "server": "llama-server -ngl 999 -np 1",
+            "base_model": base_model, "context": context, "server": SERVER,
             "model_args": model_args}
 
 
@@ -175,7 +175,7 @@ def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, sett
         try:
             out = harness.evaluate(side, task_set, settings, manager)
         except OverbrainerError as e:
-            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / 'server.log', project)}") from None
+            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / SERVER_LOG, project)}") from None
     return out, child_settings(project, gguf, side.model_args())
 
 

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from overbrainer.eval.tasks import TaskSet
 from overbrainer.errors import ConfigError, OverbrainerError, UsageError
+from overbrainer.eval.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, TaskSet
 from overbrainer.errors import UsageError
+from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, TaskSet
 
 TASKS_DIR = "tasks"
 FUNCTION = "!function"
