@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from overbrainer.compare.strip import strip_reasoning
+from overbrainer.compare.answers import strip_reasoning
 from overbrainer.config.model import Config
 from overbrainer.dataset.jsonl import json_lines
 from overbrainer.dataset.paths import ProjectPaths

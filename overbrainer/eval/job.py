@@ -9,7 +9,7 @@ eval/scripts/eval_client.py; its output comes home and is read like a local eval
   target gets a new pod (compare/serve.pod_settings: `[compare] image` and `max_hours`, a VRAM floor
   from the GGUF's size), deleted once the job's files are home.
 - The job's files: compare.sh, compare_client.py, eval_client.py, llama_cpp.sh, the task files
-  (eval/pack.py) and `eval_job.json`: `arguments` (eval/harness.arguments for the child,
+  (eval/tasks.pack) and `eval_job.json`: `arguments` (eval/harness.arguments for the child,
   the settings the parent gets; its `base_url` is left empty, the client sets the server's),
   `include` (the task folders) and `index` (whether a task is named from lm-eval's registry).
 - Its environment: a compare's (serve.job_env: the GGUF, the context, how long the server may take; on
@@ -33,8 +33,7 @@ from overbrainer.compare import serve
 from overbrainer.config.model import Config, Target
 from overbrainer.errors import OverbrainerError
 from overbrainer.eval import harness
-from overbrainer.eval.pack import pack
-from overbrainer.eval.tasks import TaskSet
+from overbrainer.eval.tasks import TaskSet, pack
 from overbrainer.exec.runtime import Step
 from overbrainer.export.job import run_root
 from overbrainer.jobs import run_record as records
