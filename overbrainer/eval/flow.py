@@ -50,7 +50,7 @@ def eval_target(config, name: str | None):
 
 def child_gguf(project: Path, run_id: str | None) -> planning.Gguf:
     try:
-        return planning.pick_run(project, run_id)
+        return planning.pick_run(project, run_id, "evaluated")
     except planning.NoGguf as e:
         hint = f"`overbrainer export {e.run_id}`" if e.run_id else "`overbrainer export RUN_ID`"
         raise OverbrainerError(f"{e}: export it first with {hint}") from None
