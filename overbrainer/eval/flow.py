@@ -46,10 +46,6 @@ Doc = dict[str, Any]  # a JSON object: eval.json, lm-eval's output, a side's set
 Ran = tuple[Doc, Doc]  # a side's lm-eval output and its settings for eval.json
 
 
-def eval_dir_of(project_dir: Path, run_id: str, eval_id: str) -> Path:
-    return planning.runs_dir(project_dir) / ids.validate(run_id) / EVALS / ids.validate(eval_id)
-
-
 def eval_target(config: Config, name: str | None) -> Target | None:
     """The target of `--target` (None: this machine's defaults): a local one serves the child
     here, an SSH or runpod one runs its side as a job there."""
