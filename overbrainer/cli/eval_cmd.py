@@ -6,7 +6,7 @@ import click
 
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
-from overbrainer.compare.eval_flow import eval_flow
+from overbrainer.eval.flow import eval_flow
 from overbrainer.jobs import ids
 
 

@@ -81,7 +81,7 @@ def show_cmd(app, run_id: str) -> None:
     runs_dir = _runs_dir(app)
     record = load(runs_dir, run_id)
     progress = local_progress(runs_dir / record.id, record)
-    data = dict(_summary(record), **progress, message=record.message)
+    data = dict(_summary(record), **progress, message=record.message_shown)
     lines = [f"run:       {record.id}", f"state:     {record.state}", f"target:    {record.target}",
              f"created:   {record.created}"]
     pod = pod_summary(runs_dir / record.id)
@@ -109,8 +109,8 @@ def show_cmd(app, run_id: str) -> None:
     if record.snapshot is not None:
         lines.append(f"snapshot:  step {record.snapshot.step} ({record.snapshot.reason}) in "
                      f"runs/{record.id}/{record.snapshot.checkpoint}")
-    if record.message:
-        lines.append(f"message:   {record.message}")
+    if record.message_shown:
+        lines.append(f"message:   {record.message_shown}")
     app.report("\n".join(lines), data)
 
 

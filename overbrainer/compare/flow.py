@@ -11,7 +11,8 @@ from pathlib import Path
 from overbrainer.compare import plan as planning
 from overbrainer.compare import report, stats
 from overbrainer.compare.answers import read_answers
-from overbrainer.compare.job import run_compare_job, server_log
+from overbrainer.compare.job import run_compare_job
+from overbrainer.compare.serve import server_log
 from overbrainer.compare.judge import TEMPLATE, Judge, read_verdicts
 from overbrainer.dataset.jsonl import Appender
 from overbrainer.errors import Interrupted, ItemsFailed, OverbrainerError, UsageError

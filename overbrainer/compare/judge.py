@@ -32,7 +32,7 @@ import xxhash
 
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, TIE, UNPARSED, WIN
-from overbrainer.compare.strip import strip_reasoning
+from overbrainer.compare.answers import strip_reasoning
 from overbrainer.dataset.jsonl import json_lines
 from overbrainer.llm.types import ChatRequest
 from overbrainer.pipeline.common import ask

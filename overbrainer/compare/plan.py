@@ -2,8 +2,10 @@
 
 - Run: `--run`, else the newest run holding a GGUF: an `export.json` (in `runs/<id>/`,
   `runs/<id>/exports/*/` or `runs/<id>/compares/*/`) that names a file which still exists; the
-  newest by `created` wins. When none does (`NoGguf`), the newest run that succeeded: the compare
-  exports it first, in its own job.
+  newest by `created` wins. The run must be shippable (runs/retrieve.shippable: ended succeeded
+  or stopped, its results home): `--run` names one or fails, and the newest that is wins. When
+  none holds a GGUF (`NoGguf`), the newest run that succeeded: the compare exports it first, in
+  its own job.
 - Questions: the first `--limit N` usable records of the project's `data/eval.jsonl`, in file
   order. Usable: a user message and an assistant answer. `messages` is everything before the first
   assistant message; `parent` the last assistant content, reasoning stripped; the parent's billed
@@ -21,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from overbrainer.compare.strip import strip_reasoning
+from overbrainer.compare.answers import strip_reasoning
 from overbrainer.config.model import Config
 from overbrainer.dataset.jsonl import json_lines
 from overbrainer.dataset.paths import ProjectPaths
@@ -29,6 +31,7 @@ from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.export.deliver import RECORD, ExportRecord
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import SUCCEEDED, load
+from overbrainer.runs.retrieve import shippable
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
 
@@ -82,8 +85,9 @@ def run_gguf(run_dir: Path) -> Gguf | None:
     return best
 
 
-def pick_run(project_dir: Path, run_id: str | None) -> Gguf:
-    """The run to compare and its GGUF (errors as the command words them)."""
+def pick_run(project_dir: Path, run_id: str | None, done: str = "compared") -> Gguf:
+    """The run to compare (or evaluate: `done` words the errors) and its GGUF (errors as the
+    command words them)."""
     root = runs_dir(project_dir)
     if run_id is not None:
         run_dir = ids.run_dir(root, run_id)
@@ -92,13 +96,23 @@ def pick_run(project_dir: Path, run_id: str | None) -> Gguf:
         gguf = run_gguf(run_dir)
         if gguf is None:
             raise NoGguf(run_id)
+        shippable(root, run_id, done)
         return gguf
     found = [g for d in (sorted(root.iterdir()) if root.is_dir() else [])
              if d.is_dir() and not d.name.startswith(".") and ids.is_valid(d.name)
              for g in [run_gguf(d)] if g is not None]
     if not found:
         raise NoGguf(None)
-    return max(found, key=lambda g: g.created)
+    refused: OverbrainerError | None = None
+    for gguf in sorted(found, key=lambda g: g.created, reverse=True):
+        try:
+            shippable(root, gguf.run, done)
+        except OverbrainerError as e:
+            log.warning("skipping run %s: %s", gguf.run, e)
+            refused = refused or e
+            continue
+        return gguf
+    raise refused or NoGguf(None)  # every run holding a GGUF refused: the newest one's reason
 
 
 class NoGguf(OverbrainerError):

@@ -11,7 +11,7 @@ from typing import Any
 
 from overbrainer.compare.plan import question_text
 from overbrainer.compare.stats import ERROR, LOSS, WIN
-from overbrainer.compare.strip import strip_reasoning
+from overbrainer.compare.answers import strip_reasoning
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.atomic import atomic_write_text
 from overbrainer.support.record_file import RecordFile

@@ -1,7 +1,8 @@
 """Which runs can be exported, and which of their folders is the model (docs/export.md#what-can-be-exported).
 
-A run can be exported when it succeeded, or stopped (its model is then partial: a warning), its
-results are here (`train attach` brings them), its `axolotl.yaml` exists, and it holds a model:
+A run can be exported when it may be shipped (runs/retrieve.shippable: it succeeded, or stopped
+(its model is then partial: a warning), and its results are here: `train attach` brings them),
+its `axolotl.yaml` exists, and it holds a model:
 `output/` with `adapter_config.json` or `config.json`, or `output/merged/config.json` (a run with
 merge = true), else a stopped run's snapshot checkpoint.
 """
@@ -16,8 +17,8 @@ import yaml
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import STOPPED, SUCCEEDED, RunRecord, load
-from overbrainer.runs.retrieve import is_retrieved
+from overbrainer.jobs.run_record import STOPPED, RunRecord
+from overbrainer.runs.retrieve import shippable
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,8 @@ def holds_model(path: Path) -> bool:
 
 def check_run(runs_dir: Path, run_id: str) -> Source:
     """The run `run_id` and its model, or the error saying why it cannot be exported."""
-    record = load(runs_dir, run_id)
+    record = shippable(runs_dir, run_id, "exported")
     run_dir = ids.run_dir(runs_dir, run_id)
-    if record.state not in (SUCCEEDED, STOPPED):
-        raise OverbrainerError(f"run {run_id} is {record.state}: only a succeeded or stopped run can be exported")
-    if not is_retrieved(record, run_dir):
-        raise OverbrainerError(f"the results of run {run_id} are not all here: retrieve them with "
-                               f"`overbrainer train attach {run_id}`, then export")
     if not (run_dir / CONFIG_NAME).is_file():
         raise OverbrainerError(f"runs/{run_id}/{CONFIG_NAME} is missing: run {run_id} cannot be exported")
     model = "output"

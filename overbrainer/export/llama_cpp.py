@@ -31,7 +31,7 @@ def script(name: str) -> str:
     return resources.files("overbrainer.export").joinpath("scripts", name).read_text(encoding="utf-8")
 
 
-def llama_cpp_dir(target: Target, environ: Mapping[str, str] | None = None) -> str | None:
+def llama_cpp_dir(target: Target | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The target's own llama.cpp, if it has one: `llama_cpp_dir`, else (a local or SSH target:
     a path of this machine's world) OVERBRAINER_LLAMA_CPP_DIR; a pod has only its image's."""
     environ = os.environ if environ is None else environ
@@ -41,7 +41,7 @@ def llama_cpp_dir(target: Target, environ: Mapping[str, str] | None = None) -> s
     return (environ.get(DIR_ENV) or "").strip() or None
 
 
-def job_env(target: Target, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def job_env(target: Target | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The job's `OVERBRAINER_LLAMA_CPP*` variables (plain settings, never secret)."""
     environ = os.environ if environ is None else environ
     env = {"OVERBRAINER_LLAMA_CPP": VERSION, "OVERBRAINER_LLAMA_CPP_URL": (environ.get(URL_ENV) or "").strip() or URL,

@@ -1,7 +1,7 @@
 """What a push sends: the gate on the run, and the files of its `output/` with their repo paths.
 
-* the run must have ended `succeeded` (or `stopped`, with a warning: its model is partial) and
-  its results must be home;
+* the run must be shippable (runs/retrieve.shippable: ended `succeeded`, or `stopped` with a
+  warning: its model is partial; its results home);
 * `output/` is walked, skipping hidden entries, symlinks, `checkpoint-*` and `debug.log` at the
   root, and anything that would land on the root `README.md` (that is the model card's place);
 * the adapter (or full model) at the root of `output/` keeps its place, `merged/**` keeps its
@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs.run_record import NOT_RETRIEVED, STOPPED, SUCCEEDED, load
+from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import STOPPED
+from overbrainer.runs.retrieve import shippable
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +36,8 @@ class Upload:
 
 def check_run(runs_dir: Path, run_id: str) -> Path:
     """The run's `output/` folder once the run may be pushed; OverbrainerError saying why not."""
-    record = load(runs_dir, run_id)
-    if record.state not in (SUCCEEDED, STOPPED):
-        raise OverbrainerError(f"run {run_id} is {record.state}: only a succeeded run can be pushed")
-    if record.message and NOT_RETRIEVED in record.message:
-        raise OverbrainerError(f"run {run_id}'s results are not home yet: "
-                               f"run `overbrainer train attach {run_id}` first")
-    output = runs_dir / run_id / "output"
+    record = shippable(runs_dir, run_id, "pushed")
+    output = ids.run_dir(runs_dir, run_id) / "output"
     if not output.is_dir():
         raise OverbrainerError(f"run {run_id} has no output/ folder: nothing to push")
     names = {p.name for p in output.iterdir()}

@@ -1,6 +1,11 @@
 """`runs/<id>/run.json`: the record of a run (docs/runs.md#runjson), and of each side job in its own
 directory, read and written through support/record_file.py (atomic rewrites; read errors name the
 file and a position, `line L, column C`, or a field, never the content).
+
+Whether an ended run's files came home is the field `retrieval_error` (the error of its last
+retrieval that failed, else null), always written. A record without the field was written before
+it: its `message` may end with the note ` (artifacts not retrieved: <error>)` (or be
+`artifacts not retrieved: <error>`), which is read into the field and cut from the message.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED = (
 STATES = (PREPARING, RUNNING, SUCCEEDED, FAILED, CANCELLED, STOPPED)
 ENDED = (SUCCEEDED, FAILED, CANCELLED, STOPPED)
 REASONS = ("requested", "deadline", "cost", "disk")
-NOT_RETRIEVED = " (artifacts not retrieved: "
-_KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", "snapshot",
+NOT_RETRIEVED = "artifacts not retrieved: "  # what the message says after it (message_shown)
+RETRIEVAL_ERROR = "retrieval_error"
+_KNOWN = ("id", "target", "created", "remote_dir", "job", "state", "message", RETRIEVAL_ERROR, "snapshot",
           "resumed_from", "snapshots", "fingerprint")
 
 
@@ -57,6 +63,7 @@ class RunRecord:
     state: str = PREPARING
     job: JobId | None = None
     message: str | None = None
+    retrieval_error: str | None = None  # why the ended job's files are not home (None: they are, or not yet asked)
     snapshot: Snapshot | None = None
     resumed_from: str | None = None
     fingerprint: dict[str, str] | None = None  # what the job ran on (a training run: runs/fingerprint.py)
@@ -66,11 +73,21 @@ class RunRecord:
     def ended(self) -> bool:
         return self.state in ENDED
 
+    @property
+    def message_shown(self) -> str | None:
+        """The message as people read it: `message`, then `(artifacts not retrieved: <error>)`
+        when the last retrieval failed."""
+        if self.retrieval_error is None:
+            return self.message
+        if self.message:
+            return f"{self.message} ({NOT_RETRIEVED}{self.retrieval_error})"
+        return f"{NOT_RETRIEVED}{self.retrieval_error}"
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.id, "target": self.target, "created": self.created,
             "remote_dir": self.remote_dir, "job": self.job.to_json() if self.job else None,
-            "state": self.state, "message": self.message,
+            "state": self.state, "message": self.message, RETRIEVAL_ERROR: self.retrieval_error,
         }
         if self.snapshot is not None:
             data["snapshot"] = {"checkpoint": self.snapshot.checkpoint, "step": self.snapshot.step,
@@ -122,10 +139,15 @@ class RunRecord:
         if fingerprint is not None and (not isinstance(fingerprint, dict)
                                         or not all(isinstance(v, str) for v in fingerprint.values())):
             raise bad("fingerprint")
+        message = f.text("message")
+        if RETRIEVAL_ERROR in data:
+            retrieval_error = f.text(RETRIEVAL_ERROR)
+        else:  # written before the field: the note in the message
+            message, retrieval_error = split_note(message)
         return cls(
             id=run_id, target=text("target"), created=text("created"),
             remote_dir=text("remote_dir"), state=state, job=job,
-            message=f.text("message"), snapshot=snapshot, resumed_from=resumed,
+            message=message, retrieval_error=retrieval_error, snapshot=snapshot, resumed_from=resumed,
             fingerprint=fingerprint,
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
@@ -174,21 +196,14 @@ def list_runs(runs_dir: Path) -> list[RunRecord]:
     return out
 
 
-def strip_note(message: str | None) -> str | None:
-    """The message without its `(artifacts not retrieved: …)` note (None when nothing is left)."""
-    if not message:
-        return message
+def split_note(message: str | None) -> tuple[str | None, str | None]:
+    """(message, retrieval error) of a message written before `retrieval_error`, whose note
+    `(artifacts not retrieved: <error>)` said that the files were not home."""
+    if not message or NOT_RETRIEVED not in message:
+        return message, None
+    at = message.find(f" ({NOT_RETRIEVED}")
+    if at >= 0:
+        error = message[at + len(NOT_RETRIEVED) + 2:]
+        return message[:at] or None, error[:-1] if error.endswith(")") else error
     at = message.find(NOT_RETRIEVED)
-    if at < 0:
-        return message if not message.startswith("artifacts not retrieved: ") else None
-    return message[:at] or None
-
-
-def has_note(message: str | None) -> bool:
-    return message is not None and "artifacts not retrieved: " in message
-
-
-def add_note(message: str | None, error: str) -> str:
-    if message:
-        return f"{strip_note(message) or ''}{NOT_RETRIEVED}{error})"
-    return f"artifacts not retrieved: {error}"
+    return message[:at].strip() or None, message[at + len(NOT_RETRIEVED):]

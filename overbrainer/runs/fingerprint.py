@@ -106,7 +106,7 @@ class Verdict:
             what = f"run {rid} was stopped at step {run.snapshot.step}"
             how = f"resume it with `overbrainer train --resume-from {rid}`, or train anew with `overbrainer train`"
         else:
-            what = f"run {rid} {run.state}" + (f" ({run.message})" if run.message else "")
+            what = f"run {rid} {run.state}" + (f" ({run.message_shown})" if run.message_shown else "")
             how = "retry with `overbrainer train` (or `overbrainer run --retrain`)"
         return (f"{what} on this same data and [training] settings; `run` does not train them again on its "
                 f"own: {how}")

@@ -210,11 +210,11 @@ def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[Post
     rid = record.id
     summary = local_summary(run_dir)
     described = summary.describe()
-    result = TrainResult(rid, record.state, record.target, message=record.message)
+    result = TrainResult(rid, record.state, record.target, message=record.message_shown)
     data: dict[str, Any] = {"run_id": rid, "state": record.state, "target": record.target,
                             "step": summary.step, "max_steps": summary.max_steps, "epoch": summary.epoch,
                             "loss": summary.last_train["loss"] if summary.last_train else None,
-                            "eval_loss": summary.eval_loss, "message": record.message}
+                            "eval_loss": summary.eval_loss, "message": record.message_shown}
     lines: list[str] = []
     if record.state == SUCCEEDED:
         result.output = f"runs/{rid}/output"
@@ -241,9 +241,10 @@ def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[Post
     result.lines = lines
     front.report("\n".join(lines), data)
     if record.state == CANCELLED:
-        raise OverbrainerError(f"run {rid} was cancelled" + (f" ({record.message})" if record.message else ""))
+        told = record.message_shown
+        raise OverbrainerError(f"run {rid} was cancelled" + (f" ({told})" if told else ""))
     if record.state == FAILED:
-        raise OverbrainerError(record.message or f"run {rid} failed")
+        raise OverbrainerError(record.message_shown or f"run {rid} failed")
     return result
 
 
@@ -385,8 +386,8 @@ def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
     retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress, extra)
-    text = f"train: run {rid} cancelled" + (f" ({record.message})" if record.message else "")
-    return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message}
+    text = f"train: run {rid} cancelled" + (f" ({record.message_shown})" if record.message_shown else "")
+    return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message_shown}
 
 
 def train_if_changed(session: Session, config, *, retrain: bool = False,

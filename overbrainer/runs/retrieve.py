@@ -3,7 +3,11 @@ metrics.jsonl, job.log and what the post-train steps left (`extra`), verify ever
 target's SHA-256 manifest, then set the final state.
 
 A succeeded or stopped run whose retrieval failed stays `running` (so `train attach` tries again);
-a failed or cancelled one is saved with an `(artifacts not retrieved: …)` note.
+a failed or cancelled one is saved with the error in run.json's `retrieval_error`, cleared once a
+later retrieval brings the files home.
+
+Whether a run's model may leave this machine (`shippable`: an export, a push, a compare, an eval):
+it ended succeeded or stopped, and its results are home (`is_retrieved`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import logging
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs import ids
 from overbrainer.jobs.retrieve import JOB_FILES, fetch
 from overbrainer.jobs.run_record import (
     CANCELLED,
@@ -20,10 +25,8 @@ from overbrainer.jobs.run_record import (
     STOPPED,
     SUCCEEDED,
     RunRecord,
-    add_note,
-    has_note,
+    load,
     save,
-    strip_note,
 )
 from overbrainer.jobs.status import Status
 from overbrainer.runs.states import PROOF_LIMIT, Outcome, apply_proof, outcome
@@ -77,10 +80,11 @@ def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result:
             raise OverbrainerError(f"cannot retrieve the results of run {rid}: {e}; {retrieve_hint(rid)}",
                                    cause=e) from e
         record.state, record.snapshot = result.state, None
-        record.message = add_note(result.message, str(e))
+        record.message, record.retrieval_error = result.message, str(e)
         save(runs_dir, record)
         return
     record.state, record.message, record.snapshot = result.state, result.message, result.snapshot
+    record.retrieval_error = None
     if result.state == SUCCEEDED and not any(p.startswith("output/") for p, _ in manifest):
         record.state = FAILED
         record.message = f"the job succeeded but left no output (see runs/{rid}/job.log)"
@@ -94,9 +98,9 @@ def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result:
 
 
 def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
-    """For an ended run: no `artifacts not retrieved` note, a local job.log, the checkpoint of a
-    stopped run and a file under output/ for a succeeded one (`train attach` fetches what is missing)."""
-    if has_note(record.message) or not (run_dir / "job.log").exists():
+    """For an ended run: no failed retrieval (`retrieval_error`), a local job.log, the checkpoint of
+    a stopped run and a file under output/ for a succeeded one (`train attach` fetches what is missing)."""
+    if record.retrieval_error is not None or not (run_dir / "job.log").exists():
         return False
     if record.state == STOPPED and record.snapshot is not None:
         return (run_dir / record.snapshot.checkpoint).is_dir()
@@ -108,20 +112,30 @@ def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
 
 def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress=None,
             extra: tuple[str, ...] = ()) -> None:
-    """Retrieve an ended run's files again; on success strip the note (the state is unchanged)."""
-    entries_ok = True
+    """Retrieve an ended run's files again; on success clear `retrieval_error` (the state is unchanged)."""
     try:
         fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
         if record.state == STOPPED and record.snapshot is not None:
             fetch(executor, record.remote_dir, run_dir, [record.snapshot.checkpoint, "snapshot.json"],
                   progress=progress)
     except OverbrainerError as e:
-        entries_ok = False
         if record.state in (FAILED, CANCELLED):
-            record.message = add_note(record.message, str(e))
+            record.retrieval_error = str(e)
             save(runs_dir, record)
         raise OverbrainerError(f"cannot retrieve the results of run {record.id}: {e}; "
                                f"{retrieve_hint(record.id)}", cause=e) from e
-    if entries_ok and has_note(record.message):
-        record.message = strip_note(record.message)
+    if record.retrieval_error is not None:
+        record.retrieval_error = None
         save(runs_dir, record)
+
+
+def shippable(runs_dir: Path, run_id: str, done: str) -> RunRecord:
+    """The record of run `run_id` when its model may leave this machine: it ended succeeded or
+    stopped (its model then partial: the caller warns) and its results are home (`is_retrieved`).
+    OverbrainerError saying why not; `done` words it (`exported`, `pushed`, `compared`, `evaluated`)."""
+    record = load(runs_dir, run_id)
+    if record.state not in (SUCCEEDED, STOPPED):
+        raise OverbrainerError(f"run {run_id} is {record.state}: only a succeeded or stopped run can be {done}")
+    if not is_retrieved(record, ids.run_dir(runs_dir, run_id)):
+        raise OverbrainerError(f"the results of run {run_id} are not all here: {retrieve_hint(run_id)} first")
+    return record

@@ -141,8 +141,8 @@ def detail(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tupl
                      f"runs/{record.id}/{record.snapshot.checkpoint}")
     if record.resumed_from:
         lines.append(f"resumed from {record.resumed_from}")
-    if record.message:
-        lines.append(f"message: {record.message}")
+    if record.message_shown:
+        lines.append(f"message: {record.message_shown}")
     return lines, losses
 
 

@@ -71,6 +71,7 @@ def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, ll
     (run_dir / "export.json").write_text(json.dumps({
         "quantize": "Q4_1", "llama_cpp": "b11434", "file": GGUF, "sha256": sha,
         "size": (run_dir / GGUF).stat().st_size, "created": "2026-12-01T11:00:00Z"}))
+    (run_dir / "job.log").write_text("trained\n")  # its results are home
     remote_dir = run_dir.resolve() if target == "here" else remote / RUN
     records.save(project.dir / "runs", records.RunRecord(
         id=RUN, target=target, created="2026-12-01T10:10:10Z", remote_dir=str(remote_dir), state="succeeded"))

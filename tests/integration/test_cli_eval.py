@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.compare.eval_stats import ratio_interval
+from overbrainer.eval.stats import ratio_interval
 from tests.integration.test_cli_compare_job import GGUF, RUN, make_run
 from tests.integration.test_runs_support import cmdlines, files_containing
 
@@ -217,7 +217,7 @@ def test_sigterm_stops_the_eval_and_its_server(project, fake_provider, tmp_path,
 
 
 def test_the_parent_is_asked_only_through_an_openai_protocol_provider_and_its_key_is_not_recorded(project):
-    from overbrainer.compare.eval_flow import parent_side
+    from overbrainer.eval.flow import parent_side
 
     project.write(protocol="anthropic", api_key=KEY)
     side, about = parent_side(project.config(), 42)

@@ -192,7 +192,7 @@ def test_push_refuses_what_cannot_be_pushed(pushable, fake_hub):
     (p.runs / rid / "run.json").write_text(json.dumps(record))
     r = p.run("push", rid, "--dry-run")
     assert r.returncode == 1 and r.stderr.splitlines()[-1] == (
-        f"error: run {rid} is failed: only a succeeded run can be pushed")
+        f"error: run {rid} is failed: only a succeeded or stopped run can be pushed")
     assert fake_hub.calls == []
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 
-def _run(project, name, target, state):
+def _run(project, name, target, state, **fields):
     run = project.dir / "runs" / name
     run.mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({
         "id": name, "target": target, "created": "2026-01-01T00:00:00Z", "remote_dir": str(run),
-        "job": None, "state": state, "message": None}))
+        "job": None, "state": state, "message": None, **fields}))
 
 
 def test_runs_ls_columns_are_aligned(project, cli):
@@ -23,6 +23,17 @@ def test_runs_ls_columns_are_aligned(project, cli):
     assert len(lines) == 2
     assert lines[0].index("2026-01-01T") == lines[1].index("2026-01-01T")
     assert lines[0].index("gpu-box") == lines[1].index("here")
+
+
+def test_runs_show_tells_a_failed_retrieval_as_before_from_an_old_record_and_a_new_one(project, cli):
+    told = "the job exited with code 1 (see job.log) (artifacts not retrieved: download failed)"
+    _run(project, "old_20260101-000000", "here", "failed", message=told)  # written before retrieval_error
+    _run(project, "new_20260101-000000", "here", "failed", message="the job exited with code 1 (see job.log)",
+         retrieval_error="download failed")
+    for rid in ("old_20260101-000000", "new_20260101-000000"):
+        r = cli(["-C", project.dir, "runs", "show", rid])
+        assert r.returncode == 0 and f"message:   {told}\n" in r.stdout, r.stdout
+        assert json.loads(cli(["--json", "-C", project.dir, "runs", "show", rid]).stdout)["message"] == told
 
 
 def test_runs_show_and_logs_word_a_missing_run_alike(project, cli):

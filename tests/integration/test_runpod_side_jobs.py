@@ -291,9 +291,15 @@ def test_ctrl_c_cancels_a_remote_eval_and_ends_its_pod(project, fake, smollm2_gg
     proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "eval", "--target", "gpu",
                              "--no-parent"], env=clean_env(project.env, tmp_path / "home"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    _, err = signalled_when(proc, lambda: any(json.loads((d / "run.json").read_text())["state"] == "running"
-                                               for d in jobs(run_dir, "eval") if (d / "run.json").is_file()),
-                            "the job never ran")
+    def serving() -> bool:  # the job's server started on the pod (its run.json says running before that)
+        for d in jobs(run_dir, "eval"):
+            pod_id = pod_of(d).get("pod_id") if (d / "pod.json").is_file() else None
+            log = workspace(fake, pod_id) / "evals" / d.name / "server.log" if pod_id else None
+            if log is not None and log.is_file() and "never ready" in log.read_text():
+                return True
+        return False
+
+    _, err = signalled_when(proc, serving, "the job's server never started")
     assert proc.returncode == 130, err
     [eval_dir] = jobs(run_dir, "eval")
     assert err.strip().splitlines()[-1].endswith(

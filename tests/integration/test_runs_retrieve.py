@@ -102,19 +102,24 @@ def test_a_failed_verification_leaves_the_run_running_until_retried(tmp_path):
     assert rec.load(runs, record.id).state == "succeeded"
 
 
-def test_a_failed_run_keeps_a_note_that_collect_clears(tmp_path):
+def test_a_failed_run_keeps_its_retrieval_error_that_collect_clears(tmp_path):
     script = JOB_OK + "exit 5\n"
     ex, record, run_dir, runs = started(tmp_path, script=script, executor=Corrupting(tmp_path / "remote"))
     result, _ = followed(ex, record)
     finish(ex, record, run_dir, runs, result.status, result.summary.lines)
     saved = rec.load(runs, record.id)
     assert saved.state == "failed"
-    assert saved.message.startswith(f"the job exited with code 5 (see runs/{record.id}/job.log) "
-                                    "(artifacts not retrieved: verify failed:")
+    assert saved.message == f"the job exited with code 5 (see runs/{record.id}/job.log)"
+    assert saved.retrieval_error.startswith("verify failed:")
+    on_disk = json.loads((run_dir / "run.json").read_text())
+    assert on_disk["message"] == saved.message and on_disk["retrieval_error"] == saved.retrieval_error
+    assert saved.message_shown.startswith(f"the job exited with code 5 (see runs/{record.id}/job.log) "
+                                          "(artifacts not retrieved: verify failed:")
     assert not is_retrieved(saved, run_dir)
     collect(ex, saved, run_dir, runs)
     again = rec.load(runs, record.id)
     assert again.message == f"the job exited with code 5 (see runs/{record.id}/job.log)"
+    assert again.retrieval_error is None and json.loads((run_dir / "run.json").read_text())["retrieval_error"] is None
     assert is_retrieved(again, run_dir)
 
 
@@ -127,8 +132,8 @@ def test_a_deleted_run_dir_reads_lost_with_a_manifest_note(tmp_path):
     finish(ex, record, run_dir, runs, result.status, result.summary.lines)
     saved = rec.load(runs, record.id)
     assert saved.state == "failed"
-    assert saved.message == (f"the job stopped without an exit code (see runs/{record.id}/job.log) "
-                             f"(artifacts not retrieved: manifest failed: {record.remote_dir} does not exist)")
+    assert saved.message == f"the job stopped without an exit code (see runs/{record.id}/job.log)"
+    assert saved.retrieval_error == f"manifest failed: {record.remote_dir} does not exist"
 
 
 def test_succeeded_without_output_fails(tmp_path):

@@ -6,7 +6,7 @@ import xxhash
 
 from overbrainer.compare.judge import child_first, combine, for_child, parse_verdict, verdicts_key
 from overbrainer.compare.plan import question_of
-from overbrainer.compare.strip import strip_reasoning
+from overbrainer.compare.answers import strip_reasoning
 
 
 def test_strip_reasoning():

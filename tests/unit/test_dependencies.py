@@ -15,7 +15,7 @@ import overbrainer
 PACKAGE = Path(overbrainer.__file__).parent
 SETUP_CFG = PACKAGE.parent / "setup.cfg"
 # Files that run elsewhere (on the training machine, in a job): not this package's imports.
-ELSEWHERE = ("train/plugin/", "compare/scripts/")
+ELSEWHERE = ("train/plugin/", "compare/scripts/", "eval/scripts/")
 
 
 def _imports() -> dict[str, set[str]]:

@@ -15,16 +15,18 @@ import sysconfig
 from pathlib import Path
 
 import overbrainer.compare
+import overbrainer.eval
 
 SCRIPTS = Path(overbrainer.compare.__file__).with_name("scripts")
+EVAL_SCRIPTS = Path(overbrainer.eval.__file__).with_name("scripts")
 BASE = Path(getattr(sys, "_base_executable", sys.executable))  # the python this venv was made from
 MISSING = "eval: eval_job.json is missing"  # the first thing read once lm-eval is there
 
 
 def run_client(python: Path | str, cache: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     cwd.mkdir(exist_ok=True)
-    for name in ("eval_client.py", "compare_client.py"):
-        shutil.copy(SCRIPTS / name, cwd / name)
+    shutil.copy(EVAL_SCRIPTS / "eval_client.py", cwd / "eval_client.py")
+    shutil.copy(SCRIPTS / "compare_client.py", cwd / "compare_client.py")
     return subprocess.run([str(python), "eval_client.py", "--port", "9", "--server-pid", str(os.getpid())],
                           cwd=cwd, env={**os.environ, "OVERBRAINER_CACHE": str(cache), **env},
                           capture_output=True, text=True, timeout=120)

@@ -1,4 +1,4 @@
-"""The task files of a remote eval packed into its job's folder (compare/eval_pack.py): the default
+"""The task files of a remote eval packed into its job's folder (eval/tasks.pack): the default
 task into `task/`, a user's into `tasks/<task>/` with its data files, its `!function` modules and
 its `include:`, every path rewritten to stand in the job's folder, the tags kept; a local
 `dataset_path` folder refused."""
@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from overbrainer.compare.eval_pack import Tagged, TaggedLoader, pack
-from overbrainer.compare.eval_tasks import TaskSet, plan_tasks
 from overbrainer.errors import UsageError
+from overbrainer.eval.tasks import Tagged, TaggedLoader, TaskSet, pack, plan_tasks
 from tests.fixtures.compare import write_eval
 
 

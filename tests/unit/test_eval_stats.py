@@ -7,9 +7,9 @@ import importlib.util
 import random
 from pathlib import Path
 
-from overbrainer.compare import eval_stats as stats
+from overbrainer.eval import stats
 
-METRICS = Path(__file__).resolve().parents[2] / "overbrainer" / "compare" / "scripts" / "eval_metrics.py"
+METRICS = Path(__file__).resolve().parents[2] / "overbrainer" / "eval" / "scripts" / "eval_metrics.py"
 
 
 def _metrics():

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
 # __init__ (`__version__`), beside errors.py.
 LAYERS: list[tuple[str, frozenset[str]]] = [
     ("cli", frozenset({"cli", "tui", "__main__"})),
-    ("flows", frozenset({"pipeline", "runs", "export", "compare", "hub", "pods", "checks", "metrics"})),
+    ("flows", frozenset({"pipeline", "runs", "export", "compare", "eval", "hub", "pods", "checks", "metrics"})),
     ("jobs", frozenset({"jobs"})),
     ("domain", frozenset({"config", "llm", "dataset", "train", "exec", "runpod"})),
     ("front", frozenset({"front"})),  # beside the domain: imported by the flows, jobs and runpod/
@@ -84,7 +84,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("overbrainer.hub.client", "httpx2"): "huggingface_hub's HTTP client: a push only",
     ("overbrainer.hub.push", "huggingface_hub"): "huggingface_hub: a push only",
     ("overbrainer.hub.parquet", "pyarrow"): "pyarrow: optional, `push --dataset` only",
-    ("overbrainer.compare.eval_harness", "lm_eval"): "lm_eval: the `eval` extra, `overbrainer eval` only",
+    ("overbrainer.eval.harness", "lm_eval"): "lm_eval: the `eval` extra, `overbrainer eval` only",
     ("overbrainer.support.urls", "urllib.parse"): "a bracketed or non-ASCII host only",
     ("overbrainer.support.urls", "ipaddress"): "an IPv6 address only",
     ("overbrainer.support.address_space", "ctypes"): "commands that start worker threads only",

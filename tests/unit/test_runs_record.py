@@ -20,14 +20,14 @@ def make(runs, run_id="p_20260922-143005", **kw):
 
 def test_round_trip_with_every_field(tmp_path):
     r = make(tmp_path, state="stopped", job=JobId("/w/x", 4242, Container("podman", "overbrainer-x")),
-             message=None, snapshot=Snapshot("output/checkpoint-7", 7, "deadline"),
+             message=None, retrieval_error="verify failed", snapshot=Snapshot("output/checkpoint-7", 7, "deadline"),
              resumed_from="p_20260101-000000")
     loaded = rec.load(tmp_path, r.id)
     assert loaded == r
     text = (tmp_path / r.id / "run.json").read_text()
     assert text.endswith("}\n") and text.startswith("{\n  ")
     data = json.loads(text)
-    assert list(data) == ["id", "target", "created", "remote_dir", "job", "state", "message",
+    assert list(data) == ["id", "target", "created", "remote_dir", "job", "state", "message", "retrieval_error",
                           "snapshot", "resumed_from", "snapshots"]
     assert data["job"] == {"dir": "/w/x", "pid": 4242, "container": {"engine": "podman", "name": "overbrainer-x"}}
     assert not [p for p in (tmp_path / r.id).iterdir() if p.name.endswith(".tmp")]
@@ -112,9 +112,49 @@ def test_list_runs_sorts_by_created_and_skips_unreadable(tmp_path, caplog):
     assert rec.list_runs(tmp_path / "none") == []
 
 
-def test_notes():
-    m = rec.add_note("the job exited with code 1", "download failed")
-    assert m == "the job exited with code 1 (artifacts not retrieved: download failed)"
-    assert rec.has_note(m) and rec.strip_note(m) == "the job exited with code 1"
-    assert rec.add_note(None, "x") == "artifacts not retrieved: x"
-    assert rec.strip_note("artifacts not retrieved: x") is None
+def test_retrieval_is_a_field_and_the_message_is_only_the_message(tmp_path):
+    r = make(tmp_path, state="failed", message="the job exited with code 1", retrieval_error="download failed")
+    data = json.loads((tmp_path / r.id / "run.json").read_text())
+    assert (data["message"], data["retrieval_error"]) == ("the job exited with code 1", "download failed")
+    loaded = rec.load(tmp_path, r.id)
+    assert loaded.message_shown == "the job exited with code 1 (artifacts not retrieved: download failed)"
+    assert RunRecord("x", "t", "c", "/r", message=None, retrieval_error="x").message_shown == "artifacts not retrieved: x"
+    assert RunRecord("x", "t", "c", "/r", message="m").message_shown == "m"
+    # A message that happens to hold the note's words says nothing of retrieval any more.
+    told = "the job exited with code 1 (artifacts not retrieved: a line the job printed)"
+    r = make(tmp_path, "q_20260922-143005", state="failed", message=told)
+    assert json.loads((tmp_path / r.id / "run.json").read_text())["retrieval_error"] is None
+    loaded = rec.load(tmp_path, r.id)
+    assert (loaded.message, loaded.retrieval_error, loaded.message_shown) == (told, None, told)
+
+
+@pytest.mark.parametrize("message, kept, error", [
+    ("the job exited with code 1 (artifacts not retrieved: download failed)", "the job exited with code 1",
+     "download failed"),
+    ("artifacts not retrieved: verify failed: (x) differs", None, "verify failed: (x) differs"),
+    ("interrupted (artifacts not retrieved: a (nested) error)", "interrupted", "a (nested) error"),
+    ("the job exited with code 1", "the job exited with code 1", None),
+    (None, None, None),
+])
+def test_a_run_json_written_before_the_field_reads_its_note(tmp_path, message, kept, error):
+    """run.json as older versions wrote it: no `retrieval_error`, the note at the end of `message`."""
+    run_id = "old_20250101-000000"
+    (tmp_path / run_id).mkdir()
+    old = {"id": run_id, "target": "local", "created": "2025-01-01T00:00:00Z", "remote_dir": "/w/old",
+           "job": None, "state": "failed", "message": message, "snapshots": True}
+    (tmp_path / run_id / "run.json").write_text(json.dumps(old, indent=2) + "\n")
+    loaded = rec.load(tmp_path, run_id)
+    assert (loaded.message, loaded.retrieval_error) == (kept, error)
+    assert loaded.message_shown == message  # shown as it was
+    rec.save(tmp_path, loaded)  # rewritten in the new form, read the same
+    data = json.loads((tmp_path / run_id / "run.json").read_text())
+    assert (data["message"], data["retrieval_error"]) == (kept, error)
+    assert rec.load(tmp_path, run_id) == loaded
+
+
+def test_a_retrieval_error_that_is_not_text_is_refused(tmp_path):
+    r = make(tmp_path)
+    data = json.loads((tmp_path / r.id / "run.json").read_text())
+    (tmp_path / r.id / "run.json").write_text(json.dumps({**data, "retrieval_error": 3}))
+    with pytest.raises(OverbrainerError, match="field retrieval_error"):
+        rec.load(tmp_path, r.id)

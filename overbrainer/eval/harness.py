@@ -7,7 +7,7 @@ The key: lm-eval's OpenAI models read it from `OPENAI_API_KEY` only. It is set i
 environment for the call and put back as it was afterwards, never passed in an argument or
 written to a file; the child's call runs with that variable empty (no key of the user's
 environment reaches llama-server). `HF_DATASETS_OFFLINE` / `HF_HUB_OFFLINE` are set the same way
-for a set of local tasks (eval_tasks.TaskSet.offline).
+for a set of local tasks (eval/tasks.TaskSet.offline).
 
 lm-eval is imported here only, inside `evaluate` (`# lazy:`): no other command pays for it.
 """
@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import Any
 
-from overbrainer.compare.eval_tasks import TaskSet
 from overbrainer.errors import ConfigError, OverbrainerError, UsageError
+from overbrainer.eval.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,7 @@ class Side:
 
     seed: int = 1234  # lm-eval's default; the eval's seed, sent with every request
 
-    def model_args(self) -> dict:
+    def model_args(self) -> dict[str, Any]:
         return {"base_url": self.url, "model": self.model, "seed": int(self.seed),
                 "num_concurrent": int(self.concurrent), "max_retries": 3, "timeout": REQUEST_TIMEOUT,
                 "tokenizer_backend": None, "think_end_token": THINK_END}
@@ -56,16 +58,16 @@ class Settings:
     generation kwargs."""
     limit: int | None
     seed: int
-    gen_kwargs: dict
+    gen_kwargs: dict[str, Any]
     quiet: bool = False  # no progress bars on stderr (--json, or stderr not a terminal)
 
-    def seeds(self) -> dict:
+    def seeds(self) -> dict[str, Any]:
         return {"random_seed": self.seed, "numpy_random_seed": self.seed, "torch_random_seed": self.seed,
                 "fewshot_random_seed": self.seed}
 
 
 @contextmanager
-def environment(key: str | None, offline: bool, quiet: bool = False):
+def environment(key: str | None, offline: bool, quiet: bool = False) -> Iterator[None]:
     """`OPENAI_API_KEY` = `key` (empty without one) and, for local tasks, the offline variables
     (`quiet`: the progress bars' off switches), for the block only."""
     names = (KEY_ENV, *OFFLINE_ENV, *QUIET_ENV)
@@ -83,7 +85,7 @@ def environment(key: str | None, offline: bool, quiet: bool = False):
                 os.environ[name] = value
 
 
-def harness():
+def harness() -> tuple[Any, Any]:
     """The `lm_eval` module and its TaskManager; ConfigError (exit 2) when the extra is missing."""
     try:
         import lm_eval  # lazy: the `eval` extra, for `overbrainer eval` only
@@ -100,7 +102,7 @@ def version() -> str | None:
         return None
 
 
-def check_tasks(manager, tasks: TaskSet) -> None:
+def check_tasks(manager: Any, tasks: TaskSet) -> None:
     """Every name of lm-eval's registry known (else UsageError, exit 2), and every task whose data
     is not local loadable (else OverbrainerError, exit 1: its data set could not be had, e.g. no
     network), before any model is asked anything."""
@@ -121,7 +123,7 @@ def one_line(error: BaseException) -> str:
     return text[:300]
 
 
-def task_manager(tasks: TaskSet, settings: Settings):
+def task_manager(tasks: TaskSet, settings: Settings) -> Any:
     """lm-eval's TaskManager for `tasks` (its own index only when a task is named), the named
     tasks checked (check_tasks); reused by both sides."""
     with environment(None, tasks.offline, settings.quiet):
@@ -131,22 +133,24 @@ def task_manager(tasks: TaskSet, settings: Settings):
     return manager
 
 
-def arguments(side: Side, names: list[str], settings: Settings) -> dict:
+def arguments(side: Side, names: list[str], settings: Settings) -> dict[str, Any]:
     """lm-eval's `simple_evaluate` keyword arguments for `side` on the tasks `names`, all but the
     task manager: what `evaluate` passes here, and what a remote eval's job gives its client
-    (compare/scripts/eval_client.py, in eval_job.json), so both sides run the same settings."""
+    (eval/scripts/eval_client.py, in eval_job.json), so both sides run the same settings."""
     return {"model": MODEL, "model_args": side.model_args(), "tasks": list(names), "limit": settings.limit,
             "apply_chat_template": True, "log_samples": True, "gen_kwargs": dict(settings.gen_kwargs),
             **settings.seeds()}
 
 
-def evaluate(side: Side, tasks: TaskSet, settings: Settings, manager) -> dict:
+def evaluate(side: Side, tasks: TaskSet, settings: Settings, manager: Any) -> dict[str, Any]:
     """lm-eval's `simple_evaluate` output for `side`, its samples logged."""
     with environment(side.key, tasks.offline, settings.quiet):
         lm_eval, _ = harness()
         log.info("eval: lm-eval on the %s (%s), tasks %s", side.name, side.model, ", ".join(tasks.names))
         try:
-            return lm_eval.simple_evaluate(**arguments(side, tasks.names, settings), task_manager=manager)
+            args = arguments(side, tasks.names, settings)
+            out: dict[str, Any] = lm_eval.simple_evaluate(**args, task_manager=manager)
+            return out
         except (OverbrainerError, KeyboardInterrupt):
             raise
         except Exception as e:  # noqa: BLE001 - the harness's own failure, said in one line

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 REPEATS = 2000
 SKIP = frozenset({"alias", "name", "sample_len", " ", "samples"})
 
 
-def primary_metric(task_results: dict) -> tuple[str, str] | None:
+def primary_metric(task_results: dict[str, Any]) -> tuple[str, str] | None:
     """(metric, filter) of a task's results, or None when it has no numeric metric."""
     for key, value in task_results.items():
         metric, sep, filt = key.partition(",")
@@ -31,7 +32,7 @@ def primary_metric(task_results: dict) -> tuple[str, str] | None:
     return None
 
 
-def sample_scores(samples: list[dict], metric: str, filt: str) -> dict[int, float]:
+def sample_scores(samples: list[dict[str, Any]], metric: str, filt: str) -> dict[int, float]:
     """The metric's value per document, from lm-eval's logged samples of one task."""
     out: dict[int, float] = {}
     for s in samples or []:
@@ -54,7 +55,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def ratio_interval(child: dict[int, float], parent: dict[int, float], seed: int,
-                   repeats: int = REPEATS) -> dict:
+                   repeats: int = REPEATS) -> dict[str, Any]:
     """`{n, child, parent, ratio, low, high}` over the paired documents (None where undefined)."""
     docs = sorted(set(child) & set(parent))
     n = len(docs)
@@ -77,10 +78,10 @@ def ratio_interval(child: dict[int, float], parent: dict[int, float], seed: int,
     return out
 
 
-def task_numbers(child: dict, parent: dict | None, seed: int) -> dict[str, dict]:
+def task_numbers(child: dict[str, Any], parent: dict[str, Any] | None, seed: int) -> dict[str, dict[str, Any]]:
     """Per task of the child's results: its metric, filter, and the ratio (parent None: the
     child's score only)."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for task, results in (child.get("results") or {}).items():
         picked = primary_metric(results)
         if picked is None:
@@ -100,7 +101,7 @@ def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}"
 
 
-def task_line(task: str, row: dict) -> str:
+def task_line(task: str, row: dict[str, Any]) -> str:
     """`<task> <metric>: child = X % of parent (95 % interval a–b %)`, or the child's score alone."""
     head = f"{task} {row['metric']}"
     ratio = row.get("ratio")

@@ -1,5 +1,5 @@
 """`eval_flow`: lm-evaluation-harness tasks on the child (its GGUF served by llama-server on this
-machine, compare/eval_serve.py, or as a job on a remote target, compare/eval_job.py) and, where
+machine, compare/serve.py, or as a job on a remote target, eval/job.py) and, where
 reachable, on the parent (its provider, from this machine), the same settings on both;
 `runs/<run>/evals/<eval id>/eval.json` and a ratio line per task (docs/eval.md).
 
@@ -22,27 +22,31 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from overbrainer.compare import eval_harness as harness
-from overbrainer.compare import eval_stats as numbers
 from overbrainer.compare import plan as planning
-from overbrainer.compare.eval_job import run_eval_job
-from overbrainer.compare.eval_serve import serving
-from overbrainer.compare.eval_tasks import SPLIT_TASK, TASK_DIR, plan_tasks
+from overbrainer.compare.serve import SERVER, SERVER_LOG, serving
+from overbrainer.config.model import Config, Target
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.eval import harness
+from overbrainer.eval import stats as numbers
+from overbrainer.eval.job import run_eval_job
+from overbrainer.eval.tasks import SPLIT_TASK, TASK_DIR, TaskSet, plan_tasks
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import EVAL_JSON, EVALS
 from overbrainer.support import fmt, redact
 from overbrainer.support.atomic import atomic_write_text
 
+if TYPE_CHECKING:
+    from overbrainer.front.session import Session
+
 log = logging.getLogger(__name__)
 
+Doc = dict[str, Any]  # a JSON object: eval.json, lm-eval's output, a side's settings
+Ran = tuple[Doc, Doc]  # a side's lm-eval output and its settings for eval.json
 
-def eval_dir_of(project_dir: Path, run_id: str, eval_id: str) -> Path:
-    return planning.runs_dir(project_dir) / ids.validate(run_id) / EVALS / ids.validate(eval_id)
 
-
-def eval_target(config, name: str | None):
+def eval_target(config: Config, name: str | None) -> Target | None:
     """The target of `--target` (None: this machine's defaults): a local one serves the child
     here, an SSH or runpod one runs its side as a job there."""
     return None if name is None else config.target(name)
@@ -50,13 +54,13 @@ def eval_target(config, name: str | None):
 
 def child_gguf(project: Path, run_id: str | None) -> planning.Gguf:
     try:
-        return planning.pick_run(project, run_id)
+        return planning.pick_run(project, run_id, "evaluated")
     except planning.NoGguf as e:
         hint = f"`overbrainer export {e.run_id}`" if e.run_id else "`overbrainer export RUN_ID`"
         raise OverbrainerError(f"{e}: export it first with {hint}") from None
 
 
-def parent_side(config, seed: int) -> tuple[harness.Side | None, dict]:
+def parent_side(config: Config, seed: int) -> tuple[harness.Side | None, Doc]:
     """The parent's side and its settings for eval.json (never its key), or None and why not."""
     try:
         provider, role = config.provider_for("parent")
@@ -76,16 +80,16 @@ def parent_side(config, seed: int) -> tuple[harness.Side | None, dict]:
     return side, {**about, "model_args": side.model_args()}
 
 
-def settings_of(config, limit: int | None, max_tokens: int | None) -> harness.Settings:
+def settings_of(config: Config, limit: int | None, max_tokens: int | None) -> harness.Settings:
     temperature = float(config.compare.temperature)
     gen = {"max_gen_toks": int(max_tokens or config.compare.max_tokens), "temperature": temperature,
            "do_sample": temperature > 0}
     return harness.Settings(limit, config.pipeline.seed, gen)
 
 
-def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | None = None,
+def eval_flow(session: Session, config: Config, *, run_id: str | None = None, tasks: list[str] | None = None,
               target: str | None = None, limit: int | None = None, max_tokens: int | None = None,
-              parent: bool = True) -> dict:
+              parent: bool = True) -> Doc:
     """Run the eval and write eval.json; returns its content."""
     project = Path(session.project_dir)
     where = eval_target(config, target)
@@ -113,8 +117,9 @@ def eval_flow(session, config, *, run_id: str | None = None, tasks: list[str] | 
     return finish(session, eval_dir, gguf.run, task_set, settings, (child, child_about), (parent_out, parent_about))
 
 
-def remote_eval(session, config, gguf, target: str, tasks: list[str] | None, settings, parent: bool) -> dict:
-    """The eval with the child's side run as a job on an SSH or runpod target (compare/eval_job.py)
+def remote_eval(session: Session, config: Config, gguf: planning.Gguf, target: str, tasks: list[str] | None,
+                settings: harness.Settings, parent: bool) -> Doc:
+    """The eval with the child's side run as a job on an SSH or runpod target (eval/job.py)
     and the parent's from here; the eval's folder is the job's."""
     project = Path(session.project_dir)
     with tempfile.TemporaryDirectory(prefix="overbrainer-eval-") as staging:  # the default task, for both
@@ -134,8 +139,8 @@ def remote_eval(session, config, gguf, target: str, tasks: list[str] | None, set
     return finish(session, job.job_dir, gguf.run, task_set, settings, (job.output, about), parent_side_out)
 
 
-def finish(session, eval_dir: Path, run_id: str, task_set, settings, child: tuple[dict, dict],
-           parent: tuple[dict | None, dict]) -> dict:
+def finish(session: Session, eval_dir: Path, run_id: str, task_set: TaskSet, settings: harness.Settings,
+           child: Ran, parent: tuple[Doc | None, Doc]) -> Doc:
     """eval.json and the samples written into `eval_dir`, the ratio lines reported; eval.json's content."""
     (child_out, child_about), (parent_out, parent_about) = child, parent
     doc = eval_doc(eval_dir.name, run_id, task_set, settings, child_out, child_about, parent_out, parent_about)
@@ -149,22 +154,24 @@ def finish(session, eval_dir: Path, run_id: str, task_set, settings, child: tupl
     return doc
 
 
-def parent_of(config, task_set, settings, manager, parent: bool) -> tuple[dict | None, dict]:
+def parent_of(config: Config, task_set: TaskSet, settings: harness.Settings, manager: Any,
+              parent: bool) -> tuple[Doc | None, Doc]:
     """The parent's output and settings (`parent` False: `--no-parent`, not evaluated)."""
     if not parent:
         return None, {"skipped": "--no-parent"}
     return run_parent(config, task_set, settings, manager)
 
 
-def child_settings(project: Path, gguf, model_args: dict) -> dict:
+def child_settings(project: Path, gguf: planning.Gguf, model_args: Doc) -> Doc:
     """The child's settings for eval.json: its GGUF, how it was served and asked."""
     base_model, context = planning.training_shape(planning.runs_dir(project) / gguf.run)
     return {"gguf": gguf.file, "gguf_sha256": gguf.sha256, "quantize": gguf.quantize, "llama_cpp": gguf.llama_cpp,
-            "base_model": base_model, "context": context, "server": "llama-server -ngl 999 -np 1",
+            "base_model": base_model, "context": context, "server": SERVER,
             "model_args": model_args}
 
 
-def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, settings, manager) -> tuple[dict, dict]:
+def run_child(config: Config, project: Path, gguf: planning.Gguf, where: Target | None, eval_dir: Path,
+              task_set: TaskSet, settings: harness.Settings, manager: Any) -> Ran:
     """lm-eval's output on the child, served for the call; and the child's settings."""
     run_dir = planning.runs_dir(project) / gguf.run
     _, context = planning.training_shape(run_dir)
@@ -175,11 +182,12 @@ def run_child(config, project: Path, gguf, where, eval_dir: Path, task_set, sett
         try:
             out = harness.evaluate(side, task_set, settings, manager)
         except OverbrainerError as e:
-            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / 'server.log', project)}") from None
+            raise OverbrainerError(f"{e}; its server log is {_shown(eval_dir / SERVER_LOG, project)}") from None
     return out, child_settings(project, gguf, side.model_args())
 
 
-def run_parent(config, task_set, settings, manager) -> tuple[dict | None, dict]:
+def run_parent(config: Config, task_set: TaskSet, settings: harness.Settings,
+               manager: Any) -> tuple[Doc | None, Doc]:
     side, about = parent_side(config, settings.seed)
     if side is None:
         log.warning("eval: the parent is not evaluated: %s", about["skipped"])
@@ -191,14 +199,15 @@ def run_parent(config, task_set, settings, manager) -> tuple[dict | None, dict]:
         return None, {**about, "skipped": str(e)}
 
 
-def lm_eval_output(out: dict | None) -> dict | None:
+def lm_eval_output(out: Doc | None) -> Doc | None:
     """lm-eval's own output without its logged samples (kept in samples-*.jsonl)."""
     if out is None:
         return None
     return {k: v for k, v in out.items() if k != "samples"}
 
 
-def eval_doc(eval_id, run_id, task_set, settings, child, child_about, parent, parent_about) -> dict:
+def eval_doc(eval_id: str, run_id: str, task_set: TaskSet, settings: harness.Settings, child: Doc, child_about: Doc,
+             parent: Doc | None, parent_about: Doc) -> Doc:
     return {
         "eval": eval_id, "run": run_id, "created": fmt.stamp(), "lm_eval": harness.version(),
         "model": harness.MODEL, "tasks": list(task_set.names), "task_files": dict(task_set.files),
@@ -210,12 +219,12 @@ def eval_doc(eval_id, run_id, task_set, settings, child, child_about, parent, pa
     }
 
 
-def _samples_text(out: dict) -> str:
+def _samples_text(out: Doc) -> str:
     return "".join(json.dumps({"task": task, **s}, ensure_ascii=False, default=str) + "\n"
                    for task, rows in (out.get("samples") or {}).items() for s in rows)
 
 
-def write_eval(eval_dir: Path, doc: dict, child: dict, parent: dict | None) -> None:
+def write_eval(eval_dir: Path, doc: Doc, child: Doc, parent: Doc | None) -> None:
     atomic_write_text(eval_dir / "samples-child.jsonl", _samples_text(child))
     if parent is not None:
         atomic_write_text(eval_dir / "samples-parent.jsonl", _samples_text(parent))

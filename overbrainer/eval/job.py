@@ -1,18 +1,18 @@
 """The child's side of an eval on a remote target (an SSH host, or a new pod of a runpod target): a
-side job (jobs.side_job) that serves the run's GGUF the way a compare's job does (compare.sh and
-the shared llama_cpp.sh, the GGUF sent once: compare/job.py) and runs lm-eval against it with
-compare/scripts/eval_client.py; its output comes home and is read like a local eval's
-(compare/eval_flow.py).
+side job (jobs.side_job) that serves the run's GGUF as a compare's job does (compare/serve.py:
+compare.sh and the shared llama_cpp.sh, the GGUF sent once) and runs lm-eval against it with
+eval/scripts/eval_client.py; its output comes home and is read like a local eval's
+(eval/flow.py).
 
 - Where: `runs/<run>/evals/<id>/` here, the eval's own folder (with the job's run.json, job.log,
   metrics.jsonl, and on a pod its pod.json), and `<root>/evals/<id>` on the target. A runpod
-  target gets a new pod (compare/job.pod_settings: `[compare] image` and `max_hours`, a VRAM floor
+  target gets a new pod (compare/serve.pod_settings: `[compare] image` and `max_hours`, a VRAM floor
   from the GGUF's size), deleted once the job's files are home.
 - The job's files: compare.sh, compare_client.py, eval_client.py, llama_cpp.sh, the task files
-  (compare/eval_pack.py) and `eval_job.json`: `arguments` (eval_harness.arguments for the child,
+  (eval/tasks.pack) and `eval_job.json`: `arguments` (eval/harness.arguments for the child,
   the settings the parent gets; its `base_url` is left empty, the client sets the server's),
   `include` (the task folders) and `index` (whether a task is named from lm-eval's registry).
-- Its environment: a compare's (job_env: the GGUF, the context, how long the server may take; on
+- Its environment: a compare's (serve.job_env: the GGUF, the context, how long the server may take; on
   a pod the GGUF removed once served), `OVERBRAINER_COMPARE_CLIENT=eval_client.py` and its input
   `eval_job.json`, the progress bars off, and for local tasks `HF_DATASETS_OFFLINE` /
   `HF_HUB_OFFLINE`.
@@ -28,15 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from overbrainer.compare import eval_harness as harness
 from overbrainer.compare import plan as planning
-from overbrainer.compare.eval_pack import pack
-from overbrainer.compare.eval_tasks import TaskSet
-from overbrainer.compare.job import SERVER_LOG, ensure_gguf, job_env, pod_settings, run_explained, script_text
+from overbrainer.compare import serve
 from overbrainer.config.model import Config, Target
 from overbrainer.errors import OverbrainerError
+from overbrainer.eval import harness
+from overbrainer.eval.tasks import TaskSet, pack
 from overbrainer.exec.runtime import Step
-from overbrainer.export import llama_cpp
 from overbrainer.export.job import run_root
 from overbrainer.jobs import run_record as records
 from overbrainer.jobs.lease import is_pod
@@ -53,8 +51,6 @@ CLIENT = "eval_client.py"
 JOB_FILE = "eval_job.json"
 OUTPUT = "output-child.json"
 SAMPLES = "samples-child.jsonl"
-HARDWARE = "hardware.json"
-SCRIPTS = ("compare.sh", "compare_client.py", CLIENT)
 
 
 @dataclass
@@ -78,17 +74,17 @@ def eval_side_job(config: Config, where: Target, run_id: str, gguf: planning.Ggu
     """The eval's SideJob without its callbacks and pod settings (see the module docstring)."""
     side = child_side(gguf, settings)
     packed = pack(tasks)
-    files: dict[str, str | bytes | Path] = {name: script_text(name) for name in SCRIPTS}
-    files[llama_cpp.SCRIPT] = llama_cpp.script(llama_cpp.SCRIPT)
+    files = serve.job_files()
+    files[CLIENT] = serve.script_text(CLIENT, "overbrainer.eval")
     files.update(packed.files)
     spec = {"arguments": harness.arguments(side, tasks.names, settings), "include": packed.include,
             "index": bool(tasks.registry)}
     files[JOB_FILE] = json.dumps(spec, indent=1, ensure_ascii=False) + "\n"
-    env = {**job_env(config, where, gguf, context, drop=on_pod),
+    env = {**serve.job_env(config, where, gguf, context, drop=on_pod),
            "OVERBRAINER_COMPARE_CLIENT": CLIENT, "OVERBRAINER_COMPARE_INPUT": JOB_FILE}
     env.update({name: "1" for name in harness.QUIET_ENV + (harness.OFFLINE_ENV if tasks.offline else ())})
-    return SideJob(KIND, files=files, steps=[Step(KIND, ("sh", "compare.sh"), from_path=True)], env=env,
-                   fetch=[OUTPUT, SAMPLES, SERVER_LOG, HARDWARE], label=f"eval of run {run_id}")
+    return SideJob(KIND, files=files, steps=[Step(KIND, ("sh", serve.SCRIPT), from_path=True)], env=env,
+                   fetch=[OUTPUT, SAMPLES, serve.SERVER_LOG, serve.HARDWARE], label=f"eval of run {run_id}")
 
 
 def run_eval_job(session: Session, config: Config, gguf: planning.Gguf, target: str, tasks: TaskSet,
@@ -104,17 +100,17 @@ def run_eval_job(session: Session, config: Config, gguf: planning.Gguf, target: 
 
     def prepare(executor: Any, remote_job_dir: str) -> None:
         claimed["id"] = PurePosixPath(remote_job_dir).name
-        if ensure_gguf(executor, run_root(remote_job_dir), run_dir, gguf):
+        if serve.ensure_gguf(executor, run_root(remote_job_dir), run_dir, gguf):
             log.info("eval: sent %s (%s) to the target", gguf.file, fmt.size((run_dir / gguf.file).stat().st_size))
 
     job = eval_side_job(config, where, run.id, gguf, context, tasks, settings, on_pod)
     job.prepare = prepare
-    job.pod = pod_settings(config, where, gguf, run_dir, None) if on_pod else {}
-    result = run_explained(session, config, run, job, name, False, claimed, OUTPUT)
+    job.pod = serve.pod_settings(config, where, gguf, run_dir, None) if on_pod else {}
+    result = serve.run_explained(session, config, run, job, name, False, claimed, OUTPUT)
     output = read_output(result.job_dir, result.job_id)
     config_args = output.get("config", {}).get("model_args") if isinstance(output.get("config"), dict) else None
     model_args = config_args if isinstance(config_args, dict) else child_side(gguf, settings).model_args()
-    return ChildJob(result.job_dir, name, output, model_args, _json_or_none(result.job_dir / HARDWARE))
+    return ChildJob(result.job_dir, name, output, model_args, _json_or_none(result.job_dir / serve.HARDWARE))
 
 
 def read_output(job_dir: Path, job_id: str) -> dict[str, Any]:
