@@ -35,13 +35,14 @@ from overbrainer.compare.answers import ANSWERS
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.runtime import Step
 from overbrainer.exec.manifest import sha256_file
-from overbrainer.export import llama_cpp, pod
+from overbrainer.export import llama_cpp
 from overbrainer.export.gate import base_model
 from overbrainer.export.job import FETCHED as EXPORT_FETCHED
 from overbrainer.export.job import run_root
 from overbrainer.jobs import run_record as records
 from overbrainer.jobs.lease import is_pod
 from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job, side_target
+from overbrainer.runpod import side_pods as pod
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)

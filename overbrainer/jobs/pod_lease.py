@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.jobs import ids, pod_run
-from overbrainer.jobs.pod_homes import PodHome
+from overbrainer.jobs.homes import PodHome
 from overbrainer.jobs.pod_ledger import warn_orphans
 from overbrainer.jobs.run_record import PREPARING, load
 from overbrainer.jobs.start import claim_target, fail, unconfirmed
@@ -57,7 +57,7 @@ class PodOptions:
 
     `retrieved`: the job kind's rule saying whether an ended run's results are home (the pod is
     deleted only then); `keep`: the pod is kept when the job ends (`--keep-pod`); `home`: where the
-    record of the pod's owner is (default: the run in runs/; a side job's jobs.pod_homes.PodHome);
+    record of the pod's owner is (default: the run in runs/; a side job's jobs.homes.PodHome);
     `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
     `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod (None:
     only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""

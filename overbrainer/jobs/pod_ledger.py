@@ -20,7 +20,7 @@ from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
-from overbrainer.jobs.pod_homes import PodHome, home_of, pod_homes
+from overbrainer.jobs.homes import PodHome, home_of, pod_homes
 from overbrainer.jobs.run_record import ENDED, PREPARING, RUNNING, load
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
@@ -90,7 +90,7 @@ class Row:
 @dataclass
 class RunPods:
     """What this project knows of one run or side job (its pods' marker): its state and pod.json
-    (or why not), and where they are (`home`, jobs.pod_homes.PodHome; None when not in runs/)."""
+    (or why not), and where they are (`home`, jobs.homes.PodHome; None when not in runs/)."""
     run_id: str
     state: str | None = None
     record: PodRecord | None = None

@@ -29,7 +29,7 @@ from pathlib import Path
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.interrupt import Interrupt
 from overbrainer.jobs.follow import follow
-from overbrainer.jobs.pod_homes import home_of, pod_homes, side_results_home
+from overbrainer.jobs.homes import home_of, pod_homes, side_results_home
 from overbrainer.jobs.run_record import PREPARING, RUNNING, load
 from overbrainer.jobs.start import fail
 from overbrainer.runpod import cost
@@ -215,7 +215,7 @@ def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None
     """(record, pod record) of every run and side job (or of `only`) that ended with its results
     home while its pod.json still shows a pod that is not kept: its client was killed after the
     retrieval and before the delete. A run's results are home by `retrieved(record, run_dir)` (the
-    training's rule; None: runs are left alone), a side job's by `pod_homes.side_results_home`.
+    training's rule; None: runs are left alone), a side job's by `homes.side_results_home`.
     Unreadable records are left alone."""
     if only is not None:
         home = home_of(runs_dir, only)

@@ -23,7 +23,7 @@ target's settings changed by `SideJob.pod` (image, max_hours, min_vram_gb). The 
 unique in the project: it is the pod's marker, and `pod ls` / `pod rm <id>` know it. Its
 `pod.json` and `ssh/` are in the job's directory; the pod's run directory (the watchdog's) is the
 job's directory there. The pod is deleted once the job ended and its files are verified home
-(jobs.pod_homes.side_results_home), or kept with `keep` (`--keep-pod`).
+(jobs.homes.side_results_home), or kept with `keep` (`--keep-pod`).
 
 - `files` are written into the local job directory and uploaded with it (the job's scripts);
   `steps` run with the target's runtime (natively the venv's bin/ first on PATH; in a container
@@ -62,7 +62,7 @@ from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
 from overbrainer.jobs.lease import is_pod, lease
 from overbrainer.jobs.pod_lease import PodOptions
-from overbrainer.jobs.pod_homes import NOT_HOME, PodHome, key_taken, side_results_home
+from overbrainer.jobs.homes import NOT_HOME, PodHome, key_taken, side_results_home
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save

@@ -6,7 +6,7 @@ from __future__ import annotations
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
-from overbrainer.jobs.pod_homes import home_of
+from overbrainer.jobs.homes import home_of
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
