@@ -34,7 +34,8 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
-from overbrainer.jobs.pod_lease import PodLease, PodOptions, pod_lease
+from overbrainer.jobs.homes import Homes
+from overbrainer.jobs.pod_lease import PodOptions, pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
@@ -49,10 +50,12 @@ class LocalOptions:
 
 class Lease:
     """What a lease gives its block: `executor` (None only when a Runpod run's pod no longer
-    exists: `gone`; pod.json then says deleted) and the pod's side of following the job."""
+    exists: `gone`; pod.json then says deleted) and the pod's side of following the job
+    (`held`, the Runpod lease's; None on a local or SSH target)."""
 
-    def __init__(self, executor):
+    def __init__(self, executor, held=None):
         self.executor = executor
+        self.held = held
 
     @property
     def gone(self) -> bool:
@@ -61,10 +64,15 @@ class Lease:
     def follow(self, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
                job: str | None = None) -> Followed | None:
         """`jobs.follow.follow` on this target (a pod's: under the client's deadline)."""
-        return follow(self.executor, record, bus, interrupt, limits=limits, job=job)
+        def watch(stop) -> Followed | None:
+            return follow(self.executor, record, bus, stop, limits=limits, job=job)
+
+        return watch(interrupt) if self.held is None else self.held.watch(watch, record.id, interrupt)
 
     def job_started(self) -> None:
         """The job was spawned (or may have been): nothing to note on a local or SSH target."""
+        if self.held is not None:
+            self.held.job_started()
 
 
 def is_pod(target: Target) -> TypeGuard[RunpodTarget]:
@@ -82,15 +90,16 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease | PodLease]:
+          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease]:
     """The Lease of `target` for the run `record`, for the block (see the module docstring).
     A Runpod target needs its PodOptions; a local or SSH one takes LocalOptions (or nothing, and
     ignores a PodOptions given in case the target were a pod)."""
     if is_pod(target):
         if not isinstance(options, PodOptions):
             raise ValueError("a Runpod lease needs its PodOptions (the rule saying whether a run's results are home)")
-        with pod_lease(session, config, target, record, interrupt=interrupt, start=start, options=options) as held:
-            yield held
+        with pod_lease(session, config, target, record, owners=Homes.of(session.project_dir), interrupt=interrupt,
+                       start=start, options=options) as held:
+            yield Lease(held.executor, held)
         return
     executor = options.executor if isinstance(options, LocalOptions) else None
     runs_dir = ProjectPaths(session.project_dir).runs

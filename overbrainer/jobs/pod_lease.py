@@ -24,18 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
-from overbrainer.jobs import ids, pod_run
-from overbrainer.jobs.homes import PodHome
+from overbrainer.jobs import pod_run
 from overbrainer.jobs.pod_ledger import warn_orphans
-from overbrainer.jobs.run_record import PREPARING, load
-from overbrainer.jobs.start import claim_target, fail, unconfirmed
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR, ssh_line
+from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_scripts import WORKDIR
 from overbrainer.runpod.provision import PodPlace, start_pod
@@ -48,7 +45,6 @@ from overbrainer.runpod.waits import Timing
 log = logging.getLogger(__name__)
 
 NOT_STARTED = "interrupted before the job started"
-Retrieved = Callable[[Any, Path], bool]  # (run record, run dir) -> whether the run's results are home
 
 
 @dataclass(frozen=True)
@@ -56,32 +52,29 @@ class PodOptions:
     """What a Runpod lease needs besides its target (jobs.lease passes it whole).
 
     `retrieved`: the job kind's rule saying whether an ended run's results are home (the pod is
-    deleted only then); `keep`: the pod is kept when the job ends (`--keep-pod`); `home`: where the
-    record of the pod's owner is (default: the run in runs/; a side job's jobs.homes.PodHome);
+    deleted only then); `keep`: the pod is kept when the job ends (`--keep-pod`); `home`: the
+    pod's owner (default: the run in runs/; a side job's jobs.homes.Home);
     `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
     `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod (None:
     only side jobs' left pods are ended; see pod_run.retrieved_but_not_deleted)."""
 
     retrieved: Retrieved
     keep: bool = False
-    home: PodHome | None = None
+    home: Owner | None = None
     workdir: str | None = None
     runs_retrieved: Retrieved | None = None
 
 
 class PodContext:
-    """What the pod steps of one lease share: the API client, the run's `pod.json`, the timing.
-    `home` says where the record is (a run's `runs/<id>`, or a side job's directory): `runs_dir`
-    is the folder holding its record, `run_dir` its directory."""
+    """What the pod steps of one lease share: the API client, the pod's owner (`home`: a run, or a
+    side job; runpod.owners.Owner), its `pod.json`, the timing. `run_dir` is the owner's folder."""
 
-    def __init__(self, client, runs_dir: Path, run_id: str, timing, publish, retrieved=None,
-                 home: PodHome | None = None, project_dir: Path | None = None):
+    def __init__(self, client, owner: Owner, project_dir: Path, timing, publish, retrieved=None):
         self.client = client
-        self.home = home or PodHome(run_id, Path(runs_dir))
-        self.runs_dir = self.home.records
-        self.run_id = run_id
-        self.project_dir = project_dir or Path(runs_dir).parent
-        self.run_dir = ids.run_dir(self.runs_dir, run_id)
+        self.home = owner
+        self.run_id = owner.key
+        self.project_dir = Path(project_dir)
+        self.run_dir = owner.dir
         self.pod_path = PodRecord.path_in(self.run_dir)
         self.pod: PodRecord | None = PodRecord.load_if_any(self.pod_path)
         self.timing = timing
@@ -127,43 +120,38 @@ class PodContext:
 
 
 class PodLease:
-    """The Lease of a Runpod target (jobs.lease.Lease's interface): the pod's executor, None once
-    the pod no longer exists (`gone`), and the pod's side of the job."""
+    """What a Runpod lease holds for its block: the pod's executor, None once the pod no longer
+    exists, and the pod's side of the job (jobs.lease.Lease calls it)."""
 
     def __init__(self, executor, ctx: PodContext):
         self.executor = executor
         self.ctx = ctx
 
-    @property
-    def gone(self) -> bool:
-        return self.executor is None
-
-    def follow(self, record, bus, interrupt, *, limits=None, job: str | None = None):
-        """The watch under the client's deadline, settled (shielded) on the pod's side."""
-        return pod_run.follow_on_pod(self.ctx, self.executor, record, bus, interrupt, limits=limits, job=job)
+    def watch(self, watch: Callable[[Any], Any], run_id: str, interrupt):
+        """`watch(interrupt)` (the job layer's follow) under the client's deadline, settled
+        (shielded) on the pod's side."""
+        return pod_run.follow_on_pod(self.ctx, watch, run_id, interrupt)
 
     def job_started(self) -> None:
         self.ctx.job_started()
 
 
 @contextmanager
-def pod_lease(session, config, target: Any, record, *, interrupt, start: bool,
+def pod_lease(session, config, target: Any, record, *, owners: Owners, interrupt, start: bool,
               options: PodOptions) -> Iterator[PodLease]:
     """The pod of `record` on the Runpod `target` for the block (see the module docstring and
-    PodOptions)."""
-    runs_dir = ProjectPaths(session.project_dir).runs
+    PodOptions); `owners`: the project's runs and side jobs."""
     guard = session.front.open_bus()
     client = None
     executor = None
     try:
         client = RunpodClient.from_config(config)
-        home = options.home
-        ctx = PodContext(client, runs_dir, record.id, Timing.default(), guard.bus.publish, options.retrieved,
-                         home=home, project_dir=session.project_dir)
+        owner = options.home or owners.run(record.id)
+        ctx = PodContext(client, owner, owners.project_dir, Timing.default(), guard.bus.publish, options.retrieved)
         if start:
-            _end_retrieved(ctx, runs_dir, None, interrupt,
-                           rule=options.retrieved if home is None or not home.side else options.runs_retrieved)
-            warn_orphans(client, runs_dir, record.id, stale=True)
+            _end_retrieved(ctx, owners, None, interrupt,
+                           rule=options.retrieved if not owner.side else options.runs_retrieved)
+            warn_orphans(client, owners, record.id, stale=True)
             executor = _provision(ctx, session.front, target, record, interrupt, options)
         else:
             executor = interrupt.shield(pod_run.reconnect, ctx, record,
@@ -190,27 +178,27 @@ def pod_lease(session, config, target: Any, record, *, interrupt, start: bool,
             client.close()
 
 
-def _end_retrieved(ctx: PodContext, runs_dir: Path, run_id: str | None, interrupt, rule=None) -> None:
+def _end_retrieved(ctx: PodContext, owners: Owners, run_id: str | None, interrupt, rule=None) -> None:
     """End the pods of ended runs (and side jobs) whose results are home but whose delete never
     happened (a client killed in between), shielded: deletes are never cut short. `rule`: the
     training's (default the lease's own)."""
-    found = pod_run.retrieved_but_not_deleted(runs_dir, rule or ctx.retrieved, run_id)
+    found = pod_run.retrieved_but_not_deleted(owners, rule or ctx.retrieved, run_id)
     if found:
-        interrupt.shield(pod_run.end_retrieved_pods, ctx.client, runs_dir, found, ctx.timing, publish=ctx.publish,
+        interrupt.shield(pod_run.end_retrieved_pods, ctx.client, found, ctx.timing, publish=ctx.publish,
                          note="deleting the pods of runs that ended")
 
 
-def end_left_pod(session, config, run_id: str, retrieved) -> None:
+def end_left_pod(session, config, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
     """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`):
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
-    runs_dir = ProjectPaths(session.project_dir).runs
-    if not pod_run.retrieved_but_not_deleted(runs_dir, retrieved, run_id):
+    if not pod_run.retrieved_but_not_deleted(owners, retrieved, run_id):
         return
     interrupt = session.front.interrupt()
     try:
         with RunpodClient.from_config(config) as client, session.front.open_bus() as guard:
-            ctx = PodContext(client, runs_dir, run_id, Timing.default(), guard.bus.publish, retrieved)
-            _end_retrieved(ctx, runs_dir, run_id, interrupt)
+            ctx = PodContext(client, owners.run(run_id), owners.project_dir, Timing.default(), guard.bus.publish,
+                             retrieved)
+            _end_retrieved(ctx, owners, run_id, interrupt)
     finally:
         interrupt.restore()
 
@@ -238,7 +226,7 @@ def _provision(ctx: PodContext, front, target, record, interrupt, options: PodOp
         if ctx.stopped(interrupt):
             raise Interrupted(NOT_STARTED)
         _arm_cost_cap(ctx, executor, record, keep)
-        claim_target(executor, ctx.runs_dir, record, _claim_owner(ctx.pod.host_key))
+        ctx.home.claim(executor, record, _claim_owner(ctx.pod.host_key))
         if keep:
             log.warning("%s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
                         "deletes it", ctx.owner(), ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
@@ -301,7 +289,7 @@ def _provisioning_failed(ctx: PodContext, record, error: BaseException, interrup
                                  else ": it has no pod left")
     else:
         message = run_message(error) if isinstance(error, Exception) else type(error).__name__
-    fail(ctx.runs_dir, record, message)
+    ctx.home.fail(record, message)
 
 
 # --- release -----------------------------------------------------------------------------------------
@@ -311,19 +299,19 @@ def _release(ctx: PodContext, executor, interrupt, error: BaseException | None =
     pod = ctx.pod = ctx.pod.reload() if ctx.pod is not None else None
     if pod is None or pod.pod_id is None or pod.state == PodState.DELETED:
         return
-    run = load(ctx.runs_dir, ctx.run_id)
+    run = ctx.home.load()
     stopped = ctx.stopped(interrupt)
-    if run.job is None and not unconfirmed(run):
+    if run.job is None and run.state != RUNNING:  # no job, nor one whose start was not confirmed
         reason = (COST_CAP_UNSET if isinstance(error, pod_run.CostCapUnset)
                   else INTERRUPTED if stopped else NOT_READY)
         try:
             remove(ctx.client, pod, ctx.pod_path, reason, "client", ctx.timing, publish=ctx.publish)
         except NotDeleted as e:
-            fail(ctx.runs_dir, run, f"{NOT_STARTED if stopped else run.message or 'failed'}; {e}")
+            ctx.home.fail(run, f"{NOT_STARTED if stopped else run.message or 'failed'}; {e}")
             raise
         if run.state == PREPARING or stopped:
             why = NOT_STARTED if stopped or error is None else (str(error) or type(error).__name__)
-            fail(ctx.runs_dir, run, why + (": it has no pod left" if why == NOT_STARTED else ""))
+            ctx.home.fail(run, why + (": it has no pod left" if why == NOT_STARTED else ""))
         ctx.sweep_and_forget(sweep)
         return
     if not run.ended and ctx.home.side:  # its watch failed: nobody will follow it again

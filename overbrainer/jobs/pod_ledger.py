@@ -16,14 +16,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.homes import PodHome, home_of, pod_homes
-from overbrainer.jobs.run_record import ENDED, PREPARING, RUNNING, load
+from overbrainer.jobs.pod_run import pod_owners
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
+from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
 
 log = logging.getLogger(__name__)
@@ -90,14 +88,15 @@ class Row:
 @dataclass
 class RunPods:
     """What this project knows of one run or side job (its pods' marker): its state and pod.json
-    (or why not), and where they are (`home`, jobs.homes.PodHome; None when not in runs/)."""
+    (or why not), and where they are (`home`, its runpod.owners.Owner; None when not in runs/)."""
     run_id: str
     state: str | None = None
+    ended: bool = False
     record: PodRecord | None = None
     unreadable: bool = False
     present: bool = False
     others: list = field(default_factory=list)
-    home: PodHome | None = None
+    home: Owner | None = None
 
     @property
     def kind(self) -> str:
@@ -105,29 +104,31 @@ class RunPods:
         return self.home.kind if self.home is not None else "run"
 
 
-def known_run(runs_dir: Path, run_id: str) -> RunPods:
+def known_run(owners: Owners, run_id: str) -> RunPods:
     """The run or side job `run_id` of this project (a pod's marker names one or the other)."""
     known = RunPods(run_id)
-    home = home_of(runs_dir, run_id)
+    home = owners.find(run_id)
     if home is None:
         try:
-            known.present = ids.run_dir(runs_dir, run_id).is_dir()  # a run dir without run.json
+            place = owners.run(run_id)
+            known.present = place.dir.is_dir()  # a run dir without run.json
         except OverbrainerError:
             pass
         if known.present:
-            known.home, known.unreadable = PodHome(run_id, Path(runs_dir)), True
+            known.home, known.unreadable = place, True
         return known
     known.present, known.home = True, home
     try:
-        known.state = load(home.records, run_id).state
+        run = home.load()
+        known.state, known.ended = run.state, run.ended
         known.record = PodRecord.load_if_any(PodRecord.path_in(home.dir))
     except (OverbrainerError, InvalidPodRecord, OSError):
         known.unreadable = True
     return known
 
 
-def _recorded(runs_dir: Path) -> dict[str, RunPods]:
-    return {home.key: known_run(runs_dir, home.key) for home in pod_homes(runs_dir)}
+def _recorded(owners: Owners) -> dict[str, RunPods]:
+    return {home.key: known_run(owners, home.key) for home in pod_owners(owners)}
 
 
 def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool, stale: bool = False) -> str:
@@ -145,7 +146,7 @@ def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool,
         return "kept"
     if rec.state == PodState.AWAITING_RETRIEVAL:
         return "awaiting retrieval"
-    if known.state in ENDED:
+    if known.ended:
         return f"{known.kind} {known.state}, not deleted"
     if stale and (known.state == PREPARING or known.state == RUNNING and known.home.side):
         return f"{known.kind} {known.state}, its process stopped"  # a side job lives with its process
@@ -165,19 +166,19 @@ def _row(pod, known: RunPods | None, now: float, stale: bool = False) -> Row:
                _note(pod.id, run, known, bool(pod.run_marker), stale), spend)
 
 
-def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> list[Row]:
+def account_rows(client, owners: Owners, *, look=None, stale: bool = False) -> list[Row]:
     """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
     a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
     (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
     now = time.time()
-    recorded = _recorded(runs_dir)
+    recorded = _recorded(owners)
     listed = [p for p in client.list_pods() if is_ours(p)]
     rows = []
     for pod in listed:
         run = run_of(pod)
         known = recorded.get(run) if run else None
         if known is None and run:
-            known = known_run(runs_dir, run)
+            known = known_run(owners, run)
         rows.append(_row(pod, known, now, stale))
     if look is None:
         return rows
@@ -201,11 +202,11 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
     return rows
 
 
-def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> list[str]:
+def orphan_warnings(client, owners: Owners, run_id: str | None = None, stale: bool = False) -> list[str]:
     """The `train` warnings for billing pods nothing in progress owns (one list; never deletes).
     `stale`: the caller holds the project, so other `preparing` runs are stopped ones."""
     out = []
-    for row in account_rows(client, runs_dir, stale=stale):
+    for row in account_rows(client, owners, stale=stale):
         if row.run == run_id or _in_progress(row.note) or row.status in ("EXITED", "TERMINATED"):
             continue
         if row.note == "no run marker":
@@ -215,7 +216,7 @@ def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bo
         text = (f"pod {row.pod} ({row.note}) is still on Runpod at {cost.format_rate(row.rate)}: remove it "
                 f"with `overbrainer pod rm {row.run}`")
         if row.note == "stray, not deleted":
-            text += " (this also deletes the run's kept pod)" if _kept(runs_dir, row.run) else ""
+            text += " (this also deletes the run's kept pod)" if _kept(owners, row.run) else ""
         out.append(text)
     return out
 
@@ -226,15 +227,15 @@ def _in_progress(note: str) -> bool:
     return len(words) == 2 and words[1] in (PREPARING, RUNNING)
 
 
-def _kept(runs_dir: Path, run_id: str) -> bool:
-    rec = known_run(runs_dir, run_id).record
+def _kept(owners: Owners, run_id: str) -> bool:
+    rec = known_run(owners, run_id).record
     return rec is not None and rec.state == PodState.KEPT
 
 
-def warn_orphans(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> None:
+def warn_orphans(client, owners: Owners, run_id: str | None = None, stale: bool = False) -> None:
     """Best effort: a failed list is one warning."""
     try:
-        lines = orphan_warnings(client, runs_dir, run_id, stale)
+        lines = orphan_warnings(client, owners, run_id, stale)
     except OverbrainerError as e:
         log.warning("cannot list the account's pods to look for orphans: %s", e)
         return

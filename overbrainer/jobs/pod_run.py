@@ -28,14 +28,11 @@ from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.interrupt import Interrupt
-from overbrainer.jobs.follow import follow
-from overbrainer.jobs.homes import home_of, pod_homes, side_results_home
-from overbrainer.jobs.run_record import PREPARING, RUNNING, load
-from overbrainer.jobs.start import fail
 from overbrainer.runpod import cost
 from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.gone import look_up, mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
+from overbrainer.runpod.owners import PREPARING, RUNNING, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
 from overbrainer.runpod.reach import executor_for
 from overbrainer.runpod.remove import DEADLINE, RETRIEVED, NotDeleted, forget_run, remove, sweep
@@ -75,16 +72,6 @@ def gone_message(pod: PodRecord) -> str:
     return f"pod {pod.pod_id} no longer exists"
 
 
-def fail_run(runs_dir: Path, run_id: str, message: str) -> None:
-    """Save the run `failed` with `message` (best effort: a warning when it cannot be saved)."""
-    try:
-        record = load(runs_dir, run_id)
-    except OverbrainerError as e:
-        log.warning("cannot record run %s as failed: %s", run_id, e)
-        return
-    fail(runs_dir, record, message)
-
-
 # --- following -----------------------------------------------------------------------------------
 
 def client_deadline(pod: PodRecord, margin: float) -> float | None:
@@ -94,10 +81,11 @@ def client_deadline(pod: PodRecord, margin: float) -> float | None:
     return pod.deadline_unix + margin
 
 
-def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: str | None = None):
-    """`jobs.follow.follow` under the client's deadline, then settled (shielded): None after
-    Ctrl-C (the job keeps running, the watchdog owns the pod); raises DeadlineReached / PodGone
-    (the run is then failed) or the watch's own error (the run stays running)."""
+def follow_on_pod(ctx, watch, run_id: str, interrupt):
+    """`watch(interrupt)` (the job layer's follow of the job) under the client's deadline, then
+    settled (shielded): None after Ctrl-C (the job keeps running, the watchdog owns the pod);
+    raises DeadlineReached / PodGone (the run is then failed) or the watch's own error (the run
+    stays running)."""
     deadline = client_deadline(ctx.pod, ctx.timing.deadline_margin)
     tripped = threading.Event()
     done = threading.Event()
@@ -113,7 +101,7 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: st
     error: OverbrainerError | None = None
     followed = None
     try:
-        followed = follow(executor, record, bus, Interrupt.on(tripped), limits=limits, job=job)
+        followed = watch(Interrupt.on(tripped))
     except OverbrainerError as e:
         error = e
     finally:
@@ -123,15 +111,15 @@ def follow_on_pod(ctx, executor, record, bus, interrupt, *, limits=None, job: st
     if error is None and interrupt.caught():
         return None
     if error is None:
-        return interrupt.shield(_deadline_reached, ctx, record.id,
-                                note=f"deleting the pod of run {record.id}")
-    return interrupt.shield(_unreachable, ctx, record.id, error,
-                            note=f"looking up the pod of run {record.id}")
+        return interrupt.shield(_deadline_reached, ctx, run_id,
+                                note=f"deleting the pod of run {run_id}")
+    return interrupt.shield(_unreachable, ctx, run_id, error,
+                            note=f"looking up the pod of run {run_id}")
 
 
 def _deadline_reached(ctx, run_id: str):
     remove(ctx.client, ctx.pod, ctx.pod_path, DEADLINE, "client", ctx.timing, publish=ctx.publish)
-    fail_run(ctx.runs_dir, run_id, DEADLINE_MESSAGE)
+    ctx.home.fail_run(DEADLINE_MESSAGE)
     ctx.forget()
     raise DeadlineReached(f"{ctx.owner(run_id)} failed: {DEADLINE_MESSAGE}")
 
@@ -157,11 +145,11 @@ def settle_gone(ctx, run_id: str) -> str:
     mark_gone(ctx.pod, path=ctx.pod_path)
     ctx.forget()
     try:
-        state = load(ctx.runs_dir, run_id).state
+        state = ctx.home.load().state
     except OverbrainerError:
         state = None
     if state in (PREPARING, RUNNING):  # an ended run keeps its outcome
-        fail_run(ctx.runs_dir, run_id, message)
+        ctx.home.fail_run(message)
     log.warning("%s: %s", ctx.owner(run_id), message)
     return message
 
@@ -211,40 +199,44 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
     return pod.state.value
 
 
-def retrieved_but_not_deleted(runs_dir: Path, retrieved, only: str | None = None) -> list[tuple]:
-    """(record, pod record) of every run and side job (or of `only`) that ended with its results
-    home while its pod.json still shows a pod that is not kept: its client was killed after the
-    retrieval and before the delete. A run's results are home by `retrieved(record, run_dir)` (the
-    training's rule; None: runs are left alone), a side job's by `homes.side_results_home`.
-    Unreadable records are left alone."""
+def pod_owners(owners: Owners) -> list:
+    """Every run and side job of the project whose folder holds a pod.json."""
+    return [owner for owner in owners.all() if PodRecord.path_in(owner.dir).is_file()]
+
+
+def retrieved_but_not_deleted(owners: Owners, retrieved: Retrieved | None, only: str | None = None) -> list[tuple]:
+    """(owner, record, pod record) of every run and side job (or of `only`) that ended with its
+    results home while its pod.json still shows a pod that is not kept: its client was killed
+    after the retrieval and before the delete. A run's results are home by `retrieved(record,
+    run_dir)` (the training's rule; None: runs are left alone), a side job's by its own rule
+    (Owner.results_home). Unreadable records are left alone."""
     if only is not None:
-        home = home_of(runs_dir, only)
+        home = owners.find(only)
         homes = [home] if home is not None else []
     else:
-        homes = pod_homes(runs_dir)
+        homes = pod_owners(owners)
     found = []
     for home in homes:
-        rule = side_results_home if home.side else retrieved
-        if rule is None:
+        if not home.side and retrieved is None:
             continue
         try:
             pod = PodRecord.load_if_any(PodRecord.path_in(home.dir))
             if pod is None or not pod.live or pod.keep or pod.state == PodState.KEPT:
                 continue
-            run = load(home.records, home.key)
+            run = home.load()
         except (OverbrainerError, OSError):
             continue
-        if run.ended and rule(run, home.dir):
-            found.append((run, pod))
+        if run.ended and home.results_home(run, retrieved):
+            found.append((home, run, pod))
     return found
 
 
-def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, publish=None) -> None:
+def end_retrieved_pods(client, found: list[tuple], timing, *, publish=None) -> None:
     """Delete (and confirm) the pods `retrieved_but_not_deleted` found, one warning line each, then
     sweep each run's other marker pods and forget its keys. Failures are warnings."""
-    for run, pod in found:
-        log.warning("%s ended and its results are home, but its pod %s was not deleted: deleting it now",
-                    _owner_of(pod.path.parent, run.id), pod.pod_id)
+    for home, run, pod in found:
+        log.warning("%s %s ended and its results are home, but its pod %s was not deleted: deleting it now",
+                    home.kind, run.id, pod.pod_id)
         try:
             remove(client, pod, pod.path, RETRIEVED, "client", timing, publish=publish)
             strays = sweep(client, run.id, pod.pod_id, timing, publish=publish)
@@ -256,12 +248,6 @@ def end_retrieved_pods(client, runs_dir: Path, found: list[tuple], timing, *, pu
             pod.save(pod.path)
         if pod.no_pod_left:
             forget_run(client, pod.path.parent, run.id)
-
-
-def _owner_of(job_dir: Path, key: str) -> str:
-    """`run R`, or `export X` / `compare X` for a side job (its folder is `<kind>s/<id>`)."""
-    folder = job_dir.parent.name
-    return f"{folder[:-1]} {key}" if folder.endswith("s") and folder != "runs" else f"run {key}"
 
 
 # --- reconnecting ----------------------------------------------------------------------------------

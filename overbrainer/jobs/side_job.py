@@ -62,7 +62,7 @@ from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
 from overbrainer.jobs.lease import is_pod, lease
 from overbrainer.jobs.pod_lease import PodOptions
-from overbrainer.jobs.homes import NOT_HOME, PodHome, key_taken, side_results_home
+from overbrainer.jobs.homes import NOT_HOME, Home, key_taken, side_results_home
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
@@ -199,7 +199,7 @@ def _on_pod(session, config, side: _Side, name: str, target: RunpodTarget, inter
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id
              else f"{root.rsplit('/', 1)[0]}/.cache")
     try:
-        options = PodOptions(side_results_home, keep=keep, home=PodHome(job_id, parent, run.id),
+        options = PodOptions(side_results_home, keep=keep, home=Home(job_id, parent, run.id),
                              workdir=f"{root}/{job.kind}s")
         with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
                    options=options) as held:

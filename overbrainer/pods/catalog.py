@@ -3,14 +3,12 @@ and `pod ssh` (the ssh line of a run's pod)."""
 
 from __future__ import annotations
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.homes import home_of
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cost import format_rate
 from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
+from overbrainer.runpod.owners import Owners
 from overbrainer.support.columns import table
 
 
@@ -55,13 +53,12 @@ def volumes_flow(session, config) -> None:
             "pod: no network volume on this account")
 
 
-def ssh_argv(session, run_id: str) -> tuple[list[str], str]:
+def ssh_argv(owners: Owners, run_id: str) -> tuple[list[str], str]:
     """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>` (a side
     job's ssh/ is in its own directory)."""
-    runs_dir = ProjectPaths(session.project_dir).runs
-    home = home_of(runs_dir, run_id)
-    folder = home.dir if home is not None else ids.run_dir(runs_dir, run_id)
-    shown = home.shown(session.project_dir) if home is not None else f"runs/{run_id}"
+    home = owners.find(run_id)
+    folder = home.dir if home is not None else owners.run(run_id).dir
+    shown = home.shown(owners.project_dir) if home is not None else f"runs/{run_id}"
     config = folder / SSH_DIR / CONFIG
     if not config.is_file():
         raise OverbrainerError(f"{shown}/{SSH_DIR}/{CONFIG} does not exist: {run_id} has no pod to log in to")

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.jobs.pod_ledger import EMPTY, account_rows
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.gone import look_up_all
+from overbrainer.runpod.owners import Owners
 from overbrainer.runpod.waits import Timing
 from overbrainer.support.columns import table
 from overbrainer.support.lock import holder_alive
 
 
-def ls_flow(session, config) -> None:
+def ls_flow(session, config, owners: Owners) -> None:
     """`pod ls`: every overbrainer pod of the account and every recorded pod the list lacks (looked
-    at by the gone rule), then the spend so far; never deletes a pod."""
+    at by the gone rule), then the spend so far; never deletes a pod. `owners`: the project's
+    runs and side jobs."""
     timing = Timing.default()
     stale = not holder_alive(session.project_dir)
     with RunpodClient.from_config(config) as client:
-        rows = account_rows(client, ProjectPaths(session.project_dir).runs,
+        rows = account_rows(client, owners,
                             look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
     total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
     data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}

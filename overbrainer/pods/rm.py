@@ -17,14 +17,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
 from overbrainer.jobs.pod_ledger import known_run, unix_of
-from overbrainer.jobs.pod_run import fail_run
-from overbrainer.jobs.run_record import PREPARING, RUNNING
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.remove import REQUESTED, NotDeleted, delete_confirmed, forget_run, remove
 from overbrainer.runpod.waits import Timing
@@ -97,13 +94,13 @@ def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by
     return done
 
 
-def rm_flow(session, config, *, run_id: str, force: bool) -> None:
+def rm_flow(session, config, owners: Owners, *, run_id: str, force: bool) -> None:
     """`pod rm ID`: ID is a run, or a side job that ran on a pod of its own (`export_…`,
     `compare_…`: it lives only while its command runs, and this command holds the project, so
-    its pod is deleted whatever its state; one in progress is failed)."""
-    ids.validate(run_id)
-    runs_dir = ProjectPaths(session.project_dir).runs
-    known = known_run(runs_dir, run_id)
+    its pod is deleted whatever its state; one in progress is failed). `owners`: the project's
+    runs and side jobs."""
+    owners.run(run_id)  # a valid ID, or OverbrainerError
+    known = known_run(owners, run_id)
     if not known.present and not force:
         raise PodRmRefused(f"run {run_id} is not in this project's runs/: if no other checkout owns it, "
                            f"pass --force to delete its pods")
@@ -111,7 +108,6 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
         raise PodRmRefused(f"the records of run {run_id} cannot be read: pass --force to delete its pods")
     rec = known.record
     side = known.home is not None and known.home.side
-    records = known.home.records if known.home is not None else runs_dir
     running = known.state == RUNNING and not side  # `preparing`: its process is gone (we hold the project)
     if running and (rec is None or rec.pod_id is None) and not force:
         raise PodRmRefused(f"run {run_id} is still starting: nothing deleted (any of its pods may become "
@@ -126,10 +122,10 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
                 text += f", and its other pods {', '.join(done.others)} were deleted"
             session.report("\n".join(done.lines), {"run": run_id, "pods": done.data, "kept": rec.pod_id})
             raise PodRmRefused(text + f"; stop it with `overbrainer train cancel {run_id}` first, or pass --force")
-        if known.state == PREPARING:
-            fail_run(records, run_id, STOPPED.format(by="`pod rm`"))
-        elif (force or side) and known.state == RUNNING and done.data:
-            fail_run(records, run_id, FORCED)
+        if known.home is not None and known.state == PREPARING:
+            known.home.fail_run(STOPPED.format(by="`pod rm`"))
+        elif known.home is not None and (force or side) and known.state == RUNNING and done.data:
+            known.home.fail_run(FORCED)
         if not done.failed and (rec is None or rec.no_pod_left) and known.present and known.home is not None:
             forget_run(client, known.home.dir, run_id)
     lines = done.lines or [f"pod: no pod for {known.kind} {run_id}"]
@@ -137,11 +133,11 @@ def rm_flow(session, config, *, run_id: str, force: bool) -> None:
     _raise_unconfirmed(run_id, done.failed)
 
 
-def cancel_stopped(session, config, record) -> str:
+def cancel_stopped(session, config, record, owner: Owner) -> str:
     """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
-    gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported."""
-    runs_dir = ProjectPaths(session.project_dir).runs
-    run_dir = ids.run_dir(runs_dir, record.id)
+    gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported.
+    `owner`: the run's place (runpod.owners)."""
+    run_dir = owner.dir
     rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
     done = Deleted()
     if rec is not None:
@@ -152,7 +148,7 @@ def cancel_stopped(session, config, record) -> str:
         message = STOPPED.format(by="`train cancel`")
     else:
         message = "cancelled before its job started (its process was killed)"
-    fail_run(runs_dir, record.id, message)
+    owner.fail_run(message)
     text = "\n".join(done.lines + [f"train: run {record.id} failed: {message}"])
     session.report(text, {"run_id": record.id, "cancelled": False, "state": "failed", "message": message,
                           "pods": done.data})

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
-from overbrainer.jobs.run_record import list_runs
 from overbrainer.runpod import cost
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord
 
@@ -25,11 +25,12 @@ def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
                            "deleted_by": pod.deleted_by, "stray_pods": list(pod.stray_pods)}
 
 
-def pod_spend(runs_dir: Path) -> tuple[str, dict] | None:
-    """What the project's pods cost, for `history`: one line and its fields; None without pods."""
+def pod_spend(run_dirs: Iterable[Path]) -> tuple[str, dict] | None:
+    """What the pods of the runs in `run_dirs` cost, for `history`: one line and its fields; None
+    without pods."""
     runs, total, unknown = 0, 0.0, 0
-    for record in list_runs(runs_dir):
-        found = pod_summary(Path(runs_dir) / record.id)
+    for run_dir in run_dirs:
+        found = pod_summary(run_dir)
         if found is None or found[1].get("pod_id") is None:
             continue
         runs += 1

@@ -25,6 +25,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
+from overbrainer.jobs.homes import Homes
 from overbrainer.jobs.lease import LocalOptions, is_pod, lease
 from overbrainer.jobs.pod_lease import PodOptions
 from overbrainer.jobs.pod_lease import end_left_pod
@@ -259,7 +260,8 @@ def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     run_dir = ids.run_dir(runs_dir, run_id)
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
-        end_left_pod(session, config, run_id, is_retrieved)  # its pod, when a client was killed before deleting it
+        # its pod, when a client was killed before deleting it
+        end_left_pod(session, config, Homes.of(session.project_dir), run_id, is_retrieved)
         return report_outcome(front, record, run_dir, after)
     interrupt = front.interrupt()
     try:
@@ -337,7 +339,7 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
     if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
-        return cancel_stopped(session, config, record)
+        return cancel_stopped(session, config, record, Homes.of(session.project_dir).run(record.id))
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
     if config.training is None:
