@@ -13,7 +13,7 @@ from overbrainer.cli.help import HelpGroup
 from overbrainer.jobs.homes import Homes
 from overbrainer.pods.catalog import datacenters_flow, gpus_flow, ssh_argv, volumes_flow
 from overbrainer.pods.ls import ls_flow
-from overbrainer.pods.rm import rm_flow
+from overbrainer.runpod.commands import rm_flow
 
 
 @click.group("pod", cls=HelpGroup)

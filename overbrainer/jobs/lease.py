@@ -5,12 +5,12 @@
         held.executor.spawn(...); held.job_started(); held.follow(record, bus, interrupt)
 
 What each target kind needs besides the target comes as one value: `LocalOptions` (local and
-SSH) or `jobs.pod_lease.PodOptions` (Runpod).
+SSH) or `runpod.lease.PodOptions` (Runpod).
 
 It yields one `Lease`, whatever the target: the executor and the pod's side of the job (`follow`,
 `job_started`: plain for a local or SSH target). Local and SSH leases connect (raced against
 Ctrl-C: a connection is safe to abandon) and close the executor on release. A Runpod lease
-(`jobs.pod_lease`) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
+(`runpod.lease`) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
 pod's host key, and on release ends the pod: deleted once the results are verified home, else left
 to its watchdog with a message saying so. `retrieved(record, run_dir)` says whether an ended run's
 results are home (the job kind's rule): the Runpod lease deletes a pod only then.
@@ -35,7 +35,7 @@ from overbrainer.errors import Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
 from overbrainer.jobs.homes import Homes
-from overbrainer.jobs.pod_lease import PodOptions, pod_lease
+from overbrainer.runpod.lease import PodOptions, pod_lease
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor

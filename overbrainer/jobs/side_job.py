@@ -17,7 +17,7 @@ target, the run's own directory), and `/workspace/overbrainer/<run>` on a pod. I
 writes `job.log` and `metrics.jsonl` there, so `jobs.follow` shows its stage lines and
 `Executor.fetch` verifies what comes back against the target's SHA-256 manifest.
 
-A runpod target gets a NEW pod for the job, under the same lease as training (jobs.pod_lease:
+A runpod target gets a NEW pod for the job, under the same lease as training (runpod.lease:
 provisioning flag, pinned host key, watchdog, the client's deadline, `max_cost_usd`), with the
 target's settings changed by `SideJob.pod` (image, max_hours, min_vram_gb). The job's ID is then
 unique in the project: it is the pod's marker, and `pod ls` / `pod rm <id>` know it. Its
@@ -61,7 +61,7 @@ from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
 from overbrainer.jobs.lease import is_pod, lease
-from overbrainer.jobs.pod_lease import PodOptions
+from overbrainer.runpod.lease import PodOptions
 from overbrainer.jobs.homes import NOT_HOME, Home, key_taken, side_results_home
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line

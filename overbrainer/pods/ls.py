@@ -1,8 +1,8 @@
-"""`overbrainer pod ls`: the ledger's rows (jobs/pod_ledger.py) as a table, and the spend so far."""
+"""`overbrainer pod ls`: the ledger's rows (runpod/ledger.py) as a table, and the spend so far."""
 
 from __future__ import annotations
 
-from overbrainer.jobs.pod_ledger import EMPTY, account_rows
+from overbrainer.runpod.ledger import EMPTY, account_rows
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.gone import look_up_all

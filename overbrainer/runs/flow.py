@@ -27,14 +27,14 @@ from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.homes import Homes
 from overbrainer.jobs.lease import LocalOptions, is_pod, lease
-from overbrainer.jobs.pod_lease import PodOptions
-from overbrainer.jobs.pod_lease import end_left_pod
+from overbrainer.runpod.lease import PodOptions
+from overbrainer.runpod.lease import end_left_pod
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.jobs.start import create_run, fail, release_claim, settle, start_job, unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
-from overbrainer.pods.rm import cancel_stopped
+from overbrainer.runpod.commands import cancel_stopped
 from overbrainer.runs.fingerprint import fingerprint
 from overbrainer.runs.job_spec import job_spec
 from overbrainer.runs.post_train import PostTrain, fetched

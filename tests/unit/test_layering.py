@@ -250,7 +250,7 @@ def test_the_walk_sees_the_whole_package():
     edges = {(m.name, target) for m in MODULES.values() for target, _, _ in m.imports}
     # an import at module top, one inside a function, one under TYPE_CHECKING
     assert ("overbrainer.jobs.lease", "overbrainer.jobs.follow") in edges
-    assert ("overbrainer.jobs.lease", "overbrainer.jobs.pod_lease") in edges
+    assert ("overbrainer.jobs.lease", "overbrainer.runpod.lease") in edges
     assert any(t == "overbrainer.front.session" and type_only
                for t, _, type_only in MODULES["overbrainer.runs.flow"].imports)
 

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs.pod_ledger import known_run, unix_of
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.ledger import known_run, unix_of
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.remove import REQUESTED, NotDeleted, delete_confirmed, forget_run, remove

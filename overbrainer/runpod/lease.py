@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from overbrainer.errors import Interrupted, OverbrainerError
-from overbrainer.jobs import pod_run
-from overbrainer.jobs.pod_ledger import warn_orphans
-from overbrainer.runpod import cost
+from overbrainer.runpod import cost, pod_run
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import RunpodError
 from overbrainer.runpod.failures import run_message
 from overbrainer.runpod.keys import SSH_DIR, ssh_line
+from overbrainer.runpod.ledger import warn_orphans
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_scripts import WORKDIR

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs.pod_run import pod_owners
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.runpod.pod_run import pod_owners
 
 log = logging.getLogger(__name__)
 
