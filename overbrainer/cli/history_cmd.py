@@ -8,7 +8,7 @@ from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.jobs.run_record import list_runs
 from overbrainer.pipeline.dataset_ops import history_flow
-from overbrainer.pods.summary import pod_spend
+from overbrainer.runpod.ledger import pod_spend
 
 
 @click.command(short_help="Show what each stage did and spent.")

@@ -11,9 +11,7 @@ from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.jobs.homes import Homes
-from overbrainer.pods.catalog import datacenters_flow, gpus_flow, ssh_argv, volumes_flow
-from overbrainer.pods.ls import ls_flow
-from overbrainer.runpod.commands import rm_flow
+from overbrainer.runpod.commands import datacenters_flow, gpus_flow, ls_flow, rm_flow, ssh_argv, volumes_flow
 
 
 @click.group("pod", cls=HelpGroup)

@@ -16,7 +16,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import list_runs, load
-from overbrainer.pods.summary import pod_summary
+from overbrainer.runpod.ledger import pod_summary
 from overbrainer.runpod.cost import format_rate, format_spend
 from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
 from overbrainer.runs.progress import local_progress

@@ -68,9 +68,9 @@ from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
 from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.pod_body import VOLUME_PATH
+from overbrainer.runpod.pod_spec import VOLUME_PATH
 from overbrainer.runpod.pod_record import PodRecord
-from overbrainer.runpod.pod_scripts import WORKDIR
+from overbrainer.runpod.pod_spec import WORKDIR
 from overbrainer.support import fmt, frozen
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted
 from overbrainer.metrics.families import TallyCollector
-from overbrainer.runpod.spend import runpod_spend
+from overbrainer.runpod.ledger import runpod_spend
 from overbrainer.metrics.server import MetricsServer
 from overbrainer.metrics.tally import Tally
 from overbrainer.support.atomic import atomic_write_bytes

@@ -1,14 +1,19 @@
-"""`overbrainer pod rm ID [--force]`: delete the pods of one run (or of one side job that ran on a
-pod of its own: `export_…`, `compare_…`) and confirm each delete; and `train cancel` of a run
-whose provisioning was cut short.
+"""The `pod` commands' flows: `pod ls` (the ledger's rows as a table, and the spend so far), `pod rm`,
+the catalog listings `pod gpus`, `pod datacenters`, `pod volumes` (only the API key is needed) and
+`pod ssh` (the ssh line of a run's pod); and `train cancel` of a run whose provisioning was cut
+short (`cancel_stopped`).
 
-Both hold the project lock, so a run still `preparing` has no process working on it any more (a
-`train` killed during provisioning): its pods are deleted and the run is failed. Without --force:
-a run not in this project's runs/ is refused; a run `running` before its pod was recorded is left
-alone (any of its pods may be training); a running run keeps its training pod (its other marker
-pods are deleted). Otherwise the recorded pod (even a kept one), its strays and every other pod
-carrying the run marker are deleted, continuing past failures; the run's keys and host-key secret
-are forgotten once no pod is left. Forced on a run in progress, the run is failed.
+`pod rm ID [--force]` deletes the pods of one run (or of one side job that ran on a pod of its
+own: `export_…`, `compare_…`) and confirms each delete. It and `train cancel` hold the project
+lock, so a run still `preparing` has no process working on it any more (a `train` killed during
+provisioning): its pods are deleted and the run is failed. Without --force: a run not in this
+project's runs/ is refused; a run `running` before its pod was recorded is left alone (any of its
+pods may be training); a running run keeps its training pod (its other marker pods are deleted).
+Otherwise the recorded pod (even a kept one), its strays and every other pod carrying the run
+marker are deleted, continuing past failures; the run's keys and host-key secret are forgotten
+once no pod is left. Forced on a run in progress, the run is failed.
+
+The project's runs and side jobs (`owners`) come from the command line (jobs.homes.Homes).
 """
 
 from __future__ import annotations
@@ -18,14 +23,18 @@ import time
 from dataclasses import dataclass, field
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runpod import cost
+from overbrainer.runpod import catalog, cost
 from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.ledger import known_run, unix_of
+from overbrainer.runpod.gone import look_up_all
+from overbrainer.runpod.keys import CONFIG, SSH_DIR, alias, ssh_line
+from overbrainer.runpod.ledger import EMPTY, account_rows, known_run, unix_of
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.remove import REQUESTED, NotDeleted, delete_confirmed, forget_run, remove
 from overbrainer.runpod.waits import Timing
 from overbrainer.support import fmt
+from overbrainer.support.columns import table
+from overbrainer.support.lock import holder_alive
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +175,80 @@ def _age(rec) -> float | None:
     """Seconds from the pod's create answer to its confirmed delete."""
     end = unix_of(rec.deleted_at)
     return end - rec.created_unix if end is not None and rec.created_unix is not None else None
+
+
+# --- pod ls ----------------------------------------------------------------------------------------
+
+def ls_flow(session, config, owners: Owners) -> None:
+    """`pod ls`: every overbrainer pod of the account and every recorded pod the list lacks (looked
+    at by the gone rule), then the spend so far; never deletes a pod. `owners`: the project's
+    runs and side jobs."""
+    timing = Timing.default()
+    stale = not holder_alive(session.project_dir)
+    with RunpodClient.from_config(config) as client:
+        rows = account_rows(client, owners,
+                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
+    total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
+    data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}
+    if not rows:
+        session.report(EMPTY, data)
+        return
+    lines = table([["RUN", "POD", "STATUS", "GPU", "$/H", "CREATED", "NOTE"]] + [r.cells() for r in rows])
+    lines.append(f"spend so far: {cost.format_spend(total)}")
+    session.report("\n".join(lines), data)
+
+
+# --- the catalog and pod ssh ----------------------------------------------------------------------
+
+def _report(session, header: list[str], rows: list[list[str]], data: dict, empty: str) -> None:
+    session.report("\n".join(table([header] + rows)) if rows else empty, data)
+
+
+def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
+              data_center=None) -> None:
+    with RunpodClient.from_config(config) as client:
+        gpus = catalog.for_listing(client.gpu_types(count), min_vram_gb=min_vram, max_price=max_price,
+                                   in_stock=in_stock, data_center=data_center)
+    rows, data = [], []
+    for g in gpus:
+        stock = g.stock_at(data_center) if data_center else g.availability
+        rate = g.price_per_hour * count if g.price_per_hour is not None else None
+        rows.append([g.id, f"{g.memory_gb:g}" if g.memory_gb is not None else "-", cost.format_rate(rate),
+                     str(g.max_count), stock])
+        data.append({"id": g.id, "memory_gb": g.memory_gb, "price_per_hour": rate,
+                     "max_count": g.max_count, "stock": stock})
+    _report(session, ["ID", "VRAM GB", "$/H", "MAX COUNT", "STOCK"], rows, {"gpus": data},
+            "pod: no GPU type matches")
+
+
+def datacenters_flow(session, config) -> None:
+    with RunpodClient.from_config(config) as client:
+        dcs = client.data_centers()
+    rows = [[d.id, d.name or "-", d.region or "-", ", ".join(d.gpu_types_in_stock) or "-"] for d in dcs]
+    data = [{"id": d.id, "name": d.name, "region": d.region, "gpu_types_in_stock": list(d.gpu_types_in_stock)}
+            for d in dcs]
+    _report(session, ["ID", "NAME", "REGION", "GPU TYPES IN STOCK"], rows, {"datacenters": data},
+            "pod: no data center listed")
+
+
+def volumes_flow(session, config) -> None:
+    with RunpodClient.from_config(config) as client:
+        vols = client.volumes()
+    rows = [[v.id, v.name or "-", str(v.size_gb) if v.size_gb is not None else "-", v.data_center or "-"]
+            for v in vols]
+    data = [{"id": v.id, "name": v.name, "size_gb": v.size_gb, "data_center": v.data_center} for v in vols]
+    _report(session, ["ID", "NAME", "SIZE GB", "DATA CENTER"], rows, {"volumes": data},
+            "pod: no network volume on this account")
+
+
+def ssh_argv(owners: Owners, run_id: str) -> tuple[list[str], str]:
+    """The argv and the printed line of `ssh -F runs/<id>/ssh/config overbrainer-<id>` (a side
+    job's ssh/ is in its own directory)."""
+    home = owners.find(run_id)
+    folder = home.dir if home is not None else owners.run(run_id).dir
+    shown = home.shown(owners.project_dir) if home is not None else f"runs/{run_id}"
+    config = folder / SSH_DIR / CONFIG
+    if not config.is_file():
+        raise OverbrainerError(f"{shown}/{SSH_DIR}/{CONFIG} does not exist: {run_id} has no pod to log in to")
+    side = home is not None and home.side
+    return ["ssh", "-F", str(config), alias(run_id)], ssh_line(run_id, shown if side else None)

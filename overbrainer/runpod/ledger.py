@@ -8,6 +8,10 @@ killed during provisioning: `stale`) is not in progress: its pods are orphans. T
 deletes a pod: a recorded pod the account list lacks is looked at with the gone rule (3 Runpod
 404s and absence from the list, or TERMINATED); a gone one is recorded `deleted`, an unclear look
 shows `UNCHECKED`.
+
+What the pods cost, for the read-only views, from the pod.json files alone (no API call): the pod
+column and fields of `runs ls` / `runs show` (`pod_summary`), the spend line of `history`
+(`pod_spend`), and each run's spend for the metrics exporter (`runpod_spend`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import Iterable
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
-from overbrainer.runpod.pod_run import pod_owners
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +107,11 @@ class RunPods:
     def kind(self) -> str:
         """`run`, `export` or `compare`: how its notes name it."""
         return self.home.kind if self.home is not None else "run"
+
+
+def pod_owners(owners: Owners) -> list:
+    """Every run and side job of the project whose folder holds a pod.json."""
+    return [owner for owner in owners.all() if PodRecord.path_in(owner.dir).is_file()]
 
 
 def known_run(owners: Owners, run_id: str) -> RunPods:
@@ -241,3 +251,62 @@ def warn_orphans(client, owners: Owners, run_id: str | None = None, stale: bool 
         return
     for line in lines:
         log.warning("%s", line)
+
+
+# --- what the pods cost, from pod.json ----------------------------------------------------------
+
+def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
+    """The run's pod for `runs ls` / `runs show`: (its `runs ls` column, its fields: pod ID, state,
+    rate in USD/h, spend so far or at deletion); None for a run without pod.json."""
+    try:
+        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (InvalidPodRecord, OSError):
+        return "pod record unreadable", {"unreadable": True}
+    if pod is None:
+        return None
+    spend = pod.spend_so_far()
+    return pod.summary(), {"pod_id": pod.pod_id, "state": pod.state.value, "rate_per_hour": pod.cost_per_hour,
+                           "spend": round(spend, 4) if spend is not None else None,
+                           "deleted_by": pod.deleted_by, "stray_pods": list(pod.stray_pods)}
+
+
+def pod_spend(run_dirs: Iterable[Path]) -> tuple[str, dict] | None:
+    """What the pods of the runs in `run_dirs` cost, for `history`: one line and its fields; None
+    without pods."""
+    runs, total, unknown = 0, 0.0, 0
+    for run_dir in run_dirs:
+        found = pod_summary(run_dir)
+        if found is None or found[1].get("pod_id") is None:
+            continue
+        runs += 1
+        if found[1]["spend"] is None:
+            unknown += 1
+        else:
+            total += found[1]["spend"]
+    if not runs:
+        return None
+    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {cost.format_spend(total)}"
+    if unknown:
+        line += f" ({unknown} without a known rate)"
+    return line, {"runs": runs, "spend": round(total, 4), "unknown": unknown}
+
+
+def runpod_spend(runs_dir: Path, now: float | None = None) -> dict[str, float]:
+    """USD per run ID: a deleted pod's final estimate, a live one's rate × uptime. A run without a
+    pod.json, or whose spend is unknown (no rate yet), has no entry; an unreadable pod.json is
+    left out (`runs ls` and `pod ls` say what is wrong with it)."""
+    paths = sorted(Path(runs_dir).glob("*/pod.json"))
+    if not paths:
+        return {}
+    now = time.time() if now is None else now
+    out: dict[str, float] = {}
+    for path in paths:
+        try:
+            record = PodRecord.load(path)
+        except OverbrainerError as e:
+            log.debug("metrics: %s", e)
+            continue
+        spend = record.spend_so_far(now)
+        if spend is not None:
+            out[record.run_id] = spend
+    return out

@@ -22,7 +22,7 @@ from overbrainer.jobs.run_record import load
 from overbrainer.jobs.targets import open_executor, record_target
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
 from overbrainer.runpod.pod_record import PodRecord, PodState
-from overbrainer.runpod.reach import executor_for
+from overbrainer.runpod.provision import executor_for
 from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)

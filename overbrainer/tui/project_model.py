@@ -21,7 +21,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.stages import STAGES
 from overbrainer.dataset.stats import dataset_stats
 from overbrainer.jobs.run_record import list_runs
-from overbrainer.pods.summary import pod_spend
+from overbrainer.runpod.ledger import pod_spend
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")

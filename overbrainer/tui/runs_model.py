@@ -16,7 +16,7 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs.run_record import list_runs, load
-from overbrainer.pods.summary import pod_summary
+from overbrainer.runpod.ledger import pod_summary
 from overbrainer.runpod.cost import format_spend
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile

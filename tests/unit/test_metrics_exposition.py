@@ -18,7 +18,7 @@ from overbrainer.dataset.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.metrics.exporter import Exporter
 from overbrainer.metrics.families import TallyCollector
-from overbrainer.runpod.spend import runpod_spend
+from overbrainer.runpod.ledger import runpod_spend
 from overbrainer.metrics.tally import Tally
 from overbrainer.support.usage import Usage
 
