@@ -6,9 +6,8 @@ import click
 
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.jobs.run_record import list_runs
+from overbrainer.jobs.costs import project_costs
 from overbrainer.pipeline.dataset_ops import history_flow
-from overbrainer.runpod.ledger import pod_spend
 
 
 @click.command(short_help="Show what each stage did and spent.")
@@ -18,5 +17,4 @@ def history(app: AppContext, all_runs: bool) -> None:
     """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
     app.require_project()
     # Training on Runpod: what the pods cost, after the stages' totals.
-    runs_dir = ProjectPaths(app.project_dir).runs
-    history_flow(app.session(), None, all_runs=all_runs, pods=pod_spend(runs_dir / r.id for r in list_runs(runs_dir)))
+    history_flow(app.session(), None, all_runs=all_runs, pods=project_costs(ProjectPaths(app.project_dir).runs))

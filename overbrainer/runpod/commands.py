@@ -52,7 +52,7 @@ def deleted_line(pod_id: str, seconds: float | None, spend: float | None) -> str
     if seconds is not None and seconds >= 0:
         text += " after " + fmt.duration(round(seconds))
     if spend is not None:
-        text += f", {cost.format_spend(spend)}"
+        text += f", {fmt.about_usd(spend)}"
     return text
 
 
@@ -143,20 +143,16 @@ def rm_flow(session, config, owners: Owners, *, run_id: str, force: bool) -> Non
 
 
 def cancel_stopped(session, config, record, owner: Owner) -> str:
-    """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
-    gone): delete and confirm its pods (a Runpod run), fail it; returns the line reported.
+    """`train cancel` of a run still `preparing` that has a pod.json (the caller holds the project,
+    so its process is gone): delete and confirm its pods, fail it; returns the line reported.
     `owner`: the run's place (runpod.owners)."""
     run_dir = owner.dir
-    rec = PodRecord.load_if_any(PodRecord.path_in(run_dir))
-    done = Deleted()
-    if rec is not None:
-        with RunpodClient.from_config(config) as client:
-            done = delete_run_pods(client, record.id, rec, Timing.default(), keep_training=False, by="client")
-            if not done.failed and rec.no_pod_left:
-                forget_run(client, run_dir, record.id)
-        message = STOPPED.format(by="`train cancel`")
-    else:
-        message = "cancelled before its job started (its process was killed)"
+    rec = PodRecord.load(PodRecord.path_in(run_dir))
+    with RunpodClient.from_config(config) as client:
+        done = delete_run_pods(client, record.id, rec, Timing.default(), keep_training=False, by="client")
+        if not done.failed and rec.no_pod_left:
+            forget_run(client, run_dir, record.id)
+    message = STOPPED.format(by="`train cancel`")
     owner.fail_run(message)
     text = "\n".join(done.lines + [f"train: run {record.id} failed: {message}"])
     session.report(text, {"run_id": record.id, "cancelled": False, "state": "failed", "message": message,
@@ -194,7 +190,7 @@ def ls_flow(session, config, owners: Owners) -> None:
         session.report(EMPTY, data)
         return
     lines = table([["RUN", "POD", "STATUS", "GPU", "$/H", "CREATED", "NOTE"]] + [r.cells() for r in rows])
-    lines.append(f"spend so far: {cost.format_spend(total)}")
+    lines.append(f"spend so far: {fmt.about_usd(total)}")
     session.report("\n".join(lines), data)
 
 
@@ -213,7 +209,7 @@ def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None,
     for g in gpus:
         stock = g.stock_at(data_center) if data_center else g.availability
         rate = g.price_per_hour * count if g.price_per_hour is not None else None
-        rows.append([g.id, f"{g.memory_gb:g}" if g.memory_gb is not None else "-", cost.format_rate(rate),
+        rows.append([g.id, f"{g.memory_gb:g}" if g.memory_gb is not None else "-", fmt.usd_per_hour(rate),
                      str(g.max_count), stock])
         data.append({"id": g.id, "memory_gb": g.memory_gb, "price_per_hour": rate,
                      "max_count": g.max_count, "stock": stock})

@@ -44,7 +44,6 @@ import math
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -56,7 +55,7 @@ from overbrainer.runpod.errors import RunpodError, run_message
 from overbrainer.runpod.gone import look_up, mark_gone, past_deadline
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.ledger import pod_owners, warn_orphans
-from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners, Retrieved
+from overbrainer.runpod.owners import PREPARING, RUNNING, Options, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
 from overbrainer.runpod.pod_spec import WORKDIR
 from overbrainer.runpod.provision import PodPlace, executor_for, start_pod
@@ -72,6 +71,7 @@ from overbrainer.runpod.remove import (
     sweep,
 )
 from overbrainer.runpod.waits import Timing
+from overbrainer.support import fmt
 from overbrainer.support.sleep import sleep_until
 
 log = logging.getLogger(__name__)
@@ -103,24 +103,6 @@ class NoEndpoint(OverbrainerError):
     """The pod has no SSH endpoint yet."""
 
 
-
-
-@dataclass(frozen=True)
-class PodOptions:
-    """What a Runpod lease needs besides its target (jobs.lease passes it whole).
-
-    `retrieved`: the job kind's rule saying whether an ended run's results are home (the pod is
-    deleted only then); `keep`: the pod is kept when the job ends (`--keep-pod`); `home`: the
-    pod's owner (default: the run in runs/; a side job's jobs.homes.Home);
-    `workdir`: the pod's workdir (the owner's directory there is `<workdir>/<id>`);
-    `runs_retrieved`: the training's rule for ending the pods of other runs before a new pod (None:
-    only side jobs' left pods are ended; see retrieved_but_not_deleted)."""
-
-    retrieved: Retrieved
-    keep: bool = False
-    home: Owner | None = None
-    workdir: str | None = None
-    runs_retrieved: Retrieved | None = None
 
 
 class PodContext:
@@ -196,9 +178,11 @@ class PodLease:
 
 @contextmanager
 def pod_lease(session, config, target: Any, record, *, owners: Owners, interrupt, start: bool,
-              options: PodOptions) -> Iterator[PodLease]:
+              options: Options) -> Iterator[PodLease]:
     """The pod of `record` on the Runpod `target` for the block (see the module docstring and
-    PodOptions); `owners`: the project's runs and side jobs."""
+    runpod.owners.Options); `owners`: the project's runs and side jobs."""
+    if options.retrieved is None:
+        raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
     guard = session.front.open_bus()
     client = None
     executor = None
@@ -263,7 +247,7 @@ def end_left_pod(session, config, owners: Owners, run_id: str, retrieved: Retrie
 
 # --- provisioning ---------------------------------------------------------------------------------
 
-def _provision(ctx: PodContext, front, target, record, interrupt, options: PodOptions):
+def _provision(ctx: PodContext, front, target, record, interrupt, options: Options):
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
     keep = options.keep
     ctx.flag = front.provisioning_flag()
@@ -287,7 +271,7 @@ def _provision(ctx: PodContext, front, target, record, interrupt, options: PodOp
         ctx.home.claim(executor, record, _claim_owner(ctx.pod.host_key))
         if keep:
             log.warning("%s: pod %s is kept with no time limit at %s: only `overbrainer pod rm %s` "
-                        "deletes it", ctx.owner(), ctx.pod.pod_id, cost.format_rate(ctx.pod.cost_per_hour),
+                        "deletes it", ctx.owner(), ctx.pod.pod_id, fmt.usd_per_hour(ctx.pod.cost_per_hour),
                         record.id)
     except BaseException as e:
         try:
@@ -375,7 +359,7 @@ def _release(ctx: PodContext, executor, interrupt, error: BaseException | None =
     if not run.ended and ctx.home.side:  # its watch failed: nobody will follow it again
         log.warning("%s: its pod %s is out of reach (%s); its watchdog deletes it at the latest %s; "
                     "remove it now with `overbrainer pod rm %s`", ctx.owner(), pod.pod_id,
-                    cost.format_rate(pod.cost_per_hour),
+                    fmt.usd_per_hour(pod.cost_per_hour),
                     f"at {pod.deadline}" if pod.deadline else "when its retrieve grace ends", run.id)
         return
     if not run.ended:
@@ -507,7 +491,7 @@ def end_pod(ctx, executor, run, run_dir: Path, retrieved: bool) -> str:
         pod.transition(PodState.KEPT)
         pod.save(ctx.pod_path)
         log.warning("%s: pod %s is kept (%s): reach it with `%s`; remove it with `overbrainer pod rm %s`",
-                    owner, pod.pod_id, cost.format_rate(pod.cost_per_hour), ctx.ssh_line(run.id), run.id)
+                    owner, pod.pod_id, fmt.usd_per_hour(pod.cost_per_hour), ctx.ssh_line(run.id), run.id)
         return pod.state.value
     try:
         remove(ctx.client, pod, ctx.pod_path, RETRIEVED, "client", ctx.timing, publish=ctx.publish)
@@ -590,13 +574,25 @@ def reconnect(ctx, run):
     return executor
 
 
+def pod_executor(run_dir: Path, record):
+    """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
+    no Runpod API call; `runs logs`). Raises when the pod is not known to be up."""
+    pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from")
+    keys = RunKeys.load(Path(run_dir) / SSH_DIR, record.id)
+    if not keys.client_key.exists():
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from (its key is gone)")
+    return executor_for(keys, pod.ssh, _workdir(record.remote_dir), pod_id=pod.pod_id)
+
+
 def _workdir(remote_dir: str) -> str:
     return remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
 
 
 def detach_message(pod: PodRecord, run_id: str) -> str:
     """What keeps a pod after the client let go of a running job."""
-    rate = cost.format_rate(pod.cost_per_hour)
+    rate = fmt.usd_per_hour(pod.cost_per_hour)
     text = (f"run {run_id} keeps running on pod {pod.pod_id} ({rate}): follow it with `overbrainer train "
             f"attach {run_id}`, or remove the pod with `overbrainer pod rm {run_id}`")
     if pod.keep:

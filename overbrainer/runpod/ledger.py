@@ -28,6 +28,7 @@ from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class Row:
     spend: float | None = None
 
     def cells(self) -> list[str]:
-        cells = [_cell(v) for v in (self.run, self.pod, self.status, self.gpu, cost.format_rate(self.rate),
+        cells = [_cell(v) for v in (self.run, self.pod, self.status, self.gpu, fmt.usd_per_hour(self.rate),
                                     self.created or "-")]
         return cells + [_cell(self.note, 2 * _CELL + len(self.run))]  # our own words around the run ID
 
@@ -220,10 +221,10 @@ def orphan_warnings(client, owners: Owners, run_id: str | None = None, stale: bo
         if row.run == run_id or _in_progress(row.note) or row.status in ("EXITED", "TERMINATED"):
             continue
         if row.note == "no run marker":
-            out.append(f"pod {row.pod} (no run marker) is still on Runpod at {cost.format_rate(row.rate)}: "
+            out.append(f"pod {row.pod} (no run marker) is still on Runpod at {fmt.usd_per_hour(row.rate)}: "
                        f"delete it from the Runpod console")
             continue
-        text = (f"pod {row.pod} ({row.note}) is still on Runpod at {cost.format_rate(row.rate)}: remove it "
+        text = (f"pod {row.pod} ({row.note}) is still on Runpod at {fmt.usd_per_hour(row.rate)}: remove it "
                 f"with `overbrainer pod rm {row.run}`")
         if row.note == "stray, not deleted":
             text += " (this also deletes the run's kept pod)" if _kept(owners, row.run) else ""
@@ -285,7 +286,7 @@ def pod_spend(run_dirs: Iterable[Path]) -> tuple[str, dict] | None:
             total += found[1]["spend"]
     if not runs:
         return None
-    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {cost.format_spend(total)}"
+    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {fmt.about_usd(total)}"
     if unknown:
         line += f" ({unknown} without a known rate)"
     return line, {"runs": runs, "spend": round(total, 4), "unknown": unknown}

@@ -1,4 +1,5 @@
-"""What the Runpod code needs of the job layer: the runs and side jobs that own pods.
+"""What the Runpod code needs of the job layer: the runs and side jobs that own pods, and what a
+lease is given.
 
 Every pod belongs to one owner, a training run or a side job (an export or a compare run on a pod
 of its own), whose ID is the pod's marker (`env.OVERBRAINER_RUN_ID`). The job layer keeps the
@@ -74,6 +75,31 @@ class Owner(Protocol):
         """Whether it ended with its results home: a side job by its own rule, a run by `rule`
         (the training's; None: never)."""
         ...
+
+
+class Options(Protocol):
+    """What a lease is given besides its target (jobs.kinds.LeaseOptions): `retrieved`, the job
+    kind's rule whether an ended run's results are home (a pod is deleted only then; a Runpod
+    lease needs it); `keep`, the pod is kept once the job ended (`--keep-pod`); `home`, the
+    lease's owner (None: the run in runs/); `workdir`, the pod's workdir (the owner's directory
+    there is `<workdir>/<id>`; None: runpod.pod_spec.WORKDIR); `runs_retrieved`, the training's
+    rule for ending the left pods of runs before a side job's new pod (None: only side jobs'
+    left pods are ended)."""
+
+    @property
+    def retrieved(self) -> Retrieved | None: ...
+
+    @property
+    def keep(self) -> bool: ...
+
+    @property
+    def home(self) -> Owner | None: ...
+
+    @property
+    def workdir(self) -> str | None: ...
+
+    @property
+    def runs_retrieved(self) -> Retrieved | None: ...
 
 
 class Owners(Protocol):

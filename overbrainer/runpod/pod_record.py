@@ -34,6 +34,7 @@ from typing import Any
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.objects import POD_ID  # the one pod id rule (letters, digits, _ and -)
+from overbrainer.support import fmt
 from overbrainer.support.fmt import stamp as rfc3339  # pod.json's moments
 from overbrainer.support.record_file import Fields, RecordFile
 
@@ -461,13 +462,13 @@ class PodRecord:
         `pod kept <id>`, `pod awaiting retrieval <id>`, plus ` +N stray`."""
         words = self.state.value.replace("_", " ")
         if self.state == S.DELETED:
-            text = f"pod deleted {cost.format_spend(self.estimated_spend)}"
+            text = f"pod deleted {fmt.about_usd(self.estimated_spend)}"
         elif self.pod_id is None:
             text = "pod creating"
         else:
             text = f"pod {words} {self.pod_id}"
             if self.state in (S.RUNNING, S.READY, S.PROVISIONING) and self.cost_per_hour:
-                text += f" {cost.format_rate(self.cost_per_hour)}"
+                text += f" {fmt.usd_per_hour(self.cost_per_hour)}"
         if self.stray_pods:
             text += f" +{len(self.stray_pods)} stray"
         return text

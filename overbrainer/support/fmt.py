@@ -1,4 +1,5 @@
-"""One way to write a duration, a byte count and a moment, for every message and file.
+"""One way to write a duration, a byte count, a moment and an amount of money, for every message
+and file.
 
 - `duration(seconds)`: `0.05s`, `1.3s`, `45s`, `12m05s`, `3h07m` (a zero last unit is left
   out: `30m`, `2h`); under 10 s with one decimal (two under 0.1 s), else whole seconds, and two
@@ -7,10 +8,15 @@
 - `size(n)`: decimal units, `12 B`, `100.0 kB`, `1.5 MB`, `4.1 GB`, `2.0 TB`.
 - `stamp(when=None)`: RFC 3339 in UTC with `Z`, to the second: `2026-09-22T14:30:05Z`, of a
   Unix time, an aware datetime (a naive one is local time), or now.
+- Money (what a pod, or any target, costs): `usd(amount)`: `$0.64`, `$19.00`, and `<$0.01` for
+  an amount under a cent but above zero; `usd_per_hour(rate)`: `$0.53/h`, or `-` for no known
+  rate (None, zero, or not a finite number); `about_usd(amount)`: `about $0.64` (a spend estimated
+  from the local clock), or `cost unknown` for None.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -49,3 +55,19 @@ def stamp(when: "float | Any | None" = None) -> str:
     if when is not None and not isinstance(when, (int, float)):
         when = when.timestamp()  # a datetime (not imported here: start-up time)
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if when is None else when))
+
+
+def usd(amount: float) -> str:
+    if 0 < amount < 0.005:
+        return "<$0.01"
+    return f"${amount:.2f}"
+
+
+def usd_per_hour(rate: float | None) -> str:
+    if rate is None or isinstance(rate, bool) or not math.isfinite(rate) or rate <= 0:
+        return "-"
+    return f"${float(rate):.2f}/h"
+
+
+def about_usd(amount: float | None) -> str:
+    return "cost unknown" if amount is None else f"about {usd(amount)}"

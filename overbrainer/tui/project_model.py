@@ -20,8 +20,7 @@ from overbrainer.dataset.history import Total, read_history, totals
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.stages import STAGES
 from overbrainer.dataset.stats import dataset_stats
-from overbrainer.jobs.run_record import list_runs
-from overbrainer.runpod.ledger import pod_spend
+from overbrainer.jobs.costs import project_costs
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
@@ -157,7 +156,6 @@ def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_ke
     """Everything the Project view shows, read now (reads only: no lock needed)."""
     origins = Origins(read_toml(require_project(project_dir)), environ, dotenv_keys)
     stats = dataset_stats(project_dir, list(config.topics))
-    runs_dir = ProjectPaths(project_dir).runs
-    pods = pod_spend(runs_dir / r.id for r in list_runs(runs_dir))
+    pods = project_costs(ProjectPaths(project_dir).runs)
     return ProjectFacts(config_rows(config, origins), stats.lines(), spend_rows(read_history(project_dir)),
                         pods[0] if pods else None)
