@@ -103,8 +103,6 @@ class NoEndpoint(OverbrainerError):
     """The pod has no SSH endpoint yet."""
 
 
-
-
 class PodContext:
     """What the pod steps of one lease share: the API client, the pod's owner (`home`: a run, or a
     side job; runpod.owners.Owner), its `pod.json`, the timing. `run_dir` is the owner's folder."""

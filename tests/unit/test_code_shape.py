@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
-MAX_MODULE_LINES = 603  # raised for runpod/lease.py (one idea, merged from two); the cap is being dropped
+MAX_MODULE_LINES = 601  # raised for runpod/lease.py (one idea, merged from two); the cap is being dropped
 MAX_FUNCTION_LINES = 50
 
 
