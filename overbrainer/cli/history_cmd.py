@@ -6,7 +6,7 @@ import click
 
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.jobs.costs import project_costs
+from overbrainer.jobs.records import project_costs
 from overbrainer.pipeline.dataset_ops import history_flow
 
 

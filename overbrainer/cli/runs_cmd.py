@@ -15,7 +15,7 @@ from overbrainer.cli.main import quiet_stdout
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.jobs import ids
-from overbrainer.jobs.costs import run_costs
+from overbrainer.jobs.records import run_costs
 from overbrainer.jobs.run_record import list_runs, load
 from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
 from overbrainer.runs.progress import local_progress

@@ -1,24 +1,30 @@
-"""The target interface: what the job layer calls for every kind of target.
+"""The target interface: what the job layer calls for every kind of target, in two faces.
 
-A configured target's kind (`Target.kind`) is one `TargetKind` (jobs.lease.KINDS): `local` and
-`ssh` (jobs.lease.MachineKind: a machine that is there before the job, reached by connecting),
-and `runpod` (runpod.target: a pod made for each job, deleted once its results are home). The job
-layer, and through it the flows, ask the kind; none of them knows what a kind does inside:
+A configured target's kind (`Target.kind`) is one `TargetKind` (jobs.lease.KINDS), what acts on
+the target, and one `TargetRecords` (jobs.records.RECORDS), what reads what the kind recorded of a
+run without acting (no connection to open, no API to call: the commands that only read load this
+face only). `local` and `ssh` are machines that are there before the job, reached by connecting
+(jobs.lease.MachineKind, jobs.records.MachineRecords); `runpod` is a pod made for each job,
+deleted once its results are home (runpod.target, runpod.records). The job layer, and through it
+the flows, ask the kind; none of them knows what a kind does inside.
 
+`TargetKind`:
 - `lease(...)`: the target for one job's block, given a `LeaseOptions` (jobs.lease wraps what it
   yields into its `Lease`);
 - for a side job on a target made for it (`made_for_job`): `check(config)` before anything is
   claimed, `side_place(target, run_id)` (where the run's directory and the cache are there),
   `left(home)` (what an interrupted one may have left);
-- what a kind recorded in a run's or side job's folder (`recorded(home)`): `end_left` (an ended
-  run with its results home: end what is left of it), `cancel_stopped` (`train cancel` of a run
-  whose process died while preparing);
-- `reader(...)`: how `runs logs` reaches the run's files on the target (None: they are here);
-- the read-only views of what a kind cost (jobs.costs): `summary(run_dir)` (`runs ls`, `runs
-  show`, the TUI), `spend(run_dirs)` (`history`), `spend_by_run(runs_dir)` (the metrics exporter).
+- for what it recorded in a run's folder: `end_left` (an ended run with its results home: end
+  what is left of it), `cancel_stopped` (`train cancel` of a run whose process died while
+  preparing).
 
-Another kind (a Runpod Instant Cluster, several pods for one job) is one more entry of
-jobs.lease.KINDS: nothing else in the job layer or the flows changes.
+`TargetRecords`: `recorded(home)` (whether it recorded anything in the folder of a run or side
+job), `reader(...)` (how `runs logs` reaches the run's files on the target; None: they are
+here), and what it cost: `summary(run_dir)` (`runs ls`, `runs show`, the TUI), `spend(run_dirs)`
+(`history`), `spend_by_run(runs_dir)` (the metrics exporter).
+
+Another kind (a Runpod Instant Cluster, several pods for one job) is one more entry of both
+registries: nothing else in the job layer or the flows changes.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ class LeaseOptions:
 
 
 class TargetKind(Protocol):
-    """What the job layer calls for a target of one kind (see the module docstring)."""
+    """What acts on a target of one kind (see the module docstring)."""
 
     made_for_job: bool
 
@@ -83,11 +89,16 @@ class TargetKind(Protocol):
 
     def left(self, owner: Home) -> str: ...
 
-    def recorded(self, owner: Home) -> bool: ...
-
     def end_left(self, session: Any, config: Any, owners: Homes, run_id: str, retrieved: Retrieved) -> None: ...
 
     def cancel_stopped(self, session: Any, config: Any, record: Any, owner: Home) -> str: ...
+
+
+class TargetRecords(Protocol):
+    """What reads what a kind of target recorded of a run, without acting (see the module
+    docstring)."""
+
+    def recorded(self, owner: Home) -> bool: ...
 
     def reader(self, config: Any, name: str, target: Any, record: Any,
                owner: Home) -> Callable[[], Any] | None: ...

@@ -23,22 +23,22 @@ the run never started. Otherwise the lease is for a run that has a job (attach, 
 
 The other calls a run's command makes of its target's kind are here too: `end_left` (`train
 attach` of an ended run), `cancel_stopped` (`train cancel` of a run whose process died while
-preparing), `reader` (`runs logs`).
+preparing). What only reads a kind's records (costs, `runs logs`) is jobs.records.
 """
 
 from __future__ import annotations
 
 import shutil
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from overbrainer.config.model import Target
 from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
 from overbrainer.jobs.homes import Home, Homes
-from overbrainer.jobs.kinds import Costs, Held, LeaseOptions, Retrieved, TargetKind
+from overbrainer.jobs.kinds import Held, LeaseOptions, Retrieved, TargetKind
+from overbrainer.jobs.records import recorded_by
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
@@ -87,12 +87,9 @@ class _Connected:
 
 
 class MachineKind:
-    """`local` and `ssh`: a machine that is there before any job; `remote`: reached over SSH."""
+    """`local` and `ssh`: a machine that is there before any job (reached by connecting)."""
 
     made_for_job = False
-
-    def __init__(self, remote: bool):
-        self.remote = remote
 
     @contextmanager
     def lease(self, session: Any, config: Any, name: str, target: Any, record: Any, *, owners: Homes,
@@ -130,9 +127,6 @@ class MachineKind:
     def left(self, owner: Home) -> str:
         return ""
 
-    def recorded(self, owner: Home) -> bool:
-        return False
-
     def end_left(self, session: Any, config: Any, owners: Homes, run_id: str, retrieved: Retrieved) -> None:
         """Nothing is left of an ended job on a machine of one's own."""
 
@@ -145,24 +139,9 @@ class MachineKind:
                               "pods": []})
         return text
 
-    def reader(self, config: Any, name: str, target: Any, record: Any,
-               owner: Home) -> Callable[[], Any] | None:
-        if not self.remote:
-            return None
-        return lambda: open_executor(config, name, target, owner.records)
 
-    def summary(self, run_dir: Path) -> Costs | None:
-        return None
-
-    def spend(self, run_dirs: Iterable[Path]) -> Costs | None:
-        return None
-
-    def spend_by_run(self, runs_dir: Path) -> dict[str, float]:
-        return {}
-
-
-LOCAL, SSH = MachineKind(remote=False), MachineKind(remote=True)
-KINDS: dict[str, TargetKind] = {"local": LOCAL, "ssh": SSH, "runpod": RUNPOD}
+MACHINE = MachineKind()
+KINDS: dict[str, TargetKind] = {"local": MACHINE, "ssh": MACHINE, "runpod": RUNPOD}
 
 
 def kind_of(target: Target) -> TargetKind:
@@ -174,8 +153,9 @@ def kind_of(target: Target) -> TargetKind:
 
 
 def recorder(owner: Home) -> TargetKind:
-    """The kind that recorded something in the folder of `owner` (a local one if none did)."""
-    return next((k for k in KINDS.values() if k.recorded(owner)), LOCAL)
+    """The kind that recorded something in the folder of `owner` (a machine's if none did)."""
+    name = recorded_by(owner)
+    return MACHINE if name is None else KINDS[name]
 
 
 # --- what a run's command asks of its target's kind -----------------------------------------------
@@ -222,9 +202,3 @@ def cancel_stopped(session, config, record: RunRecord) -> str:
     owner = Homes.of(session.project_dir).run(record.id)
     return recorder(owner).cancel_stopped(session, config, record, owner)
 
-
-def reader(config, target: Any, record: RunRecord, runs_dir) -> Callable[[], Any] | None:
-    """How `runs logs` reaches the files of the run `record` on its (configured) `target`: a
-    function that connects, or None when they are here (a local target)."""
-    owner = Home(record.id, runs_dir)
-    return kind_of(target).reader(config, record.target, target, record, owner)

@@ -28,7 +28,7 @@ from overbrainer.dataset.history import read_history
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted
-from overbrainer.jobs.costs import spend_by_run
+from overbrainer.jobs.records import spend_by_run
 from overbrainer.metrics.families import TallyCollector
 from overbrainer.metrics.server import MetricsServer
 from overbrainer.metrics.tally import Tally

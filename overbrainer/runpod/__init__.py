@@ -8,9 +8,10 @@ and deleted once its results are home (docs/pods.md).
   and watchdog of `scripts/`, its env), `keys` (its SSH keys), `provision` (from nothing to a
   ready pod), `gone` (whether it is gone: looks only), `remove` (deleting it), `waits` (how long
   for what).
-- For the job layer: `target` (the `runpod` target kind, the one module jobs/ imports), `lease`
-  (a run's or side job's pod and its job's steps), `owners` (the runs and side jobs jobs/ hands
-  in), `ledger` (whose each pod is, what the pods cost), `side_pods` (a side job's pod settings).
+- For the job layer: `target` (the `runpod` target kind) and `records` (its read-only face), the
+  two modules jobs/ imports; `lease` (a run's or side job's pod and its job's steps), `owners`
+  (the runs and side jobs jobs/ hands in), `ledger` (whose each pod is, what the pods cost),
+  `side_pods` (a side job's pod settings).
 - For the command line: `commands` (the `pod` commands' flows).
 
 A new use of Runpod lands here beside these: another target kind (an Instant Cluster of several

@@ -58,7 +58,7 @@ from overbrainer.runpod.ledger import pod_owners, warn_orphans
 from overbrainer.runpod.owners import PREPARING, RUNNING, Options, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
 from overbrainer.runpod.pod_spec import WORKDIR
-from overbrainer.runpod.provision import PodPlace, executor_for, start_pod
+from overbrainer.runpod.provision import PodPlace, executor_for, start_pod, workdir_of
 from overbrainer.runpod.remove import (
     COST_CAP_UNSET,
     DEADLINE,
@@ -566,26 +566,10 @@ def reconnect(ctx, run):
                          "try again once it runs")
     endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
     keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
-    executor = executor_for(keys, endpoint, _workdir(run.remote_dir), pod_id=pod.pod_id)
+    executor = executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=pod.pod_id)
     pod.ssh = endpoint
     pod.save(ctx.pod_path)
     return executor
-
-
-def pod_executor(run_dir: Path, record):
-    """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
-    no Runpod API call; `runs logs`). Raises when the pod is not known to be up."""
-    pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
-    if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
-        raise OverbrainerError(f"run {record.id} has no pod to read its log from")
-    keys = RunKeys.load(Path(run_dir) / SSH_DIR, record.id)
-    if not keys.client_key.exists():
-        raise OverbrainerError(f"run {record.id} has no pod to read its log from (its key is gone)")
-    return executor_for(keys, pod.ssh, _workdir(record.remote_dir), pod_id=pod.pod_id)
-
-
-def _workdir(remote_dir: str) -> str:
-    return remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
 
 
 def detach_message(pod: PodRecord, run_id: str) -> str:

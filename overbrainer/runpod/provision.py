@@ -64,6 +64,7 @@ from overbrainer.runpod.pod_record import (
     Attempt,
     PodEndpoint,
     PodRecord,
+    PodState,
 )
 from overbrainer.runpod.pod_spec import PodSettings, create_body, host_key_secret_name, pod_env
 from overbrainer.runpod.remove import (
@@ -403,6 +404,23 @@ def executor_for(keys: RunKeys, endpoint: PodEndpoint, workdir: str, *, pod_id: 
                       ssh_config=str(config), known_hosts=[str(keys.known_hosts)], host_key=keys.host_public,
                       agent=False, timeout=timeout, label=f"pod {pod_id}")
     return SshExecutor(ssh, workdir)
+
+
+def workdir_of(remote_dir: str) -> str:
+    """The pod's workdir, from a run's directory there (`<workdir>/<id>`)."""
+    return remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
+
+
+def pod_executor(run_dir: Path, record: Any) -> SshExecutor:
+    """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
+    no Runpod API call; `runs logs`). Raises when the pod is not known to be up."""
+    pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from")
+    keys = RunKeys.load(Path(run_dir) / SSH_DIR, record.id)
+    if not keys.client_key.exists():
+        raise OverbrainerError(f"run {record.id} has no pod to read its log from (its key is gone)")
+    return executor_for(keys, pod.ssh, workdir_of(record.remote_dir), pod_id=pod.pod_id)
 
 
 def look(client, pod_id: str, timing: Timing, flag=None) -> Pod:

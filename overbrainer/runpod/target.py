@@ -1,11 +1,12 @@
 """The `runpod` target kind: what the job layer calls for a target of kind `runpod`.
 
-jobs/targets.py holds the target interface (`TargetKind`) and picks a kind by `Target.kind`; this
-module is all of Runpod that jobs/ imports. A `runpod` target is made for each job: a training
-run or a side job gets a pod of its own, created by its lease and deleted once its results are
-home (runpod/lease.py), so there is no executor before the lease, and what the kind leaves is
-recorded in its owner's folder (`pod.json`, `ssh/`). Its owner and the project's runs come from
-the job layer through the protocols of runpod/owners.py.
+jobs/kinds.py holds the target interface (`TargetKind`) and jobs/lease.py picks a kind by
+`Target.kind`; this module (with its read-only side, runpod/records.py) is all of Runpod that
+jobs/ imports. A `runpod` target is made for each job: a training run or a side job gets a pod
+of its own, created by its lease and deleted once its results are home (runpod/lease.py), so
+there is no executor before the lease, and what the kind leaves is recorded in its owner's
+folder (`pod.json`, `ssh/`). Its owner and the project's runs come from the job layer through
+the protocols of runpod/owners.py.
 
 Another kind of Runpod target (an Instant Cluster: several pods for one job) would be another
 object here beside `RUNPOD`, with a lease module of its own.
@@ -14,14 +15,12 @@ object here beside `RUNPOD`, with a lease module of its own.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.runpod import ledger
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.commands import cancel_stopped
-from overbrainer.runpod.lease import PodLease, end_left_pod, pod_executor, pod_lease
+from overbrainer.runpod.lease import PodLease, end_left_pod, pod_lease
 from overbrainer.runpod.owners import Options, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.pod_spec import VOLUME_PATH, WORKDIR
@@ -59,10 +58,6 @@ class RunpodKind:
         return (f"; a pod of it may be left: check `overbrainer pod ls` (`overbrainer pod rm {owner.key}` "
                 "removes it)")
 
-    def recorded(self, owner: Owner) -> bool:
-        """Whether the kind recorded something in the owner's folder (its pod.json)."""
-        return PodRecord.path_in(owner.dir).exists()
-
     def end_left(self, session: Any, config: Any, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
         """An ended run with its results home: delete the pod it may have left."""
         end_left_pod(session, config, owners, run_id, retrieved)
@@ -71,22 +66,6 @@ class RunpodKind:
         """A run still `preparing` whose process is gone (`train cancel`): its pods deleted, the run
         failed; the line reported."""
         return cancel_stopped(session, config, record, owner)
-
-    def reader(self, config: Any, name: str, target: Any, record: Any, owner: Owner) -> Callable[[], Any]:
-        """How to reach the run's pod to read its files (`runs logs`): no Runpod API call."""
-        return lambda: pod_executor(owner.dir, record)
-
-    def summary(self, run_dir: Path) -> tuple[str, dict[str, Any]] | None:
-        """The run's pod for `runs ls` / `runs show` (runpod.ledger.pod_summary)."""
-        return ledger.pod_summary(run_dir)
-
-    def spend(self, run_dirs: Iterable[Path]) -> tuple[str, dict[str, Any]] | None:
-        """What the pods of these runs cost, for `history` (runpod.ledger.pod_spend)."""
-        return ledger.pod_spend(run_dirs)
-
-    def spend_by_run(self, runs_dir: Path) -> dict[str, float]:
-        """USD per run ID, for the metrics exporter (runpod.ledger.runpod_spend)."""
-        return ledger.runpod_spend(runs_dir)
 
 
 RUNPOD = RunpodKind()

@@ -2,7 +2,7 @@
 
 The log is read from the run dir (`LocalLog`), or, while the run of an SSH target or a pod has not
 ended or its log was never retrieved, from `<remote_dir>/job.log` on the target (`RemoteLog`,
-through `Executor.read_from`, reached as its kind says: jobs.lease.reader). `LogReader` splits
+through `Executor.read_from`, reached as its kind says: jobs.records.reader). `LogReader` splits
 either into lines the same way, `CHUNK` bytes at a time (`--tail` reads backwards from the end, so
 a huge log is never held whole).
 """
@@ -19,7 +19,7 @@ from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.exec import scripts
 from overbrainer.jobs import polling
-from overbrainer.jobs.lease import reader
+from overbrainer.jobs.records import reader
 from overbrainer.jobs.run_record import load
 from overbrainer.jobs.targets import record_target
 from overbrainer.support.lines import LineReader

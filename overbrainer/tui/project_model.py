@@ -20,7 +20,7 @@ from overbrainer.dataset.history import Total, read_history, totals
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.stages import STAGES
 from overbrainer.dataset.stats import dataset_stats
-from overbrainer.jobs.costs import project_costs
+from overbrainer.jobs.records import project_costs
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs.costs import run_costs
+from overbrainer.jobs.records import run_costs
 from overbrainer.jobs.run_record import list_runs, load
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile

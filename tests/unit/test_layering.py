@@ -5,7 +5,7 @@ private (`_name`) attributes. Imports under `if TYPE_CHECKING:` name types only 
 are left out of the layer rule, not of the others. Every import stands at module top, save those
 of `LAZY`, each with why it waits (start-up time, or an optional heavy dependency). Runpod is one
 package: outside runpod/, only its modules of `RUNPOD_PUBLIC` are imported, jobs/ imports only its
-target kind, and tui/ nothing of it.
+target kind (and the kind's read-only face), and tui/ nothing of it.
 
 The scripts and plugin shipped to targets (`*/scripts/`, `train/plugin/`) import nothing of the
 package and are not walked.
@@ -41,14 +41,15 @@ FRONT_IN_DOMAIN = frozenset({"runpod"})
 # and why; the rest (the client's transport, provisioning, the lease, the ledger, keys, the gone
 # rule, deletes) is its own. jobs/ reaches Runpod only through its target kind, and tui/ never.
 RUNPOD_PUBLIC: dict[str, str] = {
-    "overbrainer.runpod.target": "the `runpod` target kind: the one module jobs/ (jobs/lease.py) imports",
+    "overbrainer.runpod.target": "the `runpod` target kind, for jobs/lease.py (jobs.lease.KINDS)",
+    "overbrainer.runpod.records": "its read-only face, for jobs/records.py (jobs.records.RECORDS)",
     "overbrainer.runpod.commands": "the `pod` commands' flows, for cli/pod_cmd.py",
     "overbrainer.runpod.api": "the API client, for the flows that read the catalog (plan, --probe)",
     "overbrainer.runpod.catalog": "the GPU pick, for the flows that price or probe a target",
     "overbrainer.runpod.pod_record": "pod.json read as it is (runs rm, the model card, the plan)",
     "overbrainer.runpod.side_pods": "what a side job's own pod asks for (export, compare)",
 }
-RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target"})
+RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target", "overbrainer.runpod.records"})
 
 
 # The function-level imports allowed below cli/: a dependency that only some commands need, each
@@ -311,9 +312,10 @@ def _runpod_reached(module: Module) -> list[str]:
 
 
 def test_runpod_is_one_package_reached_through_its_public_modules():
-    """jobs/ calls Runpod only through the target interface (jobs/kinds.py; runpod/target.py is
-    one kind of jobs.lease.KINDS); the TUI shows what pods cost without importing Runpod (support/fmt.py's money
-    formats, jobs.costs' summaries); runpod/ itself imports nothing of jobs/ (its layer)."""
+    """jobs/ calls Runpod only through the target interface (jobs/kinds.py: runpod/target.py is
+    one kind of jobs.lease.KINDS, runpod/records.py its read-only face in jobs.records.RECORDS);
+    the TUI shows what pods cost without importing Runpod (support/fmt.py's money formats,
+    jobs.records' summaries); runpod/ itself imports nothing of jobs/ (its layer)."""
     found = [line for m in MODULES.values() for line in _runpod_reached(m)]
     assert found == []
     assert set(RUNPOD_PUBLIC) <= set(MODULES), "RUNPOD_PUBLIC names a module that is gone"
@@ -323,6 +325,7 @@ def test_runpod_is_one_package_reached_through_its_public_modules():
 
 @pytest.mark.parametrize("package,source,reached", [
     ("jobs", "from overbrainer.runpod.target import RUNPOD\n", False),
+    ("jobs", "from overbrainer.runpod.records import RUNPOD_RECORDS\n", False),
     ("jobs", "from overbrainer.runpod.lease import pod_lease\n", True),
     ("jobs", "from overbrainer.runpod import catalog\n", True),
     ("runs", "from overbrainer.runpod import catalog\n", False),
