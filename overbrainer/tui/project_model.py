@@ -20,7 +20,7 @@ from overbrainer.dataset.accounting.history import Total, read_history, totals
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.pods.summary import pod_spend
+from overbrainer.jobs.records import project_costs
 from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
@@ -154,6 +154,6 @@ def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_ke
     """Everything the Project view shows, read now (reads only: no lock needed)."""
     origins = Origins(read_toml(require_project(project_dir)), environ, dotenv_keys)
     stats = dataset_stats(project_dir, list(config.topics))
-    pods = pod_spend(ProjectPaths(project_dir).runs)
+    pods = project_costs(ProjectPaths(project_dir).runs)
     return ProjectFacts(config_rows(config, origins), stats.lines(), spend_rows(read_history(project_dir)),
                         pods[0] if pods else None)

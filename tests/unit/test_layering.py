@@ -3,7 +3,9 @@
 modules and no two packages import each other, through any chain; no module imports another's
 private (`_name`) attributes. Imports under `if TYPE_CHECKING:` name types only and never run: they
 are left out of the layer rule, not of the others. Every import stands at module top, save those
-of `LAZY`, each with why it waits (start-up time, or an optional heavy dependency).
+of `LAZY`, each with why it waits (start-up time, or an optional heavy dependency). Runpod is one
+package: outside runpod/, only its modules of `RUNPOD_PUBLIC` are imported, jobs/ imports only its
+target kind (and the kind's read-only face), and tui/ nothing of it.
 
 The scripts and plugin shipped to targets (`*/scripts/`, `train/plugin/`) import nothing of the
 package and are not walked.
@@ -34,6 +36,20 @@ RANK = {pkg: len(LAYERS) - i for i, (_, pkgs) in enumerate(LAYERS) for pkg in pk
 LAYER = {pkg: name for name, pkgs in LAYERS for pkg in pkgs}
 # Of the domain, only runpod/ publishes events (PodStatus); dataset/ and train/ never see front/.
 FRONT_IN_DOMAIN = frozenset({"runpod"})
+
+# Runpod is one package, runpod/. Outside it, only these of its modules are imported, each by whom
+# and why; the rest (the client's transport, provisioning, the lease, the ledger, keys, the gone
+# rule, deletes) is its own. jobs/ reaches Runpod only through its target kind, and tui/ never.
+RUNPOD_PUBLIC: dict[str, str] = {
+    "overbrainer.runpod.target": "the `runpod` target kind, for jobs/lease.py (jobs.lease.KINDS)",
+    "overbrainer.runpod.records": "its read-only face, for jobs/records.py (jobs.records.RECORDS)",
+    "overbrainer.runpod.commands": "the `pod` commands' flows, for cli/pod_cmd.py",
+    "overbrainer.runpod.api": "the API client, for the flows that read the catalog (plan, --probe)",
+    "overbrainer.runpod.catalog": "the GPU pick, for the flows that price or probe a target",
+    "overbrainer.runpod.pod_record": "pod.json read as it is (runs rm, the model card, the plan)",
+    "overbrainer.runpod.side_pods": "what a side job's own pod asks for (export, compare)",
+}
+RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target", "overbrainer.runpod.records"})
 
 
 # The function-level imports allowed below cli/: a dependency that only some commands need, each
@@ -249,7 +265,7 @@ def test_the_walk_sees_the_whole_package():
     edges = {(m.name, target) for m in MODULES.values() for target, _, _ in m.imports}
     # an import at module top, one inside a function, one under TYPE_CHECKING
     assert ("overbrainer.jobs.lease", "overbrainer.jobs.follow") in edges
-    assert ("overbrainer.jobs.lease", "overbrainer.jobs.pod_lease") in edges
+    assert ("overbrainer.jobs.lease", "overbrainer.runpod.target") in edges
     assert any(t == "overbrainer.front.session" and type_only
                for t, _, type_only in MODULES["overbrainer.runs.flow"].imports)
 
@@ -281,6 +297,48 @@ def test_what_the_domain_packages_know_of_each_other():
              if (m.package, _package(target)) in never
              or (m.package == "config" and _package(target) == "llm" and target not in config_may)]
     assert found == []
+
+
+def _runpod_reached(module: Module) -> list[str]:
+    """The imports by which `module` (outside runpod/) reaches past Runpod's public modules: any
+    of tui/, any but the target kind's of jobs/, any not public from elsewhere (type-only ones too)."""
+    if module.package == "runpod":
+        return []
+    allowed = (frozenset() if module.package == "tui" else RUNPOD_FOR_JOBS if module.package == "jobs"
+               else frozenset(RUNPOD_PUBLIC))
+    return [f"{module.path.relative_to(ROOT.parent)}:{line} imports {target}"
+            for target, line, _ in module.imports if _package(target) == "runpod" and target not in allowed]
+
+
+def test_runpod_is_one_package_reached_through_its_public_modules():
+    """jobs/ calls Runpod only through the target interface (jobs/kinds.py: runpod/target.py is
+    one kind of jobs.lease.KINDS, runpod/records.py its read-only face in jobs.records.RECORDS);
+    the TUI shows what pods cost without importing Runpod (support/fmt.py's money formats,
+    jobs.records' summaries); runpod/ itself imports nothing of jobs/ (its layer)."""
+    found = [line for m in MODULES.values() for line in _runpod_reached(m)]
+    assert found == []
+    assert set(RUNPOD_PUBLIC) <= set(MODULES), "RUNPOD_PUBLIC names a module that is gone"
+    used = {t for m in MODULES.values() if m.package != "runpod" for t, _, _ in m.imports}
+    assert set(RUNPOD_PUBLIC) <= used, "RUNPOD_PUBLIC names a module nothing outside runpod/ imports"
+
+
+@pytest.mark.parametrize("package,source,reached", [
+    ("jobs", "from overbrainer.runpod.target import RUNPOD\n", False),
+    ("jobs", "from overbrainer.runpod.records import RUNPOD_RECORDS\n", False),
+    ("jobs", "from overbrainer.runpod.lease import pod_lease\n", True),
+    ("jobs", "from overbrainer.runpod import catalog\n", True),
+    ("runs", "from overbrainer.runpod import catalog\n", False),
+    ("runs", "from overbrainer.runpod.provision import executor_for\n", True),
+    ("tui", "from overbrainer.runpod.cost import usable_rate\n", True),
+    ("tui", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from overbrainer.runpod import api\n", True),
+    ("tui", "from overbrainer.support.fmt import about_usd\n", False),
+])
+def test_the_runpod_rule_sees_what_it_forbids(package, source, reached):
+    path = ROOT / package / "probe_module.py"
+    module = Module(f"overbrainer.{package}.probe_module", path)
+    reader = _Reader(module, set(MODULES) | {module.name})
+    reader.visit(ast.parse(source))
+    assert bool(_runpod_reached(module)) == reached
 
 
 def test_no_two_modules_import_each_other():

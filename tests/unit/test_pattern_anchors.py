@@ -18,8 +18,8 @@ CASES = [
     ("overbrainer.hub.card", "_PLAIN_YAML", "apache-2.0"),
     ("overbrainer.llm.batch_types", "CUSTOM_ID", "ob1-q_0001"),
     ("overbrainer.train.axolotl_config", "_PLAIN_KEY", "base_model"),
-    ("overbrainer.runpod.pod_scripts", "_RUN_ID", "demo_20261201-101010"),
-    ("overbrainer.runpod.pod_scripts", "_KEY_LINE", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@host"),
+    ("overbrainer.runpod.pod_spec", "_RUN_ID", "demo_20261201-101010"),
+    ("overbrainer.runpod.pod_spec", "_KEY_LINE", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@host"),
 ]
 
 
