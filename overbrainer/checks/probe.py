@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import OverbrainerError, PersonMustAct
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import LlmSession, request_once
@@ -46,6 +46,7 @@ class Probe:
     ok: bool
     detail: str
     warning: bool = False  # ok, but the listing lacks the model
+    act: bool = False  # failed with a refusal only a person can fix (errors.PersonMustAct)
 
     def line(self) -> str:
         where = f"{self.provider} ({self.base_url})" if self.base_url else self.provider
@@ -72,17 +73,17 @@ def _probe_role(config: Config, name: str, role, llm: LlmSession) -> Probe:
     provider = config.providers[role.provider]
     shown = show_url(provider.base_url)
 
-    def result(ok: bool, detail: str, warning: bool = False) -> Probe:
-        return Probe(name, role.provider, shown, ok, detail, warning)
+    def result(ok: bool, detail: str, warning: bool = False, act: bool = False) -> Probe:
+        return Probe(name, role.provider, shown, ok, detail, warning, act)
 
     if not provider.base_url:
         return result(False, f"base_url is not set: set OVERBRAINER_PROVIDERS__{provider.name.upper()}__BASE_URL")
     try:
         return result(True, *_ask(provider, name, role, llm))
     except LlmError as e:
-        return result(False, _with_fix(str(e), e, provider, name))
+        return result(False, _with_fix(str(e), e, provider, name), act=isinstance(e, PersonMustAct))
     except OverbrainerError as e:
-        return result(False, str(e))
+        return result(False, str(e), act=isinstance(e, PersonMustAct))
 
 
 def _with_fix(text: str, error, provider, role_name: str) -> str:

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import OverbrainerError, PersonMustAct
 from overbrainer.jobs.targets import open_executor
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
@@ -28,6 +28,7 @@ class TargetProbe:
     kind: str
     ok: bool
     detail: str
+    act: bool = False  # failed with a refusal only a person can fix (errors.PersonMustAct)
 
     def line(self) -> str:
         return f"probe target {self.target} ({self.kind}) {'ok' if self.ok else 'FAILED'}: {self.detail}"
@@ -48,7 +49,7 @@ def _probe(config, name: str, target) -> TargetProbe:
     try:
         detail = _runpod(config, target) if kind == "runpod" else _runs_axolotl(config, name, target)
     except OverbrainerError as e:
-        return TargetProbe(name, kind, False, str(e).removeprefix(f"target `{name}`: "))
+        return TargetProbe(name, kind, False, str(e).removeprefix(f"target `{name}`: "), isinstance(e, PersonMustAct))
     return TargetProbe(name, kind, True, detail)
 
 

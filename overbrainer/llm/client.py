@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Callable
 
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
-from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
+from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, KeyRefused, LlmError, Moderated, unsupported
 from overbrainer.llm.http import Channel, LlmSession, Reading, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
@@ -77,6 +77,7 @@ class LlmClient:
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
         self._headers = self._wire.headers(api_key)
+        self._keyless = api_key is None
         # Every setting comes from the configuration's records, whose defaults are config/model's.
         self._timeout = float(pipeline.request_timeout_secs)
         self._max_retries = pipeline.max_retries
@@ -163,8 +164,13 @@ class LlmClient:
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
 
+            keyless = self._keyless
+
             def explain(status, raw, retry_after):
-                return meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
+                error = meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
+                if keyless and isinstance(error, KeyRefused):  # it wants a key, and none is set
+                    return KeyRefused(name, status, missing=True)
+                return error
 
             if protocol == "openai" and method == "POST" and path == openai_protocol.CHAT_PATH:
                 def inspect(doc):
