@@ -133,11 +133,15 @@ class LlmClient:
         self._structured_ok = False
 
     def call(self, method: str, path: str, *, body: Any = None, raw: tuple[bytes, str] | None = None,
-             decode: bool = True, stop: threading.Event | None = None, into: BinaryIO | None = None) -> Any:
+             decode: bool = True, stop: threading.Event | None = None, into: BinaryIO | None = None,
+             creates: bool = False) -> Any:
         """Any other request to the provider (the batch APIs: llm/batch_*.py), through the same
         channel, headers, retries and error meanings as a chat. `into`: the answer's body is
-        written to this file as it arrives (a batch's results), not kept in memory."""
-        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode, into=into)
+        written to this file as it arrives (a batch's results), not kept in memory. `creates`:
+        it creates something billed (a batch): never retried blindly, AnswerLost when it may have
+        been applied (llm/http.py)."""
+        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode, into=into,
+                          creates=creates)
 
     def chat_body(self, req: ChatRequest, structured: bool = False) -> dict:
         """The body `req` is sent with online (token limit, dialect, reasoning): a batch request
@@ -159,7 +163,8 @@ class LlmClient:
         return wire.chat_body(self.role, req, max_tokens, structured)
 
     def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
-              raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None) -> Any:
+              raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None,
+              creates: bool = False) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
@@ -185,7 +190,7 @@ class LlmClient:
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
-            reading=Reading(explain, inspect, decode, into),
+            reading=Reading(explain, inspect, decode, into, creates),
             raw=raw,
         )
 

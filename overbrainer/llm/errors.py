@@ -76,6 +76,17 @@ class ProviderUnreachable(LlmError):
                          fatal=True, reason=f"provider unreachable ({reason})")
 
 
+class AnswerLost(LlmError):
+    """A request that creates something billed (a batch) was sent and no answer says whether it
+    was applied: the connection closed after it was written, the answer timed out or was cut off,
+    or a 5xx/408 came (a gateway's 502/504 may hide a success). Never sent again blindly: the
+    caller settles it as a crash is settled (docs/retries.md). `cause` is the failure."""
+
+    def __init__(self, what: str, cause: LlmError):
+        super().__init__(f"no answer to {what} ({cause}): it may have been applied", status=cause.status,
+                         transport=cause.transport, reason="no answer", cause=cause)
+
+
 class CreditsError(LlmError, PersonMustAct):
     """The provider will not run the request on the account's money: out of credits, a quota
     spent, or (OpenRouter's 402) not enough for the asked `max_tokens`, where `afford` is the
