@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from overbrainer.config.model import Config, Project, Role, Roles
-from overbrainer.hub.card import MARKER, render, yaml_scalar
-from overbrainer.hub.card_facts import CardFacts, gguf_types
-from overbrainer.hub.card_rules import model_name
+from overbrainer.hub.card import MARKER, CardFacts, gguf_types, model_name, render, yaml_scalar
 
 SNAPSHOT_GGUF = """---
 base_model: Qwen/Qwen3-0.6B
@@ -115,7 +113,7 @@ def test_gguf_types_come_from_the_run_s_file_names():
 def test_card_states_the_decontamination(tmp_path):
     import json
 
-    from overbrainer.hub.card_facts import gather
+    from overbrainer.hub.card import gather
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "decontamination.json").write_text(json.dumps(
@@ -138,7 +136,7 @@ def test_card_states_the_decontamination(tmp_path):
 def test_card_shows_the_newest_eval(tmp_path):
     import json
 
-    from overbrainer.hub.card_facts import gather
+    from overbrainer.hub.card import gather
 
     config = Config(project=Project("demo"), roles=Roles(generator=Role("p", "gen"), parent=Role("p", "parent")))
 

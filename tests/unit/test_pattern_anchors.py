@@ -13,7 +13,7 @@ from overbrainer.hub.card import yaml_scalar
 
 CASES = [
     ("overbrainer.config.build_train", "HUB_REPO", "me/model"),
-    ("overbrainer.hub.card_rules", "_HUB_ID", "HuggingFaceTB/SmolLM2-135M"),
+    ("overbrainer.hub.card", "_HUB_ID", "HuggingFaceTB/SmolLM2-135M"),
     ("overbrainer.hub.flow", "REPO", "me/model"),
     ("overbrainer.hub.card", "_PLAIN_YAML", "apache-2.0"),
     ("overbrainer.llm.batch_types", "CUSTOM_ID", "ob1-q_0001"),
