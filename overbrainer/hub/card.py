@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 import yaml
 
 from overbrainer.config.model import Config
@@ -299,19 +300,16 @@ _PIPELINE_FIELDS = ("concurrency", "max_retries", "dedup_threshold", "embedding_
                     "question_batch_size", "request_timeout_secs", "eval_ratio", "seed", "include_system_prompt")
 
 
-def value(v: Any) -> str | None:
-    """A TOML literal for a plain value; None for anything else (left out)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
+def _plain(v: Any) -> Any:
+    """`v` when the excerpt may hold it as it is (a bool, a number, a string that is no URL, or a
+    list of them); None for anything else (left out)."""
+    if isinstance(v, (bool, int, float)):
+        return v
     if isinstance(v, str):
-        if "://" in v:
-            return None  # a URL never goes into a card
-        return json.dumps(v, ensure_ascii=False)
+        return None if "://" in v else v  # a URL never goes into a card
     if isinstance(v, list):
-        items = [value(x) for x in v]
-        return None if any(x is None for x in items) else "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
+        items = [_plain(x) for x in v]
+        return None if any(x is None for x in items) else items
     return None
 
 
@@ -322,51 +320,40 @@ def _pathish(v: Any) -> bool:
     return isinstance(v, str) and (v.startswith(("/", "~", ".")) or "\\" in v or "@" in v)
 
 
-def _inline(fields: dict[str, Any]) -> str:
-    parts = [f"{k} = {lit}" for k, v in fields.items() if v is not None and (lit := value(v)) is not None]
-    return "{ " + ", ".join(parts) + " }"
+def _kept(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: p for k, v in fields.items() if (p := _plain(v)) is not None}
 
 
 def reproduce(config: Config) -> str:
-    lines: list[str] = []
-    for t in config.topics:
-        lines += ["[[topics]]", f"name = {value(t.name)}"]
-        if t.description:
-            lines.append(f"description = {value(t.description)}")
-        lines += [f"subtopics = {t.subtopics}", f"questions_per_subtopic = {t.questions_per_subtopic}", ""]
-    lines.append("[roles]")
+    """The excerpt's TOML text (written by tomli_w: any key is quoted as TOML needs)."""
+    doc: dict[str, Any] = {}
+    topics = [_kept({"name": t.name, "description": t.description or None, "subtopics": t.subtopics,
+                     "questions_per_subtopic": t.questions_per_subtopic}) for t in config.topics]
+    if topics:
+        doc["topics"] = topics
+    roles = {}
     for name, role in config.roles.all():
         fields = {f: getattr(role, f) for f in _ROLE_FIELDS}  # by name: the allowlist's fields
         fields["model"] = model_name(role.model)
-        fields = {k: v for k, v in fields.items() if v not in (None, False) or k == "model"}
-        lines.append(f"{name} = {_inline(fields)}")
-    lines.append("")
+        roles[name] = _kept({k: v for k, v in fields.items() if v is not False})
+    doc["roles"] = roles
     training = config.training
     if training is not None:
-        lines.append("[training]")
-        for f in _TRAINING_FIELDS:
-            v = getattr(training, f)  # by name: the allowlist's fields
-            if f == "base_model":
-                v = model_name(v)
-            lit = value(v) if v is not None else None
-            if lit is not None:
-                lines.append(f"{f} = {lit}")
-        extra = {k: v for k, v in sorted(training.axolotl_extra.items()) if not secretish(k)}
+        fields = {f: getattr(training, f) for f in _TRAINING_FIELDS}  # by name: the allowlist's fields
+        fields["base_model"] = model_name(fields["base_model"])
+        section = _kept(fields)
+        extra = _kept({k: v for k, v in sorted(training.axolotl_extra.items())
+                       if not secretish(k) and not _pathish(v)})
         if extra:
-            kept = {k: v for k, v in extra.items() if value(v) is not None and not _pathish(v)}
-            if kept:
-                lines.append(f"axolotl_extra = {_inline(kept)}")
-        lines.append("")
-    lines.append("[pipeline]")
-    lines += [f"{f} = {value(getattr(config.pipeline, f))}" for f in _PIPELINE_FIELDS]
-    return "\n".join(lines).rstrip() + "\n"
+            section["axolotl_extra"] = extra
+        doc["training"] = section
+    doc["pipeline"] = _kept({f: getattr(config.pipeline, f) for f in _PIPELINE_FIELDS})
+    return tomli_w.dumps(doc)
 
 
 # --- the text ----------------------------------------------------------------------------------
 
 MARKER = "<!-- overbrainer:card -->"
-_PLAIN_YAML = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*\Z")
-_AMBIGUOUS = {"yes", "no", "on", "off", "true", "false", "null", "none", "y", "n", "~"}
 
 
 def prose(text: object) -> str:
@@ -378,37 +365,27 @@ def cell(text: object) -> str:
     return prose(text).replace("|", "\\|")
 
 
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def yaml_scalar(text: str) -> str:
-    """A YAML scalar, quoted when a plain one would be read as something else (`no`, `1.0`, …)."""
-    if _PLAIN_YAML.match(text) and text.lower() not in _AMBIGUOUS and not _numeric(text):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def front_matter(data: dict[str, Any]) -> list[str]:
+    """The card's YAML metadata between `---` lines, written by PyYAML (each value reads back as
+    the string it is: `no`, `1.0`, `a: b` or a newline are quoted as YAML needs)."""
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 16)
+    return ["---", *text.rstrip("\n").split("\n"), "---", ""]
 
 
 def _adapter_word(f: CardFacts) -> str:
     return {"lora": "LoRA", "qlora": "QLoRA"}.get(f.adapter or "", "none (full fine-tune)")
 
 
-def _front_matter(f: CardFacts) -> list[str]:
-    lines = ["---"]
+def _metadata(f: CardFacts) -> dict[str, Any]:
+    data: dict[str, Any] = {}
     if f.base_model and f.base_is_hub:
-        lines += [f"base_model: {yaml_scalar(f.base_model)}",
-                  f"base_model_relation: {'adapter' if f.adapter else 'finetune'}"]
-    lines.append(f"library_name: {'peft' if f.adapter else 'transformers'}")
+        data.update(base_model=f.base_model, base_model_relation="adapter" if f.adapter else "finetune")
+    data["library_name"] = "peft" if f.adapter else "transformers"
     if f.license:
-        lines.append(f"license: {yaml_scalar(f.license)}")
-    lines += ["pipeline_tag: text-generation", "tags:", "- overbrainer", "- distillation"]
-    if f.gguf_types:
-        lines.append("- gguf")
-    return lines + ["---", ""]
+        data["license"] = f.license
+    data["pipeline_tag"] = "text-generation"
+    data["tags"] = ["overbrainer", "distillation"] + (["gguf"] if f.gguf_types else [])
+    return data
 
 
 def _use_it(f: CardFacts) -> list[str]:
@@ -471,7 +448,7 @@ def decontamination_text(d: dict) -> str:
 
 
 def render(f: CardFacts) -> str:
-    lines = _front_matter(f)
+    lines = front_matter(_metadata(f))
     lines += [f"# {prose(f.repo)}", "",
               "[![made with overbrainer](https://img.shields.io/badge/made%20with-overbrainer-blue)]"
               "(https://pypi.org/project/overbrainer/)", ""]

@@ -36,7 +36,7 @@ from overbrainer.dataset.history import read_history, totals
 from overbrainer.dataset.kept import kept_share
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
-from overbrainer.hub.card import MARKER, cell, decontamination_text, model_name, prose, yaml_scalar
+from overbrainer.hub.card import MARKER, cell, decontamination_text, front_matter, model_name, prose
 from overbrainer.hub.parquet import SplitFile
 
 log = logging.getLogger(__name__)
@@ -145,16 +145,13 @@ def size_category(n: int) -> str:
     return next((name for bound, name in SIZES if n < bound), "n>1B")
 
 
-def _front_matter(f: DatasetFacts) -> list[str]:
-    lines = ["---"]
-    if f.license:
-        lines.append(f"license: {yaml_scalar(f.license)}")
-    lines += ["task_categories:", "- text-generation", "tags:", "- overbrainer", "- distillation", "- synthetic",
-              "size_categories:", f"- {yaml_scalar(size_category(f.train.rows + f.eval.rows))}",
-              "configs:", "- config_name: default", "  data_files:"]
-    for split, path in f.files.items():
-        lines += [f"  - split: {split}", f"    path: {yaml_scalar(path)}"]
-    return lines + ["---", ""]
+def _metadata(f: DatasetFacts) -> dict[str, Any]:
+    data: dict[str, Any] = {"license": f.license} if f.license else {}
+    data.update(task_categories=["text-generation"], tags=["overbrainer", "distillation", "synthetic"],
+                size_categories=[size_category(f.train.rows + f.eval.rows)],
+                configs=[{"config_name": "default",
+                          "data_files": [{"split": split, "path": path} for split, path in f.files.items()]}])
+    return data
 
 
 def counts_text(counts: dict[str, int]) -> str:
@@ -202,7 +199,7 @@ def _prompts(f: DatasetFacts) -> list[str]:
 
 
 def render(f: DatasetFacts) -> str:
-    lines = _front_matter(f)
+    lines = front_matter(_metadata(f))
     lines += [f"# {prose(f.repo)}", "",
               "[![made with overbrainer](https://img.shields.io/badge/made%20with-overbrainer-blue)]"
               "(https://pypi.org/project/overbrainer/)", ""]
