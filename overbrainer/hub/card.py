@@ -10,10 +10,11 @@ newest by `created`) gives the Benchmarks section: only the eval's ID, lm-eval's
 and seed, and per task its name, metric, the child's and parent's scores, the ratio with its 95 %
 interval and the number of samples are read (an unreadable eval.json is skipped with a warning).
 
-The Reproduce section's `overbrainer.toml` excerpt (`reproduce`) keeps `[[topics]]`, the model of
-each role (not its provider), `[training]` without `target` and `hub_model_id` (a local base
-model cut to its last component, `axolotl_extra` without keys that could carry a secret, host or
-path), and `[pipeline]`. Never: providers, targets, runpod, hub, keys, hosts, URLs.
+The Reproduce section's `overbrainer.toml` excerpt (`reproduce`, written by tomli_w) keeps the
+topics, the model of each role (not its provider), `[training]` without `target` and
+`hub_model_id` (a local base model cut to its last component, `axolotl_extra` without keys that
+could carry a secret, host or path), and `[pipeline]`. Never: providers, targets, runpod, hub,
+keys, hosts, URLs. The front matter is written by PyYAML (`front_matter`).
 
 Layout (`render`): YAML front matter; the title and one sentence; `## Use it`; `## How it was
 made` (what the data kept, a table of facts, the topics, the GPU line); `## Benchmarks` (when
@@ -44,8 +45,6 @@ from overbrainer.support.fmt import duration
 from overbrainer.train.metrics import summarize_file
 
 log = logging.getLogger(__name__)
-
-
 
 
 # --- what a card may name ----------------------------------------------------------------------

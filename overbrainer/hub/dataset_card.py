@@ -42,8 +42,6 @@ from overbrainer.hub.parquet import SplitFile
 log = logging.getLogger(__name__)
 
 
-
-
 # --- the facts ---------------------------------------------------------------------------------
 
 TEMPLATES = ("subtopics", "questions", "answer_system")

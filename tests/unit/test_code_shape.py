@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "overbrainer"
-MAX_MODULE_LINES = 510  # raised from 400 for hub/card.py, the model card's siblings merged (the cap is going)
+MAX_MODULE_LINES = 480  # raised from 400 for hub/card.py, the model card's siblings merged (the cap is going)
 MAX_FUNCTION_LINES = 50
 
 
