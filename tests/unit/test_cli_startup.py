@@ -95,11 +95,20 @@ def test_start_up_leaves_the_heavy_modules_unimported(initialised, args, also):
     assert _found(loaded, {**KEPT_OFF, **also}) == []
 
 
-def test_a_gate_with_a_language_and_a_schema_checks_them_without_the_gate_or_json(tmp_path):
+# What jsonschema (the gate extra) imports of the standard library, once [gate] json_schema is set.
+JSONSCHEMA_NEEDS = ("json", "dataclasses", "shutil")
+
+
+@pytest.mark.parametrize("gate, lazy, needs", [
+    ('language = "en"', {"overbrainer.dataset.quality.language"}, ()),
+    ('language = "en"\njson_schema = { type = "object" }',
+     {"overbrainer.dataset.quality.language", "overbrainer.dataset.quality.json_schema", "jsonschema"}, JSONSCHEMA_NEEDS),
+], ids=["language", "language-and-schema"])
+def test_a_gate_with_a_language_and_a_schema_checks_them_without_the_gate(tmp_path, gate, lazy, needs):
     init_project(tmp_path / "proj")
     with open(tmp_path / "proj" / "overbrainer.toml", "a", encoding="utf-8") as f:
-        f.write('\n[gate]\nlanguage = "en"\njson_schema = { type = "object" }\n')
+        f.write(f"\n[gate]\n{gate}\n")
     loaded = _loaded(["-C", str(tmp_path / "proj"), "config", "check"])
-    assert {"overbrainer.dataset.quality.language", "overbrainer.dataset.quality.json_schema"} <= loaded
-    kept_off = {k: v for k, v in KEPT_OFF.items() if k != "overbrainer.dataset"}
+    assert lazy <= loaded
+    kept_off = {k: v for k, v in KEPT_OFF.items() if k != "overbrainer.dataset" and k not in needs}
     assert _found(loaded, {**kept_off, "overbrainer.dataset.quality.gate_rules": "the gate stage only", **CHECK_KEPT_OFF}) == []

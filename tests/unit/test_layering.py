@@ -88,6 +88,8 @@ LAZY: dict[tuple[str, str], str] = {
     ("overbrainer.config.fields", "difflib"): "did-you-mean, for an unknown key only",
     ("overbrainer.config.build", "overbrainer.dataset.quality.language"): "the gate's languages: [gate] language set only",
     ("overbrainer.config.build", "overbrainer.dataset.quality.json_schema"): "the gate's schema check: [gate] json_schema set only",
+    ("overbrainer.dataset.quality.json_schema", "jsonschema"): "optional (the gate extra), heavy: [gate] json_schema set only",
+    ("overbrainer.config.dotenv", "dotenv"): "python-dotenv: a project with a .env only",
     ("overbrainer.config.build_train", "overbrainer.config.hub_licenses"): "[hub] dataset_license set only",
     ("overbrainer.config.build", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
     ("overbrainer.config.check", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
