@@ -19,7 +19,7 @@ Nothing is retried; each failure is one line naming the provider and what to fix
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
@@ -29,7 +29,6 @@ from overbrainer.llm.errors import LlmError
 from overbrainer.llm.http import LlmSession, request_once
 from overbrainer.llm.prices import entries
 from overbrainer.llm.types import ChatRequest
-from overbrainer.support.frozen import replace
 
 LISTING_TIMEOUT = 10.0
 ASK_TIMEOUT = 60.0  # a local server may load the model first

@@ -1,10 +1,12 @@
 """SIGTERM and SIGHUP handled like Ctrl-C: they raise KeyboardInterrupt (an Interrupt of
 front/interrupt.py catches them first), so that a command stopped by one says what resumes and
 exits 143 or 129. Installed by every command that runs work (AppContext.start_work), not by
-`--help`, `--version` or a plain `config check` (start-up time: `import signal`), which a signal
-simply ends (a shell still sees 143 or 129)."""
+`--help`, `--version` or a plain `config check`, which have nothing to resume: a signal simply
+ends them (a shell still sees 143 or 129)."""
 
 from __future__ import annotations
+
+import signal
 
 from overbrainer.support import stop_signals
 
@@ -21,8 +23,6 @@ def catch_stop_signals() -> None:
     ignored at start (`nohup`) stays ignored."""
     if _installed:
         return
-    import signal  # lazy: see the module docstring
-
     _installed.append(True)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         try:

@@ -49,7 +49,7 @@ import datetime as _dt
 import logging
 import secrets as _secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -71,7 +71,7 @@ from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.pod_body import VOLUME_PATH
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.pod_scripts import WORKDIR
-from overbrainer.support import fmt, frozen
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def _on_pod(session, config, side: _Side, name: str, target: RunpodTarget, inter
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root = pod_root(run.id)
-    pod_target = frozen.replace(target, **job.pod) if job.pod else target
+    pod_target = replace(target, **job.pod) if job.pod else target
     cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id
              else f"{root.rsplit('/', 1)[0]}/.cache")
     try:
