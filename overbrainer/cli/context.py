@@ -19,7 +19,7 @@ from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.front.logs import setup_logging
 from overbrainer.front.results import write_result
 from overbrainer.front.session import Session
-from overbrainer.support import address_space
+from overbrainer.support import address_space, extras
 from overbrainer.support.lock import ProjectLock
 
 PROJECT_FORMAT = 1
@@ -174,7 +174,8 @@ class AppContext:
         is set; nothing otherwise."""
         if not config.metrics.enabled:
             return contextlib.nullcontext()
-        from overbrainer.metrics.exporter import serving  # lazy: prometheus_client, when [metrics] asks for it
+        extras.require("metrics", "[metrics]")
+        from overbrainer.metrics.exporter import serving  # lazy: prometheus_client (the `metrics` extra)
 
         return serving(self.project_dir, config, self.front)
 

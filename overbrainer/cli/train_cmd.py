@@ -13,7 +13,7 @@ from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import UsageError
 from overbrainer.export.in_job import InJobExport
-from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.hub.after_training import push_after_training, require_hub, warn_missing_token
 from overbrainer.jobs import ids
 from overbrainer.runs.flow import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.support.lock import ProjectLock, ProjectLocked
@@ -47,6 +47,7 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
         ids.validate(resume_from)
 
     with app.open_project(write=True) as config:
+        require_hub(config)
         warn_missing_token(config)
         result = train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
                             keep_pod=keep_pod, after=(InJobExport(),))
