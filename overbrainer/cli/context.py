@@ -15,6 +15,7 @@ from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.config.dotenv import load_project_env
 from overbrainer.config.load import log_warnings
 from overbrainer.config.read import read_config
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.front.logs import setup_logging
 from overbrainer.front.results import write_result
@@ -121,7 +122,7 @@ class AppContext:
         toml = self.project_dir / "overbrainer.toml"
         if not toml.is_file():
             raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")
-        version = self.project_dir / ".overbrainer" / "version"
+        version = ProjectPaths(self.project_dir).state / "version"
         try:
             text = version.read_text().strip()
         except FileNotFoundError:
