@@ -10,6 +10,7 @@ from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.config import check as show
 from overbrainer.config import prompt_files, ready
+from overbrainer.dataset.quality import benchmarks
 from overbrainer.errors import ConfigError, OverbrainerError, PersonMustAct
 
 
@@ -42,11 +43,9 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg) + prompt_files.problems(app.root)
+        problems = ready.problems(cfg) + prompt_files.problems(app.project_dir)
         if cfg.pipeline.decontaminate:
-            from overbrainer.dataset.quality import benchmarks  # lazy: pathlib and the readers, only then
-
-            problems += benchmarks.problems(app.root, cfg.pipeline.decontaminate)
+            problems += benchmarks.problems(app.project_dir, cfg.pipeline.decontaminate)
         data["problems"] = problems
         if app.json_mode:
             app.report(show.text(cfg), data)

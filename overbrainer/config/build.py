@@ -31,7 +31,10 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
+from overbrainer.dataset.quality.json_schema import schema_problems
+from overbrainer.dataset.quality.language import LANGUAGES
 from overbrainer.llm.dialects import batch_api, guess
+from overbrainer.llm.thinking import problems as refused
 
 U32 = 2**32 - 1
 U64 = 2**64 - 1
@@ -187,8 +190,6 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         return None
     role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
-        # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
-        from overbrainer.llm.thinking import problems as refused
         problems.extend(refused(f"roles.{name}", role))
     return role
 
@@ -311,8 +312,6 @@ def _gate(root: Table) -> Gate:
 def _language(t: Table) -> str | None:
     if "language" not in t.data:
         return None
-    # lazy: [gate] language set only (start-up time of `config check`)
-    from overbrainer.dataset.quality.language import LANGUAGES
     language: str | None = t.choice("language", LANGUAGES)
     return language
 
@@ -333,8 +332,6 @@ def _schema(t: Table, k: str) -> dict[str, Any] | None:
     v = t.raw(k)
     if v is None:
         return None
-    # lazy: [gate] json_schema set only (start-up time of `config check`)
-    from overbrainer.dataset.quality.json_schema import schema_problems
     problems = schema_problems(v)
     for p in problems:
         t.problem(k, p, v)

@@ -5,7 +5,9 @@ Secrets show as `***` (or `(unset)`); the credentials and query of a URL are mas
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
@@ -19,9 +21,8 @@ from overbrainer.config.model import (
     SshTarget,
     Target,
 )
-from overbrainer.support.frozen import asdict, names
+from overbrainer.llm.thinking import mode, supported
 from overbrainer.support.redact import MASK
-from overbrainer.support.urls import split, unsplit
 
 UNSET = "(unset)"
 
@@ -31,11 +32,11 @@ def show_url(url: str | None) -> str | None:
     if url is None:
         return None
     try:
-        p = split(url)
+        p = urlsplit(url)
         netloc = p.netloc
         if "@" in netloc:
             netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-        return unsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
+        return urlunsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
     except ValueError:
         return MASK
 
@@ -68,9 +69,6 @@ def _role_text(r: Role, protocol: str | None = None) -> str:
 
 def thinking_text(r: Role) -> list[str]:
     """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
-    # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
-    from overbrainer.llm.thinking import mode, supported
-
     chosen = mode(r)
     if chosen is None:
         return []
@@ -109,7 +107,7 @@ def target_text(t: Target) -> str:
 
 
 def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
-    return ", ".join(f"{name}: {_fmt(getattr(obj, name))}" for name in names(obj) if name not in skip)
+    return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
 
 
 def lines(config: Config) -> list[tuple[str, str]]:

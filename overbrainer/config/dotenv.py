@@ -24,11 +24,11 @@ import io
 import os
 import re
 from collections import ChainMap
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import path_text
-from overbrainer.support.frozen import field, record
 
 
 def _error(line: int) -> ConfigError:
@@ -75,7 +75,7 @@ def read(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None)
     return parse(text, environ)
 
 
-def _stamp_of(path: str) -> tuple[int, int] | None:
+def _stamp_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -85,20 +85,20 @@ def _stamp_of(path: str) -> tuple[int, int] | None:
 
 def stamp(project_dir: str | os.PathLike[str]) -> tuple[object, ...]:
     """What `run` compares between stages: mtime and size of overbrainer.toml and .env."""
-    return (_stamp_of(path_text(project_dir, "overbrainer.toml")), _stamp_of(path_text(project_dir, ".env")))
+    return (_stamp_of(Path(project_dir) / "overbrainer.toml"), _stamp_of(Path(project_dir) / ".env"))
 
 
-@record
+@dataclass
 class DotenvState:
     """What `.env` did to the environment, so that `run` can reload it between stages."""
 
-    project_dir: str  # as written, without pathlib (start-up time)
+    project_dir: Path
     keys: set[str] = field(default_factory=set)  # the keys .env (not the shell) provided
     loaded_stamp: tuple[object, ...] = ()
 
     @property
-    def path(self) -> str:
-        return path_text(self.project_dir, ".env")
+    def path(self) -> Path:
+        return self.project_dir / ".env"
 
     def changed(self) -> bool:
         """Whether overbrainer.toml or .env changed (mtime or size) since the last (re)load."""
@@ -125,7 +125,7 @@ def load_project_env(project_dir: str | os.PathLike[str],
                      environ: MutableMapping[str, str] | None = None) -> DotenvState:
     """Load `<project_dir>/.env` into `environ` (default os.environ); the shell wins."""
     environ = os.environ if environ is None else environ
-    state = DotenvState(path_text(project_dir))
+    state = DotenvState(Path(project_dir))
     state.loaded_stamp = stamp(state.project_dir)
     for k, v in read(state.path, environ):
         if k not in environ:

@@ -5,9 +5,9 @@ compiles them)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import path_text
 
 NAMES = ("subtopics", "questions", "answer_system", "judge", "grader")
 
@@ -19,7 +19,7 @@ def file_name(name: str) -> str:
 def read_override(project_dir: str | os.PathLike[str], name: str) -> str | None:
     """The text of `prompts/<name>.txt`, None when there is none; ConfigError (exit 2) when it
     cannot be read or is not UTF-8."""
-    path = path_text(project_dir, "prompts", file_name(name))
+    path = Path(project_dir) / "prompts" / file_name(name)
     try:
         with open(path, "rb") as f:
             data = f.read()

@@ -50,7 +50,7 @@ import datetime as _dt
 import logging
 import secrets as _secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -68,7 +68,7 @@ from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
-from overbrainer.support import fmt, frozen
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind],
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root, cache = kind.side_place(target, ids.validate(run.id))
-    pod_target = frozen.replace(target, **job.pod) if job.pod else target
+    pod_target = replace(target, **job.pod) if job.pod else target
     home = Home(job_id, parent, run.id)
     try:
         options = LeaseOptions(side_results_home, keep=keep, home=home, workdir=f"{root}/{job.kind}s")

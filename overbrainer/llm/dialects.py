@@ -9,10 +9,10 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from overbrainer.support.frozen import frozen
-from overbrainer.support.urls import split
 
 # The protocols serve annotations only: `config check` imports this module (start-up time).
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +31,7 @@ MAX_TOKENS = "max_tokens"
 MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 
-@frozen
+@dataclass(frozen=True)
 class Dialect:
     name: str
     token_field: str  # the field that limits the answer's tokens
@@ -89,7 +89,7 @@ def guess(base_url: str | None) -> str:
     if not base_url:
         return GENERIC
     try:
-        parts = split(base_url)
+        parts = urlsplit(base_url)
         host = (parts.hostname or "").lower()
         port = parts.port
     except ValueError:

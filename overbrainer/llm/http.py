@@ -24,6 +24,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
 
 from overbrainer.llm import meanings
@@ -43,7 +44,6 @@ from overbrainer.support.http import (
     exchange,
 )
 from overbrainer.support.failure import FailureKind
-from overbrainer.support.frozen import frozen
 from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
 
@@ -221,7 +221,7 @@ def backoff(attempt: int) -> float:
     return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
-@frozen
+@dataclass(frozen=True)
 class Reading:
     """How an answer is read: what its error statuses mean (`explain`, by default as every
     provider means them), the error a 2xx body may carry (`inspect`: handled as if the answer had

@@ -28,7 +28,7 @@ from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.errors import ConfigError, ItemsFailed, ItemsRefused, UsageError
-from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.hub.after_training import push_after_training, require_hub, warn_missing_token
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch
 from overbrainer.pipeline.context import StageContext, StageInterrupted
@@ -278,7 +278,10 @@ def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = 
                 after: Sequence[PostTrain] = (), wait: bool = False) -> RunOutcome:
     """`overbrainer run`: the stages, then training only on change (or `retrain`), then the
     after-training push. `watch`: the reload rule between stages; `after`: what plugs into the
-    training job (the front end's `post_train()`); `wait`: batch mode waits for its batches."""
+    training job (the command line's `InJobExport`); `wait`: batch mode waits for its batches.
+    A missing `hub` extra that the push needs stops it before the first stage (exit 2)."""
+    if config.training is not None:
+        require_hub(config)
     results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
     if results and results[-1].pending:
         log.info("batches are still out: the later stages and training wait for the next run")

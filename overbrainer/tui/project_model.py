@@ -9,7 +9,7 @@ their credentials and query (as in `config check`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -21,7 +21,6 @@ from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.jobs.records import project_costs
-from overbrainer.support import frozen
 
 SECRET_KEYS = ("api_key", "hf_token")
 URL_KEYS = ("base_url",)
@@ -95,7 +94,7 @@ def _value(key: str, value: Any) -> str:
 
 def _fields(prefix: str, obj: Any, origins: Origins) -> list[Row]:
     rows = []
-    for f in frozen.fields(obj):
+    for f in fields(obj):
         if f.name in SKIPPED or (prefix == "metrics" and f.name in ("host", "port")):
             continue
         key = f"{prefix}.{f.name}"

@@ -1,5 +1,6 @@
 """The README's first command, as written there, sets a project up and runs the whole pipeline
-against a provider named by two variables (the README's OpenRouter line, pointed at the fake)."""
+against a provider named by two variables (the README's OpenRouter line, pointed at the fake), with
+what `pip install .` installs: no extra's package can be imported."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tests.fixtures.cli import clean_env
+from tests.fixtures.missing import without_extras
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -43,7 +45,8 @@ def test_readme_first_command_runs_the_pipeline(tmp_path, fake_provider):
     shim = bin_dir / "overbrainer"
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m overbrainer "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
-    env = clean_env({**variables, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, home=tmp_path)
+    env = clean_env({**variables, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **without_extras(tmp_path)},
+                    home=tmp_path)
 
     r = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

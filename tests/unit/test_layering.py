@@ -3,7 +3,7 @@
 modules and no two packages import each other, through any chain; no module imports another's
 private (`_name`) attributes. Imports under `if TYPE_CHECKING:` name types only and never run: they
 are left out of the layer rule, not of the others. Every import stands at module top, save those
-of `LAZY`, each with why it waits (start-up time, or an optional heavy dependency). Runpod is one
+of `LAZY`, each with why it waits (a heavy third-party library only some commands use). Runpod is one
 package: outside runpod/, only its modules of `RUNPOD_PUBLIC` are imported, jobs/ imports only its
 target kind (and the kind's read-only face), and tui/ nothing of it.
 
@@ -52,60 +52,33 @@ RUNPOD_PUBLIC: dict[str, str] = {
 RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target", "overbrainer.runpod.records"})
 
 
-# The function-level imports allowed below cli/: a dependency that only some commands need, each
-# under a `# lazy:` comment at the import that says why. (module, what it imports, or a parent)
-# Every import inside a function, in the whole package, with why it waits (start-up time of
-# `--help` and `config check`, scripts/bench_startup.sh, or an optional heavy dependency); each
-# also stands under a `# lazy:` comment in the code. A target covers its submodules.
+# Every import inside a function, in the whole package, with why it waits: a heavy third-party
+# library that only some commands use (paramiko, requests, tqdm, huggingface_hub, Textual,
+# prometheus_client, pyarrow, lm-eval; those of an extra may be missing), directly or through the
+# package module that imports it at top. The one exception of the package's own is the front end
+# of the flows (its bus, events and renderers), which `config check` never uses. Each also stands
+# under a `# lazy:` comment in the code. A target covers its submodules.
 LAZY: dict[tuple[str, str], str] = {
-    ("overbrainer.cli.main", "overbrainer.cli.context"): "a command runs: `--help` never loads it",
-    ("overbrainer.cli.main", "overbrainer.support.redact"): "an error is printed",
-    ("overbrainer.cli.main", "json"): "--json only",
-    ("overbrainer.cli.main", "signal"): "a command stopped by a signal",
-    ("overbrainer.cli.main", "overbrainer.errors"): "a command failed or stopped: `--help` never loads it",
-    ("overbrainer.cli.main", "overbrainer.support"): "a command stopped by a signal (stop_signals)",
-    ("overbrainer.cli.main", "logging"): "an internal error",
-    ("overbrainer.cli.help", "overbrainer.cli.help_format"): "a help page: `config check` never loads it",
-    ("overbrainer.cli.help", "difflib"): "an unknown command's did-you-mean",
-    ("overbrainer.cli.context", "pathlib"): "`config check` runs without pathlib",
-    ("overbrainer.cli.context", "overbrainer.cli.stops"): "commands that run work: `import signal`",
-    ("overbrainer.cli.context", "overbrainer.support"): "commands that run work: address_space (ctypes)",
-    ("overbrainer.cli.context", "overbrainer.front.logs"): "logging, once something is logged",
-    ("overbrainer.cli.context", "overbrainer.front.frontend"): "the bus and renderers: flows only",
-    ("overbrainer.cli.context", "overbrainer.front.session"): "flows only",
-    ("overbrainer.cli.context", "overbrainer.export.in_job"): "training commands only",
-    ("overbrainer.cli.context", "overbrainer.config.load"): "logging, for configuration warnings",
-    ("overbrainer.cli.context", "overbrainer.support.lock"): "fcntl: commands that write",
-    ("overbrainer.cli.context", "overbrainer.metrics.exporter"): "prometheus_client, with [metrics] only",
-    ("overbrainer.cli.config_cmd", "overbrainer.dataset"): "benchmarks' readers, with decontaminate only",
-    ("overbrainer.cli.config_cmd", "overbrainer.checks.probe"): "--probe only: the HTTP and SSH stacks",
-    ("overbrainer.cli.stops", "signal"): "commands that run work only",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.logbuf"): "Textual: `tui` runs (`tui --help` stays light)",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.tasks"): "Textual: `tui` runs",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.work"): "Textual: `tui` runs",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.main"): "Textual: `tui` runs",
-    ("overbrainer.config.secrets", "overbrainer.config.vault"): "the HTTP stack, for vault: only",
-    ("overbrainer.config.fields", "difflib"): "did-you-mean, for an unknown key only",
-    ("overbrainer.config.build", "overbrainer.dataset.quality.language"): "the gate's languages: [gate] language set only",
-    ("overbrainer.config.build", "overbrainer.dataset.quality.json_schema"): "the gate's schema check: [gate] json_schema set only",
-    ("overbrainer.dataset.quality.json_schema", "jsonschema"): "optional (the gate extra), heavy: [gate] json_schema set only",
-    ("overbrainer.config.dotenv", "dotenv"): "python-dotenv: a project with a .env only",
-    ("overbrainer.config.build_train", "overbrainer.config.hub_licenses"): "[hub] dataset_license set only",
-    ("overbrainer.config.build", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
-    ("overbrainer.config.check", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
-    ("overbrainer.dataset.quality.benchmarks", "pyarrow"): "optional: a Parquet benchmark only",
+    ("overbrainer.cli.context", "overbrainer.front.frontend"):
+        "the flows' front end: the bus, its events and the renderers, which `config check` never uses",
+    ("overbrainer.cli.context", "overbrainer.metrics.exporter"): "prometheus_client: the `metrics` extra, [metrics] set only",
+    ("overbrainer.cli.config_cmd", "overbrainer.checks.probe"): "requests and the SSH and Runpod clients: --probe only",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.logbuf"): "Textual: the `tui` extra, `tui` runs (`tui --help` stays light)",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.tasks"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.work"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.main"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.config.secrets", "overbrainer.config.vault"): "requests: a vault: reference only",
+    ("overbrainer.dataset.quality.benchmarks", "pyarrow"): "pyarrow: the `parquet` extra, a Parquet benchmark only",
     ("overbrainer.exec.ssh", "paramiko"): "paramiko: SSH targets only",
     ("overbrainer.exec.ssh_connect", "paramiko"): "paramiko: SSH targets only",
     ("overbrainer.front.render_bars", "tqdm"): "tqdm: bars on a terminal only",
-    ("overbrainer.front.results", "json"): "--json only: `config check` prints text",
-    ("overbrainer.hub.client", "huggingface_hub"): "huggingface_hub: a push only",
-    ("overbrainer.hub.client", "httpx2"): "huggingface_hub's HTTP client: a push only",
-    ("overbrainer.hub.push", "huggingface_hub"): "huggingface_hub: a push only",
-    ("overbrainer.hub.parquet", "pyarrow"): "pyarrow: optional, `push --dataset` only",
+    ("overbrainer.hub.client", "huggingface_hub"): "huggingface_hub: the `hub` extra, a push only",
+    ("overbrainer.hub.client", "httpx2"): "huggingface_hub's HTTP client: the `hub` extra, a push only",
+    ("overbrainer.hub.push", "huggingface_hub"): "huggingface_hub: the `hub` extra, a push only",
+    ("overbrainer.hub.parquet", "pyarrow"): "pyarrow: the `parquet` extra, `push --dataset` only",
     ("overbrainer.eval.harness", "lm_eval"): "lm_eval: the `eval` extra, `overbrainer eval` only",
-    ("overbrainer.support.urls", "urllib.parse"): "a bracketed or non-ASCII host only",
-    ("overbrainer.support.urls", "ipaddress"): "an IPv6 address only",
-    ("overbrainer.support.address_space", "ctypes"): "commands that start worker threads only",
+    ("overbrainer.dataset.quality.json_schema", "jsonschema"): "jsonschema: the `gate` extra, heavy, [gate] json_schema set only",
+    ("overbrainer.config.dotenv", "dotenv"): "python-dotenv: a project with a .env only",
 }
 
 
