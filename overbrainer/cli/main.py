@@ -189,13 +189,8 @@ def _exit_deaf_if_stopped() -> None:
     while it exits: the same stop delivered again (GNU `timeout`, a CI runner signalling the
     process group) would otherwise meet the default action that Python puts back as it
     finalizes, and end the process by the signal instead of with its code."""
-    # lazy: as stopped_code, at the end of a command only
-    from overbrainer.support import stop_signals
-
     if stop_signals.first() is None:
         return
-    import signal  # lazy: a command stopped by a signal only
-
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(signum, signal.SIG_IGN)

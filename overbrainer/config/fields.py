@@ -226,9 +226,6 @@ def misnamed(t: Table, name: str, what: str, declared: Iterable[str], required: 
     `openai`?`) in place of the missing key. False (nothing reported) otherwise."""
     if required in t.data or not t.data or not all(isinstance(v, EnvStr) for v in t.data.values()):
         return False
-    # lazy: difflib only for a table of the environment alone (start-up time)
-    import difflib
-
     near = difflib.get_close_matches(name, sorted(n for n in declared if n != name), n=1, cutoff=0.6)
     if not near:
         return False

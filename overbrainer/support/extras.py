@@ -15,6 +15,7 @@ PACKAGES = {
     "metrics": "prometheus_client",  # `[metrics] listen` and `textfile`
     "parquet": "pyarrow",  # Parquet benchmark files, `push --dataset`
     "eval": "lm_eval",  # `overbrainer eval`
+    "gate": "jsonschema",  # `[gate] json_schema`
 }
 
 
