@@ -42,7 +42,7 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg) + prompt_files.problems(app.root)
+        problems = ready.problems(cfg) + _prompt_problems(app.root)
         if cfg.pipeline.decontaminate:
             from overbrainer.dataset import benchmarks  # lazy: pathlib and the readers, only then
 
@@ -56,6 +56,15 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
             raise ConfigError("the configuration cannot run yet", problems)
         if failure is not None:
             raise failure
+
+
+def _prompt_problems(root) -> list[str]:
+    """One problem per prompt override that cannot be used (config/templates.problems)."""
+    if not prompt_files.overrides(root):
+        return []
+    from overbrainer.config.templates import problems  # lazy: Jinja2, for a project's own prompts only
+
+    return problems(root)
 
 
 def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:

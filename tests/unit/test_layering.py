@@ -64,6 +64,7 @@ LAZY: dict[tuple[str, str], str] = {
     ("overbrainer.cli.config_cmd", "overbrainer.dataset"): "benchmarks' readers, with decontaminate only",
     ("overbrainer.cli.config_cmd", "overbrainer.checks.probe"): "--probe only: the HTTP stack",
     ("overbrainer.cli.config_cmd", "overbrainer.checks.probe_targets"): "--probe only: the SSH stack",
+    ("overbrainer.cli.config_cmd", "overbrainer.config.templates"): "Jinja2: a project's own prompts only",
     ("overbrainer.cli.stops", "signal"): "commands that run work only",
     ("overbrainer.cli.tui_cmd", "overbrainer.tui.logbuf"): "Textual: `tui` runs (`tui --help` stays light)",
     ("overbrainer.cli.tui_cmd", "overbrainer.tui.tasks"): "Textual: `tui` runs",
