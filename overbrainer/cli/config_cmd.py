@@ -11,6 +11,7 @@ from overbrainer.cli.help import HelpGroup
 from overbrainer.config import check as show
 from overbrainer.config import prompt_files, ready
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.llm import price_db
 
 
 @click.group("config", cls=HelpGroup)
@@ -36,20 +37,20 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
         # What --json prints, built only then: the text lines say it all (start-up time).
-        data = show.data(cfg) if app.json_mode else {}
+        data = show.data(cfg, price_db.describe) if app.json_mode else {}
         if not app.json_mode:
-            app.report(show.text(cfg), data)
+            app.report(show.text(cfg, price_db.describe), data)
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg) + _prompt_problems(app.root)
+        problems = ready.problems(cfg) + _unpriced(cfg) + _prompt_problems(app.root)
         if cfg.pipeline.decontaminate:
             from overbrainer.dataset import benchmarks  # lazy: pathlib and the readers, only then
 
             problems += benchmarks.problems(app.root, cfg.pipeline.decontaminate)
         data["problems"] = problems
         if app.json_mode:
-            app.report(show.text(cfg), data)
+            app.report(show.text(cfg, price_db.describe), data)
         if len(problems) == 1:
             raise ConfigError(problems[0])
         if problems:
@@ -65,6 +66,15 @@ def _prompt_problems(root) -> list[str]:
     from overbrainer.config.templates import problems  # lazy: Jinja2, for a project's own prompts only
 
     return problems(root)
+
+
+def _unpriced(cfg) -> list[str]:
+    """Under a spend cap, the roles `run` sends with that can have no price: `run` would refuse."""
+    if cfg.pipeline.max_cost_usd is None:
+        return []
+    return price_db.refusals([(f"roles.{name}", role, cfg.providers[role.provider])
+                              for name, role in cfg.roles.all()
+                              if name in ("generator", "parent", "grader") and role.provider in cfg.providers])
 
 
 def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
