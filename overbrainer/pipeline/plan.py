@@ -12,8 +12,8 @@ has none to measure), an answer a typical 1,000 output tokens (`max_tokens` when
 provider's listing read once per provider, not a generation request, or the genai-prices
 database), each stage saying where its role's comes from; a model with no price says so. Under a
 spend cap, a role that will send and has no price is refused before anything is printed, exactly
-as the command itself refuses it (`refuse_unpriced`). Training, when the command would train:
-pipeline/plan_train.py.
+as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
+grader too. Training, when the command would train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ LIST_ITEM_TOKENS = 32
 # An answer's output tokens when the project has none to measure yet (its reasoning included):
 # a typical figure, not a bound (the bound is max_tokens).
 TYPICAL_ANSWER_TOKENS = 1000
-UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question"}
+# A grader's reply: a JSON object with a score and one sentence.
+TYPICAL_GRADE_TOKENS = 100
+UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question", "gate": "answer"}
 
 
 @dataclass
@@ -72,6 +74,8 @@ class StagePlan:
         basis = "from this project's history" if self.basis == "history" else "from the prompts' sizes"
         if self.basis == "typical":
             basis += f" and a typical {self.output_tokens // max(1, n.requests)} tokens an answer: no answer yet"
+        if self.basis == "typical" and n.stage == "gate":
+            basis = f"from the prompts' sizes and a typical {TYPICAL_GRADE_TOKENS} tokens a grade: none yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
@@ -159,9 +163,10 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         plan.input_tokens, plan.output_tokens = round(per[0] * need.items), round(per[1] * need.items)
         return
     plan.input_tokens = -(-need.prompt_bytes // BYTES_PER_TOKEN)
-    if need.stage == "answers":
+    if need.stage in ("answers", "gate"):
         plan.basis = "typical"
-        plan.output_tokens = need.requests * min(TYPICAL_ANSWER_TOKENS, plan.max_tokens)
+        typical = TYPICAL_ANSWER_TOKENS if need.stage == "answers" else TYPICAL_GRADE_TOKENS
+        plan.output_tokens = need.requests * min(typical, plan.max_tokens)
     else:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
@@ -241,9 +246,10 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
 
 
-# The stages each command plans: `questions` asks first for the subtopics of topics with none.
+# The stages each command plans: `questions` asks first for the subtopics of topics with none;
+# `gate` only with roles.grader (needs.py).
 COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questions"], "answers": ["answers"],
-                  "run": ["subtopics", "questions", "answers", "split"]}
+                  "run": ["subtopics", "questions", "answers", "gate", "split"]}
 
 
 def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
@@ -301,9 +307,12 @@ def _split_line(project_dir) -> tuple[str, dict]:
 
 def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
     """Under a spend cap, before anything is sent: every role that will send (its stage has
-    requests to make) must have a known price, else ConfigError (exit 2) naming the role and its
-    `price` key. `run` and `run --plan` both call it."""
+    requests to make; the gate's grader whenever it is set) must have a known price, else
+    ConfigError (exit 2) naming the role and its `price` key. `run` and `run --plan` both call it."""
     if ctx.budget is None:
         return
-    for role in sorted({n.role for n in needs(ctx, stages, topics, **kw) if n.requests}):
+    roles = {n.role for n in needs(ctx, [s for s in stages if s != "gate"], topics, **kw) if n.requests}
+    if "gate" in stages and ctx.config.roles.grader is not None:
+        roles.add("grader")
+    for role in sorted(roles):
         ctx.connect(role)

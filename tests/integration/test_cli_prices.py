@@ -182,3 +182,36 @@ def test_a_price_from_the_environment(project, fake_provider, cli):
     r = cli(["-C", project.dir, "config", "check"], env={**env, "OVERBRAINER_ROLES__GENERATOR__PRICE": "free"})
     assert r.returncode == 2 and "roles.generator.price: expected 0 (free: a self-hosted server) or a table" in r.stderr
     assert "(from OVERBRAINER_ROLES__GENERATOR__PRICE)" in r.stderr
+
+
+def test_run_plan_has_a_line_for_the_gate_s_grader(project, fake_provider, cli):
+    project.write(topics=1, subtopics=2, questions=2)
+    fake_provider.models = {"qwen/qwen3-235b": (1.0, 2.0), "deepseek/deepseek-r1": (3.0, 6.0), "grader-1": (0.5, 1.0)}
+    toml = project.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text().replace("[pipeline]", 'grader = { provider = "fake", model = "grader-1" }\n\n'
+                                                          "[pipeline]"))
+    objs = [json.loads(line) for line in cli(["-C", project.dir, "--json", "run", "--plan"],
+                                              env=project.env).stdout.splitlines()]
+    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "gate", "split", "total"]
+    gate = objs[3]
+    assert gate["role"] == "grader" and gate["model"] == "grader-1" and gate["requests"] == 4 and gate["estimated"]
+    assert gate["price_source"] == "the provider's listing" and gate["basis"] == "typical"
+    assert gate["cost_usd"] == pytest.approx((gate["input_tokens"] * 0.5 + gate["output_tokens"] * 1.0) / 1e6)
+    assert objs[-1]["requests"] == sum(o["requests"] for o in objs[:4])
+
+    fake_provider.responder = lambda req: (Answer('{"score": 9, "reason": "fine"}') if "You grade one answer" in
+                                           req.prompt else _answers(req))
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    objs = [json.loads(line) for line in cli(["-C", project.dir, "--json", "run", "--plan"],
+                                              env=project.env).stdout.splitlines()]
+    assert [o["stage"] for o in objs] == ["subtopics", "questions", "answers", "gate", "split", "total"]
+    assert objs[3]["requests"] == 0  # every answer graded with these settings
+
+    toml.write_text(toml.read_text().replace('model = "grader-1"', 'model = "grader-2"'))
+    gate = json.loads(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env).stdout.splitlines()[3])
+    assert gate["requests"] == 4 and not gate["estimated"] and not gate["price_known"]  # a new grader grades again
+    r = cli(["-C", project.dir, "run", "--plan", "--max-cost", "1"], env=project.env)
+    assert r.returncode == 2 and "error: roles.grader has no price (grader-2 on provider fake: its model listing " \
+                                 "gives none)" in r.stderr
+    r = cli(["-C", project.dir, "run", "--max-cost", "1"], env=project.env)
+    assert r.returncode == 2 and "error: roles.grader has no price (grader-2" in r.stderr
