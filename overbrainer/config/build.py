@@ -12,10 +12,15 @@ from typing import Any, Mapping
 
 from overbrainer.config import build_train
 from overbrainer.config import limits
-from overbrainer.config.fields import NAME_RULE, EnvStr, Table, is_name, misnamed, origin, unknown
+from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name, misnamed, origin, unknown
 from overbrainer.config.model import (
     DIALECTS,
     EFFORTS,
+    MAX_REPLICAS,
+    SERVE_BATCH,
+    SERVE_DIALECTS,
+    SERVE_ENGINES,
+    SERVE_IMAGES,
     MODES,
     PROTOCOLS,
     ROLE_NAMES,
@@ -29,6 +34,8 @@ from overbrainer.config.model import (
     Provider,
     Role,
     Roles,
+    EngineArg,
+    Serve,
     Topic,
 )
 from overbrainer.config.values import secret, url
@@ -73,6 +80,7 @@ def build(data: dict[str, Any], environ: Mapping[str, str], problems: list[str])
             problems.append(f"{section}.target: unknown target `{side.target}`")
     if roles is not None:
         problems.extend(batch_problems(pipeline, roles, providers))
+        problems.extend(serve_problems(providers, roles, targets, _declared(data, "targets")))
     if problems or project is None or roles is None:
         return None
     return Config(project=project, roles=roles, topics=topics, providers=providers, pipeline=pipeline,
@@ -128,25 +136,104 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
     for name, t in tables.items():
         if not is_name(name):
             root.problems.append(f"providers.{name}: name must match {NAME_RULE}")
-        if misnamed(t, name, "provider", [n for n, o in tables.items() if "protocol" in o.data], "protocol"):
+        declared = [n for n, o in tables.items() if "protocol" in o.data or "serve" in o.data]
+        if "serve" not in t.data and misnamed(t, name, "provider", declared, "protocol"):
             continue
-        protocol = t.choice("protocol", PROTOCOLS, required=True)
+        served = "serve" in t.data
+        protocol = t.choice("protocol", PROTOCOLS, "openai" if served else None, required=not served)
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
         dialect = t.choice("dialect", DIALECTS)
         price = _price(t)
+        serve = _serve(t)
         t.finish()
         if protocol is None:
             continue
         guessed = False
-        if protocol != "openai":
+        if served:
+            _served_problems(t, protocol, base_url, api_key, price)
+            if serve is None:
+                continue
+            dialect = dialect or SERVE_DIALECTS[serve.engine]
+        elif protocol != "openai":
             if dialect is not None:
                 t.problem("dialect", "only for an openai provider (the anthropic protocol has none)")
             dialect = None
         elif dialect is None:
             dialect, guessed = guess(base_url), True
-        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price)
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price, serve)
     return out
+
+
+SERVE_ONLY = ("model", "engine", "image", "replicas", "engine_args", "keep_warm")
+# What overbrainer sets on the engine's command line itself (docs/serving.md#engine-args).
+RESERVED_ARGS = ("model", "model_path", "host", "port", "api_key", "served_model_name", "alias", "hf_repo",
+                 "config", "tensor_parallel_size", "tp_size", "tp", "hf_token")
+_ARG_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+
+
+def _serve(t: Table) -> Serve | None:
+    """A served provider's settings (`serve` and the keys that only it takes), else None; the
+    keys of a serve on a provider without `serve` are problems."""
+    target = t.str("serve", nonempty=True)
+    if target is None:
+        for k in SERVE_ONLY:
+            if k in t.data:
+                t.raw(k)
+                t.problem(k, "only for a served provider (with `serve = \"<runpod target>\"`)")
+        return None
+    model = t.str("model", required=True, nonempty=True)
+    engine = t.choice("engine", SERVE_ENGINES, "vllm")
+    image = t.str("image", SERVE_IMAGES.get(engine or "vllm"), nonempty=True)
+    replicas = t.int("replicas", 1, min=1, max=MAX_REPLICAS)
+    keep_warm = t.float("keep_warm", rule=(lambda x: 0 <= x <= 7 * 24 * 60, "must be minutes, 0 to 10080"))
+    args = _engine_args(t)
+    if model is None or engine is None or image is None or replicas is None or args is None:
+        return None
+    return Serve(target, model, engine, image, replicas, args, keep_warm or None)
+
+
+def _engine_args(t: Table) -> tuple[EngineArg, ...] | None:
+    """`engine_args`: a table of the engine's flags (name without `--`, `_` or `-`) to a string, a
+    number or a boolean (true: the flag alone; false: left out), in order."""
+    raw = t.raw("engine_args", {})
+    if not isinstance(raw, dict):
+        t.problem("engine_args", "expected a table of the engine's flags, e.g. { max_model_len = 32768 }", raw)
+        return None
+    out: list[EngineArg] = []
+    ok = True
+    for key, value in raw.items():
+        where = f"engine_args.{key}"
+        if not _ARG_NAME.match(key):
+            t.problem(where, "a flag name: lowercase letters, digits, `_` and `-`, without the leading `--`")
+            ok = False
+        elif key.replace("-", "_") in RESERVED_ARGS:
+            t.problem(where, "overbrainer sets it itself (docs/serving.md#engine-args)")
+            ok = False
+        elif isinstance(value, EnvStr):
+            out.append((key, coerce_scalar(value)))
+        elif isinstance(value, (str, int, float, bool)) and not (isinstance(value, float) and not math.isfinite(value)):
+            out.append((key, value))
+        else:
+            t.problem(where, "expected a string, a number or a boolean", value)
+            ok = False
+    for flag, _ in SERVE_BATCH.values():
+        value = dict((k.replace("-", "_"), v) for k, v in out).get(flag)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            t.problem(f"engine_args.{flag}", "must be an integer of at least 1 (the requests one replica batches)")
+            ok = False
+    return tuple(out) if ok else None
+
+
+def _served_problems(t: Table, protocol: str, base_url: str | None, api_key: Any, price: Any) -> None:
+    """A served provider speaks the openai protocol at the address and with the key of its pods."""
+    if protocol != "openai":
+        t.problem("protocol", "a served provider speaks the openai protocol")
+    for k, v in (("base_url", base_url), ("api_key", api_key)):
+        if v is not None:
+            t.problem(k, "not for a served provider: its pods give it (docs/serving.md)")
+    if price is not None:
+        t.problem("price", "not for a served provider: its price is what its pods cost (docs/serving.md#money)")
 
 
 PRICE_HELP = "USD per million tokens, 0 or more"
@@ -294,6 +381,27 @@ def batch_problems(pipeline: Pipeline, roles: Roles, providers: dict[str, Provid
             f"`{provider.name}` ({provider.protocol} protocol, {provider.dialect} dialect) has none: only "
             "OpenAI (dialect openai) and Anthropic (protocol anthropic) have one; set "
             f"{key} = \"online\" or use such a provider"]
+
+
+def serve_problems(providers: dict[str, Provider], roles: Roles, targets: dict[str, Any],
+                   declared: set[str]) -> list[str]:
+    """A served provider's target must be a runpod one; a role on it asks for the model it serves."""
+    out = []
+    for name, p in providers.items():
+        if p.serve is None:
+            continue
+        target = targets.get(p.serve.target)
+        if target is None and p.serve.target not in declared:
+            out.append(f"providers.{name}.serve: unknown target `{p.serve.target}`")
+        elif target is not None and target.kind != "runpod":
+            out.append(f"providers.{name}.serve: target `{p.serve.target}` is {target.kind}; a served provider "
+                       "rents its GPUs on a runpod target")
+    for role_name, role in roles.all():
+        served = providers.get(role.provider)
+        if served is not None and served.serve is not None and role.model != served.serve.model:
+            out.append(f"roles.{role_name}.model: provider `{served.name}` serves `{served.serve.model}` "
+                       f"(providers.{served.name}.model); set model = \"{served.serve.model}\"")
+    return out
 
 
 def _benchmarks(t: Table) -> tuple[Benchmark, ...]:

@@ -18,6 +18,7 @@ from overbrainer.config.model import (
     Provider,
     Role,
     RunpodTarget,
+    Serve,
     SshTarget,
     Target,
 )
@@ -106,6 +107,18 @@ def target_text(t: Target) -> str:
     return "runpod, " + ", ".join(parts)
 
 
+def serve_text(serve: Serve) -> str:
+    """`vllm Qwen/Qwen3-8B × 2 replicas on target gpu (…)`: what a served provider rents."""
+    n = serve.replicas
+    parts = [f"image {serve.image}", f"{serve.per_replica} requests in flight per replica"]
+    if serve.engine_args:
+        parts.append("engine_args " + " ".join(f"{k}={_fmt(v)}" for k, v in serve.engine_args))
+    parts.append(f"keep_warm {serve.keep_warm_minutes:g} min" if serve.keep_warm_minutes
+                 else "deleted after the command's last stage that uses it")
+    return (f"{serve.engine} {serve.model} × {n} replica{'s' if n != 1 else ''} on target {serve.target} "
+            f"({', '.join(parts)})")
+
+
 def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
     return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
 
@@ -123,6 +136,9 @@ def lines(config: Config, price_text: PriceText | None = None) -> list[tuple[str
         out.append((f"providers.{name}.protocol", p.protocol))
         if p.dialect is not None:
             out.append((f"providers.{name}.dialect", dialect_text(p)))
+        if p.serve is not None:
+            out.append((f"providers.{name}.serve", serve_text(p.serve)))
+            continue
         out.append((f"providers.{name}.base_url", _fmt(show_url(p.base_url))))
         out.append((f"providers.{name}.api_key", _fmt(_secret(p.api_key))))
     for name, role in config.roles.all():
@@ -189,7 +205,10 @@ def data(config: Config, price_text: PriceText | None = None) -> dict[str, Any]:
         "project": {"name": config.project.name},
         "topics": [asdict(t) for t in config.topics],
         "providers": {n: {"protocol": p.protocol, "dialect": p.dialect, "dialect_guessed": p.dialect_guessed,
-                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key)}
+                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key),
+                          **({"serve": {**asdict(p.serve), "engine_args": dict(p.serve.engine_args),
+                                        "per_replica": p.serve.per_replica, "summary": serve_text(p.serve)}}
+                             if p.serve is not None else {})}
                       for n, p in config.providers.items()},
         "roles": {n: (asdict(r) if r is not None else None)
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),

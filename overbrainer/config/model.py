@@ -42,6 +42,21 @@ DEFAULT_QUANTIZE = "Q4_K_M"
 SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 DEFAULT_MAX_TOKENS = 16384  # roles.<name>.max_tokens: a request's output limit
 
+# A served provider's engine (docs/serving.md): its pinned image (the provider's `image` overrides
+# it), the engine argument that says how many requests one replica batches, and that batch's
+# default (what overbrainer passes when `engine_args` does not set it: the requests in flight per
+# replica).
+SERVE_ENGINES = ("vllm", "sglang", "llamacpp")
+SERVE_IMAGES = {
+    "vllm": "vllm/vllm-openai:v0.12.0",
+    "sglang": "lmsysorg/sglang:v0.5.6.post2-cu130",
+    "llamacpp": "ghcr.io/ggml-org/llama.cpp:server-cuda-b11382",
+}
+SERVE_BATCH = {"vllm": ("max_num_seqs", 256), "sglang": ("max_running_requests", 256),
+               "llamacpp": ("parallel", 4)}
+SERVE_DIALECTS = {"vllm": "vllm", "sglang": "vllm", "llamacpp": "llamacpp"}
+MAX_REPLICAS = 16
+
 
 @dataclass(frozen=True)
 class Project:
@@ -77,6 +92,48 @@ class Provider:
     dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
     dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
     price: PriceSetting | None = None  # the price of its models (a role's own price wins)
+    serve: "Serve | None" = None  # a served provider: its model on rented GPUs (docs/serving.md)
+
+
+EngineArg = tuple[str, "str | int | float | bool"]
+
+
+@dataclass(frozen=True)
+class Serve:
+    """`[providers.<name>] serve = "<runpod target>"`: `model` (a Hub repository; for `llamacpp`
+    `<repo>[:quant]`, or a path inside the image) served by `engine` on `replicas` pods of the
+    target, each from `image`; `engine_args` (name -> value, in order) are the engine's own flags;
+    `keep_warm_minutes`: how long idle pods wait for the next command (None: deleted with the
+    command's last stage that uses them)."""
+
+    target: str
+    model: str
+    engine: str = "vllm"
+    image: str = SERVE_IMAGES["vllm"]
+    replicas: int = 1
+    engine_args: tuple[EngineArg, ...] = ()
+    keep_warm_minutes: float | None = None
+
+    def arg(self, name: str) -> "str | int | float | bool | None":
+        """The value `engine_args` gives `name` (`max_num_seqs` or `max-num-seqs`), or None."""
+        want = name.replace("-", "_")
+        for key, value in self.engine_args:
+            if key.replace("-", "_") == want:
+                return value
+        return None
+
+    @property
+    def per_replica(self) -> int:
+        """Requests one replica takes at once: what the engine batches (`engine_args`, else the
+        batch overbrainer passes it)."""
+        flag, default = SERVE_BATCH[self.engine]
+        value = self.arg(flag)
+        return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight to the whole provider: replicas × per replica."""
+        return self.replicas * self.per_replica
 
 
 @dataclass(frozen=True)
