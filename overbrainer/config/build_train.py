@@ -223,7 +223,12 @@ def runpod(root: Table, environ: Mapping[str, str]) -> Runpod:
     t = root.table("runpod")
     if t is None:
         return Runpod()
-    r = Runpod(api_key=secret(t, "api_key", environ), base_url=url(t, "base_url", loopback_http=True))
+    proxy = url(t, "proxy_url", loopback_http=True)
+    if proxy is not None and not all(f"{{{k}}}" in proxy for k in ("pod_id", "port")):
+        t.problem("proxy_url", "must hold {pod_id} and {port} (Runpod's is https://{pod_id}-{port}.proxy.runpod.net)")
+        proxy = None
+    r = Runpod(api_key=secret(t, "api_key", environ), base_url=url(t, "base_url", loopback_http=True),
+               proxy_url=proxy)
     t.finish()
     return r
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
     DEFAULT_RUNPOD_BASE_URL,
+    DEFAULT_RUNPOD_PROXY_URL,
     Benchmark,
     Config,
     LocalTarget,
@@ -162,6 +163,8 @@ def lines(config: Config, price_text: PriceText | None = None) -> list[tuple[str
         out.append((f"targets.{name}", target_text(target)))
     out.append(("runpod.api_key", _fmt(_secret(config.runpod.api_key))))
     out.append(("runpod.base_url", show_url(config.runpod.base_url) or f"{DEFAULT_RUNPOD_BASE_URL} (default)"))
+    if any(p.serve is not None for p in config.providers.values()):
+        out.append(("runpod.proxy_url", config.runpod.proxy_url or f"{DEFAULT_RUNPOD_PROXY_URL} (default)"))
     out.append(("export", _section(config.export)))
     out.append(("hub", _section(config.hub, ("base_url",)).replace(f"repo: {UNSET}", "repo: (default)")))
     out.append(("hub.base_url", show_url(config.hub.base_url) or f"{DEFAULT_HUB_BASE_URL} (default)"))
@@ -221,7 +224,8 @@ def data(config: Config, price_text: PriceText | None = None) -> dict[str, Any]:
         "training": _training_data(config),
         "targets": {n: plain(t, summary=target_text(t)) for n, t in config.targets.items()},
         "runpod": {"api_key": _secret(config.runpod.api_key),
-                   "base_url": show_url(config.runpod.base_url) or DEFAULT_RUNPOD_BASE_URL},
+                   "base_url": show_url(config.runpod.base_url) or DEFAULT_RUNPOD_BASE_URL,
+                   "proxy_url": config.runpod.proxy},
         "export": asdict(config.export),
         "hub": plain(config.hub, base_url=show_url(config.hub.base_url) or DEFAULT_HUB_BASE_URL),
         "compare": asdict(config.compare),

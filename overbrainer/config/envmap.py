@@ -28,6 +28,7 @@ ENV_ONLY = (
     "targets.*.host",
     "runpod.api_key",
     "runpod.base_url",
+    "runpod.proxy_url",
     "hub.base_url",
     "hf_token",
     "log",

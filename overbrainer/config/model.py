@@ -35,6 +35,8 @@ DEFAULT_RUNPOD_VENV = "/workspace/axolotl-venv"
 DEFAULT_COMPARE_IMAGE = DEFAULT_RUNPOD_IMAGE
 DEFAULT_SIDE_HOURS = 1.0  # [export] / [compare] max_hours: a side job's pod deletes itself then
 DEFAULT_RUNPOD_BASE_URL = "https://api.runpod.io/v2"
+# Runpod's HTTP proxy: a pod's `<port>/http` port from the internet (a served provider's engine).
+DEFAULT_RUNPOD_PROXY_URL = "https://{pod_id}-{port}.proxy.runpod.net"
 DEFAULT_HUB_BASE_URL = "https://huggingface.co"
 DEFAULT_WORKDIR = "overbrainer"
 DEFAULT_QUANTIZE = "Q4_K_M"
@@ -292,10 +294,16 @@ class RunpodTarget(Target):
 class Runpod:
     api_key: "Secret | None" = None  # env only
     base_url: str | None = None  # env only; DEFAULT_RUNPOD_BASE_URL when unset
+    proxy_url: str | None = None  # env only; DEFAULT_RUNPOD_PROXY_URL when unset
 
     @property
     def url(self) -> str:
         return self.base_url or DEFAULT_RUNPOD_BASE_URL
+
+    @property
+    def proxy(self) -> str:
+        """The address of a pod's HTTP port, `{pod_id}` and `{port}` in it."""
+        return self.proxy_url or DEFAULT_RUNPOD_PROXY_URL
 
 
 @dataclass(frozen=True)

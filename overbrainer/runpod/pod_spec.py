@@ -27,6 +27,7 @@ persistent mount, no Jupyter.
 from __future__ import annotations
 
 import base64
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -45,8 +46,13 @@ WATCHDOG_MARKER = "WATCHDOG_SH=@OVERBRAINER_WATCHDOG@\n"
 BOOTSTRAP_ENV = "OVERBRAINER_BOOTSTRAP"
 # The container's command: decode the bootstrap, drop its variable, run it in this shell. No quote
 # inside the script and no character a shell-like split would treat specially outside of it.
-POD_ARGS = ("sh -c 'b=$(printf %s \"$OVERBRAINER_BOOTSTRAP\" | base64 -d) || exit 70; "
-            "unset OVERBRAINER_BOOTSTRAP; eval \"$b\"'")
+RUN_BOOTSTRAP = 'b=$(printf %s "$OVERBRAINER_BOOTSTRAP" | base64 -d) || exit 70; unset OVERBRAINER_BOOTSTRAP; eval "$b"'
+POD_ARGS = f"sh -c '{RUN_BOOTSTRAP}'"
+# The same command for an image whose ENTRYPOINT ignores its arguments (an engine's: `vllm serve`,
+# `llama-server`): Runpod's container start command also takes `{"entrypoint": [...], "cmd": [...]}`,
+# which replaces the image's ENTRYPOINT (Runpod's "Manage Pod templates": "JSON format with
+# entrypoint and cmd").
+OWN_ENTRYPOINT_ARGS = json.dumps({"entrypoint": ["sh", "-c"], "cmd": [RUN_BOOTSTRAP]})
 
 # Paces of the pod, in seconds, multiplied by the time scale (OVERBRAINER_TIME_SCALE, a testing aid).
 WATCHDOG_INTERVAL = 60.0
@@ -73,9 +79,10 @@ def bootstrap_text() -> str:
     return boot.replace(WATCHDOG_MARKER, f"WATCHDOG_SH={shlex.quote(script('watchdog.sh'))}\n")
 
 
-def pod_args() -> str:
-    """The create request's `args`: `sh -c '…'` running the bootstrap of OVERBRAINER_BOOTSTRAP."""
-    return POD_ARGS
+def pod_args(own_entrypoint: bool = False) -> str:
+    """The create request's `args`: `sh -c '…'` running the bootstrap of OVERBRAINER_BOOTSTRAP
+    (`own_entrypoint`: in place of the image's ENTRYPOINT, for an image that ignores its args)."""
+    return OWN_ENTRYPOINT_ARGS if own_entrypoint else POD_ARGS
 
 
 def bootstrap_value() -> str:
@@ -161,14 +168,19 @@ def pod_env(s: PodSettings) -> dict[str, str]:
     return env
 
 
+SSH_PORT = "22/tcp"
+
+
 def create_body(target, *, name: str, gpu_type: str, env: dict[str, str],
-                data_center_ids: Iterable[str] = (), volume_gb: int | None = None) -> dict[str, Any]:
+                data_center_ids: Iterable[str] = (), volume_gb: int | None = None,
+                ports: Iterable[str] = (SSH_PORT,), own_entrypoint: bool = False) -> dict[str, Any]:
     """The create request of one attempt on `target` (a RunpodTarget). `env` is the pod's env
-    (`pod_env`); the network volume's variables are added to it here."""
+    (`pod_env`); the network volume's variables are added to it here. `ports`: SSH, and a served
+    engine's HTTP port; `own_entrypoint`: see `pod_args`."""
     body: dict[str, Any] = {
-        "name": name, "image": target.image, "args": pod_args(), "cloud": "SECURE",
+        "name": name, "image": target.image, "args": pod_args(own_entrypoint), "cloud": "SECURE",
         "gpu": {"id": gpu_type, "count": int(target.gpu_count), "minCudaVersion": MIN_CUDA},
-        "disk": int(target.container_disk_gb), "ports": ["22/tcp"], "startSsh": False,
+        "disk": int(target.container_disk_gb), "ports": list(ports), "startSsh": False,
     }
     if data_center_ids:
         body["dataCenterIds"] = list(data_center_ids)

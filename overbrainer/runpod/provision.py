@@ -66,7 +66,7 @@ from overbrainer.runpod.pod_record import (
     PodRecord,
     PodState,
 )
-from overbrainer.runpod.pod_spec import PodSettings, create_body, host_key_secret_name, pod_env
+from overbrainer.runpod.pod_spec import SSH_PORT, PodSettings, create_body, host_key_secret_name, pod_env
 from overbrainer.runpod.remove import (
     BOOTSTRAP_FAILED,
     DUPLICATE,
@@ -111,6 +111,8 @@ class _Walk:
     timing: Timing
     publish: Callable[[PodStatus], None] | None
     extra_env: dict = field(default_factory=dict)
+    ports: tuple[str, ...] = (SSH_PORT,)
+    own_entrypoint: bool = False
     volume_gb: int | None = None
     secret_made: bool = False
     refusals: list[str] = field(default_factory=list)     # `<gpu>: <detail>` of each 400
@@ -137,6 +139,8 @@ class PodPlace:
     workdir: str
     api_url: str
     keep: bool = False
+    ports: tuple[str, ...] = (SSH_PORT,)  # a served engine's HTTP port too (runpod/serve.py)
+    own_entrypoint: bool = False  # the bootstrap replaces the image's ENTRYPOINT (pod_spec.pod_args)
 
 
 def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = None,
@@ -151,7 +155,7 @@ def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = 
                                   path=PodRecord.path_in(run_dir))
     record.save()
     w = _Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
-              publish, dict(extra_env or {}))
+              publish, dict(extra_env or {}), place.ports, place.own_entrypoint)
     try:
         return _provision(w)
     except Exception as e:
@@ -260,7 +264,8 @@ def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
                            gpu_count=t.gpu_count, max_cost_usd=w.record.max_cost_usd, api_url=w.api_url,
                            workdir=w.workdir, time_scale=scaled(1.0))
     return create_body(t, name=attempt.name, gpu_type=candidate.gpu_type, env={**w.extra_env, **pod_env(settings)},
-                       data_center_ids=candidate.data_center_ids, volume_gb=w.volume_gb)
+                       data_center_ids=candidate.data_center_ids, volume_gb=w.volume_gb, ports=w.ports,
+                       own_entrypoint=w.own_entrypoint)
 
 
 def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:

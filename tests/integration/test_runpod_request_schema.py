@@ -12,12 +12,13 @@ this test fails, and so does every create against the fake.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
 import pytest
 
-from overbrainer.config.model import RunpodTarget
+from overbrainer.config.model import SERVE_IMAGES, RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import ACTIONS, RunpodClient
@@ -48,13 +49,15 @@ def recorded(fake_runpod, monkeypatch):
     fake_runpod.on_request = None
 
 
-def _walk(fake, tmp_path, name: str, keep: bool = False, **target) -> None:
-    """start_pod over every candidate; each create answers the capacity 400."""
+def _walk(fake, tmp_path, name: str, keep: bool = False, place: dict | None = None, **target) -> None:
+    """start_pod over every candidate; each create answers the capacity 400. `place`: more of
+    PodPlace (a served provider's pod: its HTTP port, the bootstrap as its ENTRYPOINT)."""
     fake.no_capacity = set(fake.gpus)
     with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
         with pytest.raises(NoTypePlaced):
             start_pod(client, RunpodTarget(name="pod", kind="runpod", max_hours=2.0, **target),
-                      PodPlace(name, tmp_path / "runs" / name, "/workspace/overbrainer", client.base_url, keep=keep),
+                      PodPlace(name, tmp_path / "runs" / name, "/workspace/overbrainer", client.base_url, keep=keep,
+                               **(place or {})),
                       flag=Flag(threading.Event()), timing=Timing.default())
 
 
@@ -78,6 +81,8 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
     for n, target in enumerate(TARGETS.values()):
         _walk(fake_runpod, tmp_path, f"r{n}", **target)
     _walk(fake_runpod, tmp_path, "kept", keep=True, gpu_types=[RTX4090])
+    _walk(fake_runpod, tmp_path, "served", gpu_types=[RTX4090], image=SERVE_IMAGES["vllm"],
+          place={"ports": ("22/tcp", "8000/http"), "own_entrypoint": True})
     _client_calls(fake_runpod)
 
     checked: dict[str, int] = {}
@@ -91,7 +96,7 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
         checked[key] = checked.get(key, 0) + 1
     # every kind of body was sent and checked: the walks' creates, 4 actions, the secret calls
     creates = [body for method, path, _, body in recorded if (method, path) == ("POST", "/pods")]
-    assert checked == {"POST /pods": len(creates), "POST /pods/[^/]+/action": 4, "POST /account/secrets": 6 + 2,
+    assert checked == {"POST /pods": len(creates), "POST /pods/[^/]+/action": 4, "POST /account/secrets": 7 + 2,
                        "PATCH /account/secrets/[^/]+": 2}
     assert len(creates) >= 7
     for call in fake_runpod.calls:
@@ -101,6 +106,10 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
     assert all(c.status != 422 for c in fake_runpod.calls), [c.path for c in fake_runpod.calls if c.status == 422]
 
     assert all(isinstance(b["args"], str) and "cmd" not in b for b in creates)
+    served = [b for b in creates if b["image"] == SERVE_IMAGES["vllm"]]
+    assert served and all(b["ports"] == ["22/tcp", "8000/http"] for b in served)
+    assert all(json.loads(b["args"])["entrypoint"] == ["sh", "-c"] for b in served)
+    assert all(b["ports"] == ["22/tcp"] and not b["args"].startswith("{") for b in creates if b not in served)
     assert {tuple(b.get("dataCenterIds", ())) for b in creates} >= {("US-KS-2", "EU-RO-1"), ("EU-RO-1",), ()}
     assert any(b.get("mounts") == {"network": [{"volumeId": "vol1abc", "path": "/workspace/data"}]} for b in creates)
     assert {b["gpu"]["count"] for b in creates} == {1, 2}

@@ -8,12 +8,15 @@
 #
 # Order (no failure may leave the pod without its killer):
 #  1. write the watchdog to /run/overbrainer/watchdog.sh (temp file + rename), FIRST;
-#  2. make $OVERBRAINER_RUN_DIR/.pod, drop a stale verdict (volumes outlive pods);
+#  2. make $OVERBRAINER_RUN_DIR/.pod, drop a stale verdict (volumes outlive pods); a served
+#     provider's pod (OVERBRAINER_ENGINE_ARGV set) starts its engine now, in the background, so
+#     that the model loads while the rest goes on (see "The engine" below);
 #  3. install the run's host key as /etc/ssh/ssh_host_ed25519_key (the image's host keys are
 #     removed: never trusted) and the run's client key as the only line of
 #     /root/.ssh/authorized_keys (.ssh 700, files 600);
-#  4. start sshd (/usr/sbin/sshd, else the one on PATH) with /run/overbrainer/sshd_config: port 22,
-#     key authentication only, that host key and that authorized_keys; wait for its pid file;
+#  4. start sshd (/usr/sbin/sshd, else the one on PATH; with OVERBRAINER_INSTALL_SSHD=1 an image
+#     without one gets Debian's openssh-server through apt-get) with /run/overbrainer/sshd_config:
+#     port 22, key authentication only, that host key and that authorized_keys; wait for its pid file;
 #  5. compare the GPUs `nvidia-smi -L` lists with OVERBRAINER_GPU_COUNT (skipped without
 #     nvidia-smi);
 #  6. exec the watchdog. It proves its key with a GET of its own pod and writes the verdict the
@@ -31,6 +34,17 @@
 #   OVERBRAINER_AUTHORIZED_KEY the run's client public key (one authorized_keys line)
 #   OVERBRAINER_GPU_COUNT      GPUs asked for (default 1)
 #   OVERBRAINER_SSHD_WAIT_MS   how long sshd may take to listen (default 10000)
+#
+# The engine (a served provider's pod only):
+#   OVERBRAINER_ENGINE_ARGV    its command line, one POSIX shell word list (no secret in it); a
+#                              first word not on PATH is looked for in /app (llama.cpp's images)
+#   OVERBRAINER_ENGINE_KEY_VAR the variable the engine reads its API key from (VLLM_API_KEY, …)
+#   OVERBRAINER_ENGINE_KEY     the API key: a `{{ RUNPOD_SECRET_… }}` reference Runpod fills in
+#   OVERBRAINER_ENGINE_HF_TOKEN optional, the Hub token the same way (the engine's HF_TOKEN)
+# It runs with neither the pod's Runpod key nor the run's keys in its environment; its output goes
+# to .pod/engine.log, its pid to .pod/engine.pid and, once it ended, its exit code to
+# .pod/engine_exit (the watchdog then deletes the pod). The key variables are dropped from the
+# bootstrap's own environment before sshd and the watchdog start.
 # Testing aids: OVERBRAINER_POD_ROOT prefixes /run/overbrainer, /etc/ssh and /root/.ssh (and turns
 # sshd's StrictModes off, since the modes of a test folder's parents are not ours);
 # OVERBRAINER_SSHD_PORT (22) and OVERBRAINER_SSHD_ADDRESS (all) move sshd; OVERBRAINER_WATCHDOG_SHELL
@@ -94,6 +108,41 @@ mkdir -p "$POD" 2>/dev/null || fail run_dir
 rm -f "$POD/watchdog" "$POD/bootstrap_failed" 2>/dev/null
 log "start run_dir=$RUN_DIR"
 
+# 2b. The engine of a served provider.
+# shellcheck disable=SC2120 # its arguments are the engine's, from `eval set --`
+start_engine() {
+  key_var=${OVERBRAINER_ENGINE_KEY_VAR:-}
+  case $key_var in ''|*[!A-Za-z0-9_]*) fail engine_key_var ;; esac
+  key_value=${OVERBRAINER_ENGINE_KEY:-}
+  case $key_value in
+    '') fail engine_key_missing ;;
+    *RUNPOD_SECRET_*) fail engine_key_unresolved ;;
+  esac
+  hf_value=${OVERBRAINER_ENGINE_HF_TOKEN:-}
+  case $hf_value in *RUNPOD_SECRET_*) fail hf_token_unresolved ;; esac
+  rm -f "$POD/engine_exit" "$POD/engine.pid" 2>/dev/null
+  (
+    eval "set -- $OVERBRAINER_ENGINE_ARGV" || exit 127
+    prog=$1
+    shift
+    if ! command -v "$prog" >/dev/null 2>&1 && [ -x "/app/$prog" ]; then prog=/app/$prog; fi
+    unset RUNPOD_API_KEY OVERBRAINER_HOST_KEY OVERBRAINER_AUTHORIZED_KEY OVERBRAINER_ENGINE_KEY \
+      OVERBRAINER_ENGINE_HF_TOKEN OVERBRAINER_ENGINE_ARGV OVERBRAINER_BOOTSTRAP
+    export "$key_var=$key_value"
+    if [ -n "$hf_value" ]; then export HF_TOKEN="$hf_value"; fi
+    unset key_value hf_value
+    "$prog" "$@" < /dev/null >> "$POD/engine.log" 2>&1 &
+    pid=$!
+    printf '%s\n' "$pid" > "$POD/engine.pid"
+    wait "$pid"
+    printf '%s\n' "$?" > "$POD/engine_exit"
+  ) < /dev/null > /dev/null 2>&1 &
+  unset key_value hf_value OVERBRAINER_ENGINE_KEY OVERBRAINER_ENGINE_HF_TOKEN
+  log "engine started"
+}
+# shellcheck disable=SC2119
+if [ -n "${OVERBRAINER_ENGINE_ARGV:-}" ]; then start_engine; fi
+
 # 3. Keys.
 HOST_VALUE=${OVERBRAINER_HOST_KEY:-}
 case $HOST_VALUE in
@@ -130,7 +179,19 @@ log "keys installed"
 # 4. sshd.
 SSHD=/usr/sbin/sshd
 [ -x "$SSHD" ] || SSHD=$(command -v sshd 2>/dev/null)
-case $SSHD in /*) ;; *) fail no_sshd ;; esac
+case $SSHD in
+  /*) ;;
+  *)
+    if [ "${OVERBRAINER_INSTALL_SSHD:-0}" = 1 ] && command -v apt-get >/dev/null 2>&1; then
+      log "installing openssh-server"
+      { DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+          && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server; } \
+        >> "$LOG" 2>&1 < /dev/null || fail sshd_install
+      SSHD=/usr/sbin/sshd
+    else
+      fail no_sshd
+    fi ;;
+esac
 [ -x "$SSHD" ] || fail no_sshd
 mkdir -p /run/sshd 2>/dev/null && chmod 755 /run/sshd 2>/dev/null
 STRICT=yes

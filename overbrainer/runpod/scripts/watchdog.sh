@@ -26,6 +26,9 @@
 #   OVERBRAINER_RETRIEVE_GRACE       seconds after the job ended before deleting (default 3600)
 #   OVERBRAINER_KEEP_POD             1: once a job started, never delete (bootstrap failure aside)
 #   OVERBRAINER_BOOT_FAILED          non-empty: the bootstrap failed for this fixed reason
+#   OVERBRAINER_LEASE_SECONDS        set: a served provider's pod (runpod/serve.py), which lives
+#                                    on the client's lease (.pod/lease) instead of a job: the
+#                                    first lease lasts this long from the watchdog's first start
 #   OVERBRAINER_VERSION              for the User-Agent overbrainer-watchdog/<version>
 #   OVERBRAINER_WATCHDOG_INTERVAL_MS, _PROBE_TRIES, _PROBE_WAIT_MS, _CURL_MS
 #                                    tick 60000 ms, 5 proof tries 10000 ms apart, curl 10000 ms.
@@ -47,11 +50,21 @@
 #   delete_reason    why the watchdog deleted the pod
 #   boot_at          `<pod id> <Unix seconds>` of the first watchdog start on this pod
 #   job_started_at, job_ended_at   Unix seconds the watchdog first saw them
+#   lease            a served pod's lease, written by the client: `<token> <seconds|none> <held|idle>`:
+#                    from the moment the watchdog sees a new token, the pod lives that many seconds
+#                    more (`none`: no limit but the others); `held` while a command uses it, `idle`
+#                    once the last one let it go (keep_warm)
+#   lease_seen, lease_until        the last lease line seen; `<Unix seconds|none> <held|idle>`
+#   released         written by the client when it lets a served pod go: delete now
+#   engine.pid, engine_exit        a served pod's engine (written by the bootstrap)
 #
 # Delete rule, first match: bootstrap failed (even kept) → `bootstrap_failed`; kept and a job
 # started → never; cost cap passed → `cost_cap`; max_hours passed → `deadline`; retrieved marker →
 # `retrieved`; job ended RETRIEVE_GRACE ago → `abandoned`; no job BOOT_GRACE after the first
-# start → `never_started`. Deleting: DELETE /pods/<id> (2xx or 404 = accepted), else action
+# start → `never_started`. A served pod has no job: after the deadline and the cost cap come its
+# released marker → `released`, its engine's end → `engine_exited`, and its lease running out →
+# `client_gone` (while `held`: the client stopped renewing it) or `idle` (keep_warm passed).
+# Deleting: DELETE /pods/<id> (2xx or 404 = accepted), else action
 # `terminate`, else action `stop` (the pod's volume keeps billing until `overbrainer pod rm`), else
 # `runpodctl pod delete`; all failed → again next tick. Accepted → a GET each tick until Runpod
 # answers 404 or shows it TERMINATED (or the pod list, when this key may read it, lacks it), then
@@ -88,6 +101,8 @@ PROBE_WAIT_MS=$(uint_or "${OVERBRAINER_WATCHDOG_PROBE_WAIT_MS:-}" 10000)
 CURL_MS=$(uint_or "${OVERBRAINER_WATCHDOG_CURL_MS:-}" 10000)
 BOOT_GRACE=$(uint_or "${OVERBRAINER_BOOT_GRACE:-}" 1800)
 RETRIEVE_GRACE=$(uint_or "${OVERBRAINER_RETRIEVE_GRACE:-}" 3600)
+LEASE_SECONDS=${OVERBRAINER_LEASE_SECONDS:-}
+if [ -n "$LEASE_SECONDS" ] && ! is_uint "$LEASE_SECONDS"; then LEASE_SECONDS=0; fi
 MAX_SECONDS=${OVERBRAINER_MAX_SECONDS:-}
 # A limit that is set but unreadable counts as passed: no pod without a limit.
 if [ -n "$MAX_SECONDS" ] && ! is_uint "$MAX_SECONDS"; then MAX_SECONDS=0; fi
@@ -264,6 +279,29 @@ job_state() { # sets STARTED_JOB, ENDED_AT (empty when running or none)
   fi
 }
 
+lease_reason() { # a served pod: sets R when its lease ran out
+  line=$(head -n 1 "$POD/lease" 2>/dev/null)
+  if [ -n "$line" ] && [ "$line" != "$(head -n 1 "$POD/lease_seen" 2>/dev/null)" ]; then
+    # shellcheck disable=SC2086 # split on purpose: token, seconds, kind
+    set -- $line
+    case ${2:-} in
+      none) lease_end=none ;;
+      *) if is_uint "${2:-}"; then lease_end=$((T + $2)); else lease_end=$T; fi ;;
+    esac
+    why=${3:-held}
+    case $why in idle|held) ;; *) why=held ;; esac
+    put "$POD/lease_until" "$lease_end $why" && put "$POD/lease_seen" "$line"
+  fi
+  # shellcheck disable=SC2046 # split on purpose: the time, then the kind
+  set -- $(head -n 1 "$POD/lease_until" 2>/dev/null)
+  lease_end=${1:-$((BOOT_AT + LEASE_SECONDS))}
+  [ "$lease_end" = none ] && return 0
+  is_uint "$lease_end" || lease_end=0
+  if [ "$T" -ge "$lease_end" ]; then
+    if [ "${2:-held}" = idle ]; then R=idle; else R=client_gone; fi
+  fi
+}
+
 reason() { # sets R: the delete reason, or nothing
   R=
   if [ -n "$BOOT_FAILED" ]; then R=bootstrap_failed; return; fi
@@ -272,6 +310,12 @@ reason() { # sets R: the delete reason, or nothing
   cost_cap_at
   if [ -n "$CAP" ] && [ "$T" -ge "$CAP" ]; then R=cost_cap; return; fi
   if [ -n "$DEADLINE" ] && [ "$T" -ge "$DEADLINE" ]; then R=deadline; return; fi
+  if [ -n "$LEASE_SECONDS" ]; then
+    if [ -e "$POD/released" ]; then R=released; return; fi
+    if [ -e "$POD/engine_exit" ]; then R=engine_exited; return; fi
+    lease_reason
+    return
+  fi
   if [ -e "$POD/retrieved" ]; then R=retrieved; return; fi
   if [ -n "$ENDED_AT" ] && [ $((T - ENDED_AT)) -ge "$RETRIEVE_GRACE" ]; then R=abandoned; return; fi
   if [ "$STARTED_JOB" = 0 ] && [ $((T - BOOT_AT)) -ge "$BOOT_GRACE" ]; then R=never_started; fi
@@ -324,7 +368,7 @@ if [ "${1:-}" = "$ID" ] && is_uint "${2:-}"; then BOOT_AT=$2; fi
 if [ -z "$BOOT_AT" ]; then BOOT_AT=$T; put "$POD/boot_at" "$ID $T"; fi
 if [ -n "$MAX_SECONDS" ]; then DEADLINE=$((BOOT_AT + MAX_SECONDS)); fi
 log "start pod=${ID:-?} boot_at=$BOOT_AT deadline=${DEADLINE:-none} keep=$KEEP boot_grace=${BOOT_GRACE}s" \
-  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms"
+  "retrieve_grace=${RETRIEVE_GRACE}s interval=${INTERVAL_MS}ms${LEASE_SECONDS:+ lease=${LEASE_SECONDS}s}"
 
 if [ -n "$BOOT_FAILED" ]; then
   VERDICT="failed bootstrap: $BOOT_FAILED"
