@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fixtures.runpod",
     "tests.fixtures.hub",
     "tests.fixtures.llama",
+    "tests.fixtures.serve",
 ]
 
 

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("overbrainer.cli.eval_cmd", "eval_", "Run lm-eval benchmarks on the child and its parent."),
     "push": ("overbrainer.cli.push_cmd", "push", "Push a run's model (--dataset: the split) to the Hugging Face Hub."),
     "pod": ("overbrainer.cli.pod_cmd", "pod", "Runpod pods: list, delete, the GPU catalog, ssh."),
+    "serve": ("overbrainer.cli.serve_cmd", "serve", "Served providers' pods by hand: up, ls, down."),
     "tui": ("overbrainer.cli.tui_cmd", "tui", "Full-screen terminal UI: watch and steer the pipeline and training."),
 }
 

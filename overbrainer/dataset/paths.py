@@ -74,6 +74,11 @@ class ProjectPaths:
         return self.state / "stalls.json"
 
     @property
+    def serves(self) -> Path:
+        """The served providers' pods, one folder per serve (runpod/serve_record.py)."""
+        return self.state / "serves"
+
+    @property
     def batches(self) -> Path:
         """The journal of batch submissions, one JSON file each (dataset/batch_journal.py)."""
         return self.state / "batches"

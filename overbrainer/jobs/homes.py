@@ -27,6 +27,7 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import RECORD, RunRecord, load
 from overbrainer.jobs.start import claim_target, fail
+from overbrainer.runpod.records import serve_owner, serve_owners
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,8 @@ class Home:
 @dataclass(frozen=True)
 class Homes:
     """The runs and side jobs of the project whose runs are in `runs_dir` (`project_dir`: the
-    folder the messages name them from)."""
+    folder the messages name them from), and the replicas of its served providers (their pods'
+    owners too: runpod/serve_record.py)."""
 
     runs_dir: Path
     project_dir: Path
@@ -99,11 +101,16 @@ class Homes:
     def of(cls, project_dir: Path) -> "Homes":
         return cls(ProjectPaths(project_dir).runs, Path(project_dir))
 
-    def all(self) -> list[Home]:
-        return homes(self.runs_dir)
+    @property
+    def serves_dir(self) -> Path:
+        return ProjectPaths(self.project_dir).serves
 
-    def find(self, key: str) -> Home | None:
-        return home_of(self.runs_dir, key)
+    def all(self) -> list[Any]:
+        return [*homes(self.runs_dir), *serve_owners(self.serves_dir)]
+
+    def find(self, key: str) -> Any:
+        """The run or side job `key` (a run wins), or the served provider's replica `key`, or None."""
+        return home_of(self.runs_dir, key) or serve_owner(self.serves_dir, key)
 
     def run(self, key: str) -> Home:
         return Home(ids.validate(key), Path(self.runs_dir))

@@ -17,6 +17,7 @@ from overbrainer.runpod import ledger
 from overbrainer.runpod.owners import Owner
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.provision import pod_executor
+from overbrainer.runpod.serve_record import replica_owner, replica_owners
 
 
 class RunpodRecords:
@@ -44,3 +45,14 @@ class RunpodRecords:
 
 
 RUNPOD_RECORDS = RunpodRecords()
+
+
+def serve_owners(serves_dir: Path) -> list[Owner]:
+    """The replicas of the project's served providers, as owners of their pods (the job layer's
+    Homes lists them beside runs and side jobs)."""
+    return list(replica_owners(serves_dir))
+
+
+def serve_owner(serves_dir: Path, key: str) -> Owner | None:
+    """The replica `key` of a served provider (`<serve id>-r<n>`), or None."""
+    return replica_owner(serves_dir, key)

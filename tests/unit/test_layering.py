@@ -48,6 +48,7 @@ RUNPOD_PUBLIC: dict[str, str] = {
     "overbrainer.runpod.catalog": "the GPU pick, for the flows that price or probe a target",
     "overbrainer.runpod.pod_record": "pod.json read as it is (runs rm, the model card, the plan)",
     "overbrainer.runpod.side_pods": "what a side job's own pod asks for (export, compare)",
+    "overbrainer.runpod.serve_commands": "the `serve` commands' flows, for cli/serve_cmd.py",
 }
 RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target", "overbrainer.runpod.records"})
 

@@ -1,0 +1,121 @@
+"""The `serve` commands' flows (docs/serving.md#by-hand): `serve up` brings the served providers'
+pods up and leaves them for the commands that follow (kept warm for `keep_warm` minutes of idle
+time, or without it until `serve down`, `max_hours` or `max_cost_usd`), `serve ls` shows the
+project's serves from their records (no API call), `serve down` deletes their pods and confirms
+each delete.
+
+Bringing a serve up runs shielded from Ctrl-C: a stop deletes what was made (confirmed) and the
+command exits 130 (143, 129).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from overbrainer.errors import ConfigError, Interrupted
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.serve import Context, bring_up, down
+from overbrainer.runpod.serve_record import DOWN, ServeRecord, all_serves
+from overbrainer.support import fmt
+from overbrainer.support.fmt import table
+
+log = logging.getLogger(__name__)
+
+EMPTY = "serve: no serve in this project"
+
+
+def served(config, names: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The served providers named (all of them when none is), or ConfigError naming one that is not."""
+    known = [n for n, p in config.providers.items() if p.serve is not None]
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"provider `{name}` is not served (served providers: "
+                              f"{', '.join(f'`{n}`' for n in known) or 'none: give one `serve = <target>`'})")
+    if not known:
+        raise ConfigError("no served provider in overbrainer.toml: give one `serve = \"<runpod target>\"` "
+                          "(docs/serving.md)")
+    return list(names) or known
+
+
+def up_flow(session, config, serves_dir: Path, names: tuple[str, ...] = ()) -> None:
+    """`serve up [PROVIDER…]`: each provider's serve held by hand, then let go for the next commands."""
+    front = session.front
+    interrupt = front.interrupt()
+    try:
+        for name in served(config, names):
+            with RunpodClient.from_config(config) as client, front.open_bus() as guard:
+                ctx = Context(client, config, name, serves_dir, publish=guard.bus.publish, interrupt=interrupt)
+                started = time.monotonic()
+                held = interrupt.shield(bring_up, ctx, by_hand=True, note=f"bringing up the pods of provider {name}")
+                took = time.monotonic() - started
+                kept = interrupt.shield(held.release, end=False, note=f"leaving the pods of provider {name} up")
+            if interrupt.caught():
+                raise Interrupted(f"interrupted: provider {name} is up ({kept}); `overbrainer serve down {name}` "
+                                  "deletes its pods")
+            r = held.record
+            n = len(held.endpoints())
+            session.report(f"serve: {name} up: {n} replica{'s' if n != 1 else ''} of {r.model} ({r.engine}) at "
+                           f"{fmt.usd_per_hour(held.rate())} in {fmt.duration(round(took))}; {kept}",
+                           {"provider": name, "serve": r.id, "replicas": n, "rate_per_hour": held.rate(),
+                            "seconds": round(took, 3), "kept": kept,
+                            "endpoints": [base for _, base in held.endpoints()]})
+    finally:
+        interrupt.restore()
+
+
+def down_flow(session, config, serves_dir: Path, names: tuple[str, ...] = ()) -> None:
+    """`serve down [PROVIDER|SERVE…]`: every pod of those serves (all live ones by default)
+    deleted and confirmed."""
+    records = [r for r in all_serves(serves_dir) if r.state != DOWN or r.live]
+    if names:
+        records = [r for r in records if r.provider in names or r.id in names]
+    if not records:
+        session.report("serve: nothing to take down", {"serves": []})
+        return
+    front = session.front
+    interrupt = front.interrupt()
+    lines, data = [], []
+    try:
+        with RunpodClient.from_config(config) as client, front.open_bus() as guard:
+            for record in records:
+                if record.provider not in config.providers or config.providers[record.provider].serve is None:
+                    log.warning("provider %s of serve %s is no longer served in overbrainer.toml; deleting its "
+                                "pods", record.provider, record.id)
+                ctx = _context(client, config, record, serves_dir, guard.bus.publish, interrupt)
+                done = interrupt.shield(down, ctx, record, note=f"deleting the pods of serve {record.id}")
+                lines.append(f"serve: {record.provider} ({record.id}) down: {done}")
+                data.append({"provider": record.provider, "serve": record.id, "done": done})
+    finally:
+        interrupt.restore()
+    session.report("\n".join(lines), {"serves": data})
+
+
+def _context(client, config, record: ServeRecord, serves_dir: Path, publish, interrupt) -> Context:
+    """The context of a serve: of its provider as configured, else a bare one that can delete."""
+    if record.provider in config.providers and config.providers[record.provider].serve is not None:
+        return Context(client, config, record.provider, serves_dir, publish=publish, interrupt=interrupt)
+    return Context.bare(client, config, serves_dir, publish=publish, interrupt=interrupt)
+
+
+def ls_flow(session, serves_dir: Path) -> None:
+    """`serve ls`: every serve of the project from its records (no Runpod call; `pod ls` looks)."""
+    rows, data = [], []
+    now = time.time()
+    for r in all_serves(serves_dir):
+        pods = [p for _, p in r.pods() if p is not None]
+        live = [p for p in pods if p.live]
+        rate = sum(p.cost_per_hour or 0.0 for p in live)
+        spend = sum(s for p in pods if (s := p.spend_so_far(now)) is not None)
+        rows.append([r.id, r.provider, r.state, f"{len(live)}/{r.replicas}", fmt.usd_per_hour(rate or None),
+                     r.created, fmt.about_usd(spend), f"{r.output_tokens}"])
+        data.append({"serve": r.id, "provider": r.provider, "model": r.model, "engine": r.engine, "state": r.state,
+                     "replicas": r.replicas, "live": len(live), "rate_per_hour": rate or None, "created": r.created,
+                     "spend": round(spend, 4), "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+                     "pods": [p.pod_id for p in live]})
+    if not rows:
+        session.report(EMPTY, {"serves": []})
+        return
+    head = ["SERVE", "PROVIDER", "STATE", "PODS", "$/H", "CREATED", "SPEND", "OUT TOKENS"]
+    session.report("\n".join(table([head] + rows)), {"serves": data})

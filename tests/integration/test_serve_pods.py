@@ -1,0 +1,88 @@
+"""A served provider's pods through the real CLI (`serve up|ls|down`, `pod ls|rm`) on the fake
+Runpod, whose pods are real process trees: llama-server serving SmolLM2 behind the fake's HTTP
+proxy, the watchdog on its lease. After every test the fake lists no pod that bills."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.serve import serve_env, serve_toml
+
+pytestmark = pytest.mark.ssh
+
+
+def setup(project, fake, gguf: Path, **kw) -> None:
+    project.write(topics=1, subtopics=1, questions=1)
+    with (project.dir / "overbrainer.toml").open("a") as f:
+        f.write("\n" + serve_toml(gguf, **kw))
+    project.env.update(serve_env(fake))
+
+
+def serve_json(project) -> dict:
+    [path] = sorted((project.dir / ".overbrainer" / "serves").glob("*/serve.json"))
+    return json.loads(path.read_text())
+
+
+def chat(base: str, key: str, model: str) -> dict:
+    import requests
+
+    r = requests.post(base + "/chat/completions", headers={"Authorization": f"Bearer {key}"}, timeout=60,
+                      json={"model": model, "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4})
+    return {"status": r.status_code, "body": r.json() if r.status_code == 200 else r.text}
+
+
+def test_serve_up_leaves_ready_replicas_and_serve_down_deletes_them(project, served, cli, smollm2_gguf):
+    setup(project, served, smollm2_gguf, replicas=2)
+    r = cli(["-C", project.dir, "--json", "serve", "up"], env=project.env, timeout=240)
+    assert r.returncode == 0, r.stderr
+    up = json.loads(r.stdout)
+    assert up["provider"] == "rented" and up["replicas"] == 2 and len(up["endpoints"]) == 2
+    assert up["kept"] == "kept until `overbrainer serve down`, max_hours or max_cost_usd"
+    doc = serve_json(project)
+    assert doc["state"] == "idle" and doc["by_hand"] is True and len(doc["replica_keys"]) == 2
+    pods = [p for p in served.listed()]
+    assert len(pods) == 2 and all(p["ports"] == ["22/tcp", "8000/http"] for p in pods)
+    args = json.loads(pods[0]["args"])
+    assert args["entrypoint"] == ["sh", "-c"] and "OVERBRAINER_BOOTSTRAP" in args["cmd"][0]
+    env = pods[0]["env"]
+    assert env["OVERBRAINER_ENGINE_KEY"].startswith("{{ RUNPOD_SECRET_overbrainer_serve_key_")
+    assert env["OVERBRAINER_ENGINE_KEY_VAR"] == "LLAMA_API_KEY"
+    assert "--api-key" not in env["OVERBRAINER_ENGINE_ARGV"]
+    [key] = [v for k, v in served.secret_values.items() if k.startswith("overbrainer_serve_key_")]
+    assert key not in r.stdout + r.stderr
+    for base in up["endpoints"]:  # each replica answers with the serve's key, and refuses without it
+        assert chat(base, key, str(smollm2_gguf))["status"] == 200
+        assert chat(base, "wrong", str(smollm2_gguf))["status"] == 401
+
+    r = cli(["-C", project.dir, "serve", "ls"], env=project.env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"{doc['id']}  rented    idle   2/2" in r.stdout
+    r = cli(["-C", project.dir, "pod", "ls"], env=project.env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("serve idle") == 2, r.stdout
+
+    r = cli(["-C", project.dir, "serve", "down"], env=project.env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.match(rf"serve: rented \({doc['id']}\) down: deleted, about <?\$\d+\.\d\d\n", r.stdout), r.stdout
+    assert "INFO serve rented: pod " in r.stderr
+    assert served.billing() == [] and serve_json(project)["state"] == "down"
+    assert not [k for k in served.secret_values if k.startswith("overbrainer_")]  # every secret forgotten
+
+
+def test_a_kept_warm_serve_is_deleted_by_its_watchdog_once_idle(project, served, cli, smollm2_gguf):
+    setup(project, served, smollm2_gguf, keep_warm=0.3)  # 18 s
+    r = cli(["-C", project.dir, "serve", "up"], env=project.env, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert "kept warm for 0.3 min" in r.stdout
+    [pod] = served.billing()
+    deadline = time.monotonic() + 90
+    while served.billing() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert served.billing() == []
+    log = (served.root / "pods" / pod["id"] / "workspace" / "overbrainer").glob("*/.pod/watchdog.log")
+    assert any("delete reason=idle" in p.read_text() for p in log)
