@@ -275,10 +275,12 @@ def connect(
     prices: PriceBook | None = None,
     stop: threading.Event | None = None,
     role_key: str = "roles.<role>",
+    replicas: tuple[str, ...] = (),
 ) -> LlmClient:
     """The client of `role` on `provider` (config.model records), on `llm`'s channel of the provider
     (its owner closes it), its API key registered with the redactor, its price the configured one
-    (`role_key`: `roles.parent`), else the provider's listing's (once per book), else the database's."""
+    (`role_key`: `roles.parent`), else the provider's listing's (once per book), else the database's.
+    `replicas`: a served provider's addresses, its requests spread over them (llm/http.Channel)."""
     name = provider.name
     protocol = _protocol_name(provider.protocol)
     if protocol not in PROTOCOLS:
@@ -300,7 +302,7 @@ def connect(
             )
     dialect = _dialect(provider, protocol, role, base_url)
     concurrency = pipeline.concurrency
-    channel = llm.channel(name, base_url, concurrency)
+    channel = llm.channel(name, base_url, concurrency, replicas)
     _announce(channel, protocol, dialect, provider)
     channel.breaker.configure(concurrency, float(pipeline.request_timeout_secs))
     price = configured_price(provider, role, role_key) or _look_up(

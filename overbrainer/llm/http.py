@@ -66,9 +66,11 @@ Explain = Callable[[int, bytes, "float | None"], LlmError]
 
 class Channel:
     """Everything one provider's requests share: the session (connection pool) and the
-    "not before" time set by a 429."""
+    "not before" time set by a 429. A served provider's channel spreads its requests over its
+    replicas' addresses (`replicas`: each attempt goes to the one with the fewest requests in
+    flight; `drop` takes a lost one out, its requests' retries go to the others)."""
 
-    def __init__(self, name: str, base_url: str, pool_size: int):
+    def __init__(self, name: str, base_url: str, pool_size: int, replicas: tuple[str, ...] = ()):
         self.name = name
         self.base = base_url.rstrip("/")
         self.session = http.session(self.base, pool=pool_size)
@@ -77,6 +79,30 @@ class Channel:
         self.announced = False  # the client said how this provider is spoken to
         self.breaker = Breaker()
         self._lock = threading.Lock()
+        self._outstanding: dict[str, int] = {r.rstrip("/"): 0 for r in replicas}
+
+    def take(self) -> str:
+        """The address the next attempt goes to (give it back with `give`)."""
+        with self._lock:
+            if not self._outstanding:
+                return self.base
+            base = min(self._outstanding, key=self._outstanding.__getitem__)
+            self._outstanding[base] += 1
+            return base
+
+    def give(self, base: str) -> None:
+        with self._lock:
+            if base in self._outstanding:
+                self._outstanding[base] -= 1
+
+    def drop(self, base: str) -> None:
+        """A replica that no longer serves: no attempt goes to it any more (the last one stays)."""
+        with self._lock:
+            base = base.rstrip("/")
+            if base in self._outstanding and len(self._outstanding) > 1:
+                del self._outstanding[base]
+                if self.base == base:
+                    self.base = next(iter(self._outstanding))
 
     def ensure_pool(self, size: int) -> None:
         with self._lock:
@@ -114,13 +140,14 @@ class LlmSession:
         self._channels: dict[tuple[str, str], Channel] = {}
         self._lock = threading.Lock()
 
-    def channel(self, name: str, base_url: str, pool_size: int) -> Channel:
-        """The session's channel of a provider (one per name and URL), its pool grown if needed."""
+    def channel(self, name: str, base_url: str, pool_size: int, replicas: tuple[str, ...] = ()) -> Channel:
+        """The session's channel of a provider (one per name and URL), its pool grown if needed
+        (`replicas`: a served provider's addresses, see Channel)."""
         key = (name, base_url.rstrip("/"))
         with self._lock:
             channel = self._channels.get(key)
             if channel is None:
-                channel = self._channels[key] = Channel(name, base_url, pool_size)
+                channel = self._channels[key] = Channel(name, base_url, pool_size, replicas)
                 return channel
         channel.ensure_pool(pool_size)
         return channel
@@ -180,14 +207,17 @@ def request_once(
         into.truncate()
     data, hdrs = _payload(body, headers, raw)
     cap = BODY_CAP if decode and into is None else FILE_CAP
+    base = channel.take()
     try:
-        answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
+        answer = exchange(channel.session, method, base + path, data=data, headers=hdrs,
                           timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=cap, sink=into)
     except Unanswered as e:
         words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
         raise invalid(f"larger than {cap // 2**20} MiB") from None
+    finally:
+        channel.give(base)
     status = answer.status
     if status < 200 or status >= 300:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"))

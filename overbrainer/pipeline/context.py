@@ -2,7 +2,8 @@
 events, the command's spend cap, and the LLM clients, built lazily per role with one PriceBook
 and one LlmSession (the providers' channels and circuit breakers) shared by the command, closed
 with the context (`close()`, or `with`): the next command in the same process (the TUI) starts
-with fresh connections and closed breakers."""
+with fresh connections and closed breakers. A role on a served provider brings its pods up on
+first use (runpod/serve_commands.ServedProviders) and the context's close lets them go."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from overbrainer.llm.client import connect
 from overbrainer.llm.http import LlmSession
 from overbrainer.llm.price_db import unpriced
 from overbrainer.llm.prices import PriceBook
+from overbrainer.runpod.serve_commands import ServedProviders
 from overbrainer.support.budget import Budget
 from overbrainer.support.threads import Signal
 
@@ -67,10 +69,14 @@ class StageContext:
         self.llm = LlmSession()
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
+        self.served = ServedProviders(config, self.paths.serves, publish=bus.publish if bus is not None else None,
+                                      interrupt=self.stop_event)
 
     def close(self) -> None:
-        """The command is over: its providers' connections are closed."""
+        """The command is over: its providers' connections are closed, its served providers'
+        pods let go (deleted, or kept warm)."""
         self.llm.close()
+        self.served.close()
 
     def __enter__(self) -> "StageContext":
         return self
@@ -86,6 +92,7 @@ class StageContext:
         with self._lock:
             self.config = config
             self._clients.clear()
+        self.served.config = config
         self.budget = _budget(self.budget, self._max_cost or config.pipeline.max_cost_usd)
 
     @property
@@ -117,8 +124,14 @@ class StageContext:
             if client is not None:
                 return client
         provider, role = self.config.provider_for(role_name)
+        replicas: tuple[str, ...] = ()
+        served = getattr(provider, "serve", None) is not None
+        if served:
+            provider, replicas = self.served.provider(provider.name)
         client = connect(provider, role, self.config.pipeline, llm=self.llm, prices=self.prices,
-                         stop=self.stop_event, role_key=role_key(self.config, role_name))
+                         stop=self.stop_event, role_key=role_key(self.config, role_name), replicas=replicas)
+        if served:
+            self.served.on_lost(provider.name, client.channel.drop)
         with self._lock:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]

@@ -162,7 +162,12 @@ class Context:
         return cls(client, config, None, serves_dir, **kw)
 
     def stopped(self) -> bool:
-        return self.interrupt is not None and self.interrupt.caught()
+        """Whether the command was stopped (`interrupt`: a front.interrupt.Interrupt, or an Event)."""
+        i = self.interrupt
+        if i is None:
+            return False
+        caught = getattr(i, "caught", None)
+        return bool(caught()) if caught is not None else i.is_set()
 
     def event(self, key: str, phase: str, pod_id: str | None = None, message: str | None = None) -> None:
         if self.publish is not None:

@@ -11,12 +11,17 @@ command exits 130 (143, 129).
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
-from overbrainer.errors import ConfigError, Interrupted
+from overbrainer.config.model import PriceSetting
+from overbrainer.config.secrets import Secret
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.serve import Context, bring_up, down
+from overbrainer.runpod.serve import Context, Held, bring_up, down
 from overbrainer.runpod.serve_record import DOWN, ServeRecord, all_serves
 from overbrainer.support import fmt
 from overbrainer.support.fmt import table
@@ -119,3 +124,68 @@ def ls_flow(session, serves_dir: Path) -> None:
         return
     head = ["SERVE", "PROVIDER", "STATE", "PODS", "$/H", "CREATED", "SPEND", "OUT TOKENS"]
     session.report("\n".join(table([head] + rows)), {"serves": data})
+
+
+class ServedProviders:
+    """The served providers of one command's stages (pipeline/context.py): each brought up (or a
+    warm serve of the same settings taken over) when a stage first asks for it, and let go when the
+    command ends (`close`): deleted, or kept warm for `keep_warm`. `interrupt`: the command's
+    (an Interrupt or its Event): a stop while pods come up deletes them."""
+
+    def __init__(self, config, serves_dir: Path, *, publish=None, interrupt=None):
+        self.config = config
+        self.serves_dir = Path(serves_dir)
+        self.publish = publish
+        self.interrupt = interrupt
+        self._client: RunpodClient | None = None
+        self._held: dict[str, Held] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, name: str) -> Held:
+        """Provider `name`'s serve, up and held until `close` (brought up on the first call)."""
+        with self._lock:
+            held = self._held.get(name)
+            if held is not None:
+                return held
+            if self._client is None:
+                self._client = RunpodClient.from_config(self.config)
+            ctx = Context(self._client, self.config, name, self.serves_dir, publish=self.publish,
+                          interrupt=self.interrupt)
+            held = bring_up(ctx)
+            self._held[name] = held
+            log.info("serve %s: %d replica(s) of %s up at %s", name, len(held.endpoints()), held.record.model,
+                     fmt.usd_per_hour(held.rate()))
+            return held
+
+    def provider(self, name: str):
+        """Provider `name` as a client reaches it: (the provider at its first replica's address,
+        with the serve's key and a price of 0 per token: its pods are what it costs; the
+        addresses of all its replicas)."""
+        held = self.hold(name)
+        endpoints = tuple(base for _, base in held.endpoints())
+        provider = replace(self.config.providers[name], base_url=endpoints[0], api_key=Secret(held.api_key),
+                           price=PriceSetting(0.0, 0.0))
+        return provider, endpoints
+
+    def on_lost(self, name: str, drop: Callable[[str], None]) -> None:
+        """Call `drop(address)` for each replica of provider `name` found lost."""
+        held = self._held[name]
+        bases = dict(held.endpoints())
+        held.on_lost = lambda key: drop(bases[key]) if key in bases else None
+
+    def close(self) -> None:
+        """Let every serve go (deleted and confirmed, or kept warm); a pod that could not be
+        confirmed deleted is a warning (its watchdog deletes it when its lease runs out)."""
+        with self._lock:
+            helds, self._held = list(self._held.items()), {}
+            client, self._client = self._client, None
+        try:
+            for name, held in helds:
+                try:
+                    done = held.release()
+                    log.info("serve %s: %s", name, done)
+                except OverbrainerError as e:
+                    log.warning("serve %s: %s", name, e)
+        finally:
+            if client is not None:
+                client.close()

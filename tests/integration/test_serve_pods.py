@@ -86,3 +86,73 @@ def test_a_kept_warm_serve_is_deleted_by_its_watchdog_once_idle(project, served,
     assert served.billing() == []
     log = (served.root / "pods" / pod["id"] / "workspace" / "overbrainer").glob("*/.pod/watchdog.log")
     assert any("delete reason=idle" in p.read_text() for p in log)
+
+
+def test_the_parent_on_a_served_provider_answers_through_both_replicas_then_its_pods_go(project, served, cli,
+                                                                                          smollm2_gguf):
+    model = str(smollm2_gguf)
+    project.write(topics=1, subtopics=1, questions=4, parent={"provider": "rented", "model": model, "max_tokens": 8})
+    with (project.dir / "overbrainer.toml").open("a") as f:
+        f.write("\n" + serve_toml(smollm2_gguf, replicas=2, parallel=1))
+    project.env.update(serve_env(served))
+    for stage in ("subtopics", "questions"):  # the generator: the fake provider, no pod
+        r = cli(["-C", project.dir, stage], env=project.env, timeout=120)
+        assert r.returncode == 0, r.stderr
+    assert served.listed() == []
+    r = cli(["-C", project.dir, "answers"], env=project.env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("answers: 4 questions,"), r.stdout
+    answers = [json.loads(line) for line in (project.data / "answers.jsonl").read_text().splitlines()] \
+        if (project.data / "answers.jsonl").exists() else []
+    doc = serve_json(project)
+    assert doc["state"] == "down" and len(doc["replica_keys"]) == 2
+    # both replicas answered (least outstanding: 4 requests, one at a time per replica)
+    chats = served.proxy.chats()
+    assert len(chats) == 2 and sum(chats.values()) == 4 and all(n >= 1 for n in chats.values()), chats
+    assert served.billing() == []
+    assert answers or "kept aside" in r.stdout or "truncated" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("when", ["loading", "stage"])
+def test_a_client_killed_during_the_load_or_the_stage_leaves_no_pod_billing_past_its_lease(project, served, tmp_path,
+                                                                                            smollm2_gguf, when):
+    import signal
+    import subprocess
+    import sys
+
+    from overbrainer.runpod.serve import lease_seconds
+    from tests.fixtures.cli import clean_env
+
+    model = str(smollm2_gguf)
+    project.write(topics=1, subtopics=1, questions=6, parent={"provider": "rented", "model": model, "max_tokens": 48})
+    with (project.dir / "overbrainer.toml").open("a") as f:
+        f.write("\n" + serve_toml(smollm2_gguf, parallel=1))
+    project.env.update(serve_env(served))
+    for stage in ("subtopics", "questions"):
+        r = subprocess.run([sys.executable, "-m", "overbrainer", "-C", str(project.dir), stage],
+                           env=clean_env(project.env, tmp_path), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "answers"],
+                            env=clean_env(project.env, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def ready() -> bool:
+            if when == "loading":  # the pod is up, its engine not yet asked anything
+                return any(p["status"] == "RUNNING" for p in served.listed()) and not served.proxy.chats()
+            return bool(served.proxy.chats())
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert served.billing(), "the pod outlives its client until its lease runs out"
+    killed = time.monotonic()
+    while served.billing() and time.monotonic() < killed + lease_seconds() + 30:
+        time.sleep(0.25)
+    assert served.billing() == []
+    logs = list((served.root / "pods").glob("*/workspace/overbrainer/*/.pod/watchdog.log"))
+    assert any("delete reason=client_gone" in p.read_text() for p in logs), [p.read_text()[-500:] for p in logs]
