@@ -55,6 +55,10 @@ BACKOFF_BASE = http.BACKOFF_BASE
 BACKOFF_CAP = http.BACKOFF_CAP
 BODY_CAP = 64 * 1024 * 1024  # an answer larger than this is not one (256 embeddings are ~16 MB)
 FILE_CAP = 1024 * 1024 * 1024  # a file read as bytes (a batch's results): at most this
+# A served provider's replica (llm/http.Channel): what its proxy answers when its pod is gone or
+# its engine down, and how long a replica that failed so is passed over.
+REPLICA_DOWN = frozenset({404, 502, 503, 524})
+BENCH = 10.0
 
 # Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
@@ -80,20 +84,32 @@ class Channel:
         self.breaker = Breaker()
         self._lock = threading.Lock()
         self._outstanding: dict[str, int] = {r.rstrip("/"): 0 for r in replicas}
+        self._benched: dict[str, float] = {}  # replica -> monotonic time it may be tried again
+
+    @property
+    def replicated(self) -> bool:
+        return bool(self._outstanding)
 
     def take(self) -> str:
-        """The address the next attempt goes to (give it back with `give`)."""
+        """The address the next attempt goes to (give it back with `give`): of the replicas not
+        benched (all of them when every one is), the one with the fewest requests in flight."""
         with self._lock:
             if not self._outstanding:
                 return self.base
-            base = min(self._outstanding, key=self._outstanding.__getitem__)
+            now = time.monotonic()
+            ready = [b for b in self._outstanding if self._benched.get(b, 0.0) <= now] or list(self._outstanding)
+            base = min(ready, key=self._outstanding.__getitem__)
             self._outstanding[base] += 1
             return base
 
-    def give(self, base: str) -> None:
+    def give(self, base: str, failed: bool = False) -> None:
+        """An attempt on `base` ended; `failed`: it answered as a replica that is gone or down
+        does, so the next attempts go to the others for BENCH seconds."""
         with self._lock:
             if base in self._outstanding:
                 self._outstanding[base] -= 1
+                if failed:
+                    self._benched[base] = time.monotonic() + BENCH
 
     def drop(self, base: str) -> None:
         """A replica that no longer serves: no attempt goes to it any more (the last one stays)."""
@@ -208,17 +224,25 @@ def request_once(
     data, hdrs = _payload(body, headers, raw)
     cap = BODY_CAP if decode and into is None else FILE_CAP
     base = channel.take()
+    failed = True
     try:
         answer = exchange(channel.session, method, base + path, data=data, headers=hdrs,
                           timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=cap, sink=into)
+        failed = answer.status in REPLICA_DOWN
     except Unanswered as e:
         words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
         raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
     except TooLarge:
+        failed = False
         raise invalid(f"larger than {cap // 2**20} MiB") from None
     finally:
-        channel.give(base)
+        channel.give(base, failed)
     status = answer.status
+    if failed and channel.replicated:
+        # Runpod's proxy before a pod that is gone (404) or an engine that is down (502, 524):
+        # another replica takes the request.
+        raise LlmError(f"replica {display_url(base)} answered {status}: its pod is gone or its engine down",
+                       retryable=True, status=status)
     if status < 200 or status >= 300:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"))
         if explain is not None:

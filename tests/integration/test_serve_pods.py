@@ -156,3 +156,41 @@ def test_a_client_killed_during_the_load_or_the_stage_leaves_no_pod_billing_past
     assert served.billing() == []
     logs = list((served.root / "pods").glob("*/workspace/overbrainer/*/.pod/watchdog.log"))
     assert any("delete reason=client_gone" in p.read_text() for p in logs), [p.read_text()[-500:] for p in logs]
+
+
+def test_a_replica_lost_mid_stage_leaves_its_requests_to_the_other(project, served, tmp_path, smollm2_gguf):
+    import subprocess
+    import sys
+
+    from tests.fixtures.cli import clean_env
+
+    model = str(smollm2_gguf)
+    project.write(topics=1, subtopics=1, questions=8, parent={"provider": "rented", "model": model, "max_tokens": 24})
+    with (project.dir / "overbrainer.toml").open("a") as f:
+        f.write("\n" + serve_toml(smollm2_gguf, replicas=2, parallel=1))
+    project.env.update(serve_env(served))
+    for stage in ("subtopics", "questions"):
+        r = subprocess.run([sys.executable, "-m", "overbrainer", "-C", str(project.dir), stage],
+                           env=clean_env(project.env, tmp_path), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "answers"],
+                            env=clean_env(project.env, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(served.proxy.chats()) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        lost = sorted(served.proxy.chats())[0]
+        served.pods.delete(lost)  # Runpod took the pod back, mid-request
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.startswith("answers: 8 questions, 8 answers written") and "0 failed" in out, out
+    kept = served.proxy.chats()
+    assert sum(kept.values()) >= 8 and [p for p in kept if p != lost], kept
+    assert served.billing() == []
+    assert serve_json(project)["state"] == "down"
