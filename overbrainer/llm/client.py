@@ -84,6 +84,8 @@ class LlmClient:
         self._max_retries = pipeline.max_retries
         self._max_tokens = role.max_tokens
         self._structured_ok = protocol == "openai"
+        # Told the usage of every answer (a served provider's serve counts the tokens its pods served).
+        self.meter: Callable[[Usage], None] | None = None
 
     def __repr__(self) -> str:
         return f"LlmClient({self.provider_name}/{self.model}, {self.dialect or self.protocol})"
@@ -123,6 +125,8 @@ class LlmClient:
         """What `response` cost (an answer of the batch API when `batch`): the provider's bill
         when its dialect reports one, else the estimate from the model's price (kept beside the
         bill). A flagged input cost nothing."""
+        if self.meter is not None:
+            self.meter(response.usage)
         if response.flagged is not None:
             return Spend(0.0, 0.0)
         price = self.priced(batch)

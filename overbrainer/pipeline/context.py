@@ -132,6 +132,7 @@ class StageContext:
                          stop=self.stop_event, role_key=role_key(self.config, role_name), replicas=replicas)
         if served:
             self.served.on_lost(provider.name, client.channel.drop)
+            client.meter = self.served.hold(provider.name).count
         with self._lock:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]

@@ -67,6 +67,7 @@ from overbrainer.support import fmt, http
 from overbrainer.support.redact import register
 from overbrainer.support.sleep import pause
 from overbrainer.support.timescale import scaled
+from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,14 @@ class Held:
         self._lock = threading.Lock()
         self._seq = 0
         self._sessions = {r.key: http.session(r.base) for r in replicas}
+        self.held_since = time.time()
+        self.served = Usage()  # the tokens of the answers of this command (`count`)
+        self.settled: str | None = None  # what they cost, once let go (`settle`)
+
+    def count(self, usage: Usage) -> None:
+        """An answer the serve gave: its tokens are counted on the serve (serve.json at release)."""
+        with self._lock:
+            self.served = self.served + usage
 
     @property
     def provider(self) -> str:
@@ -299,11 +308,31 @@ class Held:
         for s in self._sessions.values():
             s.close()
 
+    def settle(self) -> str | None:
+        """This command's tokens and pod time onto serve.json; in words, `<tokens> output tokens
+        for about $X of pod time: $Y per million output tokens` (None without output tokens)."""
+        record = self.record
+        now = time.time()
+        spent = self.spend_between(self.held_since, now)
+        with self._lock:
+            served, self.served = self.served, Usage()
+            self.held_since = now
+        record.input_tokens += served.input_tokens
+        record.output_tokens += served.output_tokens
+        record.serving_usd = round(record.serving_usd + spent, 6)
+        record.save()
+        out = served.output_tokens
+        if not out:
+            return None
+        return (f"{out} output tokens for {fmt.about_usd(spent)} of pod time: "
+                f"${round(spent, 6) / out * 1e6:,.2f} per million output tokens")
+
     def release(self, *, end: bool | None = None) -> str:
         """Let the serve go at the end of a command: delete its pods (`end`, or a serve made for
         the command without keep_warm), else leave them warm (`<keep_warm> idle`) or, brought up
         by hand without keep_warm, until `serve down`. Returns what was done, in words."""
         self.stop_lease()
+        self.settled = self.settle()
         record = self.record
         keep_warm = self.ctx.serve.keep_warm_minutes
         if end is None:

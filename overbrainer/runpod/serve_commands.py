@@ -104,6 +104,14 @@ def _context(client, config, record: ServeRecord, serves_dir: Path, publish, int
     return Context.bare(client, config, serves_dir, publish=publish, interrupt=interrupt)
 
 
+def per_million_output(record: ServeRecord) -> float | None:
+    """USD per million output tokens the serve gave: its pods' time while commands used them over
+    the tokens of their answers (boot and idle time aside: `SPEND` has them)."""
+    if not record.output_tokens:
+        return None
+    return record.serving_usd / record.output_tokens * 1e6
+
+
 def ls_flow(session, serves_dir: Path) -> None:
     """`serve ls`: every serve of the project from its records (no Runpod call; `pod ls` looks)."""
     rows, data = [], []
@@ -113,16 +121,19 @@ def ls_flow(session, serves_dir: Path) -> None:
         live = [p for p in pods if p.live]
         rate = sum(p.cost_per_hour or 0.0 for p in live)
         spend = sum(s for p in pods if (s := p.spend_so_far(now)) is not None)
+        per_million = per_million_output(r)
         rows.append([r.id, r.provider, r.state, f"{len(live)}/{r.replicas}", fmt.usd_per_hour(rate or None),
-                     r.created, fmt.about_usd(spend), f"{r.output_tokens}"])
+                     r.created, fmt.about_usd(spend), f"{r.output_tokens}",
+                     "-" if per_million is None else f"${per_million:,.2f}"])
         data.append({"serve": r.id, "provider": r.provider, "model": r.model, "engine": r.engine, "state": r.state,
                      "replicas": r.replicas, "live": len(live), "rate_per_hour": rate or None, "created": r.created,
                      "spend": round(spend, 4), "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+                     "serving_usd": r.serving_usd, "usd_per_million_output": per_million,
                      "pods": [p.pod_id for p in live]})
     if not rows:
         session.report(EMPTY, {"serves": []})
         return
-    head = ["SERVE", "PROVIDER", "STATE", "PODS", "$/H", "CREATED", "SPEND", "OUT TOKENS"]
+    head = ["SERVE", "PROVIDER", "STATE", "PODS", "$/H", "CREATED", "SPEND", "OUT TOKENS", "$/M OUT"]
     session.report("\n".join(table([head] + rows)), {"serves": data})
 
 
@@ -183,6 +194,8 @@ class ServedProviders:
             for name, held in helds:
                 try:
                     done = held.release()
+                    if held.settled is not None:
+                        log.info("serve %s: %s", name, held.settled)
                     log.info("serve %s: %s", name, done)
                 except OverbrainerError as e:
                     log.warning("serve %s: %s", name, e)

@@ -64,6 +64,7 @@ class ServeRecord:
     boot_secs: float | None = None  # from the first create to the first replica ready
     input_tokens: int = 0
     output_tokens: int = 0
+    serving_usd: float = 0.0  # pod time while commands used it (the tokens' cost; boot and idle aside)
     extra: dict[str, Any] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
 
@@ -98,7 +99,8 @@ class ServeRecord:
                 "by_hand": self.by_hand, "keep_warm_minutes": self.keep_warm_minutes,
                 "replica_keys": list(self.replica_keys), "secrets": list(self.secrets), "ready_at": self.ready_at,
                 "ended_at": self.ended_at, "message": self.message, "boot_secs": self.boot_secs,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "serving_usd": self.serving_usd}
         for k, v in self.extra.items():
             data.setdefault(k, v)
         return data
@@ -126,7 +128,7 @@ class ServeRecord:
             raise f.bad("secrets")
         known = ("version", "id", "provider", "model", "engine", "image", "target", "replicas", "gpu_count",
                  "settings", "nonce", "created", "state", "by_hand", "keep_warm_minutes", "replica_keys", "secrets",
-                 "ready_at", "ended_at", "message", "boot_secs", "input_tokens", "output_tokens")
+                 "ready_at", "ended_at", "message", "boot_secs", "input_tokens", "output_tokens", "serving_usd")
         record = cls(id=f.text("id", False), provider=f.text("provider", False), model=f.text("model", False),
                      engine=f.text("engine", False), image=f.text("image", False), target=f.text("target", False),
                      replicas=f.integer("replicas", 1) or 1, gpu_count=f.integer("gpu_count", 1) or 1,
@@ -135,7 +137,7 @@ class ServeRecord:
                      keep_warm_minutes=f.number("keep_warm_minutes"), replica_keys=list(keys), secrets=list(names),
                      ready_at=f.text("ready_at"), ended_at=f.text("ended_at"), message=f.text("message"),
                      boot_secs=f.number("boot_secs"), input_tokens=f.integer("input_tokens", 0) or 0,
-                     output_tokens=f.integer("output_tokens", 0) or 0,
+                     output_tokens=f.integer("output_tokens", 0) or 0, serving_usd=f.number("serving_usd") or 0.0,
                      extra={k: v for k, v in data.items() if k not in known})
         record.path = Path(path)
         return record
