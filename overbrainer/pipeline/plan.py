@@ -13,7 +13,10 @@ provider's listing read once per provider, not a generation request, or the gena
 database), each stage saying where its role's comes from; a model with no price says so. Under a
 spend cap, a role that will send and has no price is refused before anything is printed, exactly
 as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
-grader too. Training, when the command would train: pipeline/plan_train.py.
+grader too. A role on a served provider brings no pod up: its cost is its expected output tokens at
+the $ per million its earlier serves measured, plus a boot, at most its pods' max_hours at their
+price (runpod/serve_commands.served_cost). Training, when the command would train:
+pipeline/plan_train.py.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.llm.price_db import missing, price_fix
 from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
-from overbrainer.pipeline.plan_train import after_plans, train_plan
+from overbrainer.pipeline.plan_train import after_plans, dearest_pod, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
+from overbrainer.runpod.serve_commands import served_cost
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -129,6 +133,10 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
         plan.cost = plan.cost_max = 0.0
         return plan
     _expect(plan, history, figures)
+    provider, _ = ctx.config.provider_for(need.role)
+    if provider.serve is not None:  # its pods are its cost; the plan brings none up
+        _served(ctx, plan, provider.name)
+        return plan
     price, why = _price(ctx, need.role)
     if price is None:
         plan.unpriced = why
@@ -141,6 +149,25 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
         if plan.mode == "batch":
             plan.cost, plan.cost_max = plan.sides[2], plan.sides[3]
     return plan
+
+
+def _served(ctx, plan: StagePlan, provider: str) -> None:
+    """A role on a served provider: its expected output tokens at the $ per million output
+    tokens its earlier serves measured, plus a boot; at most its pods' max_hours at the price of the
+    dearest GPU type they may land on (Runpod's catalog, read: nothing is rented)."""
+    config = ctx.config
+    serve = config.providers[provider].serve
+    _, rate, _ = dearest_pod(config, config.target(serve.target))
+    sc = served_cost(config, provider, ctx.paths.serves, rate)
+    expected = sc.expected(plan.output_tokens)
+    if expected is None or sc.at_most is None:
+        plan.unpriced = sc.unknown() if expected is None else \
+            f"served by provider {provider}: the price of its pods is unknown (Runpod's catalog)"
+        return
+    assert sc.per_million is not None  # expected is known
+    plan.cost, plan.cost_max = expected, sc.at_most
+    plan.price_source = (f"the pods of provider {provider}: ${sc.per_million:,.2f} per million output tokens "
+                         "measured, plus a boot; at most their max_hours")
 
 
 def _costs(price, plan: StagePlan) -> tuple[float, float]:
@@ -314,4 +341,5 @@ def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
     if "gate" in stages and ctx.config.roles.grader is not None:
         roles.add("grader")
     for role in sorted(roles):
-        ctx.connect(role)
+        if ctx.config.provider_for(role)[0].serve is None:  # a served one costs its pods (their own caps)
+            ctx.connect(role)

@@ -87,7 +87,7 @@ def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool
         plan.basis = "no rent"
         return plan
     plan.max_hours = target.max_hours
-    plan.gpu, plan.rate, why = _dearest(config, target)
+    plan.gpu, plan.rate, why = dearest_pod(config, target)
     notes = []
     if plan.rate is not None:
         plan.cost_max = plan.rate * target.max_hours
@@ -122,7 +122,7 @@ def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
     return True
 
 
-def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
+def dearest_pod(config, target) -> tuple[str | None, float | None, str | None]:
     """(GPU type, USD/h of the pod, None) for the dearest type the pod may land on, or
     (None, None, why) when the catalog cannot say."""
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -202,3 +202,52 @@ class ServedProviders:
         finally:
             if client is not None:
                 client.close()
+
+
+@dataclass(frozen=True)
+class ServedCost:
+    """What a served provider's requests should cost (`run --plan`), from nothing but records:
+    `per_million` USD per million output tokens its earlier serves measured (their pods' time
+    while commands used them over the tokens they gave), `boot` USD of its last serve's boot at its
+    rate, and `at_most` replicas × the target's max_hours × its max_price_per_hour (each pod's
+    max_cost_usd when lower); None where unknown."""
+
+    provider: str
+    per_million: float | None
+    boot: float | None
+    at_most: float | None
+
+    def expected(self, output_tokens: int) -> float | None:
+        if self.per_million is None:
+            return None
+        return (self.boot or 0.0) + self.per_million * output_tokens / 1e6
+
+    def unknown(self) -> str:
+        cap = "" if self.at_most is None else f"; at most ${self.at_most:.4f} of pod time"
+        return f"served by provider {self.provider}: no throughput measured yet (no earlier serve gave tokens){cap}"
+
+
+def served_cost(config, name: str, serves_dir: Path, pod_rate: float | None) -> ServedCost:
+    """Provider `name`'s ServedCost; `pod_rate`: USD per hour of the dearest pod its target may
+    land on (Runpod's catalog), else the target's max_price_per_hour counts."""
+    serve = config.providers[name].serve
+    target = config.target(serve.target)
+    records = [r for r in all_serves(serves_dir) if r.provider == name and r.model == serve.model]
+    out = sum(r.output_tokens for r in records)
+    per_million = sum(r.serving_usd for r in records) / out * 1e6 if out else None
+    boot = None
+    for r in reversed(records):
+        rates = [p.cost_per_hour for _, p in r.pods() if p is not None and p.cost_per_hour]
+        if r.boot_secs is not None and rates:
+            boot = r.boot_secs / 3600.0 * sum(rates) / len(rates) * serve.replicas
+            break
+    at_most = None
+    rate = pod_rate if pod_rate is not None else target.max_price_per_hour
+    if rate is not None and target.max_hours:
+        per_pod = rate * target.max_hours
+        if target.max_cost_usd is not None:
+            per_pod = min(per_pod, target.max_cost_usd)
+        at_most = per_pod * serve.replicas
+    elif target.max_cost_usd is not None:
+        at_most = target.max_cost_usd * serve.replicas
+    return ServedCost(name, per_million, boot, at_most)

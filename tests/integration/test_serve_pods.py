@@ -122,6 +122,11 @@ def wait_for(proc: subprocess.Popen, ready, timeout: float = 120) -> None:
 def test_the_parent_on_a_served_provider_answers_through_both_replicas_then_its_pods_go(project, served, tmp_path,
                                                                                           smollm2_gguf):
     parent_served(project, served, smollm2_gguf, tmp_path, questions=4, max_tokens=8, replicas=2)
+    r = run_cli(["-C", project.dir, "answers", "--plan"], env=project.env, home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("cost unknown (served by provider rented: no throughput measured yet (no earlier serve gave tokens); "
+            "at most $1.3800 of pod time)") in r.stdout, r.stdout  # 2 replicas × 1 h × $0.69/h
+    assert served.listed() == [] and not served.calls_to("POST", "/pods")  # the plan brings no pod up
     r = run_cli(["-C", project.dir, "answers"], env=project.env, home=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("answers: 4 questions, 4 answers written"), r.stdout
@@ -136,6 +141,15 @@ def test_the_parent_on_a_served_provider_answers_through_both_replicas_then_its_
     r = run_cli(["-C", project.dir, "--json", "serve", "ls"], env=project.env, home=tmp_path)
     [row] = json.loads(r.stdout)["serves"]
     assert row["usd_per_million_output"] == pytest.approx(per_million) and row["state"] == "down"
+    # the next plan prices the answers at the throughput measured, and still brings no pod up
+    creates = len(served.calls_to("POST", "/pods"))
+    r = run_cli(["-C", project.dir, "--json", "answers", "--plan", "--force"], env=project.env, home=tmp_path)
+    assert r.returncode == 0, r.stderr
+    [plan] = [d for d in map(json.loads, r.stdout.splitlines()) if d.get("stage") == "answers"]
+    boot = doc["boot_secs"] / 3600 * 0.69 * 2  # the last boot, both replicas at $0.69/h
+    assert plan["cost_usd"] == pytest.approx(boot + per_million * plan["output_tokens"] / 1e6, rel=1e-3)
+    assert plan["cost_max_usd"] == 1.38 and f"${per_million:,.2f} per million" in plan["price_source"]
+    assert len(served.calls_to("POST", "/pods")) == creates
     # both replicas answered (least outstanding: 4 requests, one at a time per replica)
     chats = served.proxy.chats()
     assert len(chats) == 2 and sum(chats.values()) == 4 and all(n >= 1 for n in chats.values()), chats
