@@ -103,7 +103,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     client, role, hides = parent_client(ctx)
     systems = system_prompts(ctx, topics)
     include_system = bool(ctx.pipeline.include_system_prompt)
-    proc = processor(ctx, run)
+    proc = processor(ctx, run, role="parent")
     noting = figures if not retry_excluded else None
     rules, watch = Rules(ctx.config.gate), EarlyStop(STAGE, ctx.config.gate)
 

@@ -177,12 +177,13 @@ def classify(e: BaseException) -> str:
     return FATAL if e.fatal else ITEM
 
 
-def processor(ctx: StageContext, run: StageRun, tally=None) -> Processor:
+def processor(ctx: StageContext, run: StageRun, tally=None, role: str | None = None) -> Processor:
     """The stage's request processor (support/processor.py): `[pipeline] concurrency` in
-    flight, the user's interrupt (a second one abandons the requests in flight), the provider's
-    errors classified by `classify`, `[pipeline] stop_grace_secs` for the requests in flight on
-    a stop, and the command's spend cap. The failed items go to `tally` (default: `run`)."""
-    return Processor(run if tally is None else tally, concurrency=ctx.pipeline.concurrency, interrupt=ctx.stop_event,
+    flight (`role` on a served provider: what its replicas batch, StageContext.concurrency), the
+    user's interrupt (a second one abandons the requests in flight), the provider's errors
+    classified by `classify`, `[pipeline] stop_grace_secs` for the requests in flight on a stop,
+    and the command's spend cap. The failed items go to `tally` (default: `run`)."""
+    return Processor(run if tally is None else tally, concurrency=ctx.concurrency(role), interrupt=ctx.stop_event,
                      classify=classify, name=run.name, grace=ctx.pipeline.stop_grace_secs,
                      abandon=ctx.abandon_event, budget=ctx.budget)
 

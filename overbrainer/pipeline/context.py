@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import shlex
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from overbrainer.config.templates import load_templates
@@ -117,6 +118,15 @@ class StageContext:
     def role(self, role_name: str):
         return getattr(self.config.roles, role_name, None)
 
+    def concurrency(self, role_name: str | None = None) -> int:
+        """Requests in flight to `role_name`'s provider: `[pipeline] concurrency`, or for a served
+        provider what its replicas batch (replicas × the engine's batch: config.model.Serve)."""
+        if role_name is not None and self.role(role_name) is not None:
+            serve = getattr(self.config.provider_for(role_name)[0], "serve", None)
+            if serve is not None:
+                return serve.concurrency
+        return self.config.pipeline.concurrency
+
     def client(self, role_name: str):
         """The client of `roles.<role_name>` (connected on first use, once per command)."""
         with self._lock:
@@ -128,7 +138,10 @@ class StageContext:
         served = getattr(provider, "serve", None) is not None
         if served:
             provider, replicas = self.served.provider(provider.name)
-        client = connect(provider, role, self.config.pipeline, llm=self.llm, prices=self.prices,
+        pipeline = self.config.pipeline
+        if served:  # its channel's pool as large as what its replicas batch
+            pipeline = replace(pipeline, concurrency=self.concurrency(role_name))
+        client = connect(provider, role, pipeline, llm=self.llm, prices=self.prices,
                          stop=self.stop_event, role_key=role_key(self.config, role_name), replicas=replicas)
         if served:
             self.served.on_lost(provider.name, client.channel.drop)

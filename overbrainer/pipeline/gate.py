@@ -211,7 +211,7 @@ def _grade(g: _Gate) -> StageResult:
     client = ctx.connect("grader")
     templates = ctx.templates(TEMPLATE)
     threshold = ctx.config.gate.grader_threshold
-    proc = processor(ctx, run)
+    proc = processor(ctx, run, role="grader")
 
     def items():
         with LineReader(ctx.paths.answers) as source:

@@ -94,7 +94,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     dedups = TopicDedups(ctx.paths.questions, jobs, offsets, rejected,
                          lambda name: TopicDedup(name, pipeline.dedup_threshold, _embed(ctx, embedder, name),
                                                  pipeline.embedding_threshold))
-    proc = processor(ctx, run)
+    proc = processor(ctx, run, role="generator")
 
     def write(topic: str, before: int, new: list[Question]) -> None:  # on the keeping thread
         output.append_all(new)  # the batch in one write

@@ -127,7 +127,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     run.started(len(states), skipped=len(topics) - len(states))
     if not states:
         return finish(run)
-    proc = processor(ctx, run)
+    proc = processor(ctx, run, role="generator")
 
     def write(new: list[Subtopic]) -> None:  # on the keeping thread
         output.append_all(new)  # the answer's names in one write

@@ -122,6 +122,8 @@ def wait_for(proc: subprocess.Popen, ready, timeout: float = 120) -> None:
 def test_the_parent_on_a_served_provider_answers_through_both_replicas_then_its_pods_go(project, served, tmp_path,
                                                                                           smollm2_gguf):
     parent_served(project, served, smollm2_gguf, tmp_path, questions=4, max_tokens=8, replicas=2)
+    with project.context() as ctx:  # in flight: what the replicas batch (2 × parallel 1), not [pipeline]'s 4
+        assert (ctx.concurrency("parent"), ctx.concurrency("generator")) == (2, 4)
     r = run_cli(["-C", project.dir, "answers", "--plan"], env=project.env, home=tmp_path)
     assert r.returncode == 0, r.stderr
     assert ("cost unknown (served by provider rented: no throughput measured yet (no earlier serve gave tokens); "
