@@ -126,6 +126,13 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "pod datacenters": (("data centers and the GPU types in stock in each", "overbrainer pod datacenters"),),
     "pod volumes": (("the account's network volumes", "overbrainer pod volumes"),),
     "pod ssh": (("a shell on a run's pod", "overbrainer pod ssh demo_20260922-143005 --exec"),),
+    "serve": (("bring every served provider's pods up for a long session", "overbrainer serve up"),),
+    "serve up": (("bring every served provider's pods up and leave them up", "overbrainer serve up"),
+                 ("only provider r1's", "overbrainer serve up r1")),
+    "serve ls": (("this project's serves: state, pods, rate, spend, $ per million output tokens",
+                  "overbrainer serve ls"),),
+    "serve down": (("delete every live serve's pods and confirm each delete", "overbrainer serve down"),
+                   ("only provider r1's", "overbrainer serve down r1")),
     "tui": (("watch and steer this project full-screen (q quits)", "overbrainer tui"),
             ("the same for a project elsewhere", "overbrainer -C /srv/distil tui")),
 }

@@ -294,16 +294,7 @@ def connect(
         raise ConfigError(
             f"providers.{name}.base_url is not set (set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
         )
-    api_key = None
-    if provider.api_key is not None:
-        api_key = provider.api_key.resolve()
-        redact.register(api_key)
-        if not _valid_header_value(api_key):
-            raise LlmError(
-                f"providers.{name}.api_key is not a valid HTTP header value "
-                f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
-                fatal=True,
-            )
+    api_key = _api_key(provider)
     dialect = _dialect(provider, protocol, role, base_url)
     concurrency = pipeline.concurrency
     channel = llm.channel(name, base_url, concurrency, replicas)
@@ -322,6 +313,23 @@ def connect(
         stop=stop,
         dialect=dialect,
     )
+
+
+def _api_key(provider: ProviderSettings) -> str | None:
+    """The provider's key (registered with the redactor), or None; LlmError (fatal) when it
+    cannot be an HTTP header's value."""
+    if provider.api_key is None:
+        return None
+    api_key = provider.api_key.resolve()
+    redact.register(api_key)
+    if not _valid_header_value(api_key):
+        name = provider.name
+        raise LlmError(
+            f"providers.{name}.api_key is not a valid HTTP header value "
+            f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
+            fatal=True,
+        )
+    return api_key
 
 
 def _look_up(book: PriceBook, channel: Channel, headers: dict[str, str], provider: ProviderSettings,

@@ -199,6 +199,31 @@ def status_error(status: int, body: bytes, retry_after: float | None, provider: 
     return meanings.explain(status, body, retry_after, provider)
 
 
+def _exchange(channel: Channel, method: str, path: str, data: bytes | None, hdrs: dict[str, str] | None,
+              timeouts: tuple[float, float], deadline: float, cap: int, into: BinaryIO | None) -> http.Answer:
+    """One exchange on the channel's next address (a served provider's replica: Channel.take);
+    LlmError for no answer, one too large, or a replica that answers as a gone pod or a down
+    engine does (Runpod's proxy: 404, 502, 503, 524), retryable on another replica."""
+    base = channel.take()
+    failed = True
+    try:
+        answer = exchange(channel.session, method, base + path, data=data, headers=hdrs, timeout=timeouts,
+                          deadline=deadline, cap=cap, sink=into)
+        failed = answer.status in REPLICA_DOWN
+    except Unanswered as e:
+        words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
+        raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
+    except TooLarge:
+        failed = False
+        raise invalid(f"larger than {cap // 2**20} MiB") from None
+    finally:
+        channel.give(base, failed)
+    if failed and channel.replicated:
+        raise LlmError(f"replica {display_url(base)} answered {answer.status}: its pod is gone or its engine down",
+                       retryable=True, status=answer.status)
+    return answer
+
+
 def request_once(
     channel: Channel,
     method: str,
@@ -223,26 +248,9 @@ def request_once(
         into.truncate()
     data, hdrs = _payload(body, headers, raw)
     cap = BODY_CAP if decode and into is None else FILE_CAP
-    base = channel.take()
-    failed = True
-    try:
-        answer = exchange(channel.session, method, base + path, data=data, headers=hdrs,
-                          timeout=(min(connect_timeout, timeout), timeout), deadline=deadline, cap=cap, sink=into)
-        failed = answer.status in REPLICA_DOWN
-    except Unanswered as e:
-        words = f"request failed ({e.kind.text})" if e.kind is not None else "request failed"
-        raise LlmError(words, retryable=True, cause=e.cause, transport=e.kind) from None
-    except TooLarge:
-        failed = False
-        raise invalid(f"larger than {cap // 2**20} MiB") from None
-    finally:
-        channel.give(base, failed)
+    answer = _exchange(channel, method, path, data, hdrs, (min(connect_timeout, timeout), timeout), deadline, cap,
+                       into)
     status = answer.status
-    if failed and channel.replicated:
-        # Runpod's proxy before a pod that is gone (404) or an engine that is down (502, 524):
-        # another replica takes the request.
-        raise LlmError(f"replica {display_url(base)} answered {status}: its pod is gone or its engine down",
-                       retryable=True, status=status)
     if status < 200 or status >= 300:
         retry_after = parse_retry_after(answer.headers.get("Retry-After"))
         if explain is not None:

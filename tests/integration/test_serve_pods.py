@@ -204,3 +204,20 @@ def test_a_replica_lost_mid_stage_leaves_its_requests_to_the_other(project, serv
     assert sum(kept.values()) >= 8 and [p for p in kept if p != lost], kept
     assert served.billing() == []
     assert serve_json(project)["state"] == "down"
+
+
+def test_a_command_takes_over_the_serve_brought_up_by_hand_and_leaves_it_up(project, served, tmp_path, smollm2_gguf):
+    parent_served(project, served, smollm2_gguf, tmp_path, questions=2, max_tokens=8)
+    r = run_cli(["-C", project.dir, "serve", "up", "rented"], env=project.env, home=tmp_path, timeout=240)
+    assert r.returncode == 0, r.stderr
+    [pod] = served.billing()
+    r = run_cli(["-C", project.dir, "answers"], env=project.env, home=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("answers: 2 questions, 2 answers written"), r.stdout
+    assert len(served.calls_to("POST", "/pods")) == 1 and served.proxy.chats() == {pod["id"]: 2}
+    assert [p["id"] for p in served.billing()] == [pod["id"]]  # still up: `serve up` keeps it until `serve down`
+    doc = serve_json(project)
+    assert doc["state"] == "idle" and doc["output_tokens"] > 0
+    r = run_cli(["-C", project.dir, "serve", "down", "rented"], env=project.env, home=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert served.billing() == [] and serve_json(project)["state"] == "down"
