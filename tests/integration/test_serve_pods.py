@@ -221,3 +221,42 @@ def test_a_command_takes_over_the_serve_brought_up_by_hand_and_leaves_it_up(proj
     r = run_cli(["-C", project.dir, "serve", "down", "rented"], env=project.env, home=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr
     assert served.billing() == [] and serve_json(project)["state"] == "down"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_mid_stage_deletes_the_served_pods_before_the_command_exits(project, served, tmp_path, smollm2_gguf,
+                                                                             signum, code):
+    parent_served(project, served, smollm2_gguf, tmp_path, questions=6, max_tokens=48)
+    proc = answers(project, tmp_path)
+    try:
+        wait_for(proc, lambda: bool(served.proxy.chats()))
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, err
+    assert "interrupted: answers stopped" in out + err
+    assert served.billing() == []  # deleted and confirmed before the exit, not by the watchdog later
+    doc = serve_json(project)
+    assert doc["state"] == "down" and doc["output_tokens"] >= 0
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_serve_up_boots_deletes_what_it_made(project, served, tmp_path, smollm2_gguf, signum, code):
+    parent_served(project, served, smollm2_gguf, tmp_path, questions=1, max_tokens=8, replicas=2)
+    proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "serve", "up"],
+                            env=clean_env(project.env, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for(proc, lambda: len(served.calls_to("POST", "/pods")) >= 1)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, err
+    assert served.billing() == []
+    assert serve_json(project)["state"] in ("failed", "down")
