@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.cli import clean_env, run_cli
+from tests.fixtures.cli import clean_env, run_cli, signalled_when
 from tests.fixtures.serve import serve_env, serve_toml
 
 pytestmark = pytest.mark.ssh
@@ -228,14 +228,7 @@ def test_a_signal_mid_stage_deletes_the_served_pods_before_the_command_exits(pro
                                                                              signum, code):
     parent_served(project, served, smollm2_gguf, tmp_path, questions=6, max_tokens=48)
     proc = answers(project, tmp_path)
-    try:
-        wait_for(proc, lambda: bool(served.proxy.chats()))
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    out, err = signalled_when(proc, lambda: bool(served.proxy.chats()), "a chat", signum=signum)
     assert proc.returncode == code, err
     assert "interrupted: answers stopped" in out + err
     assert served.billing() == []  # deleted and confirmed before the exit, not by the watchdog later
@@ -249,14 +242,7 @@ def test_a_signal_while_serve_up_boots_deletes_what_it_made(project, served, tmp
     proc = subprocess.Popen([sys.executable, "-m", "overbrainer", "-C", str(project.dir), "serve", "up"],
                             env=clean_env(project.env, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    try:
-        wait_for(proc, lambda: len(served.calls_to("POST", "/pods")) >= 1)
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    _, err = signalled_when(proc, lambda: len(served.calls_to("POST", "/pods")) >= 1, "a create", signum=signum)
     assert proc.returncode == code, err
     assert served.billing() == []
     assert serve_json(project)["state"] in ("failed", "down")
