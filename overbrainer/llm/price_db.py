@@ -140,12 +140,27 @@ def lookup(model: str, protocol: str, dialect: str | None, base_url: str | None)
     return _price(online.model_price, _price(batch.model_price))
 
 
+def api_price(model: str) -> Price | None:
+    """The price the database lists for `model` on the API of whichever provider it finds for it
+    (a Hub repository is looked up as given, then by its name alone: `deepseek-ai/DeepSeek-R1`
+    as `DeepSeek-R1`), or None: what a served model's tokens would cost from an API."""
+    for ref in dict.fromkeys((model, model.rpartition("/")[2])):
+        try:
+            return _price(_prices(ref, {}, None).model_price)
+        except LookupError:
+            continue
+    return None
+
+
 def _prices(model: str, provider: dict[str, str], context: dict[str, str] | None) -> Any:
-    """The database's PriceCalculation of no tokens: its `model_price` is the model's prices."""
+    """The database's PriceCalculation of no tokens: its `model_price` is the model's prices
+    (`provider` empty: the database's own match for the model)."""
     # lazy: the database (and pydantic, httpx) only when a price is looked up in it
     from genai_prices import Usage, calc_price
 
     nothing = Usage(input_tokens=0, output_tokens=0)
+    if not provider:
+        return calc_price(nothing, model)
     if "provider_id" in provider:
         return calc_price(nothing, model, provider_id=provider["provider_id"], price_context=context)
     return calc_price(nothing, model, provider_api_url=provider["provider_api_url"], price_context=context)

@@ -11,7 +11,9 @@ from overbrainer.dataset.reject import reject
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.quality.verdicts import gated_answers
+from overbrainer.llm.price_db import api_price
 from overbrainer.pipeline.gate import gate_settings
+from overbrainer.runpod.serve_commands import history_lines
 from overbrainer.support.fmt import plural
 
 if TYPE_CHECKING:
@@ -20,15 +22,18 @@ if TYPE_CHECKING:
 
 def history_flow(session: "Session", config=None, *, all_runs: bool = False,
                  pods: tuple[str, dict] | None = None) -> None:
-    """`history [--all]`: totals per stage (or one line per execution), then `pods` (what the
-    training pods cost: a line and its fields) when given. Reads only, and reads no configuration
+    """`history [--all]`: totals per stage (or one line per execution), then what the served
+    providers' tokens cost (runpod/serve_commands.history_lines), then `pods` (what the training
+    pods cost: a line and its fields) when given. Reads only, and reads no configuration
     (`config` may be None: history works even when overbrainer.toml does not)."""
     entries = read_history(session.project_dir)
     text = "\n".join(format_history_lines(entries, all=all_runs))
     data = history_report(entries, all=all_runs)
-    if pods is not None:
-        text = f"{text}\n{pods[0]}" if text else pods[0]
-        data = {**data, "pods": pods[1]}
+    served = history_lines(ProjectPaths(session.project_dir).serves, api_price)
+    for extra, key in ((served, "served"), (pods, "pods")):
+        if extra is not None:
+            text = f"{text}\n{extra[0]}" if text else extra[0]
+            data = {**data, key: extra[1]}
     session.report(text, data)
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from overbrainer.config.model import PriceSetting
 from overbrainer.config.secrets import Secret
@@ -251,3 +251,30 @@ def served_cost(config, name: str, serves_dir: Path, pod_rate: float | None) -> 
     elif target.max_cost_usd is not None:
         at_most = target.max_cost_usd * serve.replicas
     return ServedCost(name, per_million, boot, at_most)
+
+
+def history_lines(serves_dir: Path, api_price: Callable[[str], Any]) -> tuple[str, list[dict]] | None:
+    """`history`'s lines of the served providers (None without a serve that gave tokens): per
+    provider and model, the output tokens its serves gave, their pods' time while commands used
+    them, the $ per million output tokens, beside `api_price(model)` (an llm.prices.Price: what
+    an API lists for the same model) when it is known."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for r in all_serves(serves_dir):
+        if r.output_tokens:
+            t = totals.setdefault((r.provider, r.model), [0, 0.0])
+            t[0] += r.output_tokens
+            t[1] += r.serving_usd
+    if not totals:
+        return None
+    lines, data = [], []
+    for (provider, model), (out, usd) in totals.items():
+        per_million = usd / out * 1e6
+        api = api_price(model)
+        beside = (f"; an API lists it at ${api.output_per_million:,.2f} ({api.source})" if api is not None
+                  else "; no API price known for it")
+        lines.append(f"served {provider} ({model}): {int(out)} output tokens for {fmt.about_usd(usd)} of pod time: "
+                     f"${per_million:,.2f} per million output tokens{beside}")
+        data.append({"provider": provider, "model": model, "output_tokens": int(out), "serving_usd": round(usd, 6),
+                     "usd_per_million_output": per_million,
+                     "api_usd_per_million_output": api.output_per_million if api is not None else None})
+    return "\n".join(lines), data

@@ -143,6 +143,9 @@ def test_the_parent_on_a_served_provider_answers_through_both_replicas_then_its_
     r = run_cli(["-C", project.dir, "--json", "serve", "ls"], env=project.env, home=tmp_path)
     [row] = json.loads(r.stdout)["serves"]
     assert row["usd_per_million_output"] == pytest.approx(per_million) and row["state"] == "down"
+    r = run_cli(["-C", project.dir, "history"], env=project.env, home=tmp_path)
+    assert (f"served rented ({smollm2_gguf}): {out} output tokens for about " in r.stdout
+            and f"${per_million:,.2f} per million output tokens; no API price known for it" in r.stdout), r.stdout
     # the next plan prices the answers at the throughput measured, and still brings no pod up
     creates = len(served.calls_to("POST", "/pods"))
     r = run_cli(["-C", project.dir, "--json", "answers", "--plan", "--force"], env=project.env, home=tmp_path)

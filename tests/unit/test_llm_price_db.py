@@ -50,3 +50,12 @@ def test_nothing_for_an_unknown_model_or_a_self_hosted_server():
     assert price_db.lookup("no-such-model-anywhere", "openai", "openai", None) is None
     assert price_db.lookup("gpt-4o-mini", "openai", "llamacpp", "http://127.0.0.1:8080/v1") is None
     assert price_db.lookup("gpt-4o-mini", "openai", "generic", "http://127.0.0.1:9/v1") is None
+
+
+def test_a_served_models_api_price_is_the_databases_match_for_its_name():
+    # the database's own figure for DeepSeek's reasoner, whatever its version says it is
+    listed = float(calc_price(DbUsage(input_tokens=0, output_tokens=0), "deepseek-reasoner").model_price.output_mtok)
+    price = price_db.api_price("deepseek-ai/DeepSeek-R1")  # a Hub repository: found by its name alone
+    assert price is not None and price.output_per_million == listed > 0
+    assert price.source == price_db.source()
+    assert price_db.api_price("/models/SmolLM2-135M-Instruct.Q4_1.gguf") is None
