@@ -69,6 +69,10 @@ def test_serve_up_leaves_ready_replicas_and_serve_down_deletes_them(project, ser
     r = cli(["-C", project.dir, "pod", "ls"], env=project.env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("serve idle") == 2, r.stdout
+    first = doc["replica_keys"][0]
+    r = cli(["-C", project.dir, "pod", "rm", first], env=project.env, timeout=120)  # one replica by its ID
+    assert r.returncode == 0, r.stderr
+    assert len(served.billing()) == 1, r.stdout + r.stderr
 
     r = cli(["-C", project.dir, "serve", "down"], env=project.env, timeout=120)
     assert r.returncode == 0, r.stderr
