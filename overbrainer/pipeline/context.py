@@ -71,7 +71,12 @@ class StageContext:
         self._clients: dict[str, object] = {}
         self._lock = threading.Lock()
         self.served = ServedProviders(config, self.paths.serves, publish=bus.publish if bus is not None else None,
-                                      interrupt=self.stop_event)
+                                      interrupt=self.stop_event, charge=self._charge)
+
+    def _charge(self, cost: float) -> None:
+        """A served provider's pod time, counted against the spend cap when there is one."""
+        if self.budget is not None:
+            self.budget.charge(cost)
 
     def close(self) -> None:
         """The command is over: its providers' connections are closed, its served providers'

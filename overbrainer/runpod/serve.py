@@ -200,6 +200,9 @@ class Held:
         self._sessions = {r.key: http.session(r.base) for r in replicas}
         self.held_since = time.time()
         self.served = Usage()  # the tokens of the answers of this command (`count`)
+        self.charge: Callable[[float], None] | None = None  # told the pod time as it passes (a spend cap)
+        self.booted_at = self.held_since  # when this command began bringing it up (pods it took over: older)
+        self._charged_until = self.held_since
         self.settled: str | None = None  # what they cost, once let go (`settle`)
 
     def count(self, usage: Usage) -> None:
@@ -245,6 +248,19 @@ class Held:
         every = lease_seconds() / RENEW_SHARE
         while not self._stop.wait(every):
             self.renew()
+            self.charge_time()
+
+    def charge_time(self) -> None:
+        """Tell `charge` what the pods cost since it was last told (a command's spend cap counts
+        their time)."""
+        if self.charge is None:
+            return
+        with self._lock:
+            start, now = self._charged_until, time.time()
+            self._charged_until = now
+        spent = self.spend_between(start, now)
+        if spent > 0:
+            self.charge(spent)
 
     def renew(self, seconds: int | None = None, kind: str = "held") -> None:
         """Write the lease on every replica (`seconds`: its length, None = `LEASE`; `kind`
@@ -332,6 +348,7 @@ class Held:
         the command without keep_warm), else leave them warm (`<keep_warm> idle`) or, brought up
         by hand without keep_warm, until `serve down`. Returns what was done, in words."""
         self.stop_lease()
+        self.charge_time()
         self.settled = self.settle()
         record = self.record
         keep_warm = self.ctx.serve.keep_warm_minutes
@@ -651,7 +668,7 @@ def bring_up(ctx: Context, *, by_hand: bool = False) -> Held:
         record.by_hand = True
     api_key = derive_key(ctx.account_key, record.id, record.nonce)
     register(api_key)
-    started = time.monotonic()
+    started, started_unix = time.monotonic(), time.time()
     try:
         if not replicas:
             _secrets(ctx, record, api_key)
@@ -679,6 +696,7 @@ def bring_up(ctx: Context, *, by_hand: bool = False) -> Held:
     record.message = None
     record.save()
     held = Held(ctx, record, replicas, api_key)
+    held.booted_at = started_unix
     held.renew()
     held.start()
     return held

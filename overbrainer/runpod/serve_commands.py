@@ -141,10 +141,13 @@ class ServedProviders:
     """The served providers of one command's stages (pipeline/context.py): each brought up (or a
     warm serve of the same settings taken over) when a stage first asks for it, and let go when the
     command ends (`close`): deleted, or kept warm for `keep_warm`. `interrupt`: the command's
-    (an Interrupt or its Event): a stop while pods come up deletes them."""
+    (an Interrupt or its Event): a stop while pods come up deletes them. `charge`: a spend cap's
+    (support/budget.Budget.charge): the pods' time counts against it."""
 
-    def __init__(self, config, serves_dir: Path, *, publish=None, interrupt=None):
+    def __init__(self, config, serves_dir: Path, *, publish=None, interrupt=None,
+                 charge: Callable[[float], None] | None = None):
         self.config = config
+        self.charge = charge  # told the pods' time as it passes, their boot included (a spend cap)
         self.serves_dir = Path(serves_dir)
         self.publish = publish
         self.interrupt = interrupt
@@ -163,6 +166,9 @@ class ServedProviders:
             ctx = Context(self._client, self.config, name, self.serves_dir, publish=self.publish,
                           interrupt=self.interrupt)
             held = bring_up(ctx)
+            if self.charge is not None:  # this command's wait for its pods, then their time as it passes
+                self.charge(held.spend_between(held.booted_at, held.held_since))
+                held.charge = self.charge
             self._held[name] = held
             log.info("serve %s: %d replica(s) of %s up at %s", name, len(held.endpoints()), held.record.model,
                      fmt.usd_per_hour(held.rate()))

@@ -25,7 +25,8 @@ _WAIT = 0.05  # how often a waiting request looks at `stopping`
 class Budget:
     def __init__(self, cap: float):
         self.cap = float(cap)
-        self.spent = 0.0  # recorded: what the settled requests cost
+        self.spent = 0.0  # recorded: what the settled requests cost, and the charges
+        self.charged = 0.0  # of which charges (`charge`: a served provider's pod time)
         self._held = 0.0  # the bounds of the requests in flight
         self._out = 0  # how many (a float sum never quite returns to 0)
         self._changed = threading.Condition()
@@ -39,8 +40,9 @@ class Budget:
                 if not self._out or stopping():
                     return False
                 self._changed.wait(_WAIT)
-            self._held += bound
-            self._out += 1
+            if bound > 0:  # a free request holds nothing (and is never settled: Processor.settle)
+                self._held += bound
+                self._out += 1
             return True
 
     def room(self) -> float:
@@ -57,12 +59,19 @@ class Budget:
                 self.spent += cost
             self._changed.notify_all()
 
+    def charge(self, cost: float) -> None:
+        """Record a spend no request held a bound for (a served provider's pod time)."""
+        with self._changed:
+            self.spent += cost
+            self.charged += cost
+            self._changed.notify_all()
+
     def overspent(self) -> "SpendPastCap | None":
         """The error of a recorded spend past the cap (a response that cost more than the upper
         bound held for it: a provider ignoring `max_tokens`), or None."""
         with self._changed:
             spent = self.spent
-        return SpendPastCap(spent, self.cap) if spent > self.cap * (1 + 1e-9) else None
+        return SpendPastCap(spent, self.cap, self.charged > 0) if spent > self.cap * (1 + 1e-9) else None
 
     def reached(self, bound: float) -> "SpendCapReached":
         """The error of a stop before a request whose upper bound is `bound`."""
@@ -93,9 +102,11 @@ class SpendPastCap(OverbrainerError):
     """The spend recorded went past the cap (exit 1), said after the stage's summary; what was
     paid for is kept, and no later stage of the command runs."""
 
-    def __init__(self, spent: float, cap: float):
-        super().__init__(f"spend past the cap: {usd(spent)} recorded, over max_cost_usd {usd(cap)}; responses "
-                         "cost more than their requests' upper bounds (does the provider ignore max_tokens?); "
+    def __init__(self, spent: float, cap: float, charged: bool = False):
+        why = ("a served provider's pods cost their time, counted as it passes (every 30 s): the last count "
+               "went past it" if charged else
+               "responses cost more than their requests' upper bounds (does the provider ignore max_tokens?)")
+        super().__init__(f"spend past the cap: {usd(spent)} recorded, over max_cost_usd {usd(cap)}; {why}; "
                          "what was paid for is kept")
         self.spent = spent
         self.cap = cap

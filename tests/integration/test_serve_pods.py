@@ -253,3 +253,15 @@ def test_a_signal_while_serve_up_boots_deletes_what_it_made(project, served, tmp
     assert proc.returncode == code, err
     assert served.billing() == []
     assert serve_json(project)["state"] in ("failed", "down")
+
+
+def test_a_spend_cap_counts_the_pods_time_and_stops_the_stage_there(project, served, tmp_path, smollm2_gguf):
+    parent_served(project, served, smollm2_gguf, tmp_path, questions=12, max_tokens=48)
+    # $0.69/h: $0.001 is about 5 s of the pod's time, far less than 12 answers take on one thread
+    r = run_cli(["-C", project.dir, "answers", "--max-cost", "0.001"], env=project.env, home=tmp_path, timeout=100)
+    assert r.returncode == 1, r.stdout + r.stderr
+    written = int(re.search(r"answers: stopped after (\d+) of 12 questions: spend cap reached", r.stdout).group(1))
+    assert 0 < written < 12, r.stdout
+    # counted as it passes, the pods' time may go past the cap by one count's worth, and says so
+    assert "error: spend past the cap" not in r.stderr or "a served provider's pods cost their time" in r.stderr
+    assert served.billing() == [] and serve_json(project)["state"] == "down"

@@ -342,6 +342,29 @@ def test_the_spend_cap_counts_the_requests_in_flight():
     assert str(ending.error).startswith("spend cap reached: $0.8750 of max_cost_usd $1.0000;")
 
 
+def test_free_requests_stop_once_a_spend_no_request_held_passes_the_cap():
+    """A free request (a bound of 0: a served provider's, whose pods' time is charged apart) holds
+    nothing; once the charges pass the cap, the next one is refused at once (it used to wait
+    forever for the free requests it counted as still in flight)."""
+    from overbrainer.support.budget import Budget, SpendCapReached
+
+    budget = Budget(1.0)
+    proc = Processor(Tally(), concurrency=1, interrupt=None, classify=classify, name="t", budget=budget)
+    sent = []
+
+    def send(item):
+        held = proc.admit(lambda: 0.0)
+        sent.append(item)
+        proc.settle(held, None)
+        budget.charge(0.4)  # the pods' time while it was answered
+        return item
+
+    started = time.monotonic()
+    ending = proc.run(Work(list(range(10)), send, lambda item, value: None))
+    assert sent == [0, 1, 2] and budget.spent == pytest.approx(1.2) and isinstance(ending.error, SpendCapReached)
+    assert time.monotonic() - started < 5
+
+
 def test_handed_writes_run_on_the_processing_thread_before_the_items_result_and_none_after_the_end():
     order = []
     proc = Processor(Tally(), concurrency=3, interrupt=None, classify=classify)
