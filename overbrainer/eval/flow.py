@@ -71,6 +71,9 @@ def parent_side(config: Config, seed: int) -> tuple[harness.Side | None, Doc]:
     if provider.protocol != "openai":
         return None, {**about, "skipped": f"provider {provider.name} speaks the {provider.protocol} protocol; "
                       "lm-eval's chat model speaks OpenAI's"}
+    if provider.serve is not None:
+        return None, {**about, "skipped": f"provider {provider.name} is served on rented pods, which eval does not "
+                      "bring up (docs/serving.md)"}
     if not provider.base_url:
         return None, {**about, "skipped": f"providers.{provider.name}.base_url is not set"}
     key = provider.api_key.resolve() if provider.api_key is not None else None

@@ -265,3 +265,13 @@ def test_a_spend_cap_counts_the_pods_time_and_stops_the_stage_there(project, ser
     # counted as it passes, the pods' time may go past the cap by one count's worth, and says so
     assert "error: spend past the cap" not in r.stderr or "a served provider's pods cost their time" in r.stderr
     assert served.billing() == [] and serve_json(project)["state"] == "down"
+
+
+def test_evals_parent_on_a_served_provider_is_skipped_and_says_why(project, served, tmp_path, smollm2_gguf):
+    from overbrainer.eval.flow import parent_side
+
+    parent_served(project, served, smollm2_gguf, tmp_path, questions=1, max_tokens=8)
+    side, about = parent_side(project.config(), 42)
+    assert side is None and about["skipped"] == ("provider rented is served on rented pods, which eval does not "
+                                                 "bring up (docs/serving.md)")
+    assert served.listed() == []
