@@ -35,7 +35,7 @@ from pathlib import Path
 
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import OverbrainerError, PersonMustAct
 from overbrainer.jobs.targets import open_executor
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol
 from overbrainer.llm.errors import LlmError
@@ -62,6 +62,7 @@ class Probe:
     ok: bool
     detail: str
     warning: bool = False  # ok, but the listing lacks the model
+    act: bool = False  # failed with a refusal only a person can fix (errors.PersonMustAct)
 
     def line(self) -> str:
         where = f"{self.provider} ({self.base_url})" if self.base_url else self.provider
@@ -88,17 +89,17 @@ def _probe_role(config: Config, name: str, role, llm: LlmSession) -> Probe:
     provider = config.providers[role.provider]
     shown = show_url(provider.base_url)
 
-    def result(ok: bool, detail: str, warning: bool = False) -> Probe:
-        return Probe(name, role.provider, shown, ok, detail, warning)
+    def result(ok: bool, detail: str, warning: bool = False, act: bool = False) -> Probe:
+        return Probe(name, role.provider, shown, ok, detail, warning, act)
 
     if not provider.base_url:
         return result(False, f"base_url is not set: set OVERBRAINER_PROVIDERS__{provider.name.upper()}__BASE_URL")
     try:
         return result(True, *_ask(provider, name, role, llm))
     except LlmError as e:
-        return result(False, _with_fix(str(e), e, provider, name))
+        return result(False, _with_fix(str(e), e, provider, name), act=isinstance(e, PersonMustAct))
     except OverbrainerError as e:
-        return result(False, str(e))
+        return result(False, str(e), act=isinstance(e, PersonMustAct))
 
 
 def _with_fix(text: str, error, provider, role_name: str) -> str:
@@ -205,6 +206,7 @@ class TargetProbe:
     kind: str
     ok: bool
     detail: str
+    act: bool = False  # failed with a refusal only a person can fix (errors.PersonMustAct)
 
     def line(self) -> str:
         return f"probe target {self.target} ({self.kind}) {'ok' if self.ok else 'FAILED'}: {self.detail}"
@@ -225,7 +227,7 @@ def _probe(config, name: str, target) -> TargetProbe:
     try:
         detail = _runpod(config, target) if kind == "runpod" else _runs_axolotl(config, name, target)
     except OverbrainerError as e:
-        return TargetProbe(name, kind, False, str(e).removeprefix(f"target `{name}`: "))
+        return TargetProbe(name, kind, False, str(e).removeprefix(f"target `{name}`: "), isinstance(e, PersonMustAct))
     return TargetProbe(name, kind, True, detail)
 
 

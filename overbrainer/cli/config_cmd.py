@@ -10,7 +10,7 @@ from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.config import check as show
 from overbrainer.config import prompt_files, ready
-from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError, PersonMustAct
 
 
 @click.group("config", cls=HelpGroup)
@@ -67,7 +67,7 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
         try:
             secret.resolve()
         except OverbrainerError as e:
-            kind = ConfigError if isinstance(e, ConfigError) else OverbrainerError
+            kind = next(k for k in (ConfigError, PersonMustAct, OverbrainerError) if isinstance(e, k))
             failure = kind(f"cannot resolve {key}: {e}")
             data["failed"] = {"key": key, "error": str(e)}
             break
@@ -96,5 +96,8 @@ def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
             app.report("probe targets: none probed (no [training] section)", {"probe_targets": []})
     failed = [r.role for r in results if not r.ok] + [f"target {t.target}" for t in targets if not t.ok]
     if failed:
-        return OverbrainerError(f"probe failed for {', '.join(failed)}: see the lines above")
+        # A refused key or spent credit among the failures: a person must act, whatever else failed.
+        act = any(not r.ok and r.act for r in results) or any(not t.ok and t.act for t in targets)
+        kind = PersonMustAct if act else OverbrainerError
+        return kind(f"probe failed for {', '.join(failed)}: see the lines above")
     return None

@@ -200,7 +200,26 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.flush()
         except Exception:  # noqa: BLE001
             pass
+    _exit_deaf_if_stopped()
     sys.exit(code)
+
+
+def _exit_deaf_if_stopped() -> None:
+    """A command a stop signal ended (its resume line and code decided) ignores further stops
+    while it exits: the same stop delivered again (GNU `timeout`, a CI runner signalling the
+    process group) would otherwise meet the default action that Python puts back as it
+    finalizes, and end the process by the signal instead of with its code."""
+    from overbrainer.support import stop_signals
+
+    if stop_signals.first() is None:
+        return
+    import signal  # lazy: a command stopped by a signal only
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
 
 
 def _failure(e: Exception, json_mode: bool) -> int:

@@ -2,7 +2,12 @@
 front/interrupt.py catches them first), so that a command stopped by one says what resumes and
 exits 143 or 129. Installed by every command that runs work (AppContext.start_work), not by
 `--help`, `--version` or a plain `config check` (start-up time: `import signal`), which a signal
-simply ends (a shell still sees 143 or 129)."""
+simply ends (a shell still sees 143 or 129).
+
+Ctrl-C (SIGINT) gets the same handler while Python's own is in place: the same signal again
+within a second is the same stop delivered twice (GNU `timeout`, a CI runner signalling the job's
+process group: support/stop_signals.py) and raises nothing, so it cannot break off the cleanup and
+the resume line the first one started; a later one raises KeyboardInterrupt again."""
 
 from __future__ import annotations
 
@@ -12,21 +17,23 @@ _installed: list[bool] = []
 
 
 def _on_stop_signal(signum: int, frame: object) -> None:
-    stop_signals.note(signum)  # outside every Interrupt
-    raise KeyboardInterrupt
+    if stop_signals.note(signum):  # outside every Interrupt; a repeat of the last stop raises nothing
+        raise KeyboardInterrupt
 
 
 def catch_stop_signals() -> None:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, from now on (once). A signal
-    ignored at start (`nohup`) stays ignored."""
+    """SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does, from now on (once); a repeat
+    within a second raises nothing (SIGINT's too). A signal ignored at start (`nohup`) stays
+    ignored."""
     if _installed:
         return
     import signal  # lazy: see the module docstring
 
     _installed.append(True)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum, usual in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL),
+                          (signal.SIGINT, signal.default_int_handler)):
         try:
-            if signal.getsignal(signum) == signal.SIG_DFL:
+            if signal.getsignal(signum) == usual:
                 signal.signal(signum, _on_stop_signal)
         except (OSError, ValueError):
             pass

@@ -19,7 +19,7 @@ from typing import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.errors import ConfigError, OverbrainerError, PersonMustAct
 from overbrainer.support import fmt, http, redact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,7 +65,8 @@ READS = Policy(ATTEMPTS, _transient, _delay)  # how a read of a secret is retrie
 
 
 def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(VAULT_ADDR, token) or ConfigError (exit 2) saying what is missing."""
+    """(VAULT_ADDR, token); ConfigError (exit 2) without VAULT_ADDR, PersonMustAct (exit 77)
+    without a token."""
     env = os.environ if environ is None else environ
     addr = (env.get("VAULT_ADDR") or "").strip()
     if not addr:
@@ -79,7 +80,7 @@ def settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
         except (OSError, UnicodeDecodeError):
             token = ""
     if not token:
-        raise ConfigError("VAULT_ADDR is set but no token was found in VAULT_TOKEN or ~/.vault-token")
+        raise PersonMustAct("VAULT_ADDR is set but no token was found in VAULT_TOKEN or ~/.vault-token")
     redact.register(token)
     return addr.rstrip("/"), token
 
@@ -117,9 +118,9 @@ def read_secret(mount: str, path: str, field: str, *, environ: Mapping[str, str]
     except _Transient as e:
         raise OverbrainerError(str(e)) from None
     if r.status in (401, 403):
-        raise OverbrainerError(f"vault refused the token for {ref} (HTTP {r.status}): check VAULT_TOKEN")
+        raise PersonMustAct(f"vault refused the token for {ref} (HTTP {r.status}): check VAULT_TOKEN")
     if r.status == 404:
-        raise OverbrainerError(f"{ref} was not found in vault (HTTP 404)")
+        raise PersonMustAct(f"{ref} was not found in vault (HTTP 404)")
     if r.status != 200:
         raise OverbrainerError(f"vault answered HTTP {r.status} for {ref}")
     try:
@@ -132,6 +133,6 @@ def read_secret(mount: str, path: str, field: str, *, environ: Mapping[str, str]
         raise OverbrainerError(f"unparseable answer from vault for {ref}")
     value = data.get(field)
     if not isinstance(value, str):
-        raise OverbrainerError(f"field missing or not a string at {ref}")
+        raise PersonMustAct(f"field missing or not a string at {ref}")
     redact.register(value)
     return value

@@ -17,8 +17,10 @@ A watcher thread reads the pipe, says what a shield is finishing, and only then 
 Outside every Interrupt, the command line makes SIGTERM and SIGHUP raise KeyboardInterrupt, as
 Ctrl-C does.
 
-A second signal sets `abandon` too (a stage waiting for the requests it has in flight stops
-waiting: support/processor.py).
+A second, separate signal sets `abandon` too (a stage waiting for the requests it has in flight
+stops waiting: support/processor.py). The same signal again within a second is not one: GNU
+`timeout` and CI runners deliver one stop twice, to the process and to its group
+(support/stop_signals.note).
 
 When the handler cannot be installed (not the main thread) the Interrupt is "off": Ctrl-C
 behaves as usual and `race` runs `fn` inline. `Interrupt.on(event)` listens to a caller's Event
@@ -62,14 +64,15 @@ class _Handler:
 
     def __call__(self, signum: int, frame: Any) -> None:
         h: Any = self
-        told = False
+        fresh: bool | None = None  # noted once per delivery, by the first live owner
         while isinstance(h, _Handler):
             owner = h.owner
             if owner is not None:
-                owner._noted(signum)
-                told = True
+                if fresh is None:
+                    fresh = stop_signals.note(signum)
+                owner._noted(signum, fresh)
             h = h.previous
-        if not told:
+        if fresh is None:
             _original(h, signum, frame)
 
 
@@ -129,7 +132,7 @@ class Interrupt:
 
     def _setup(self, event: threading.Event, mode: str) -> None:
         self.event = event
-        self.abandon: threading.Event = Signal()  # a second signal
+        self.abandon: threading.Event = Signal()  # a second, separate signal
         self._count = 0
         self._mode = mode
         self._noted_flag = False
@@ -161,15 +164,16 @@ class Interrupt:
 
     # --- the signal side ----------------------------------------------------------------------
 
-    def _noted(self, signum: int) -> None:
+    def _noted(self, signum: int, fresh: bool = True) -> None:
         # Runs in the main thread between two bytecodes: no locks, no logging here. The note of
         # the shield running now is read here, before that shield can end and drop it.
+        if self._noted_flag and not fresh:
+            return  # the same stop delivered again (`timeout`: to the process, then its group)
         self._count += 1
         if not self._noted_flag:
             self._first_note = self._notes[-1] if self._notes else None
             self.signum = signum
             self._noted_flag = True
-        stop_signals.note(signum)
         try:
             os.write(self._wfd, _TRIP)
         except OSError:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from overbrainer import __version__
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import OverbrainerError, PersonMustAct
 from overbrainer.support import fmt
 from overbrainer.support.http import retry_after
 
@@ -39,6 +39,11 @@ class HubError(OverbrainerError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class TokenRefused(HubError, PersonMustAct):
+    """The Hub refused the token (401), or it may not write there (403): exit 77, a person must
+    give it write access or set another."""
 
 
 class _NotXet(logging.Filter):
@@ -110,12 +115,12 @@ def explain(error: BaseException, what: str, *, namespace: str | None = None, ho
     if isinstance(cause, HfHubHTTPError) and cause.response is not None:
         status = cause.response.status_code
         if status == 401 or (status == 403 and what == "whoami"):
-            return HubError(TOKEN_REFUSED, status)
+            return TokenRefused(TOKEN_REFUSED, status)
         if status == 403 and what == "create":
-            return HubError(f"the Hugging Face token needs write access to {namespace}", status)
+            return TokenRefused(f"the Hugging Face token needs write access to {namespace}", status)
         if status == 403:
-            return HubError(f"Hugging Face refused the {what} (403): the token needs write access to {namespace}",
-                            status)
+            return TokenRefused(f"Hugging Face refused the {what} (403): the token needs write access to "
+                                f"{namespace}", status)
         if status == 429:
             return HubError(RATE_LIMITED + _retry_after(cause.response), status)
         if status >= 500:

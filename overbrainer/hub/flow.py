@@ -18,7 +18,7 @@ from typing import Any, Callable
 from overbrainer import __version__
 from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import ConfigError, UsageError
+from overbrainer.errors import PersonMustAct, UsageError
 from overbrainer.front.events import RunWatched, Transfer
 from overbrainer.hub import client, push
 from overbrainer.hub.card import render
@@ -51,11 +51,12 @@ def pick_repo(option: str | None, config: Any, who: str) -> str:
 
 
 def hub_token(config: Any, dry_run: bool) -> str | None:
-    """OVERBRAINER_HF_TOKEN's value; None for a dry run without it; ConfigError (exit 2) otherwise."""
+    """OVERBRAINER_HF_TOKEN's value; None for a dry run without it; PersonMustAct (exit 77)
+    otherwise."""
     if config.hf_token is None:
         if dry_run:
             return None
-        raise ConfigError(NO_TOKEN)
+        raise PersonMustAct(NO_TOKEN)
     return config.hf_token.resolve()
 
 

@@ -14,7 +14,16 @@ import datetime as dt
 import json
 from typing import Any
 
-from overbrainer.llm.batch_types import ANTHROPIC, LIMITS, BatchStatus, Outcome, Results, answered, first_custom_id
+from overbrainer.llm.batch_types import (
+    ANTHROPIC,
+    LIMITS,
+    BatchStatus,
+    Outcome,
+    Results,
+    answered,
+    created,
+    first_custom_id,
+)
 from overbrainer.llm.errors import invalid
 
 PATH = "/messages/batches"
@@ -49,10 +58,18 @@ class AnthropicBatches:
                 return
             status = found
         else:
-            data = b'{"requests":[' + b",".join(lines) + b"]}"
-            status = status_of(self.client.call("POST", PATH, raw=(data, "application/json")))
+            data = b'{"requests":[' + b",".join(lines) + b"]}"  # never retried blindly: AnswerLost
+            status = created(self.client.call("POST", PATH, raw=(data, "application/json"), creates=True), status_of,
+                             f"POST {PATH}")
         sub.batch_id, sub.status = status.batch_id, status.status
         record(sub)
+
+    def settle(self, sub) -> BatchStatus | None:
+        """Right after its create got no answer (AnswerLost): None, always. A Message Batch has no
+        metadata, and the proof that one is `sub`'s (its results' custom_ids) comes only once it
+        has ended: `sub` stays `submitting`, its items held, and a later look adopts the batch on
+        that proof (`find`), or marks it `lost` when no candidate is left."""
+        return None
 
     def find(self, sub, taken: set[str] | frozenset[str]) -> BatchStatus | None:
         """The batch a crashed command sent for `sub`: of the candidates (`_candidates`), the

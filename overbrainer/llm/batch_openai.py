@@ -12,7 +12,7 @@ import json
 import secrets
 from typing import Any, Iterator
 
-from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome, Results, answered
+from overbrainer.llm.batch_types import LIMITS, OPENAI, BatchStatus, Outcome, Results, answered, created
 from overbrainer.llm.errors import invalid
 
 ENDPOINT = "/v1/chat/completions"
@@ -52,9 +52,11 @@ class OpenAIBatches:
         return _id(doc)
 
     def create(self, sub_id: str, file_id: str) -> BatchStatus:
+        """`POST /batches`: never retried blindly (AnswerLost when it may have been applied:
+        `find_batch` settles it by its metadata)."""
         body = {"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": WINDOW,
                 "metadata": {META_KEY: sub_id}}
-        return status_of(self.client.call("POST", "/batches", body=body))
+        return created(self.client.call("POST", "/batches", body=body, creates=True), status_of, "POST /batches")
 
     def send(self, sub, lines: list[bytes] | None, record) -> None:
         """Upload and create what `sub` lacks (looking first for what an earlier command sent,
@@ -70,6 +72,12 @@ class OpenAIBatches:
         status = found or self.create(sub.id, sub.file_id)
         sub.batch_id, sub.status = status.batch_id, status.status
         record(sub)
+
+    def settle(self, sub) -> BatchStatus | None:
+        """Right after its create got no answer (AnswerLost): the batch, when the provider has
+        it, found by its metadata as after a crash; None when it is not listed (yet): `sub` stays
+        `submitting` and the next look settles it (`send(sub, None, …)`)."""
+        return self.find_batch(sub)
 
     # --- finding what a crashed command sent ------------------------------------------------
 

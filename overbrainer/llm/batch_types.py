@@ -24,7 +24,7 @@ from overbrainer.llm.dialects import OPENAI_BATCH as OPENAI
 from overbrainer.llm.dialects import batch_api as batch_api  # which providers have a batch API
 
 __all__ = ["ANTHROPIC", "OPENAI", "batch_api"]  # re-exported beside this module's own names
-from overbrainer.llm.errors import LlmError, invalid
+from overbrainer.llm.errors import AnswerLost, LlmError, invalid
 from overbrainer.llm.types import ChatResponse
 
 DISCOUNT = 0.5  # a batch request costs this share of the listed (online) price
@@ -120,6 +120,15 @@ def result_lines(lines: Iterable[bytes]) -> Iterator[tuple[str, dict]]:
         if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
             raise invalid("a batch result line without custom_id")
         yield line["custom_id"], line
+
+
+def created(doc: Any, read: Callable[[Any], "BatchStatus"], what: str) -> "BatchStatus":
+    """The batch a create's 2xx answer describes; AnswerLost when it cannot be read (the batch
+    exists, but which it is the answer does not say: it is settled as a lost answer is)."""
+    try:
+        return read(doc)
+    except LlmError as e:
+        raise AnswerLost(what, e) from e
 
 
 def answered(client, custom: str, doc: Any) -> Outcome:

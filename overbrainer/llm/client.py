@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, Callable
 
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
-from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, LlmError, Moderated, unsupported
+from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, KeyRefused, LlmError, Moderated, unsupported
 from overbrainer.llm.http import Channel, LlmSession, Reading, send
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
@@ -77,6 +77,7 @@ class LlmClient:
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
         self._headers = self._wire.headers(api_key)
+        self._keyless = api_key is None
         # Every setting comes from the configuration's records, whose defaults are config/model's.
         self._timeout = float(pipeline.request_timeout_secs)
         self._max_retries = pipeline.max_retries
@@ -132,11 +133,15 @@ class LlmClient:
         self._structured_ok = False
 
     def call(self, method: str, path: str, *, body: Any = None, raw: tuple[bytes, str] | None = None,
-             decode: bool = True, stop: threading.Event | None = None, into: BinaryIO | None = None) -> Any:
+             decode: bool = True, stop: threading.Event | None = None, into: BinaryIO | None = None,
+             creates: bool = False) -> Any:
         """Any other request to the provider (the batch APIs: llm/batch_*.py), through the same
         channel, headers, retries and error meanings as a chat. `into`: the answer's body is
-        written to this file as it arrives (a batch's results), not kept in memory."""
-        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode, into=into)
+        written to this file as it arrives (a batch's results), not kept in memory. `creates`:
+        it creates something billed (a batch): never retried blindly, AnswerLost when it may have
+        been applied (llm/http.py)."""
+        return self._send(path, body, None, stop, chat=True, method=method, raw=raw, decode=decode, into=into,
+                          creates=creates)
 
     def chat_body(self, req: ChatRequest, structured: bool = False) -> dict:
         """The body `req` is sent with online (token limit, dialect, reasoning): a batch request
@@ -158,13 +163,19 @@ class LlmClient:
         return wire.chat_body(self.role, req, max_tokens, structured)
 
     def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
-              raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None) -> Any:
+              raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None,
+              creates: bool = False) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
 
+            keyless = self._keyless
+
             def explain(status, raw, retry_after):
-                return meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
+                error = meanings.explain(status, raw, retry_after, name, dialect=dialect, protocol=protocol)
+                if keyless and isinstance(error, KeyRefused):  # it wants a key, and none is set
+                    return KeyRefused(name, status, missing=True)
+                return error
 
             if protocol == "openai" and method == "POST" and path == openai_protocol.CHAT_PATH:
                 def inspect(doc):
@@ -179,7 +190,7 @@ class LlmClient:
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
-            reading=Reading(explain, inspect, decode, into),
+            reading=Reading(explain, inspect, decode, into, creates),
             raw=raw,
         )
 

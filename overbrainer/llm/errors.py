@@ -6,7 +6,7 @@ circuit breaker counts;
 
 from __future__ import annotations
 
-from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.errors import Interrupted, OverbrainerError, PersonMustAct
 from overbrainer.support.failure import FailureKind
 
 
@@ -50,11 +50,22 @@ def key_variable(provider: str) -> str:
     return f"OVERBRAINER_PROVIDERS__{provider.upper()}__API_KEY"
 
 
-def auth_error(provider: str, status: int) -> LlmError:
-    """401/403: names the provider and the variable holding its key, never the key."""
-    what = AUTH_FAILED if status == 401 else PERMISSION_DENIED
-    return LlmError(f"provider {provider}: {what}; check its API key ({key_variable(provider)})",
-                    fatal=True, status=status, reason=what)
+class KeyRefused(LlmError, PersonMustAct):
+    """401/403: the provider refused the key, or wants one and none is set (`missing`). Fatal,
+    and a person must act (exit 77): names the provider and the variable holding its key, never
+    the key."""
+
+    def __init__(self, provider: str, status: int, *, missing: bool = False):
+        what = AUTH_FAILED if status == 401 else PERMISSION_DENIED
+        fix = f"it has no API key: set {key_variable(provider)}" if missing else \
+            f"check its API key ({key_variable(provider)})"
+        super().__init__(f"provider {provider}: {what}; {fix}", fatal=True, status=status, reason=what)
+        self.provider = provider
+
+
+def auth_error(provider: str, status: int) -> KeyRefused:
+    """401/403 as every provider means them (OpenRouter's 403 aside: llm/meanings.py)."""
+    return KeyRefused(provider, status)
 
 
 class ProviderUnreachable(LlmError):
@@ -63,10 +74,24 @@ class ProviderUnreachable(LlmError):
     def __init__(self, provider: str, base_url: str, reason: str):
         super().__init__(f"provider {provider} ({base_url}) is unreachable: {reason}; nothing more was sent",
                          fatal=True, reason=f"provider unreachable ({reason})")
-class CreditsError(LlmError):
+
+
+class AnswerLost(LlmError):
+    """A request that creates something billed (a batch) was sent and no answer says whether it
+    was applied: the connection closed after it was written, the answer timed out or was cut off,
+    or a 5xx/408 came (a gateway's 502/504 may hide a success). Never sent again blindly: the
+    caller settles it as a crash is settled (docs/retries.md). `cause` is the failure."""
+
+    def __init__(self, what: str, cause: LlmError):
+        super().__init__(f"no answer to {what} ({cause}): it may have been applied", status=cause.status,
+                         transport=cause.transport, reason="no answer", cause=cause)
+
+
+class CreditsError(LlmError, PersonMustAct):
     """The provider will not run the request on the account's money: out of credits, a quota
     spent, or (OpenRouter's 402) not enough for the asked `max_tokens`, where `afford` is the
-    limit the balance still covers. Fatal: the stage stops at once (`credits: …`)."""
+    limit the balance still covers. Fatal: the stage stops at once (`credits: …`), and a person
+    must act (exit 77)."""
 
     def __init__(self, provider: str, text: str, *, status: int | None, afford: int | None = None):
         super().__init__(f"credits: provider {provider}: {text}", fatal=True, status=status,

@@ -4,8 +4,14 @@ breaker), one request with a total deadline, the retry policy.
 
 Retry policy: 408/429/5xx and transport failures are retried up to `max_retries` times; the wait
 is `Retry-After` (seconds or an HTTP-date, capped at 600 s) when given, else
-`min(2^n, 60) s × [0.5, 1)`. After a 429 every thread sending to the same provider waits out the
-cool-down before its next send. Waits end early on the caller's stop Event (`LlmCancelled`) or
+`min(2^n, 60) s × [0.5, 1)`. A request that creates something billed (`Reading.creates`: a
+batch) is retried only when it certainly was not applied — no connection was made, or a 429
+refused it — and raises AnswerLost when it may have been (it was written and no answer says:
+the connection closed, a timeout, a cut-off body, a 408 or 5xx): its caller settles it as a
+crash is settled, never by sending it again (docs/retries.md).
+
+After a 429 every thread sending to the same provider waits out the cool-down before its next
+send. Waits end early on the caller's stop Event (`LlmCancelled`) or
 once the breaker trips.
 
 Every attempt reports to the provider's circuit breaker (llm/breaker.py); once it trips, no
@@ -22,7 +28,7 @@ from typing import Any, BinaryIO, Callable
 
 from overbrainer.llm import meanings
 from overbrainer.llm.breaker import Breaker
-from overbrainer.llm.errors import LlmCancelled, LlmError, ProviderUnreachable, invalid
+from overbrainer.llm.errors import AnswerLost, LlmCancelled, LlmError, ProviderUnreachable, invalid
 from overbrainer.support import fmt, http
 from overbrainer.support.http import (
     CONNECT,
@@ -195,7 +201,9 @@ def request_once(
     try:
         return json.loads(answer.body)
     except ValueError:
-        raise invalid("not JSON") from None
+        error = invalid("not JSON")
+        error.status = status  # a 2xx: whatever the request asked for was done
+        raise error from None
 
 
 def _payload(body: Any, headers: dict[str, str] | None,
@@ -219,11 +227,14 @@ class Reading:
     provider means them), the error a 2xx body may carry (`inspect`: handled as if the answer had
     that status), and whether the body is JSON (`decode`; else its bytes, up to FILE_CAP), or
     is written `into` a file as it arrives (a batch's results: never whole in memory, up to
-    FILE_CAP; the answer is then None)."""
+    FILE_CAP; the answer is then None). `creates`: the request creates something billed (a
+    batch), so no answer, or one that does not say, means it may have been applied
+    (AnswerLost), never a reason to send it again."""
     explain: Explain | None = None
     inspect: Callable[[Any], Any] | None = None
     decode: bool = True
     into: BinaryIO | None = None
+    creates: bool = False
 
 
 JSON_ANSWER = Reading()
@@ -254,6 +265,23 @@ class _Send:
 
 def _transient(error: BaseException) -> bool:
     return isinstance(error, LlmError) and error.retryable
+
+
+def _unapplied(error: BaseException) -> bool:
+    """A transient failure of a create that certainly did not take effect: no connection was
+    made, or a 429 (the provider refuses before doing anything)."""
+    if not _transient(error):
+        return False
+    assert isinstance(error, LlmError)
+    if error.transport is not None and error.transport is not SERVER:
+        return error.transport.connecting
+    return error.status == 429
+
+
+def _maybe_applied(error: LlmError) -> bool:
+    """A failure after which a create may have taken effect (see _unapplied), or did: a 2xx
+    whose body cannot be read."""
+    return (error.retryable and not _unapplied(error)) or (error.status is not None and 200 <= error.status < 300)
 
 
 def _delay(error: BaseException, attempt: int) -> float:
@@ -306,8 +334,20 @@ def send(
     raw: tuple[bytes, str] | None = None,
 ) -> Any:
     """request_once with the retry policy, the shared cool-down and the circuit breaker, the
-    answer read as `reading` says (an error a 2xx body carries is retried when transient).
-    `raw`: as request_once."""
+    answer read as `reading` says (an error a 2xx body carries is retried when transient; a
+    request that `reading.creates` something billed is retried only when it was certainly not
+    applied, AnswerLost when it may have been: the module's docstring). `raw`: as request_once."""
     s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, reading, raw)
-    policy = Policy(max(0, int(max_retries)) + 1, _transient, _delay)
-    return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)
+    creates = reading.creates
+    policy = Policy(max(0, int(max_retries)) + 1, _unapplied if creates else _transient, _delay)
+    try:
+        return retrying(policy, s.waiting, stop, wake=channel.breaker.tripped, stopped=LlmCancelled)(_attempt, s)
+    except ProviderUnreachable as e:
+        cause = e.__cause__
+        if creates and isinstance(cause, LlmError) and _maybe_applied(cause):
+            raise AnswerLost(f"{method} {path}", cause) from e
+        raise
+    except LlmError as e:
+        if creates and _maybe_applied(e):
+            raise AnswerLost(f"{method} {path}", e) from e
+        raise

@@ -6,7 +6,9 @@ Beyond the statuses every provider shares (401 a refused key, 408/429/5xx passin
 - 402 is money: out of credits, or (OpenRouter) not enough for the asked `max_tokens`, the
   message saying how many tokens the balance still covers (`CreditsError.afford`);
 - a 429 whose error type or code is `insufficient_quota` (OpenAI) is a spent quota, not a rate
-  limit; Anthropic's 400 `credit balance is too low` likewise: both stop the stage (`credits: …`);
+  limit; Anthropic's 400 `credit balance is too low` (or `reached your specified API usage
+  limits`) likewise: they stop the stage (`credits: …`, exit 77: a person must act);
+- a refused key (401, 403) stops the stage too (exit 77);
 - a 403 from OpenRouter is its moderation flagging this input (`Moderated`), not a refused key;
 - an OpenAI-compatible 200 whose body is an error (`{"error": {"code", "message"}}`, or a choice
   with `finish_reason: "error"`: OpenRouter reports errors met after the model started this way)
@@ -26,7 +28,9 @@ from overbrainer.support.redact import redact, words
 
 SERVER = FailureKind.SERVER  # the transport kind the circuit breaker counts for a 5xx
 _AFFORD = re.compile(r"can only afford (\d+)", re.I)
-_LOW_BALANCE = re.compile(r"credit balance is too low", re.I)
+# Anthropic's 400s for money: no credit left, or the spend limit set on the organization or a
+# workspace reached ("You have reached your specified API usage limits…").
+_LOW_BALANCE = re.compile(r"credit balance is too low|reached your specified (?:workspace )?API usage limits", re.I)
 _QUOTA = "insufficient_quota"
 
 

@@ -61,6 +61,7 @@ class BatchAnswers:
         self.capped = 0
         self.capped_bound = 0.0
         self.reserved: dict[str, float] = {}  # what this command holds under the cap, by submission
+        self.lost: list[str] = []  # the last look's creates whose answer was lost, not settled
 
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
@@ -93,7 +94,7 @@ class BatchAnswers:
         if ended:
             self.collect(ended)
         self.send()
-        return problems
+        return problems + self.lost
 
     def open(self) -> list[Submission]:
         return [s for s in self.journal.all(STAGE) if s.open]
@@ -184,6 +185,7 @@ class BatchAnswers:
         sent = submit(self.api, self.client, self.journal, fresh(), stage=STAGE, systems=self.systems,
                       room=None if budget is None else budget.room(), round_of=lambda q: min(tries[q.id], 1))
         self.submitted += sent.items
+        self.lost = sent.lost
         self.capped = sent.capped
         self.capped_bound = sent.capped_bound
         for sub in sent.submissions if budget is not None else ():
@@ -218,6 +220,9 @@ class BatchAnswers:
             log.error("answers: %s", p)
         if self.capped and not items and result.error is None and self.ctx.budget is not None:
             result.error = self.ctx.budget.reached(self.capped_bound)  # nothing could be sent: exit 1
+        if self.lost and result.error is None:  # failed now, settled by the next call: exit 1
+            result.error = OverbrainerError(f"answers: the provider's answer to {len(self.lost)} batch create(s) "
+                                            "was lost; run the command again: it finds them before sending anything")
         result.batch = {"pending": items, "batches": len(subs), "pending_since": since,
                         "submitted": self.submitted, "capped": self.capped, "note": note,
                         "unsettled": len(problems)}

@@ -61,14 +61,16 @@ def ask_list(
     spend: Callable[[Usage, float | None, float | None, bool], None],
     retrying: Callable[[str], None],
     proc,
+    refused: Callable[[], None] | None = None,
 ) -> tuple[list[str], Usage, float | None]:
     """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
     error after the last attempt. Each attempt goes through the stage's processor `proc`
     (common.ask: it raises Interrupted once the stage is stopping, and holds the attempt's upper
     bound under the spend cap); `spend(usage, cost, estimate, billed)` (llm.spend.Spend's fields)
     after each attempt that got an answer; `retrying(message)` before each re-ask (and on HTTP
-    retries)."""
-    asking = _Asking(client, prompt, max_tokens, spend, retrying, proc)
+    retries); `refused()` before the item error of a prompt the provider's moderation flagged
+    (it would be flagged again: StageRun.item_refused)."""
+    asking = _Asking(client, prompt, max_tokens, spend, retrying, proc, refused)
     policy = Policy(max(0, int(max_retries)) + 1)  # re-asked on `Again` only
     try:
         items = retry.retrying(policy, lambda e, _seconds: retrying(str(e)))(asking.attempt)
@@ -81,9 +83,9 @@ class _Asking:
     """One list request's attempts: the token limit (doubled when the list was cut short, up to
     4×), and the usage and cost of every attempt."""
 
-    def __init__(self, client, prompt: str, max_tokens: int, spend, retrying, proc):
+    def __init__(self, client, prompt: str, max_tokens: int, spend, retrying, proc, refused=None):
         self.client, self.prompt, self.max_tokens, self.proc = client, prompt, max_tokens, proc
-        self.spend, self.retrying = spend, retrying
+        self.spend, self.retrying, self.refused = spend, retrying, refused
         self.limit, self.cap = max_tokens, max_tokens * 4
         self.usage = Usage()
         self.cost: float | None = None
@@ -96,6 +98,8 @@ class _Asking:
                               min_tokens=min(self.max_tokens, LIST_NEEDS))
         response, spent = ask(self.proc, self.client, request, self.retrying)
         if response.flagged is not None:  # the same prompt would be flagged again
+            if self.refused is not None:
+                self.refused()
             raise LlmError(f"the provider's moderation flagged the prompt ({response.flagged})")
         self.usage = self.usage + response.usage
         if spent.cost is not None:

@@ -1,7 +1,11 @@
 """Batch mode's sending side (docs/batch.md): the submissions a crashed command left
 `submitting` are looked for on the provider before anything new is sent, then the questions
 still missing go out in batches that fit the provider's limits and the spend cap, each recorded
-in the journal before it is sent."""
+in the journal before it is sent.
+
+A create is never sent twice: when its answer is lost (llm/errors.AnswerLost) it is settled as a
+crash is — OpenAI's found by its metadata at once, Anthropic's left `submitting` for a later
+look's proof — and nothing more is sent in that pass."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
 from overbrainer.llm.batch_anthropic import Ambiguous
 from overbrainer.llm.batch_types import DISCOUNT, custom_id, tag_of
+from overbrainer.llm.errors import AnswerLost
 from overbrainer.llm.types import ChatRequest
 
 log = logging.getLogger(__name__)
@@ -37,6 +42,9 @@ def recover(api, journal: Journal, subs: list[Submission]) -> list[str]:
                             f"meanwhile (`overbrainer batches cancel {sub.id}` gives up on it: its items are sent "
                             "again, paid twice if its batch does exist)")
             continue
+        except AnswerLost as e:  # OpenAI: the batch it found no trace of, created again: no answer either
+            problems.append(unsettled(sub, e))
+            continue
         sub.state = SUBMITTED if sub.batch_id else LOST
         if sub.state == LOST:
             sub.status = "never reached the provider"
@@ -54,6 +62,7 @@ class Sent:
     items: int = 0
     capped: int = 0  # questions left out: their bound would pass the spend cap
     capped_bound: float = 0.0  # the bound of the first of them
+    lost: list[str] = field(default_factory=list)  # a create whose answer was lost: why (then nothing more)
 
 
 class Packer:
@@ -115,11 +124,19 @@ def submit(api, client, journal: Journal, questions, *, stage: str, systems: dic
         if packer.full(len(line)):
             _send(api, client, journal, packer, stage, max(rounds), sent)
             rounds.clear()
+            if sent.lost:
+                return sent  # the provider lost an answer: send nothing more before it is settled
         packer.add(q, line, bound)
         rounds.add(round_of(q))
     if packer.items:
         _send(api, client, journal, packer, stage, max(rounds), sent)
     return sent
+
+
+def unsettled(sub: Submission, error: AnswerLost) -> str:
+    """What is said of a submission whose create got no answer and is not settled yet."""
+    return (f"submission {sub.id}: {error}; it stays `submitting`, its items held, and is looked for on the "
+            "provider before anything is sent again (the next call, or the next look of --wait): never sent twice")
 
 
 def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int, sent: Sent) -> None:
@@ -128,7 +145,15 @@ def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int
                      created_at=time.time(), items=items, round=round_, custom_ids=custom, tag=tag_of(sub_id),
                      reserved_usd=round(bound, 8) if bound != float("inf") else None)
     journal.write(sub)  # before anything is sent: a crash from here on is found again
-    api.send(sub, lines, journal.write)
+    try:
+        api.send(sub, lines, journal.write)
+    except AnswerLost as e:  # settled as a crash is: found (OpenAI, by its metadata), or left `submitting`
+        found = api.settle(sub)
+        if found is None:
+            sent.lost.append(unsettled(sub, e))
+            return
+        log.warning("%s: %s; found it on the provider: batch %s", stage, e, found.batch_id)
+        sub.batch_id, sub.status = found.batch_id, found.status
     sub.state = SUBMITTED
     journal.write(sub)
     sent.submissions.append(sub)

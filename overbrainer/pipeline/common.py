@@ -54,7 +54,7 @@ def result_of(run: StageRun, stats, error: BaseException | None = None, *,
               interrupted: bool = False) -> StageResult:
     return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
                        handled=run.handled, interrupted=interrupted, abandoned=run.abandoned,
-                       stalled=list(run.stalled), held=run.held, held_at=run.held_at)
+                       stalled=list(run.stalled), held=run.held, held_at=run.held_at, refused=run.refused)
 
 
 def finish(run: StageRun, error: BaseException | None = None) -> StageResult:

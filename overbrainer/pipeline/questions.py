@@ -225,7 +225,8 @@ class _Filler:
                                        subtopic=sub.name, count=count, accepted=existing_names(job.accepted))
         out = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                        max_retries=self.pipeline.max_retries, spend=self.run.spend,
-                       retrying=lambda m: self.run.retrying(sub.id, m), proc=self.proc)
+                       retrying=lambda m: self.run.retrying(sub.id, m), proc=self.proc,
+                       refused=self.run.item_refused)
         self.output.confirm()
         return out[0][:count], out[1], out[2]
 

@@ -27,7 +27,7 @@ from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.quality import benchmarks as benchmark_files
-from overbrainer.errors import ConfigError, ItemsFailed, UsageError
+from overbrainer.errors import ConfigError, ItemsFailed, ItemsRefused, UsageError
 from overbrainer.hub.after_training import push_after_training, warn_missing_token
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch
@@ -82,6 +82,11 @@ def conclude(result: StageResult, report: Report, command: str | None = None,
         raise past
     if result.error is not None:
         raise result.error
+    if result.stats.failed and result.refused >= result.stats.failed:
+        prompt = f"prompts/{result.stage}.txt" if result.stage in ("subtopics", "questions") else "the prompt"
+        raise ItemsRefused(f"{result.stats.failed} {result.stage} item(s) failed: the provider's moderation "
+                           f"flagged their prompt, as it will on every run; change the topic's description or "
+                           f"{prompt}, or the generator's model")
     if result.stats.failed:
         raise ItemsFailed(f"{result.stats.failed} {result.stage} item(s) failed; "
                           "run the command again to retry them")

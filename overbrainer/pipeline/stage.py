@@ -41,6 +41,7 @@ class StageRun:
         self.done = 0
         self.skipped = 0
         self.failed = 0
+        self.refused = 0  # of the failed items, those the provider's moderation refused (a person must act)
         self.excluded = 0
         self.usage = Usage()
         self.cost: float | None = None
@@ -131,6 +132,13 @@ class StageRun:
             self.failed += 1
         self.publish(ItemFailed(self.name, item_id, message, False, stops))
 
+    def item_refused(self) -> None:
+        """The item about to fail met a refusal that asking again will not change (a prompt the
+        provider's moderation flags): counted, so that a stage whose failures are all of this kind
+        ends with exit 77 (errors.ItemsRefused), not 1."""
+        with self._lock:
+            self.refused += 1
+
     def item_stopped(self, item_id: str, error: BaseException) -> None:
         """An item that met the fatal error stopping the stage: failed like any other (the
         command then reports the error that stopped the stage)."""
@@ -206,6 +214,7 @@ class StageResult:
     handled: int = 0
     interrupted: bool = False
     abandoned: int = 0  # requests in flight that the stop did not wait for (they may be billed)
+    refused: int = 0  # failed items the provider's moderation refused (StageRun.item_refused)
     stalled: list[str] = field(default_factory=list)  # items whose round added nothing
     held: int = 0  # items held back: their last round added nothing (at `held_at`)
     held_at: str | None = None

@@ -188,7 +188,8 @@ class _Asker:
                                            count=count, existing=existing_names(state.names))
             names, u, c = ask_list(self.client, prompt, max_tokens=self.role.max_tokens,
                                    max_retries=self.max_retries, spend=self.run.spend,
-                                   retrying=lambda m: self.run.retrying(topic.name, m), proc=self.proc)
+                                   retrying=lambda m: self.run.retrying(topic.name, m), proc=self.proc,
+                                   refused=self.run.item_refused)
             usage = usage + u
             if c is not None:
                 cost = (cost or 0.0) + c

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, TypeVar
 from urllib.parse import quote
 
-from overbrainer.errors import ConfigError
 from overbrainer.runpod.catalog import MIN_CUDA
-from overbrainer.runpod.errors import KEY_ENV, Ambiguous, InvalidAnswer, NotFound, RunpodError
+from overbrainer.runpod.errors import Ambiguous, InvalidAnswer, NoKey, NotFound, RunpodError
 from overbrainer.runpod.objects import (
     DataCenter,
     GpuType,
@@ -58,7 +57,7 @@ class RunpodClient:
     def from_config(cls, config, **kw) -> "RunpodClient":
         """The client of `config.runpod` (key resolved now: a literal or a `vault:` reference)."""
         if config.runpod.api_key is None:
-            raise ConfigError(f"no Runpod API key: set {KEY_ENV}")
+            raise NoKey()
         return cls(config.runpod.url, config.runpod.api_key.resolve(), **kw)
 
     @property

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from overbrainer.errors import OverbrainerError
+from overbrainer.errors import OverbrainerError, PersonMustAct
 from overbrainer.support.redact import redact, words
 
 KEY_ENV = "OVERBRAINER_RUNPOD__API_KEY"
@@ -46,16 +46,23 @@ class WrongUrl(RunpodError):
     """A 404 or redirect that is not Runpod's: the base URL does not point at the v2 API."""
 
 
-class KeyRefused(RunpodError):
-    """401."""
+class KeyRefused(RunpodError, PersonMustAct):
+    """401 (exit 77: a person must act)."""
 
 
-class NoCredits(RunpodError):
-    """402."""
+class NoCredits(RunpodError, PersonMustAct):
+    """402 (exit 77)."""
 
 
-class Forbidden(RunpodError):
-    """403: the key lacks a permission (on create: possibly to that GPU type)."""
+class Forbidden(RunpodError, PersonMustAct):
+    """403: the key lacks a permission (on create: possibly to that GPU type). Exit 77."""
+
+
+class NoKey(PersonMustAct):
+    """No Runpod API key is set and the command needs one (exit 77)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"no Runpod API key: set {KEY_ENV}")
 
 
 class Rejected(RunpodError):

@@ -17,7 +17,8 @@ class FailureKind(enum.Enum):
     TLS = "tls"
     TIMEOUT = "timeout"
     CUT_OFF = "cut_off"
-    CONNECT = "connect"  # another failure to connect
+    CONNECT = "connect"  # another failure to connect (a connect timeout, an unreachable network)
+    NO_ANSWER = "no_answer"  # the connection closed after the request was written, before any answer
     SERVER = "server"
 
     @property
@@ -29,6 +30,14 @@ class FailureKind(enum.Enum):
         """No connection could be made at all (a dead port, host or certificate)."""
         return self in (FailureKind.REFUSED, FailureKind.DNS, FailureKind.TLS, FailureKind.CONNECT)
 
+    @property
+    def sent(self) -> bool:
+        """The request may have reached the server and taken effect: it was written, and what
+        came back (nothing, part of an answer, a 5xx a gateway may give) does not say whether it
+        was applied. A request that creates something billed is never sent again after one of
+        these without first finding out (docs/retries.md)."""
+        return not self.connecting
+
     def __str__(self) -> str:
         return self.text
 
@@ -37,4 +46,5 @@ class FailureKind(enum.Enum):
 WORDS = {FailureKind.REFUSED: "connection refused", FailureKind.DNS: "DNS lookup failed",
          FailureKind.TLS: "TLS handshake failed", FailureKind.TIMEOUT: "timed out",
          FailureKind.CUT_OFF: "the answer was cut off", FailureKind.CONNECT: "cannot connect",
+         FailureKind.NO_ANSWER: "no answer (the connection closed after the request was sent)",
          FailureKind.SERVER: "server error"}

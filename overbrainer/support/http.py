@@ -56,6 +56,7 @@ CHUNK = 64 * 1024
 
 REFUSED, DNS, TLS, TIMEOUT, CUT_OFF, CONNECT = (FailureKind.REFUSED, FailureKind.DNS, FailureKind.TLS,
                                                 FailureKind.TIMEOUT, FailureKind.CUT_OFF, FailureKind.CONNECT)
+NO_ANSWER = FailureKind.NO_ANSWER
 FAILED = "request failed"  # any other failure of the request (describe(None))
 
 
@@ -140,14 +141,19 @@ def exchange(s: requests.Session, method: str, url: str, *, timeout: tuple[float
 
 
 def failure_kind(exc: BaseException) -> FailureKind | None:
-    """What kept a request from being answered: TIMEOUT, REFUSED, DNS, TLS, CONNECT (another
-    connection failure), or None."""
+    """What kept a request from being answered, and whether it was sent: before it was written,
+    REFUSED, DNS, TLS or CONNECT (a connect timeout, another failure to connect); after, TIMEOUT
+    (no answer in time) or NO_ANSWER (the connection closed, e.g. a server or proxy that dropped
+    it); None for another failure of the request."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return CONNECT
     if isinstance(exc, requests.Timeout):
         return TIMEOUT
     if not isinstance(exc, requests.ConnectionError):
         return None
     seen: set[int] = set()
     stack: list = [exc]
+    connecting = False
     while stack:
         x = stack.pop()
         if not isinstance(x, BaseException) or id(x) in seen:
@@ -159,8 +165,11 @@ def failure_kind(exc: BaseException) -> FailureKind | None:
             return REFUSED
         if isinstance(x, (ssl.SSLError, requests.exceptions.SSLError, u3.SSLError)):
             return TLS
+        connecting = connecting or isinstance(x, (u3.NewConnectionError, u3.ConnectTimeoutError))
         stack.extend([x.__cause__, x.__context__, getattr(x, "reason", None), *x.args])
-    return CONNECT
+    # No connection was made (another way), or one was, the request written on it, and it closed
+    # before an answer (`Connection aborted.`: RemoteDisconnected, a reset, a broken pipe).
+    return CONNECT if connecting else NO_ANSWER
 
 
 def read_body(response: requests.Response, *, deadline: float | None = None, cap: int | None = None,

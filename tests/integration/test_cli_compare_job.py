@@ -229,7 +229,7 @@ def test_the_runs_target_must_still_be_there_and_a_runpod_one_needs_its_api_key(
     with (project.dir / "overbrainer.toml").open("a") as f:
         f.write('\n[targets.gone]\nkind = "runpod"\nmax_hours = 1\ngpu_types = "auto"\n')
     r = cli(["-C", project.dir, "compare"], env=project.env)
-    assert r.returncode == 2  # a new pod for the compare: nothing is claimed without the API key
+    assert r.returncode == 77  # a new pod for the compare: nothing is claimed without the API key
     assert r.stderr.strip().endswith("error: no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY")
     assert compare_dirs(run_dir) == []
 

@@ -207,12 +207,12 @@ def test_resolve(cli, project, vault):
 def test_resolve_failure_names_the_key(cli, project, vault):
     env = {**vault.env(), **LOCAL_URL, "OVERBRAINER_RUNPOD__API_KEY": "vault:secret/missing#key"}
     r = cli(["-C", project, "config", "check", "--resolve"], env=env)
-    assert r.returncode == 1
+    assert r.returncode == 77  # a key missing where it should be: a person must act
     assert "runpod.api_key = ***" in r.stdout
     assert r.stderr.strip().endswith(
         "error: cannot resolve runpod.api_key: vault:secret/missing#key was not found in vault (HTTP 404)")
     r = cli(["--json", "-C", project, "config", "check", "--resolve"], env=env)
-    assert r.returncode == 1
+    assert r.returncode == 77
     assert json.loads(r.stdout)["failed"]["key"] == "runpod.api_key"
 
 

@@ -21,7 +21,7 @@ def test_a_wrong_key_fails_the_probe_even_where_the_listing_is_public(project, f
     fake_provider.api_key = "sk-or-right"
     fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2), "deepseek/deepseek-r1": (0.5, 2.0)}
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
-    assert r.returncode == 1
+    assert r.returncode == 77  # a refused key: a person must act
     assert (f"probe generator: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
             f"API key ({KEY_VAR})") in r.stdout.splitlines()
     assert r.stderr.strip().splitlines()[-1] == "error: probe failed for generator, parent: see the lines above"
@@ -63,14 +63,14 @@ def test_a_wrong_key_is_reported_before_a_model_the_public_listing_lacks(project
     fake_provider.api_key = "sk-or-right"
     fake_provider.models = {"qwen/qwen3-235b": (0.1, 0.2)}  # the parent's model is not listed
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
-    assert r.returncode == 1
+    assert r.returncode == 77
     assert (f"probe parent: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
             f"API key ({KEY_VAR})") in r.stdout.splitlines()
     # The listing itself refusing the key (a generic server) names the variable too.
     project.write(api_key="sk-wrong")
     fake_provider.dialect = "generic"
     r = cli(["-C", project.dir, "config", "check", "--probe"], env=project.env)
-    assert r.returncode == 1
+    assert r.returncode == 77  # a refused key: a person must act
     assert (f"probe generator: fake ({project.url}) FAILED: provider fake: authentication failed; check its "
             f"API key ({KEY_VAR})") in r.stdout.splitlines()
     assert [q.path for q in fake_provider.requests if q.path != "/models"] == [
@@ -115,7 +115,7 @@ def test_a_runpod_target_needs_a_working_key_and_listed_gpu_types(tmp_path, fake
     env = {**p.env, "OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake_provider.url,
            "OVERBRAINER_RUNPOD__BASE_URL": fake_runpod.url, "OVERBRAINER_RUNPOD__API_KEY": "rpa_wrong"}
     r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
-    assert r.returncode == 1
+    assert r.returncode == 77  # a refused key
     assert ("probe target gpu (runpod) FAILED: Runpod refused the API key (401): check OVERBRAINER_RUNPOD__API_KEY"
             in r.stdout.splitlines())
     env["OVERBRAINER_RUNPOD__API_KEY"] = fake_runpod.account_key

@@ -124,7 +124,7 @@ def test_hub_refusals_are_one_clear_line(pushable, fake_hub, route, status, head
     p, rid = pushable
     fake_hub.fault(route, status, headers)
     r = p.run("push", rid)
-    assert r.returncode == 1
+    assert r.returncode == (77 if status in (401, 403) else 1)  # a token refused: a person must act
     errors = [line for line in r.stderr.splitlines() if "error" in line.lower()]
     assert errors == [f"error: {message}"]
     assert fake_hub.token not in r.stdout + r.stderr
@@ -183,7 +183,7 @@ def test_push_refuses_what_cannot_be_pushed(pushable, fake_hub):
     p, rid = pushable
     p.env.pop("OVERBRAINER_HF_TOKEN")
     r = p.run("push", rid)
-    assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("error: OVERBRAINER_HF_TOKEN is not set: ")
+    assert r.returncode == 77 and r.stderr.splitlines()[-1].startswith("error: OVERBRAINER_HF_TOKEN is not set: ")
     r = p.run("push", rid, "--repo", "no-slash", "--dry-run")
     assert r.returncode == 2 and r.stderr.splitlines()[-1] == (
         "error: --repo must be exactly NAMESPACE/NAME (got 'no-slash')")

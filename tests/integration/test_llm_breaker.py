@@ -14,7 +14,7 @@ from overbrainer.llm.types import ChatRequest
 from overbrainer.support import failure
 from overbrainer.support.failure import FailureKind
 from overbrainer.support.usage import Usage
-from tests.fixtures.provider import Fault, closed_url, llm_session
+from tests.fixtures.provider import Fault, Raw, closed_url, llm_session
 from tests.integration.test_llm_client import make
 
 
@@ -137,3 +137,21 @@ def test_each_failure_kind_is_classified_from_a_real_failure_whatever_its_words(
         make(closed_url(), name="dead", concurrency=64, max_retries=10,
              prices=PriceBook(timeout=0.5)).chat(ChatRequest("q"))
     assert e.value.reason == f"provider unreachable ({FailureKind.REFUSED.text})"
+
+
+def test_a_connection_closed_after_the_request_was_sent_is_no_answer_not_cannot_connect(fake_provider):
+    """The request was written and the server (or a proxy) closed the connection without a word:
+    it may have taken effect. Said so (`no answer`), and told from a connection never made."""
+    fake_provider.responder = lambda req: Raw.dropped()
+    with pytest.raises(LlmError) as e:
+        make(fake_provider, max_retries=0).chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.NO_ANSWER and e.value.transport.sent and e.value.retryable
+    assert str(e.value) == "request failed (no answer (the connection closed after the request was sent))"
+    assert len(fake_provider.chat_requests()) == 1  # it did arrive
+    fake_provider.responder = lambda req: Raw.cut_off()
+    with pytest.raises(LlmError) as e:
+        make(fake_provider, max_retries=0).chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.CUT_OFF and e.value.transport.sent
+    with pytest.raises(LlmError) as e:
+        make(closed_url(), max_retries=0, prices=PriceBook(timeout=0.5)).chat(ChatRequest("q"))
+    assert e.value.transport is FailureKind.REFUSED and not e.value.transport.sent

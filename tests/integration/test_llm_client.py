@@ -273,13 +273,14 @@ def test_other_statuses(fake_provider):
     fake_provider.script(Fault(403, {"error": {"message": "key sk-zzz-9999 lacks access"}}))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))
-    assert e.value.reason == PERMISSION_DENIED and e.value.fatal
-    assert str(e.value) == ("provider fake: permission denied; check its API key "
-                            "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)")
+    assert e.value.reason == PERMISSION_DENIED and e.value.fatal and e.value.exit_code == 77
+    # This client has no key: the line says to set one.
+    assert str(e.value) == "provider fake: permission denied; it has no API key: set OVERBRAINER_PROVIDERS__FAKE__API_KEY"
     fake_provider.script(Fault(402, b"pay up " + b"x" * 400))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))
     assert e.value.fatal and str(e.value) == "credits: provider fake: pay up " + "x" * 293  # 402 is money
+    assert e.value.exit_code == 77
     fake_provider.script(Fault(422, {"error": "bad field"}))
     with pytest.raises(LlmError) as e:
         make(fake_provider).chat(ChatRequest("q"))

@@ -145,11 +145,10 @@ def test_fatal_401_saves_answers_received_before(project, fake_provider):
 
     fake_provider.responder = responder
     texts, datas, err = project.stage("answers")
-    assert type(err).__name__ == "LlmError" and err.fatal
+    assert type(err).__name__ == "KeyRefused" and err.fatal and err.exit_code == 77
     assert "sk-secret" not in str(err)
-    # The provider and the variable that holds its key are named.
-    assert str(err) == ("provider fake: authentication failed; check its API key "
-                        "(OVERBRAINER_PROVIDERS__FAKE__API_KEY)")
+    # The provider and the variable that holds its key are named (this project sets none).
+    assert str(err) == "provider fake: authentication failed; it has no API key: set OVERBRAINER_PROVIDERS__FAKE__API_KEY"
     assert len(project.records("answers")) == served["ok"] == 3
     # The questions that met the error failed (one, or two when both workers had sent theirs).
     assert re.match(r"answers: stopped after (4 of 8 questions: .*; 0 skipped, 1 failed|5 of 8 questions: .*; "

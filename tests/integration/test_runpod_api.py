@@ -10,7 +10,7 @@ import pytest
 
 from overbrainer.config.model import Runpod
 from overbrainer.config.secrets import Secret
-from overbrainer.errors import ConfigError
+from overbrainer.errors import ConfigError, PersonMustAct
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.catalog import Wanted, for_listing, pick
@@ -265,7 +265,7 @@ def test_from_config(fake_runpod):
     class Cfg:
         runpod = Runpod()
 
-    with pytest.raises(ConfigError, match="no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY"):
+    with pytest.raises(PersonMustAct, match="no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY"):
         RunpodClient.from_config(Cfg())
     Cfg.runpod = Runpod(api_key=Secret(fake_runpod.account_key), base_url=fake_runpod.url)
     with RunpodClient.from_config(Cfg()) as client:

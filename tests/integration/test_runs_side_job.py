@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from overbrainer.errors import ConfigError, Interrupted, UsageError
+from overbrainer.errors import ConfigError, Interrupted, PersonMustAct, UsageError
 from overbrainer.exec.runtime import Step
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import JobStatus, RunWatched
@@ -154,7 +154,7 @@ def test_targets_that_cannot_run_a_side_job(tmp_path):
                                           r"overbrainer.toml \(targets: `local`, `remote`, `pod`\)$"):
         p.run(SideJob("export", files={}, steps=[sh("x", "true")]))
     p.record.target = "pod"  # a new pod for the job: it needs the API key before anything is claimed
-    with pytest.raises(ConfigError, match="^no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY$"):
+    with pytest.raises(PersonMustAct, match="^no Runpod API key: set OVERBRAINER_RUNPOD__API_KEY$"):
         p.run(SideJob("export", files={}, steps=[sh("x", "true")]))
     assert not (p.run_dir / "exports").exists()
     p.record.target = "local"

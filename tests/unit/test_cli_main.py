@@ -71,12 +71,12 @@ def test_ctrl_c_in_a_command_still_exits_130(monkeypatch, capsys):
 
 
 def test_one_record_of_stop_signals_and_the_first_decides_the_exit_code():
-    stop_signals._received.clear()
+    stop_signals.forget()
     try:
         with pytest.raises(KeyboardInterrupt):
             stops._on_stop_signal(signal.SIGHUP, None)  # outside every Interrupt
         stop_signals.note(signal.SIGTERM)  # as an Interrupt's handler notes it
         assert stop_signals.first() == signal.SIGHUP and stopped_code() == 129
     finally:
-        stop_signals._received.clear()
+        stop_signals.forget()
     assert stopped_code() == 130

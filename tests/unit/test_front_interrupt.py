@@ -130,6 +130,61 @@ def test_sigterm_is_caught_like_ctrl_c_and_remembered(original_handler, caplog):
     assert len(_finishing(caplog, "saving")) == 1
 
 
+def _delivered(signum):
+    """Send `signum` to this process and let its Python handler run (the kernel coalesces a
+    signal still pending with the next one of its kind: this one is not)."""
+    os.kill(os.getpid(), signum)
+    time.sleep(0.05)
+
+
+def test_the_same_signal_again_within_a_second_is_one_stop_a_later_one_abandons(monkeypatch):
+    """GNU `timeout` sends its SIGTERM to the command, then to the command's process group (the
+    command again): that is one stop. Only a separate, later interrupt abandons the requests in
+    flight (REPEAT made short here)."""
+    monkeypatch.setattr(stop_signals, "REPEAT", 0.4)
+    stop_signals.forget()
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        with Interrupt() as interrupt:
+            _delivered(signal.SIGTERM)
+            _delivered(signal.SIGTERM)  # to the group: the same stop
+            assert interrupt.event.wait(LIMIT) and not interrupt.abandon.is_set()
+            time.sleep(0.4)
+            _delivered(signal.SIGTERM)  # a later one: a second interrupt
+            assert interrupt.abandon.wait(LIMIT)
+        with Interrupt() as interrupt:  # another signal, even at once, is another interrupt
+            stop_signals.forget()
+            _delivered(signal.SIGINT)
+            _delivered(signal.SIGTERM)
+            assert interrupt.abandon.wait(LIMIT)
+    finally:
+        signal.signal(signal.SIGTERM, term)
+        stop_signals.forget()
+
+
+def test_a_repeat_after_the_interrupt_ended_raises_nothing(monkeypatch):
+    """The stop's second copy may come once the stage's Interrupt is gone (its summary printed):
+    the command line's handler (cli/stops.py) takes it for the same stop, so it cannot break off
+    what the first one started; a later one raises KeyboardInterrupt as Ctrl-C does."""
+    from overbrainer.cli import stops
+
+    monkeypatch.setattr(stop_signals, "REPEAT", 0.4)
+    stop_signals.forget()
+    term = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, stops._on_stop_signal)
+    try:
+        with Interrupt() as interrupt:
+            _delivered(signal.SIGTERM)
+            assert interrupt.event.wait(LIMIT)
+        _delivered(signal.SIGTERM)  # the same stop, delivered again: nothing raised
+        time.sleep(0.4)
+        with pytest.raises(KeyboardInterrupt):
+            _delivered(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, term)
+        stop_signals.forget()
+
+
 def test_ctrl_c_ignored_before_an_interrupt_is_ignored_again_after_it():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -292,7 +347,7 @@ def test_sighup_is_caught_like_sigterm_unless_it_was_ignored(original_handler):
             assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN  # not caught: the kernel drops it
     finally:
         signal.signal(signal.SIGHUP, before)
-        stop_signals._received.clear()
+        stop_signals.forget()
 
 
 def test_a_race_on_a_signal_event_is_woken_by_it_not_by_polling(monkeypatch):
