@@ -130,6 +130,8 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
         dialect = t.choice("dialect", DIALECTS)
+        rpm = t.int("max_requests_per_minute", min=1, max=U32)
+        tpm = t.int("max_tokens_per_minute", min=1, max=U32)
         t.finish()
         if protocol is None:
             continue
@@ -140,7 +142,8 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
             dialect = None
         elif dialect is None:
             dialect, guessed = guess(base_url), True
-        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed)
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, max_requests_per_minute=rpm,
+                             max_tokens_per_minute=tpm)
     return out
 
 

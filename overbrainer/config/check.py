@@ -122,6 +122,9 @@ def lines(config: Config) -> list[tuple[str, str]]:
             out.append((f"providers.{name}.dialect", dialect_text(p)))
         out.append((f"providers.{name}.base_url", _fmt(show_url(p.base_url))))
         out.append((f"providers.{name}.api_key", _fmt(_secret(p.api_key))))
+        for key in ("max_requests_per_minute", "max_tokens_per_minute"):
+            if getattr(p, key) is not None:
+                out.append((f"providers.{name}.{key}", _fmt(getattr(p, key))))
     for name, role in config.roles.all():
         provider = config.providers.get(role.provider)
         out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
@@ -184,7 +187,9 @@ def data(config: Config) -> dict[str, Any]:
         "project": {"name": config.project.name},
         "topics": [asdict(t) for t in config.topics],
         "providers": {n: {"protocol": p.protocol, "dialect": p.dialect, "dialect_guessed": p.dialect_guessed,
-                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key)}
+                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key),
+                          "max_requests_per_minute": p.max_requests_per_minute,
+                          "max_tokens_per_minute": p.max_tokens_per_minute}
                       for n, p in config.providers.items()},
         "roles": {n: (asdict(r) if r is not None else None)
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),

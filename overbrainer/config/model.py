@@ -64,6 +64,10 @@ class Provider:
     api_key: "Secret | None" = None  # env only; None = no auth header
     dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
     dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
+    # Rate limits of each of its models (docs/llm-requests.md#rate-limits): set them where the
+    # provider publishes none, lower them where it does. None: as published.
+    max_requests_per_minute: int | None = None
+    max_tokens_per_minute: int | None = None
 
 
 @frozen

@@ -49,6 +49,13 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def parse_usage(doc: Any) -> Usage:
+    usage = doc.get("usage") if isinstance(doc, dict) else None
+    if not isinstance(usage, dict):
+        return Usage()
+    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+
+
 def parse_chat(doc: Any) -> ChatResponse:
     if not isinstance(doc, dict):
         raise invalid("not a JSON object")
@@ -57,9 +64,4 @@ def parse_chat(doc: Any) -> ChatResponse:
         raise invalid("no content blocks")
     content, thought, kind = reasoning.from_anthropic_blocks(blocks)
     finish = _FINISH.get(doc.get("stop_reason"), OTHER)
-    usage = doc.get("usage")
-    if isinstance(usage, dict):
-        tokens = Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
-    else:
-        tokens = Usage()
-    return ChatResponse(content, thought, kind, finish, tokens)
+    return ChatResponse(content, thought, kind, finish, parse_usage(doc))

@@ -19,7 +19,8 @@ from typing import Any, BinaryIO, Callable
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, KeyRefused, LlmError, Moderated, unsupported
-from overbrainer.llm.http import Channel, LlmSession, Reading, send
+from overbrainer.llm.http import Channel, LlmSession, Pace, Reading, send
+from overbrainer.llm.pacing import Configured, Pacer, prompt_tokens
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
@@ -65,6 +66,7 @@ class LlmClient:
         price: Price | PendingPrice | None,
         stop: threading.Event | None = None,
         dialect: str | None = None,
+        pacer: Pacer | None = None,
     ):
         self.provider_name = provider_name
         self.protocol = protocol
@@ -74,6 +76,7 @@ class LlmClient:
         self.role = role
         self._price = price
         self.channel = channel
+        self.pacer = pacer  # the model's pacer at the provider's rate limits (llm/pacing.py), if any
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
         self._headers = self._wire.headers(api_key)
@@ -164,7 +167,7 @@ class LlmClient:
 
     def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
               raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None,
-              creates: bool = False) -> Any:
+              creates: bool = False, pace: Pace | None = None) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
@@ -192,11 +195,17 @@ class LlmClient:
             stop=stop if stop is not None else self.stop,
             reading=Reading(explain, inspect, decode, into, creates),
             raw=raw,
+            pace=pace,
         )
+
+    def _pace(self, input_tokens: int, output_tokens: int, usage: Callable[[Any], Usage]) -> Pace | None:
+        """How a request waits for the model's pacer: its estimated tokens, how its usage is read."""
+        return None if self.pacer is None else Pace(self.pacer, input_tokens, output_tokens, usage)
 
     def _exchange(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
         body = self._body(req, max_tokens, structured)
-        return self._wire.parse_chat(self._send(self._wire.CHAT_PATH, body, on_retry, stop, chat=True))
+        pace = self._pace(prompt_tokens(req.system, req.user), max_tokens, self._wire.parse_usage)
+        return self._wire.parse_chat(self._send(self._wire.CHAT_PATH, body, on_retry, stop, chat=True, pace=pace))
 
     def _ask(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
         """One chat as the provider means it: a moderation flag becomes a flagged answer; a 402
@@ -251,8 +260,9 @@ class LlmClient:
         texts = list(texts)
         for start in range(0, len(texts), EMBED_CHUNK):
             chunk = texts[start:start + EMBED_CHUNK]
+            pace = self._pace(prompt_tokens(*chunk), 0, openai_protocol.parse_usage)
             doc = self._send(
-                openai_protocol.EMBED_PATH, openai_protocol.embed_body(self.model, chunk), on_retry, stop
+                openai_protocol.EMBED_PATH, openai_protocol.embed_body(self.model, chunk), on_retry, stop, pace=pace
             )
             out.extend(openai_protocol.parse_embeddings(doc, len(chunk)))
         return out
@@ -297,6 +307,8 @@ def connect(
     wire = PROTOCOLS[protocol]
     book = prices if prices is not None else PriceBook()
     price = book.lookup(channel, wire.headers(api_key), role.model)
+    configured = Configured(provider.max_requests_per_minute, provider.max_tokens_per_minute)
+    pacer = llm.pacer(channel, role.model, concurrency, configured, probe=dialects.publishes_limits(protocol, dialect))
     return LlmClient(
         provider_name=name,
         protocol=protocol,
@@ -307,6 +319,7 @@ def connect(
         price=price,
         stop=stop,
         dialect=dialect,
+        pacer=pacer,
     )
 
 

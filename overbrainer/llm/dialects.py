@@ -107,6 +107,12 @@ def guess(base_url: str | None) -> str:
     return GENERIC
 
 
+def publishes_limits(protocol: str, dialect: str | None) -> bool:
+    """Whether every answer of the provider says its rate limits (OpenAI's API, Anthropic's):
+    llm/pacing.py then sends the first request alone and paces the others by its answer."""
+    return str(protocol) == "anthropic" or (str(protocol) == "openai" and dialect == OPENAI)
+
+
 OPENAI_BATCH, ANTHROPIC_BATCH = "openai", "anthropic"  # the batch APIs (llm/batch_types.py)
 
 

@@ -9,8 +9,11 @@ list answer a token per 4 bytes of the items it should hold (32 tokens an item w
 has none to measure), an answer a typical 1,000 output tokens (`max_tokens` when lower; basis
 `typical`). The bound counts every prompt byte as a token (as the spend cap does), plus
 `max_tokens` of output per request. Prices are the provider's listing (llm/prices.py: one read
-per provider, not a generation request); a model with no listed price says so. Training, when
-the command would train: pipeline/plan_train.py.
+per provider, not a generation request); a model with no listed price says so. An online stage
+says how long it will take at the rate limits known for its model (`minutes`): those an earlier
+command learned from the provider's answers (dataset/rate_limits.py), lowered by the provider's
+`max_requests_per_minute` / `max_tokens_per_minute`, at the pace llm/pacing.py keeps. Training,
+when the command would train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
 from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
+from overbrainer.llm.pacing import SAFETY
+from overbrainer.support.fmt import duration
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import after_plans, train_plan
@@ -54,6 +60,8 @@ class StagePlan:
     unpriced: str | None = None  # why the cost is unknown
     mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
+    minutes: float | None = None  # online: how long at the known rate limits (None: none known)
+    limits: dict[str, float] | None = None  # those limits, a minute's by kind
 
     def line(self) -> str:
         n = self.need
@@ -69,9 +77,15 @@ class StagePlan:
             basis += f" and a typical {self.output_tokens // max(1, n.requests)} tokens an answer: no answer yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
-            return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
+            return f"{head}; {tokens}; cost unknown ({self.unpriced}){self._duration()}{_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}{_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}{self._duration()}{_held(n)}")
+
+    def _duration(self) -> str:
+        if self.minutes is None or not self.limits:
+            return ""
+        at = ", ".join(f"{v:,.0f} {k.replace('_', ' ')}" for k, v in self.limits.items())
+        return f"; about {duration(60 * self.minutes, words=True)} at the rate limits known ({at} a minute)"
 
     def _sides(self) -> str:
         if self.sides is None:
@@ -86,7 +100,8 @@ class StagePlan:
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
-                "price_known": self.unpriced is None, "held": n.held, **self._sides_data()}
+                "price_known": self.unpriced is None, "held": n.held, **self._sides_data(),
+                "minutes": None if self.minutes is None else round(self.minutes, 2), "rate_limits": self.limits}
 
     def _sides_data(self) -> dict:
         if self.sides is None:
@@ -108,8 +123,32 @@ def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
     figures = dataset_state.current(ctx.paths)
-    return [_priced(ctx, need, history, figures)
-            for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    plans = [_priced(ctx, need, history, figures)
+             for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    known = rate_limits.read(ctx.paths)
+    for plan in plans:
+        _timed(ctx, plan, known)
+    return plans
+
+
+def _timed(ctx, plan: StagePlan, known: rate_limits.Known) -> None:
+    """How long an online stage with requests takes at its model's known rate limits: its
+    requests and expected tokens at the pacer's pace, by the limit that binds."""
+    if not plan.need.requests or ctx.pipeline.stage_mode(plan.need.stage) != "online":
+        return
+    provider = ctx.config.providers.get(plan.provider)
+    configured = {"requests": getattr(provider, "max_requests_per_minute", None),
+                  "tokens": getattr(provider, "max_tokens_per_minute", None)}
+    limits = dict(known.get((plan.provider, plan.model), {}))
+    for kind, value in configured.items():
+        if value:
+            limits[kind] = min(limits.get(kind, value), float(value))
+    if not limits:
+        return
+    demand = {"requests": plan.need.requests, "tokens": plan.input_tokens + plan.output_tokens,
+              "input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens}
+    plan.limits = dict(sorted(limits.items()))
+    plan.minutes = max(demand[kind] / (SAFETY * value) for kind, value in limits.items())
 
 
 def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
@@ -201,9 +240,13 @@ def totals(plans: list[StagePlan], train=None) -> dict:
             complete = False
         else:
             cost_max += train.cost_max
+    timed = [p.minutes for p in plans if p.minutes is not None]
+    untimed = any(p.need.requests and p.minutes is None and (p.need.stage != "answers" or p.mode == "online")
+                  for p in plans)
     return {"stage": "total", "requests": sum(p.need.requests for p in plans),
             "estimated": any(p.need.estimated for p in plans), "cost_usd": _rounded(cost),
-            "cost_max_usd": _rounded(cost_max), "complete": complete}
+            "cost_max_usd": _rounded(cost_max), "complete": complete,
+            "minutes": round(sum(timed), 2) if timed else None, "minutes_complete": bool(timed) and not untimed}
 
 
 def total_line(total: dict, cap: float | None) -> str:
@@ -211,6 +254,9 @@ def total_line(total: dict, cap: float | None) -> str:
     plus = "" if total["complete"] else " + what is unknown above"
     line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
             f"at most ${total['cost_max_usd']:.4f}{plus}")
+    if total.get("minutes") is not None:
+        more = "" if total.get("minutes_complete") else " + the stages whose rate limits are unknown"
+        line += f"; online about {duration(60 * total['minutes'], words=True)} at the rate limits known{more}"
     if cap is not None:
         line += f"; max_cost_usd ${cap:.4f} stops the LLM stages before a request that would pass it"
     return line
