@@ -31,7 +31,7 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
-from overbrainer.llm.dialects import batch_api, guess
+from overbrainer.llm.dialects import OPENAI_BATCH, batch_api, guess
 
 U32 = 2**32 - 1
 U64 = 2**64 - 1
@@ -132,6 +132,7 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         dialect = t.choice("dialect", DIALECTS)
         rpm = t.int("max_requests_per_minute", min=1, max=U32)
         tpm = t.int("max_tokens_per_minute", min=1, max=U32)
+        queue = t.int("batch_queue_tokens", min=1, max=2**53)
         t.finish()
         if protocol is None:
             continue
@@ -142,8 +143,10 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
             dialect = None
         elif dialect is None:
             dialect, guessed = guess(base_url), True
+        if queue is not None and batch_api(protocol, dialect) != OPENAI_BATCH:
+            t.problem("batch_queue_tokens", "only for a provider with OpenAI's batch API (dialect openai)")
         out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, max_requests_per_minute=rpm,
-                             max_tokens_per_minute=tpm)
+                             max_tokens_per_minute=tpm, batch_queue_tokens=queue)
     return out
 
 

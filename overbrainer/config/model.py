@@ -68,6 +68,9 @@ class Provider:
     # provider publishes none, lower them where it does. None: as published.
     max_requests_per_minute: int | None = None
     max_tokens_per_minute: int | None = None
+    # OpenAI's batch queue limit of each model: the input tokens its batches in progress may hold
+    # (docs/batch.md#limits). None: as a refused batch states it.
+    batch_queue_tokens: int | None = None
 
 
 @frozen

@@ -1,11 +1,14 @@
 """The rate limits the providers published (`.overbrainer/rate_limits.json`), kept from one
 command to the next: by provider name and model, a minute's limit of each kind (`requests`,
-`tokens`, `input_tokens`, `output_tokens`: llm/rate_headers.py), as last published.
+`tokens`, `input_tokens`, `output_tokens`: llm/rate_headers.py), as last published, and OpenAI's
+batch queue limit (`batch_queue_tokens`: the input tokens a model's batches in progress may
+hold), as a refused batch stated it.
 
-A command starts its pacers with them (llm/pacing.py: no first request alone to learn them) and
-`--plan` says with them how long the online stages will take; the headers of the next answers
-correct them. The file is small and rewritten atomically (support/atomic.py); an unreadable or
-unknown file counts as empty, never an error.
+A command starts its pacers with them (llm/pacing.py: no first request alone to learn them),
+`--plan` says with them how long the online stages will take, and batch mode sizes its
+submissions to the queue's room (pipeline/batch_submit.py); the next answers correct them.
+The file is small and rewritten atomically (support/atomic.py); an unreadable or unknown file
+counts as empty, never an error.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from .paths import ProjectPaths
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-KINDS = ("requests", "tokens", "input_tokens", "output_tokens")
+KINDS = ("requests", "tokens", "input_tokens", "output_tokens", "batch_queue_tokens")
+QUEUE = "batch_queue_tokens"
 Known = dict[tuple[str, str], dict[str, float]]  # (provider, model) -> {kind: a minute's limit}
 
 _LOCK = threading.Lock()  # a process's read-merge-write of the file (the TUI's tasks)

@@ -29,11 +29,12 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.llm.pacing import SAFETY
-from overbrainer.support.fmt import duration
+from overbrainer.llm.rate_headers import KINDS as PACED
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import after_plans, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
+from overbrainer.support.fmt import duration
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def _timed(ctx, plan: StagePlan, known: rate_limits.Known) -> None:
     provider = ctx.config.providers.get(plan.provider)
     configured = {"requests": getattr(provider, "max_requests_per_minute", None),
                   "tokens": getattr(provider, "max_tokens_per_minute", None)}
-    limits = dict(known.get((plan.provider, plan.model), {}))
+    limits = {k: v for k, v in known.get((plan.provider, plan.model), {}).items() if k in PACED}
     for kind, value in configured.items():
         if value:
             limits[kind] = min(limits.get(kind, value), float(value))

@@ -160,8 +160,7 @@ def test_a_concurrency_limit_the_provider_does_not_say_shrinks_what_is_in_flight
     assert len(refused) < 40
 
 
-def test_provider_rate_limit_keys_are_checked(tmp_path, cli):
-    (tmp_path / "overbrainer.toml").write_text("""
+CONFIG = """
 [project]
 name = "demo"
 [[topics]]
@@ -170,13 +169,34 @@ subtopics = 1
 questions_per_subtopic = 1
 [providers.fake]
 protocol = "openai"
-max_requests_per_minute = 0
-max_tokens_per_minute = "lots"
+{keys}
 [roles]
-generator = { provider = "fake", model = "m" }
-parent = { provider = "fake", model = "m" }
-""")
+generator = {{ provider = "fake", model = "m" }}
+parent = {{ provider = "fake", model = "m" }}
+"""
+
+
+def test_provider_limit_keys_are_checked(tmp_path, cli):
+    (tmp_path / "overbrainer.toml").write_text(CONFIG.format(keys="""max_requests_per_minute = 0
+max_tokens_per_minute = "lots"
+batch_queue_tokens = 90000"""))
     r = cli(["-C", str(tmp_path), "config", "check"])
     assert r.returncode == 2
     assert "providers.fake.max_requests_per_minute: must be at least 1" in r.stderr
     assert "providers.fake.max_tokens_per_minute: expected an integer" in r.stderr
+    # The queue limit is that of OpenAI's batch API: a generic server has none.
+    assert "providers.fake.batch_queue_tokens: only for a provider with OpenAI's batch API (dialect openai)" \
+        in r.stderr
+
+
+def test_provider_limit_keys_are_shown(tmp_path, cli):
+    (tmp_path / "overbrainer.toml").write_text(CONFIG.format(keys="""dialect = "openai"
+max_requests_per_minute = 500
+max_tokens_per_minute = 200000
+batch_queue_tokens = 90000"""))
+    r = cli(["-C", str(tmp_path), "config", "check"], env={"OVERBRAINER_PROVIDERS__FAKE__BASE_URL": "http://127.0.0.1:9"})
+
+    assert r.returncode == 0, r.stderr
+    for line in ("providers.fake.max_requests_per_minute = 500", "providers.fake.max_tokens_per_minute = 200000",
+                 "providers.fake.batch_queue_tokens = 90000"):
+        assert line in r.stdout
