@@ -64,12 +64,16 @@ class Published:
 def read(headers: Mapping[str, str] | None, body: bytes | None = None, now: float | None = None) -> Published:
     """The limits `headers` (case-insensitive, as requests gives them) publish; `body`: an error
     answer's, where OpenRouter may put them (`error.metadata.headers`). `now`: Unix time (tests)."""
-    now = time.time() if now is None else now
     got = Published()
-    for source in (headers or {}, _metadata_headers(body)):
-        lower = {str(k).lower(): str(v) for k, v in source.items()}
+    for source in (headers or {}, _metadata_headers(body) if body else {}):
+        lower = {}
+        for key in source:
+            k = str(key).lower()
+            if "ratelimit" in k or k.startswith("retry-after"):
+                lower[k] = str(source[key])
         if not lower:
             continue
+        now = time.time() if now is None else now
         _read_openai(lower, got)
         _read_anthropic(lower, got, now)
         _read_openrouter(lower, got, now)
