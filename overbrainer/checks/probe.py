@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from overbrainer.config.check import show_url
@@ -45,7 +45,6 @@ from overbrainer.llm.types import ChatRequest
 from overbrainer.runpod import catalog
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runs.preflight import check_axolotl
-from overbrainer.support.frozen import replace
 
 LISTING_TIMEOUT = 10.0
 ASK_TIMEOUT = 60.0  # a local server may load the model first

@@ -4,24 +4,29 @@ opening the project in order: the project check, .env, the lock, then the config
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from typing import TYPE_CHECKING, Any, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import click
 
+from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.config.dotenv import load_project_env
+from overbrainer.config.load import log_warnings
 from overbrainer.config.read import read_config
+from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.front.logs import setup_logging
 from overbrainer.front.results import write_result
-from overbrainer.support.files import path_text
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from overbrainer.front.session import Session
+from overbrainer.support import address_space, extras
+from overbrainer.support.lock import ProjectLock
 
 PROJECT_FORMAT = 1
 # Commands that only read and report: their log handler is set up when they first log, and they
-# catch no stop signal (cli/stops.py) unless they call start_work() (start-up time: `import
-# logging` alone costs a tenth of a bare interpreter); every other command starts work at once.
+# catch no stop signal (cli/stops.py: nothing to resume, a signal simply ends them) unless they
+# call start_work(); every other command starts work at once.
 READ_ONLY = frozenset({"config"})
 
 
@@ -29,9 +34,7 @@ class AppContext:
     """What every command gets: the project folder, the output mode, the front end, the config."""
 
     def __init__(self, project_dir: str | os.PathLike, json_mode: bool = False, command: str | None = None):
-        # The project folder as text: what `config check` runs never imports pathlib (start-up
-        # time); `project_dir` is the Path the flows take.
-        self.root = path_text(project_dir)
+        self.project_dir = Path(project_dir)
         self.json_mode = json_mode
         self.command = command
         self._front: Any = None
@@ -56,20 +59,10 @@ class AppContext:
             app.start_logging()  # its own mistakes are logged at once
         return app
 
-    @property
-    def project_dir(self) -> Path:
-        from pathlib import Path  # lazy: `config check` runs without pathlib
-
-        return Path(self.root)
-
     def start_work(self) -> None:
         """What a command that runs work needs first: the log handler, SIGTERM and SIGHUP
         handled like Ctrl-C, and the worker threads' memory settings (support/address_space.py:
         before any other thread starts, or glibc keeps its default arena count)."""
-        # lazy: commands that run work only (`import signal`, ctypes), not `--help` or `config check`
-        from overbrainer.cli.stops import catch_stop_signals
-        from overbrainer.support import address_space
-
         address_space.fit()
         catch_stop_signals()
         self.start_logging()
@@ -78,8 +71,6 @@ class AppContext:
         """Install the log handler (front/logs.py), once; a command of READ_ONLY calls this
         before its first log line (a flow, a secret's resolution, a configuration warning)."""
         if not self._logging:
-            from overbrainer.front.logs import setup_logging  # lazy: logging, once something is logged
-
             setup_logging(json=self.json_mode)
             self._logging = True
 
@@ -88,7 +79,8 @@ class AppContext:
     @property
     def front(self):
         if self._front is None:
-            from overbrainer.front.frontend import Cli  # lazy: the bus and renderers, for flows only
+            # lazy: the flows' front end (the bus, its events, the renderers): `config check` uses none
+            from overbrainer.front.frontend import Cli
 
             self.start_logging()
             self._front = Cli(json=self.json_mode)
@@ -101,16 +93,7 @@ class AppContext:
 
     def session(self):
         """The Session every flow takes: this project directory and this command's front end."""
-        from overbrainer.front.session import Session  # lazy: flows only, not `config check`
-
         return Session(self.project_dir, self.front)
-
-    def post_train(self) -> tuple:
-        """What plugs into the training flows this command calls (runs/post_train.py):
-        `[export] after_training`'s export, which runs inside the training job."""
-        from overbrainer.export.in_job import InJobExport  # lazy: training commands only
-
-        return (InJobExport(),)
 
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json. Through the
@@ -129,20 +112,19 @@ class AppContext:
         if self._env_error is not None:
             raise self._env_error
         if self._dotenv is None:
-            self._dotenv = load_project_env(self.root)
+            self._dotenv = load_project_env(self.project_dir)
         return self._dotenv
 
     def require_project(self) -> None:
-        if not os.path.isdir(self.root):
-            what = "is not a directory" if os.path.exists(self.root) else "does not exist"
-            raise ConfigError(f"project directory {self.root} {what} (-C DIR)")
-        toml = path_text(self.root, "overbrainer.toml")
-        if not os.path.isfile(toml):
+        if not self.project_dir.is_dir():
+            what = "is not a directory" if self.project_dir.exists() else "does not exist"
+            raise ConfigError(f"project directory {self.project_dir} {what} (-C DIR)")
+        toml = self.project_dir / "overbrainer.toml"
+        if not toml.is_file():
             raise ConfigError(f"{toml} not found: run `overbrainer init` or pass -C DIR")
-        version = path_text(self.root, ".overbrainer", "version")
+        version = ProjectPaths(self.project_dir).state / "version"
         try:
-            with open(version) as f:
-                text = f.read().strip()
+            text = version.read_text().strip()
         except FileNotFoundError:
             return  # projects from before the version file are format 1
         except OSError as e:
@@ -151,17 +133,15 @@ class AppContext:
             raise OverbrainerError(f"{version} is not a project format number")
         if int(text) > PROJECT_FORMAT:
             raise OverbrainerError(
-                f"{self.root} uses project format {text}, newer than this overbrainer knows "
+                f"{self.project_dir} uses project format {text}, newer than this overbrainer knows "
                 f"({PROJECT_FORMAT}): upgrade overbrainer"
             )
 
     def load_config(self):
         """The configuration (after .env), its warnings logged."""
         self.load_env()
-        config = read_config(self.root)
+        config = read_config(self.project_dir)
         if config.warnings:
-            from overbrainer.config.load import log_warnings  # lazy: logging, for warnings only
-
             self.start_logging()
             log_warnings(config)
         return config
@@ -178,8 +158,6 @@ class AppContext:
         if not write:
             yield self.load_config()
             return
-        from overbrainer.support.lock import ProjectLock  # lazy: fcntl, for commands that write only
-
         with ProjectLock(self.project_dir, command=self.command_name()):
             config = self.load_config()
             with self.metrics(config):
@@ -197,16 +175,26 @@ class AppContext:
         is set; nothing otherwise."""
         if not config.metrics.enabled:
             return contextlib.nullcontext()
-        from overbrainer.metrics.exporter import serving  # lazy: prometheus_client, when [metrics] asks for it
+        extras.require("metrics", "[metrics]")
+        from overbrainer.metrics.exporter import serving  # lazy: prometheus_client (the `metrics` extra)
 
         return serving(self.project_dir, config, self.front)
 
 
 def app(ctx: click.Context | None = None) -> AppContext:
-    ctx = ctx or click.get_current_context()
-    found = ctx.find_object(AppContext)
-    assert found is not None, "the root command sets the AppContext"
-    return found
+    """The command's AppContext, made (AppContext.start) by the first command that asks for it,
+    from the root group's options (-C, --json) and the name of the command it runs: `--help`
+    and a usage error never make one."""
+    root = (ctx or click.get_current_context()).find_root()
+    if not isinstance(root.obj, AppContext):
+        root.obj = AppContext.start(root.params["project_dir"], json_mode=root.params["json_mode"],
+                                    command=root.invoked_subcommand)
+    return root.obj
 
 
-pass_app = click.make_pass_decorator(AppContext)
+def pass_app(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A command's decorator: the command gets the AppContext (`app()`) as its first argument."""
+    def with_app(*args: Any, **kwargs: Any) -> Any:
+        return click.get_current_context().invoke(f, app(), *args, **kwargs)
+
+    return functools.update_wrapper(with_app, f)

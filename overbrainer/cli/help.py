@@ -1,30 +1,19 @@
 """Help that teaches: command lists with whole phrases, `did you mean` for a mistyped command, and
-examples at the end of every command's `--help` (EXAMPLES below), written by cli/help_format.py's
-formatter."""
+examples at the end of every command's `--help` (EXAMPLES below)."""
 
 from __future__ import annotations
+
+import difflib
 
 import click
 
 _CLOSE = 0.6  # difflib's ratio from which a name counts as a likely typo
 
 
-class HelpContext(click.Context):
-    """The context of our groups: their help pages are written by help_format.HelpFormatter,
-    imported only when one writes help or usage (`config check` never loads it)."""
-
-    def make_formatter(self) -> click.HelpFormatter:
-        from overbrainer.cli.help_format import HelpFormatter  # lazy: a help page only, not `config check`
-
-        return HelpFormatter(width=self.terminal_width, max_width=self.max_content_width)
-
-
 class HelpGroup(click.Group):
     """A group whose command list shows each command's short help whole (its `short_help`, else
     its help's first sentence, wrapped but never cut with `...`), and which answers a mistyped
     command with the nearest one: `No such command 'trian'. Did you mean 'train'?` (exit 2)."""
-
-    context_class = HelpContext
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -40,8 +29,6 @@ class HelpGroup(click.Group):
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing \
                 and name not in self.list_commands(ctx) and self.get_command(ctx, name) is None:
-            import difflib  # lazy: an unknown command only
-
             near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=_CLOSE)
             if near:
                 ctx.fail(f"No such command '{name}'. Did you mean '{near[0]}'?")

@@ -6,8 +6,8 @@ import click
 
 from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.dataset.paths import ProjectPaths
+from overbrainer.jobs.records import project_costs
 from overbrainer.pipeline.dataset_ops import history_flow
-from overbrainer.pods.summary import pod_spend
 
 
 @click.command(short_help="Show what each stage did and spent.")
@@ -17,4 +17,4 @@ def history(app: AppContext, all_runs: bool) -> None:
     """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
     app.require_project()
     # Training on Runpod: what the pods cost, after the stages' totals.
-    history_flow(app.session(), None, all_runs=all_runs, pods=pod_spend(ProjectPaths(app.project_dir).runs))
+    history_flow(app.session(), None, all_runs=all_runs, pods=project_costs(ProjectPaths(app.project_dir).runs))

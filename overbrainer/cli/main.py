@@ -4,16 +4,19 @@ exceptions into `error: …` lines and exit codes."""
 from __future__ import annotations
 
 import importlib
+import json
+import logging
 import os
+import signal
 import sys
 
 import click
 
 from overbrainer import __version__
 from overbrainer.cli.help import HelpGroup, add_examples, epilog
-
-# overbrainer.errors is imported where a command fails (`_failure`, `stopped_code`), not at start:
-# `--help` never needs it (start-up time).
+from overbrainer.errors import EXIT_FAILURE, EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED, OverbrainerError
+from overbrainer.support import stop_signals
+from overbrainer.support.redact import redact, strip_controls
 
 # name -> (module, attribute, short help). Modules are imported only when their command runs,
 # so `overbrainer --help` stays close to a bare interpreter's start-up time.
@@ -73,7 +76,7 @@ def _hoist_globals(args: list[str]) -> list[str]:
             rest.extend(args[i:])
             break
         # -C is passed on as --project-dir: click tries a short option as a long one first, and
-        # the miss costs an exception and an `import difflib` at every start.
+        # the miss costs an exception at every start.
         if a in _GLOBAL_WITH_VALUE and i + 1 < len(args):
             front += ["--project-dir", args[i + 1]]
             i += 2
@@ -96,17 +99,8 @@ def _color() -> bool | None:
     return None  # click decides: colour only on a terminal
 
 
-def _help_width() -> int:
-    """The width click would pick for help text, without its `import shutil` (start-up time)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
-    except (AttributeError, ValueError, OSError):
-        columns = 80
-    return max(min(columns, 80) - 2, 50)
-
-
 @click.group(cls=LazyGroup, epilog=epilog(""),
-             context_settings={"help_option_names": ["-h", "--help"], "terminal_width": _help_width()})
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-C", "--project-dir", default=".", metavar="DIR", show_default=True,
               type=click.Path(file_okay=False), help="The project directory (where .env is read).")
 @click.option("--json", "json_mode", is_flag=True,
@@ -121,19 +115,12 @@ def cli(ctx: click.Context, project_dir: str, json_mode: bool) -> None:
     interrupted (Ctrl-C), 143 stopped by SIGTERM, 129 by SIGHUP. `overbrainer COMMAND --help`
     explains each command, with examples.
     """
-    from overbrainer.cli.context import AppContext  # lazy: a command runs (not `--help`)
-
-    ctx.color = _color()
-    ctx.obj = AppContext.start(project_dir, json_mode=json_mode, command=ctx.invoked_subcommand)
+    ctx.color = _color()  # the project is opened by the command (cli/context.py's pass_app)
 
 
 def _print_error(message: str, code: int, json_mode: bool) -> None:
-    from overbrainer.support.redact import redact, strip_controls  # lazy: an error is printed
-
     message = strip_controls(redact(message))
     if json_mode:
-        import json  # lazy: --json only
-
         sys.stderr.write(json.dumps({"event": "error", "message": message, "exit_code": code}) + "\n")
     else:
         click.echo(f"error: {message}", err=True, color=_color())
@@ -143,11 +130,6 @@ def _print_error(message: str, code: int, json_mode: bool) -> None:
 def stopped_code() -> int:
     """The exit code of a command stopped by a signal (SIGTERM and SIGHUP are handled like
     Ctrl-C): 143 for SIGTERM, 129 for SIGHUP, else 130; the first signal that came decides."""
-    # lazy: a command stopped by a signal only
-    import signal
-    from overbrainer.errors import EXIT_HANGUP, EXIT_INTERRUPTED, EXIT_TERMINATED
-    from overbrainer.support import stop_signals
-
     first = stop_signals.first()
     return {signal.SIGTERM.value: EXIT_TERMINATED, signal.SIGHUP.value: EXIT_HANGUP}.get(first or 0, EXIT_INTERRUPTED)
 
@@ -168,8 +150,6 @@ def main(argv: list[str] | None = None) -> None:
     json_mode = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     code = 0
     if json_mode and "--version" in args and not any(a in COMMANDS for a in args):
-        import json  # lazy: --json --version only
-
         sys.stdout.write(json.dumps({"name": "overbrainer", "version": __version__}) + "\n")
         sys.exit(0)
     try:
@@ -209,12 +189,8 @@ def _exit_deaf_if_stopped() -> None:
     while it exits: the same stop delivered again (GNU `timeout`, a CI runner signalling the
     process group) would otherwise meet the default action that Python puts back as it
     finalizes, and end the process by the signal instead of with its code."""
-    from overbrainer.support import stop_signals
-
     if stop_signals.first() is None:
         return
-    import signal  # lazy: a command stopped by a signal only
-
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(signum, signal.SIG_IGN)
@@ -226,8 +202,6 @@ def _failure(e: Exception, json_mode: bool) -> int:
     """The exit code of a command that raised `e`, its message printed: an OverbrainerError's own
     (130, 143 or 129 for Interrupted, as the signal decides); 1 for a closed stdout (quietly) and
     for anything else (an internal error, its traceback logged at debug level)."""
-    from overbrainer.errors import EXIT_FAILURE, EXIT_INTERRUPTED, OverbrainerError  # lazy: a command failed
-
     if isinstance(e, OverbrainerError):
         code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
         _print_error(str(e), code, json_mode)
@@ -235,8 +209,6 @@ def _failure(e: Exception, json_mode: bool) -> int:
     if isinstance(e, BrokenPipeError):
         quiet_stdout()
         return EXIT_FAILURE
-    import logging  # lazy: an internal error only
-
     logging.getLogger("overbrainer").debug("internal error", exc_info=True)
     _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
     return EXIT_FAILURE

@@ -10,9 +10,8 @@ import click
 from overbrainer.cli import complete
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
-from overbrainer.pods.catalog import datacenters_flow, gpus_flow, ssh_argv, volumes_flow
-from overbrainer.pods.ls import ls_flow
-from overbrainer.pods.rm import rm_flow
+from overbrainer.jobs.homes import Homes
+from overbrainer.runpod.commands import datacenters_flow, gpus_flow, ls_flow, rm_flow, ssh_argv, volumes_flow
 
 
 @click.group("pod", cls=HelpGroup)
@@ -25,7 +24,7 @@ def pod() -> None:
 def ls_cmd(app) -> None:
     """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
     with app.open_project(write=False) as config:
-        ls_flow(app.session(), config)
+        ls_flow(app.session(), config, Homes.of(app.project_dir))
 
 
 @pod.command("rm")
@@ -35,7 +34,7 @@ def ls_cmd(app) -> None:
 def rm_cmd(app, run_id: str, force: bool) -> None:
     """Delete the pods of a run and confirm each delete."""
     with app.open_project(write=True) as config:
-        rm_flow(app.session(), config, run_id=run_id, force=force)
+        rm_flow(app.session(), config, Homes.of(app.project_dir), run_id=run_id, force=force)
 
 
 @pod.command("gpus")
@@ -79,7 +78,7 @@ def volumes_cmd(app) -> None:
 def ssh_cmd(app, run_id: str, do_exec: bool) -> None:
     """Print (or run) the `ssh -F runs/<id>/ssh/config overbrainer-<id>` line of a run's pod."""
     app.require_project()
-    argv, line = ssh_argv(app.session(), run_id)
+    argv, line = ssh_argv(Homes.of(app.project_dir), run_id)
     if do_exec:
         os.execvp(argv[0], argv)
     app.report(line, {"run": run_id, "command": line, "argv": argv})

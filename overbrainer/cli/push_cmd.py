@@ -12,6 +12,7 @@ from overbrainer.errors import UsageError
 from overbrainer.hub.dataset_flow import dataset_push_flow
 from overbrainer.hub.flow import push_flow
 from overbrainer.jobs import ids
+from overbrainer.support import extras
 
 
 @click.command("push")
@@ -36,9 +37,12 @@ def push(app, run_id: str | None, dataset: bool, repo: str | None, public: bool,
     --dataset, the project's train/eval split and its dataset card.
 
     The token comes from OVERBRAINER_HF_TOKEN only. A push cut off is resumed by running it again.
+    It needs the `hub` extra (pip install 'overbrainer[hub]'); --dry-run does not.
     """
     if dataset and run_id is not None:
         raise UsageError("push --dataset pushes the project's data/train.jsonl and data/eval.jsonl: give no RUN_ID")
+    if not dry_run:
+        extras.require("hub", "overbrainer push")
     if dataset:
         with app.open_project(write=True) as config:
             dataset_push_flow(app.session(), config, repo=repo, public=public, overwrite_card=overwrite_card,

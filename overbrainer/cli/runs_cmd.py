@@ -15,13 +15,12 @@ from overbrainer.cli.main import quiet_stdout
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.jobs import ids
+from overbrainer.jobs.records import run_costs
 from overbrainer.jobs.run_record import list_runs, load
-from overbrainer.pods.summary import pod_summary
-from overbrainer.runpod.cost import format_rate, format_spend
 from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
 from overbrainer.runs.progress import local_progress
 from overbrainer.runs.rm import rm_flow
-from overbrainer.support.fmt import duration, table
+from overbrainer.support.fmt import about_usd, duration, table, usd_per_hour
 from overbrainer.support.lock import ProjectLock
 from overbrainer.support.redact import redact, strip_controls
 
@@ -46,7 +45,7 @@ def ls_cmd(app) -> None:
     for r in records:
         row = [r.id, r.state, r.target, r.created]
         summary = _summary(r)
-        pod = pod_summary(runs_dir / r.id)
+        pod = run_costs(runs_dir / r.id)  # a Runpod run's pod
         if pod is not None:
             row.append(pod[0])
             summary["pod"] = pod[1]
@@ -84,13 +83,13 @@ def show_cmd(app, run_id: str) -> None:
     data = dict(_summary(record), **progress, message=record.message_shown)
     lines = [f"run:       {record.id}", f"state:     {record.state}", f"target:    {record.target}",
              f"created:   {record.created}"]
-    pod = pod_summary(runs_dir / record.id)
+    pod = run_costs(runs_dir / record.id)
     if pod is not None:
         data["pod"] = pod[1]
         lines.append(f"pod:       {pod[0]}")
         if pod[1].get("pod_id") is not None:
-            lines.append(f"rate:      {format_rate(pod[1]['rate_per_hour'])}")
-            lines.append(f"spend:     {format_spend(pod[1]['spend'])}")
+            lines.append(f"rate:      {usd_per_hour(pod[1]['rate_per_hour'])}")
+            lines.append(f"spend:     {about_usd(pod[1]['spend'])}")
     if progress.get("phase"):
         lines.append(f"phase:     {progress['phase']}")
     if progress.get("step") is not None:

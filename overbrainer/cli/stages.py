@@ -19,6 +19,7 @@ from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.cli.main import stopped_code
 from overbrainer.config.load import load_config
 from overbrainer.errors import UsageError
+from overbrainer.export.in_job import InJobExport
 from overbrainer.pipeline.context import StageInterrupted
 from overbrainer.pipeline.plan import plan_flow
 from overbrainer.pipeline.run_flow import ConfigWatch, run_project, run_stage
@@ -155,4 +156,4 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool, wait
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
             run_project(app.session(), config, watch=watcher, max_cost=max_cost, retrain=retrain,
-                        after=app.post_train(), wait=wait)
+                        after=(InJobExport(),), wait=wait)

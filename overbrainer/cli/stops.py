@@ -1,8 +1,8 @@
 """SIGTERM and SIGHUP handled like Ctrl-C: they raise KeyboardInterrupt (an Interrupt of
 front/interrupt.py catches them first), so that a command stopped by one says what resumes and
 exits 143 or 129. Installed by every command that runs work (AppContext.start_work), not by
-`--help`, `--version` or a plain `config check` (start-up time: `import signal`), which a signal
-simply ends (a shell still sees 143 or 129).
+`--help`, `--version` or a plain `config check`, which have nothing to resume: a signal simply
+ends them (a shell still sees 143 or 129).
 
 Ctrl-C (SIGINT) gets the same handler while Python's own is in place: the same signal again
 within a second is the same stop delivered twice (GNU `timeout`, a CI runner signalling the job's
@@ -10,6 +10,8 @@ process group: support/stop_signals.py) and raises nothing, so it cannot break o
 the resume line the first one started; a later one raises KeyboardInterrupt again."""
 
 from __future__ import annotations
+
+import signal
 
 from overbrainer.support import stop_signals
 
@@ -27,8 +29,6 @@ def catch_stop_signals() -> None:
     ignored."""
     if _installed:
         return
-    import signal  # lazy: see the module docstring
-
     _installed.append(True)
     for signum, usual in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL),
                           (signal.SIGINT, signal.default_int_handler)):

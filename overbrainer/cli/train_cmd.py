@@ -8,10 +8,12 @@ import contextlib
 import click
 
 from overbrainer.cli import complete
+from overbrainer.cli.context import app as app_of
 from overbrainer.cli.context import pass_app
 from overbrainer.cli.help import HelpGroup
 from overbrainer.errors import UsageError
-from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.export.in_job import InJobExport
+from overbrainer.hub.after_training import push_after_training, require_hub, warn_missing_token
 from overbrainer.jobs import ids
 from overbrainer.runs.flow import attach_flow, cancel_flow, stop_flow, train_flow
 from overbrainer.support.lock import ProjectLock, ProjectLocked
@@ -40,14 +42,15 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
                              "`overbrainer train` itself")
         return
 
-    app = ctx.obj
+    app = app_of(ctx)
     if resume_from is not None:
         ids.validate(resume_from)
 
     with app.open_project(write=True) as config:
+        require_hub(config)
         warn_missing_token(config)
         result = train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
-                            keep_pod=keep_pod, after=app.post_train())
+                            keep_pod=keep_pod, after=(InJobExport(),))
         push_after_training(app.session(), config, result)
 
 
@@ -59,7 +62,7 @@ def attach(app, run_id: str) -> None:
     ids.validate(run_id)
     with app.open_project(write=True) as config:
         push_after_training(app.session(), config,
-                            attach_flow(app.session(), config, run_id, after=app.post_train()))
+                            attach_flow(app.session(), config, run_id, after=(InJobExport(),)))
 
 
 @train.command("stop", short_help="Ask a run's job to save a snapshot and stop.")
@@ -80,7 +83,7 @@ def stop(app, run_id: str) -> None:
         config = app.load_config()
         # Holding the lock, this command may follow the run until it stopped: metrics served then.
         with app.metrics(config) if holder is None else contextlib.nullcontext():
-            stop_flow(app.session(), config, run_id, holder_pid=holder, after=app.post_train())
+            stop_flow(app.session(), config, run_id, holder_pid=holder, after=(InJobExport(),))
     finally:
         lock.release()
 
@@ -92,4 +95,4 @@ def cancel(app, run_id: str) -> None:
     """Cancel a run's job; its record then reads `cancelled`."""
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        cancel_flow(app.session(), config, run_id, after=app.post_train())
+        cancel_flow(app.session(), config, run_id, after=(InJobExport(),))

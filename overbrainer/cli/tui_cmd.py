@@ -13,6 +13,7 @@ from overbrainer.cli.context import AppContext, pass_app
 from overbrainer.errors import UsageError
 from overbrainer.front.bus import EventBus
 from overbrainer.front.frontend import Embedded
+from overbrainer.support import extras
 
 MIN_COLUMNS, MIN_LINES = 80, 24
 
@@ -49,10 +50,12 @@ def tui(app: AppContext) -> None:
     Keys: 1-6 views, r reload, d detach the followed run, a abandon a Runpod provisioning,
     Ctrl-C interrupt the running work as on the command line, q quit.
     """
+    extras.require("tui", "overbrainer tui")
     if app.json_mode:
         raise UsageError("`overbrainer tui` has no --json output")
     require_terminal()
-    # lazy: Textual and the TUI load only when it runs (`tui --help` and every other command stay light)
+    # Textual and the TUI load only when the app runs: `tui --help` and every other command stay light.
+    # lazy: Textual, the `tui` extra
     from overbrainer.tui.logbuf import LogBuffer, capture
     from overbrainer.tui.tasks import Tasks
     from overbrainer.tui.work import Workspace

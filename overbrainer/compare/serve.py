@@ -48,7 +48,8 @@ from overbrainer.config.model import Config, Target
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.local import job_environment
 from overbrainer.exec.transfer import sha256_file
-from overbrainer.export import llama_cpp, pod
+from overbrainer.export import llama_cpp
+from overbrainer.runpod import side_pods as pod
 from overbrainer.export.gate import base_model
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.side_job import SideJob, SideJobFailed, SideJobResult, run_side_job

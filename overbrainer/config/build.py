@@ -24,6 +24,7 @@ from overbrainer.config.model import (
     Config,
     Gate,
     Pipeline,
+    PriceSetting,
     Project,
     Provider,
     Role,
@@ -31,7 +32,10 @@ from overbrainer.config.model import (
     Topic,
 )
 from overbrainer.config.values import secret, url
+from overbrainer.dataset.quality.json_schema import schema_problems
+from overbrainer.dataset.quality.language import LANGUAGES
 from overbrainer.llm.dialects import OPENAI_BATCH, batch_api, guess
+from overbrainer.llm.thinking import problems as refused
 
 U32 = 2**32 - 1
 U64 = 2**64 - 1
@@ -133,6 +137,7 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         rpm = t.int("max_requests_per_minute", min=1, max=U32)
         tpm = t.int("max_tokens_per_minute", min=1, max=U32)
         queue = t.int("batch_queue_tokens", min=1, max=2**53)
+        price = _price(t)
         t.finish()
         if protocol is None:
             continue
@@ -145,9 +150,46 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
             dialect, guessed = guess(base_url), True
         if queue is not None and batch_api(protocol, dialect) != OPENAI_BATCH:
             t.problem("batch_queue_tokens", "only for a provider with OpenAI's batch API (dialect openai)")
-        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, max_requests_per_minute=rpm,
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price, max_requests_per_minute=rpm,
                              max_tokens_per_minute=tpm, batch_queue_tokens=queue)
     return out
+
+
+PRICE_HELP = "USD per million tokens, 0 or more"
+FREE = PriceSetting(0.0, 0.0)
+
+
+def _price(t: Table) -> PriceSetting | None:
+    """`price`: 0 (free: a self-hosted server), or a table of USD per million tokens, `input` and
+    `output` required, `cached_input` and `batch_input` with `batch_output` optional."""
+    k = "price"
+    raw = t.raw(k)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        if _is_zero(raw):
+            return FREE
+        t.problem(k, "expected 0 (free: a self-hosted server) or a table { input = …, output = … } "
+                  f"({PRICE_HELP})", raw)
+        return None
+    sub = Table(raw, t.key(k), t.problems)
+    money = (lambda x: 0 <= x < math.inf, f"must be a number of {PRICE_HELP}")
+    values = {name: sub.float(name, required=name in ("input", "output"), rule=money)
+              for name in ("input", "output", "cached_input", "batch_input", "batch_output")}
+    sub.finish()
+    if (values["batch_input"] is None) != (values["batch_output"] is None):
+        missing = "batch_output" if values["batch_output"] is None else "batch_input"
+        sub.problem(missing, "batch_input and batch_output go together: set both")
+        return None
+    if values["input"] is None or values["output"] is None:
+        return None
+    return PriceSetting(**values)
+
+
+def _is_zero(value: Any) -> bool:
+    if isinstance(value, EnvStr):
+        return value.strip() in ("0", "0.0")
+    return type(value) in (int, float) and value == 0
 
 
 def _declared(data: dict[str, Any], section: str) -> set[str]:
@@ -164,6 +206,7 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
     effort = t.choice("reasoning_effort", EFFORTS)
     budget = t.int("thinking_budget", min=0, max=U32)
     mode = t.choice("thinking", THINKING_MODES)
+    price = _price(t)
     t.finish()
     problems = t.problems
     p = providers.get(provider) if provider else None
@@ -191,10 +234,8 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         problems.append("roles.embedder: the anthropic protocol has no embeddings, use an openai provider")
     if provider is None or model is None:
         return None
-    role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
+    role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode, price)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
-        # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
-        from overbrainer.llm.thinking import problems as refused
         problems.extend(refused(f"roles.{name}", role))
     return role
 
@@ -317,8 +358,6 @@ def _gate(root: Table) -> Gate:
 def _language(t: Table) -> str | None:
     if "language" not in t.data:
         return None
-    # lazy: [gate] language set only (start-up time of `config check`)
-    from overbrainer.dataset.quality.language import LANGUAGES
     language: str | None = t.choice("language", LANGUAGES)
     return language
 
@@ -339,8 +378,6 @@ def _schema(t: Table, k: str) -> dict[str, Any] | None:
     v = t.raw(k)
     if v is None:
         return None
-    # lazy: [gate] json_schema set only (start-up time of `config check`)
-    from overbrainer.dataset.quality.json_schema import schema_problems
     problems = schema_problems(v)
     for p in problems:
         t.problem(k, p, v)

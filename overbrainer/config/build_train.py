@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Mapping
 
 from overbrainer.config.fields import NAME_RULE, EnvStr, Table, coerce_scalar, is_name, misnamed, origin
+from overbrainer.config.hub_licenses import LICENSES
 from overbrainer.config.model import (
     ADAPTERS,
     DEFAULT_COMPARE_IMAGE,
@@ -33,7 +35,6 @@ from overbrainer.config.model import (
     Training,
 )
 from overbrainer.config.values import secret, url
-from overbrainer.support.urls import ip
 
 HUB_REPO = r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z"  # compiled when [hub] repo is set
 U32 = 2**32 - 1
@@ -256,8 +257,6 @@ def _hub_repo(t: Table, key: str) -> str | None:
 
 
 def _hub_license(license: str) -> bool:
-    # lazy: [hub] dataset_license set only (start-up time of `config check`)
-    from overbrainer.config.hub_licenses import LICENSES
     return license in LICENSES
 
 
@@ -327,10 +326,13 @@ def parse_listen(text: str) -> tuple[str, int] | None:
         version = 6
     else:
         version = 4
-    address = ip(host)
-    if address is None or address[0] != version:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
         return None
-    return address[1], int(port)
+    if address.version != version:
+        return None
+    return str(address), int(port)
 
 
 def _ollama_part(kind: str, text: str) -> bool:

@@ -5,7 +5,9 @@ Secrets show as `***` (or `(unset)`); the credentials and query of a URL are mas
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict, fields
+from typing import Any, Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from overbrainer.config.model import (
     DEFAULT_HUB_BASE_URL,
@@ -19,9 +21,8 @@ from overbrainer.config.model import (
     SshTarget,
     Target,
 )
-from overbrainer.support.frozen import asdict, names
+from overbrainer.llm.thinking import mode, supported
 from overbrainer.support.redact import MASK
-from overbrainer.support.urls import split, unsplit
 
 UNSET = "(unset)"
 
@@ -31,11 +32,11 @@ def show_url(url: str | None) -> str | None:
     if url is None:
         return None
     try:
-        p = split(url)
+        p = urlsplit(url)
         netloc = p.netloc
         if "@" in netloc:
             netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-        return unsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
+        return urlunsplit((p.scheme, netloc, p.path, MASK if p.query else "", ""))
     except ValueError:
         return MASK
 
@@ -68,9 +69,6 @@ def _role_text(r: Role, protocol: str | None = None) -> str:
 
 def thinking_text(r: Role) -> list[str]:
     """The thinking an anthropic role asks for, and why (set, its model family, or its budget)."""
-    # lazy: Claude's thinking rules, for an anthropic provider only (start-up time of `config check`)
-    from overbrainer.llm.thinking import mode, supported
-
     chosen = mode(r)
     if chosen is None:
         return []
@@ -109,14 +107,19 @@ def target_text(t: Target) -> str:
 
 
 def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
-    return ", ".join(f"{name}: {_fmt(getattr(obj, name))}" for name in names(obj) if name not in skip)
+    return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
 
 
 # A provider's limits (docs/llm-requests.md#rate-limits, docs/batch.md#limits), shown when set.
 LIMIT_KEYS = ("max_requests_per_minute", "max_tokens_per_minute", "batch_queue_tokens")
 
 
-def lines(config: Config) -> list[tuple[str, str]]:
+PriceText = Callable[[Provider, Role, str], str]
+
+
+def lines(config: Config, price_text: PriceText | None = None) -> list[tuple[str, str]]:
+    """`price_text(provider, role, "roles.<name>")`: where a role's price comes from
+    (llm/price_db.describe), a line after the role's."""
     out: list[tuple[str, str]] = [("project.name", config.project.name)]
     for t in config.topics:
         out.append((f"topics.{t.name}", f"{t.subtopics} subtopics x {t.questions_per_subtopic} questions"))
@@ -132,6 +135,8 @@ def lines(config: Config) -> list[tuple[str, str]]:
     for name, role in config.roles.all():
         provider = config.providers.get(role.provider)
         out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
+        if provider is not None and price_text is not None:
+            out.append((f"roles.{name}.price", price_text(provider, role, f"roles.{name}")))
     out.append(("pipeline", _section(config.pipeline)))
     out.append(("gate", _section(config.gate, ("json_schema",))))
     if config.gate.json_schema is not None:
@@ -158,8 +163,8 @@ def lines(config: Config) -> list[tuple[str, str]]:
     return out
 
 
-def text(config: Config) -> str:
-    return "\n".join(f"{k} = {v}" for k, v in lines(config))
+def text(config: Config, price_text: PriceText | None = None) -> str:
+    return "\n".join(f"{k} = {v}" for k, v in lines(config, price_text))
 
 
 _SECRET_LIKE = ("key", "token", "secret", "password", "passwd", "credential")
@@ -180,7 +185,7 @@ def _training_data(config: Config) -> dict[str, Any] | None:
     return d
 
 
-def data(config: Config) -> dict[str, Any]:
+def data(config: Config, price_text: PriceText | None = None) -> dict[str, Any]:
     """The same facts as one JSON-ready dict, secrets masked."""
     def plain(obj: Any, **override: Any) -> dict[str, Any]:
         d = asdict(obj)
@@ -198,6 +203,8 @@ def data(config: Config) -> dict[str, Any]:
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),
                                ("embedder", config.roles.embedder), ("judge", config.roles.judge),
                                ("grader", config.roles.grader))},
+        "prices": {n: price_text(config.providers[r.provider], r, f"roles.{n}")
+                   for n, r in config.roles.all() if r.provider in config.providers and price_text is not None},
         "pipeline": asdict(config.pipeline),
         "gate": asdict(config.gate),
         "training": _training_data(config),

@@ -1,116 +1,61 @@
 """`<project>/.env`: loaded into the process environment at start-up (shell variables win).
 
-Syntax (python-dotenv style): `KEY=value` lines, optional `export `, `#` comments (inline after
-whitespace for unquoted values), single quotes literal, double quotes with `\\n \\t \\" \\\\ \\$`
-escapes; `${VAR}` and `${VAR:-default}` expand in unquoted and double-quoted values (shell first,
-then earlier .env keys). The first occurrence of a repeated key wins; a UTF-8 BOM is ignored.
-A syntax error names the line number and never its content (it usually holds a secret); so
-does a file that is not UTF-8 (named as such).
+Parsed by python-dotenv (`KEY=value` lines, optional `export `, `#` comments, inline after
+whitespace for unquoted values, single and double quotes, multi-line quoted values, `${VAR}` and
+`${VAR:-default}`; its README is the reference). What this module adds or decides where
+python-dotenv leaves a choice:
+
+- a line python-dotenv cannot parse is a ConfigError (exit 2) naming the line number and never
+  its content (it usually holds a secret), where python-dotenv warns and skips the line; the
+  number is that of the line itself, not of the blank lines before it (python-dotenv's warning
+  counts from those). A file that is not UTF-8 is named as such, with its line;
+- `${VAR}` looks in the shell first, then at the keys above it in .env, as python-dotenv's
+  `load_dotenv` does (the shell wins for a reference as for a key); `dotenv_values` would look at
+  .env first, and would read `os.environ` where a reload must see the environment without the keys
+  the previous .env set;
+- as in python-dotenv: a repeated key keeps its last value; a key without `=` sets nothing;
+  `${VAR}` expands in single-quoted values too; `\\$` is no escape; `${VAR:-default}` takes the
+  default only when VAR is unset (not when it is empty); a UTF-8 BOM is ignored.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
+from collections import ChainMap
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import path_text
-from overbrainer.support.frozen import field, record
-
-# Patterns compiled on first use (re's cache): a project without .env never pays (start-up time).
-_KEY = r"[A-Za-z_][A-Za-z0-9_.]*"
-_EXPAND = r"\$\{([A-Za-z_][A-Za-z0-9_.]*)(?::-([^}]*))?\}"
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "\x00"}
 
 
 def _error(line: int) -> ConfigError:
     return ConfigError(f"cannot parse .env (syntax error at line {line})")
 
 
-def _expand(value: str, lookup: Mapping[str, str], earlier: Mapping[str, str]) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name, default = m.group(1), m.group(2)
-        v = lookup.get(name)
-        if v is None:
-            v = earlier.get(name)
-        if not v and default is not None:
-            return str(default)
-        return v or ""
-
-    return re.sub(_EXPAND, sub, value).replace("\x00", "$")
+def _line_of(original: str, line: int) -> int:
+    """The number of the first line of `original` (a binding's text from `line` on) that is not blank."""
+    blank = original[:len(original) - len(original.lstrip())]
+    return line + len(re.findall(r"\r\n|\n|\r", blank))
 
 
 def parse(text: str, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """The (key, value) pairs of a .env text, in order, repeats dropped (first wins)."""
+    """The (key, value) pairs of a .env text, in order, a repeated key with its last value."""
+    # lazy: python-dotenv only when the project has a .env (start-up time)
+    from dotenv.parser import parse_stream
+    from dotenv.variables import parse_variables
+
     environ = os.environ if environ is None else environ
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
     out: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        start = i + 1
-        line = lines[i].rstrip("\r")
-        i += 1
-        s = line.lstrip()
-        if not s or s.startswith("#"):
-            continue
-        if s.startswith("export ") or s.startswith("export\t"):
-            s = s[7:].lstrip()
-        m = re.match(_KEY, s)
-        if not m:
-            raise _error(start)
-        key = m.group(0)
-        rest = s[m.end():].lstrip(" \t")
-        if not rest.startswith("="):
-            raise _error(start)
-        rest = rest[1:].lstrip(" \t")
-        if rest.startswith("'"):
-            body = rest[1:]
-            while "'" not in body:
-                if i >= len(lines):
-                    raise _error(start)
-                body += "\n" + lines[i].rstrip("\r")
-                i += 1
-            end = body.index("'")
-            value, tail = body[:end], body[end + 1:]
-            expand = False
-        elif rest.startswith('"'):
-            value, tail, i = _double_quoted(rest[1:], lines, i, start)
-            expand = True
-        else:
-            value, tail, expand = re.split(r"\s#", rest, maxsplit=1)[0].strip(), "", True
-        tail = tail.strip()
-        if tail and not tail.startswith("#"):
-            raise _error(start)
-        if expand:
-            value = _expand(value, environ, out)
-        if key not in out:
-            out[key] = value
+    lookup = ChainMap(dict(environ), out)  # the shell first, then the keys above
+    for binding in parse_stream(io.StringIO(text.removeprefix("\ufeff"))):
+        if binding.error:
+            raise _error(_line_of(binding.original.string, binding.original.line))
+        if binding.key is not None and binding.value is not None:
+            out[binding.key] = "".join(atom.resolve(lookup) for atom in parse_variables(binding.value))
     return list(out.items())
-
-
-def _double_quoted(body: str, lines: list[str], i: int, start: int) -> tuple[str, str, int]:
-    chars: list[str] = []
-    while True:
-        j = 0
-        while j < len(body):
-            c = body[j]
-            if c == "\\" and j + 1 < len(body):
-                nxt = body[j + 1]
-                chars.append(_ESCAPES.get(nxt, "\\" + nxt))
-                j += 2
-                continue
-            if c == '"':
-                return "".join(chars), body[j + 1:], i
-            chars.append(c)
-            j += 1
-        if i >= len(lines):
-            raise _error(start)
-        chars.append("\n")
-        body = lines[i].rstrip("\r")
-        i += 1
 
 
 def read(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -130,7 +75,7 @@ def read(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None)
     return parse(text, environ)
 
 
-def _stamp_of(path: str) -> tuple[int, int] | None:
+def _stamp_of(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -140,20 +85,20 @@ def _stamp_of(path: str) -> tuple[int, int] | None:
 
 def stamp(project_dir: str | os.PathLike[str]) -> tuple[object, ...]:
     """What `run` compares between stages: mtime and size of overbrainer.toml and .env."""
-    return (_stamp_of(path_text(project_dir, "overbrainer.toml")), _stamp_of(path_text(project_dir, ".env")))
+    return (_stamp_of(Path(project_dir) / "overbrainer.toml"), _stamp_of(Path(project_dir) / ".env"))
 
 
-@record
+@dataclass
 class DotenvState:
     """What `.env` did to the environment, so that `run` can reload it between stages."""
 
-    project_dir: str  # as written, without pathlib (start-up time)
+    project_dir: Path
     keys: set[str] = field(default_factory=set)  # the keys .env (not the shell) provided
     loaded_stamp: tuple[object, ...] = ()
 
     @property
-    def path(self) -> str:
-        return path_text(self.project_dir, ".env")
+    def path(self) -> Path:
+        return self.project_dir / ".env"
 
     def changed(self) -> bool:
         """Whether overbrainer.toml or .env changed (mtime or size) since the last (re)load."""
@@ -180,7 +125,7 @@ def load_project_env(project_dir: str | os.PathLike[str],
                      environ: MutableMapping[str, str] | None = None) -> DotenvState:
     """Load `<project_dir>/.env` into `environ` (default os.environ); the shell wins."""
     environ = os.environ if environ is None else environ
-    state = DotenvState(path_text(project_dir))
+    state = DotenvState(Path(project_dir))
     state.loaded_stamp = stamp(state.project_dir)
     for k, v in read(state.path, environ):
         if k not in environ:

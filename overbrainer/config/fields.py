@@ -8,7 +8,7 @@ are coerced to the field's type, while file values must already have it. Problem
 from __future__ import annotations
 
 import builtins
-
+import difflib
 import math
 from typing import Any, Callable, Iterable
 
@@ -215,9 +215,6 @@ def unknown(problems: list[str], dotted: str, value: Any, known: Iterable[str] =
     src = origin(value)
     text = f"unknown field `{dotted}`" + (f" (from {src})" if src else "")
     name = dotted.rsplit(".", 1)[-1]
-    # lazy: difflib (with heapq) only for a configuration with an unknown key (start-up time)
-    import difflib
-
     near = difflib.get_close_matches(name.lower(), sorted(known), n=1, cutoff=0.6)
     problems.append(text + (f": did you mean `{near[0]}`?" if near else ""))
 
@@ -229,9 +226,6 @@ def misnamed(t: Table, name: str, what: str, declared: Iterable[str], required: 
     `openai`?`) in place of the missing key. False (nothing reported) otherwise."""
     if required in t.data or not t.data or not all(isinstance(v, EnvStr) for v in t.data.values()):
         return False
-    # lazy: difflib only for a table of the environment alone (start-up time)
-    import difflib
-
     near = difflib.get_close_matches(name, sorted(n for n in declared if n != name), n=1, cutoff=0.6)
     if not near:
         return False

@@ -1,4 +1,4 @@
-"""The resolved configuration: plain records (support/frozen.py) whose attribute names are the TOML keys.
+"""The resolved configuration: dataclasses whose attribute names are the TOML keys.
 
 Built by `overbrainer.config.read.read_config`; every value here was validated already.
 Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only when used.
@@ -6,10 +6,10 @@ Secrets are `overbrainer.config.secrets.Secret` objects and are resolved only wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from overbrainer.errors import ConfigError
-from overbrainer.support.frozen import field, frozen, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from overbrainer.config.secrets import Secret
@@ -43,12 +43,12 @@ SSH_CLIENT_ENV = "OVERBRAINER_SSH_CLIENT"
 DEFAULT_MAX_TOKENS = 16384  # roles.<name>.max_tokens: a request's output limit
 
 
-@frozen
+@dataclass(frozen=True)
 class Project:
     name: str
 
 
-@frozen
+@dataclass(frozen=True)
 class Topic:
     name: str
     description: str | None
@@ -56,7 +56,19 @@ class Topic:
     questions_per_subtopic: int
 
 
-@frozen
+@dataclass(frozen=True)
+class PriceSetting:
+    """`price` of a provider or a role (docs/llm-requests.md#prices): USD per million tokens;
+    `price = 0` is all zero (a self-hosted server, free). Batch prices: both or none."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
+
+
+@dataclass(frozen=True)
 class Provider:
     name: str
     protocol: str  # openai | anthropic
@@ -64,6 +76,7 @@ class Provider:
     api_key: "Secret | None" = None  # env only; None = no auth header
     dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
     dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
+    price: PriceSetting | None = None  # the price of its models (a role's own price wins)
     # Rate limits of each of its models (docs/llm-requests.md#rate-limits): set them where the
     # provider publishes none, lower them where it does. None: as published.
     max_requests_per_minute: int | None = None
@@ -73,7 +86,7 @@ class Provider:
     batch_queue_tokens: int | None = None
 
 
-@frozen
+@dataclass(frozen=True)
 class Role:
     provider: str
     model: str
@@ -83,12 +96,13 @@ class Role:
     reasoning_effort: str | None = None  # none | low | medium | high
     thinking_budget: int | None = None
     thinking: str | None = None  # anthropic: adaptive | enabled (None: by model family)
+    price: PriceSetting | None = None  # its model's price (wins over the provider's)
 
 
 ROLE_NAMES = ("generator", "parent", "embedder", "judge", "grader")
 
 
-@frozen
+@dataclass(frozen=True)
 class Roles:
     generator: Role
     parent: Role
@@ -102,7 +116,7 @@ class Roles:
         return [(n, getattr(self, n)) for n in ROLE_NAMES if getattr(self, n) is not None]
 
 
-@frozen
+@dataclass(frozen=True)
 class Benchmark:
     """A benchmark file of `pipeline.decontaminate`: its path (relative to the project) and the
     fields whose text is read (empty: every string of a record)."""
@@ -111,7 +125,7 @@ class Benchmark:
     fields: tuple[str, ...] = ()
 
 
-@frozen
+@dataclass(frozen=True)
 class Pipeline:
     concurrency: int = 8
     max_retries: int = 5
@@ -137,7 +151,7 @@ class Pipeline:
         return self.answers_mode or self.mode
 
 
-@frozen
+@dataclass(frozen=True)
 class Gate:
     """[gate] (docs/stages.md#gate): the rule checks on answers (None: not checked), the
     grader's threshold, and the early stop of `answers` and `gate`."""
@@ -154,7 +168,7 @@ class Gate:
     stop_share: float = 0.5  # stop when more than this share of them is rejected
 
 
-@frozen
+@dataclass(frozen=True)
 class Training:
     target: str
     base_model: str
@@ -177,7 +191,7 @@ class Training:
     axolotl_extra: dict[str, Any] = field(default_factory=dict)
 
 
-@frozen
+@dataclass(frozen=True)
 class Target:
     """Common part of every target; see LocalTarget, SshTarget, RunpodTarget."""
 
@@ -185,7 +199,7 @@ class Target:
     kind: str
 
 
-@frozen
+@dataclass(frozen=True)
 class LocalTarget(Target):
     runtime: str = "native"
     venv: str | None = None  # native only: directory holding bin/axolotl
@@ -194,7 +208,7 @@ class LocalTarget(Target):
     llama_cpp_dir: str | None = None  # a llama.cpp already on the target (export, compare)
 
 
-@frozen
+@dataclass(frozen=True)
 class SshTarget(Target):
     runtime: str = "native"
     host: str | None = None  # env only: OVERBRAINER_TARGETS__<NAME>__HOST
@@ -205,7 +219,7 @@ class SshTarget(Target):
     llama_cpp_dir: str | None = None
 
 
-@frozen
+@dataclass(frozen=True)
 class RunpodTarget(Target):
     gpu_types: list[str] | str = field(default_factory=list)  # a list, or "auto"
     max_hours: float = 0.0
@@ -224,7 +238,7 @@ class RunpodTarget(Target):
     llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
 
 
-@frozen
+@dataclass(frozen=True)
 class Runpod:
     api_key: "Secret | None" = None  # env only
     base_url: str | None = None  # env only; DEFAULT_RUNPOD_BASE_URL when unset
@@ -234,7 +248,7 @@ class Runpod:
         return self.base_url or DEFAULT_RUNPOD_BASE_URL
 
 
-@frozen
+@dataclass(frozen=True)
 class Export:
     after_training: bool = False
     quantize: str = DEFAULT_QUANTIZE
@@ -243,7 +257,7 @@ class Export:
     max_hours: float = DEFAULT_SIDE_HOURS  # an export pod's life at most
 
 
-@frozen
+@dataclass(frozen=True)
 class Hub:
     repo: str | None = None
     private: bool = True
@@ -257,7 +271,7 @@ class Hub:
         return self.base_url or DEFAULT_HUB_BASE_URL
 
 
-@frozen
+@dataclass(frozen=True)
 class Compare:
     parent_price_in: float | None = None
     parent_price_out: float | None = None
@@ -270,7 +284,7 @@ class Compare:
     max_hours: float = DEFAULT_SIDE_HOURS  # a compare pod's life at most
 
 
-@frozen
+@dataclass(frozen=True)
 class Metrics:
     """[metrics] (docs/metrics.md): served while a locking command runs, and/or written to a
     textfile at the end of each stage and run."""
@@ -285,7 +299,7 @@ class Metrics:
         return self.listen is not None or self.textfile is not None
 
 
-@record
+@dataclass
 class Config:
     """The whole configuration of a project (one per command)."""
 

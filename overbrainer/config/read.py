@@ -1,5 +1,5 @@
 """Read `overbrainer.toml` + `OVERBRAINER_*` variables into a validated Config (config/load.py
-adds the logging of its warnings; this module imports no logging, for `config check`'s start-up).
+adds the logging of its warnings).
 
 Precedence: environment > file > defaults. Every problem is listed at once in
 `ConfigError("invalid configuration", problems)`; TOML syntax errors give line, column (of the key
@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from pathlib import Path
 from typing import Any, Mapping
 
 from overbrainer.config import envmap
 from overbrainer.config.build import build
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
-from overbrainer.support.files import path_text, read_bytes
+from overbrainer.support.files import read_bytes
 
 CONFIG_FILE = "overbrainer.toml"
 # Patterns for a syntax error only, compiled then (re's cache; start-up time).
@@ -72,10 +73,10 @@ def syntax_reason(message: str) -> str:
     return reason[:1].lower() + reason[1:]
 
 
-def require_project(project_dir: str | os.PathLike[str]) -> str:
+def require_project(project_dir: str | os.PathLike[str]) -> Path:
     """The path of overbrainer.toml; ConfigError naming it when it is missing."""
-    path = path_text(project_dir, CONFIG_FILE)
-    if not os.path.isfile(path):
+    path = Path(project_dir) / CONFIG_FILE
+    if not path.is_file():
         raise ConfigError(f"{path} not found: run `overbrainer init` or pass -C DIR")
     return path
 

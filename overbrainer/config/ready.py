@@ -1,6 +1,6 @@
 """Whether a valid configuration can do its work, checked before anything is sent or removed:
-it has topics, every provider a role uses has a URL, and a parent asked for its reasoning can
-return it.
+it has topics, every provider a role uses has a URL, a parent asked for its reasoning can
+return it, and the extras its settings need are installed.
 
 `config check` lists these problems; `run` refuses with the first of no topics and hidden
 reasoning, `answers` with hidden reasoning (exit 2), before any stage runs.
@@ -11,6 +11,7 @@ from __future__ import annotations
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError
 from overbrainer.llm.hidden import hides
+from overbrainer.support import extras
 
 # Parents that return their raw reasoning (named in the fix of a parent that hides it).
 SHOWS_REASONING = "DeepSeek-R1, Qwen3 or QwQ, gpt-oss, Kimi K2 Thinking, GLM-4.5"
@@ -49,10 +50,21 @@ def hidden_reasoning(config: Config) -> str | None:
             f"to distil answers without reasoning, or pick a parent that returns it ({SHOWS_REASONING})")
 
 
+def missing_extras(config: Config) -> list[str]:
+    """One problem per extra a setting needs that is not installed: `[metrics]` (every command that
+    takes the project lock serves or writes them) and `[hub] after_training` (`run`, `train`)."""
+    wanted = []
+    if config.metrics.enabled:
+        wanted.append(("metrics", "[metrics]"))
+    if config.hub.after_training and config.training is not None:
+        wanted.append(("hub", "[hub] after_training"))
+    return [extras.needs(what, extra) for extra, what in wanted if not extras.installed(extra)]
+
+
 def problems(config: Config) -> list[str]:
     found = [p for p in (no_topics(config),) if p] + unset_urls(config)
     reasoning = hidden_reasoning(config)
-    return found + ([reasoning] if reasoning else [])
+    return found + ([reasoning] if reasoning else []) + missing_extras(config)
 
 
 def refuse_unrunnable(config: Config) -> None:

@@ -6,11 +6,12 @@ return None instead of stopping.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Mapping
+from urllib.parse import urlsplit
 
 from overbrainer.config.fields import Table
 from overbrainer.config.secrets import BAD_REFERENCE, Secret, parse_reference
-from overbrainer.support import urls
 
 
 def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
@@ -31,7 +32,7 @@ def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
         return None
     v = v.strip()
     try:
-        parts = urls.split(v)
+        parts = urlsplit(v)
         host = parts.hostname
     except ValueError:
         parts, host = None, None
@@ -45,4 +46,9 @@ def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
 
 
 def _is_loopback(host: str) -> bool:
-    return host == "localhost" or urls.is_loopback_ip(host)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

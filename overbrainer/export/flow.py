@@ -18,11 +18,11 @@ from typing import Any
 from overbrainer.config.build_train import is_ollama_name
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import UsageError
-from overbrainer.export import pod
 from overbrainer.export.deliver import ollama_create
 from overbrainer.export.gate import base_model, check_run
 from overbrainer.export.job import FETCHED, export_part
 from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
+from overbrainer.runpod import side_pods as pod
 
 log = logging.getLogger(__name__)
 

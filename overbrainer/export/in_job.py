@@ -33,7 +33,7 @@ MARK = "export.quantize"  # the type asked for, beside the scripts in the run di
 class InJobExport:
     """`[export] after_training` as a step of the training job (runs/post_train.PostTrain)."""
 
-    fetch = (VERSION_FILE,)
+    fetch: tuple[str, ...] = (VERSION_FILE,)
 
     def prepare(self, config: Config, run_dir: Path, run_id: str, target: Any, workdir: str) -> tuple[Any, dict] | None:
         settings = config.export

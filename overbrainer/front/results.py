@@ -6,6 +6,7 @@ no events and no renderer."""
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import IO
 
@@ -16,9 +17,6 @@ from overbrainer.support.redact import redact
 def write_result(text: str, data: dict | None, *, as_json: bool, out: IO | None = None) -> None:
     """One result line on `out` (stdout by default), flushed."""
     if as_json:
-        # lazy: json only with --json (`config check`'s start-up time)
-        import json
-
         line = json.dumps(data if data is not None else {"message": text}, ensure_ascii=False)
     else:
         line = text

@@ -4,7 +4,9 @@ Called by `train`, `train attach` and `run` after the training flow returned. On
 `succeeded` and whose results were retrieved is pushed; `stopped` runs, detached runs and runs that
 already hold `hub/push.json` are left alone. A failed push only warns (the training did what it was
 asked): `push failed: <why>; run it again with: overbrainer push RUN_ID`. A missing token is said
-when the training starts (`warn_missing_token`), not after hours of training.
+when the training starts (`warn_missing_token`), not after hours of training; a missing `hub`
+extra stops `run` and `train` before they start (`require_hub`, exit 2), and a push it would have
+stopped (`train attach`) is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.hub.flow import push_flow
 from overbrainer.hub.push import RECORD
+from overbrainer.support import extras
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,12 @@ SUCCEEDED = "succeeded"
 
 def wants_push(config: Config) -> bool:
     return config.hub.after_training
+
+
+def require_hub(config: Config) -> None:
+    """ConfigError (exit 2) when `[hub] after_training` is set and the `hub` extra is not installed."""
+    if wants_push(config):
+        extras.require("hub", "[hub] after_training")
 
 
 def warn_missing_token(config: Config) -> None:
@@ -45,6 +54,10 @@ def push_after_training(session: Any, config: Config, result: Any) -> bool:
     if config.hf_token is None:
         log.warning("push skipped: OVERBRAINER_HF_TOKEN is not set; push run %s later with: "
                     "overbrainer push %s", result.run_id, result.run_id)
+        return False
+    if not extras.installed("hub"):
+        log.warning("push skipped: %s; push run %s later with: overbrainer push %s",
+                    extras.needs("[hub] after_training", "hub"), result.run_id, result.run_id)
         return False
     try:
         push_flow(session, config, result.run_id)

@@ -22,8 +22,7 @@ from overbrainer.dataset.jsonl import iter_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
 from overbrainer.hub import client, push
-from overbrainer.hub.dataset_card import render
-from overbrainer.hub.dataset_facts import gather
+from overbrainer.hub.dataset_card import gather, render
 from overbrainer.hub.files import Upload
 from overbrainer.hub.flow import YOU, dry_run_report, hub_token, pick_repo, push_line, send
 from overbrainer.hub.parquet import SplitFile, write_split

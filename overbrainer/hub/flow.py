@@ -21,9 +21,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import PersonMustAct, UsageError
 from overbrainer.front.events import RunWatched, Transfer
 from overbrainer.hub import client, push
-from overbrainer.hub.card import render
-from overbrainer.hub.card_facts import axolotl_settings, gather
-from overbrainer.hub.card_rules import is_hub_id
+from overbrainer.hub.card import axolotl_settings, gather, is_hub_id, render
 from overbrainer.hub.files import check_run, collect
 from overbrainer.hub.push import write_card_copy
 from overbrainer.jobs import ids

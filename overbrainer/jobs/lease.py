@@ -1,16 +1,16 @@
 """The target lease: the one place a flow that runs a job on a target gets its executor.
 
     with lease(session, config, name, target, record, interrupt=..., start=True,
-               options=PodOptions(retrieved) or LocalOptions(executor)) as held:
+               options=LeaseOptions(retrieved, keep=..., executor=...)) as held:
         held.executor.spawn(...); held.job_started(); held.follow(record, bus, interrupt)
 
-What each target kind needs besides the target comes as one value: `LocalOptions` (local and
-SSH) or `jobs.pod_lease.PodOptions` (Runpod).
-
-It yields one `Lease`, whatever the target: the executor and the pod's side of the job (`follow`,
+The lease of every kind of target comes from its kind (`KINDS`: `local` and `ssh` here,
+`runpod` from runpod.target; the interface is jobs.kinds.TargetKind), given what it may need as
+one value, `LeaseOptions`; a kind ignores what it does not use. It
+yields one `Lease`, whatever the target: the executor and the kind's side of the job (`follow`,
 `job_started`: plain for a local or SSH target). Local and SSH leases connect (raced against
 Ctrl-C: a connection is safe to abandon) and close the executor on release. A Runpod lease
-(`jobs.pod_lease`) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
+(runpod.lease) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
 pod's host key, and on release ends the pod: deleted once the results are verified home, else left
 to its watchdog with a message saying so. `retrieved(record, run_dir)` says whether an ended run's
 results are home (the job kind's rule): the Runpod lease deletes a pod only then.
@@ -20,39 +20,39 @@ lease claims its directory on the target, so `record.remote_dir` is set inside t
 `record.id` may take the next free suffix when another checkout shares an SSH workdir). A local
 or SSH lease that fails before that claim removes the new run's directory: nothing is left, as if
 the run never started. Otherwise the lease is for a run that has a job (attach, stop, cancel).
+
+The other calls a run's command makes of its target's kind are here too: `end_left` (`train
+attach` of an ended run), `cancel_stopped` (`train cancel` of a run whose process died while
+preparing). What only reads a kind's records (costs, `runs logs`) is jobs.records.
 """
 
 from __future__ import annotations
 
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Iterator, TypeGuard
+from typing import Any, Callable, Iterator
 
-from overbrainer.config.model import RunpodTarget, Target
-from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.errors import Interrupted
+from overbrainer.config.model import Target
+from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
-from overbrainer.jobs.pod_lease import PodLease, PodOptions, pod_lease
+from overbrainer.jobs.homes import Home, Homes
+from overbrainer.jobs.kinds import Held, LeaseOptions, Retrieved, TargetKind
+from overbrainer.jobs.records import recorded_by
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
-
-@dataclass(frozen=True)
-class LocalOptions:
-    """What a local or SSH lease may be given: `executor`, one the flow connected already, for its
-    checks before the run was created (the lease takes it over, and closes it)."""
-
-    executor: Any = None
+from overbrainer.runpod.target import RUNPOD
 
 
 class Lease:
-    """What a lease gives its block: `executor` (None only when a Runpod run's pod no longer
-    exists: `gone`; pod.json then says deleted) and the pod's side of following the job."""
+    """What a lease gives its block: `executor` (None only when the target made for the job no
+    longer exists: `gone`; a Runpod run's pod.json then says deleted) and the kind's side of
+    following the job."""
 
-    def __init__(self, executor):
-        self.executor = executor
+    def __init__(self, held: Held):
+        self.held = held
+        self.executor = held.executor
 
     @property
     def gone(self) -> bool:
@@ -61,19 +61,115 @@ class Lease:
     def follow(self, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
                job: str | None = None) -> Followed | None:
         """`jobs.follow.follow` on this target (a pod's: under the client's deadline)."""
-        return follow(self.executor, record, bus, interrupt, limits=limits, job=job)
+        def watch(stop) -> Followed | None:
+            return follow(self.executor, record, bus, stop, limits=limits, job=job)
+
+        return self.held.watch(watch, record.id, interrupt)
 
     def job_started(self) -> None:
-        """The job was spawned (or may have been): nothing to note on a local or SSH target."""
+        """The job was spawned (or may have been): the kind notes it (a pod is `running`)."""
+        self.held.job_started()
 
 
-def is_pod(target: Target) -> TypeGuard[RunpodTarget]:
-    return target.kind == "runpod"
+# --- the kinds ------------------------------------------------------------------------------------
+
+class _Connected:
+    """What a local or SSH lease holds: its executor; the job is followed as it is."""
+
+    def __init__(self, executor: Any):
+        self.executor = executor
+
+    def watch(self, watch: Callable[[Any], Any], run_id: str, interrupt: Any) -> Any:
+        return watch(interrupt)
+
+    def job_started(self) -> None:
+        """Nothing to note on a local or SSH target."""
+
+
+class MachineKind:
+    """`local` and `ssh`: a machine that is there before any job (reached by connecting)."""
+
+    made_for_job = False
+
+    @contextmanager
+    def lease(self, session: Any, config: Any, name: str, target: Any, record: Any, *, owners: Homes,
+              interrupt: Any, start: bool, options: LeaseOptions) -> Iterator[Held]:
+        """Connect (raced against Ctrl-C: a connection is safe to abandon), or take over the
+        executor the flow connected already; close it on release. A new run (`start`) claims its
+        directory on the target; one that fails before that claim leaves nothing behind."""
+        executor = options.executor
+        runs_dir = owners.runs_dir
+        try:
+            if executor is None:
+                executor = interrupt.race(open_executor, config, name, target, runs_dir)
+            if executor is None:
+                raise Interrupted("interrupted before the run started" if start
+                                  else f"interrupted: run {record.id} was not touched")
+            if start:
+                claim_target(executor, runs_dir, record)
+        except BaseException:
+            if executor is not None:
+                executor.close()
+            if start:
+                shutil.rmtree(ids.run_dir(runs_dir, record.id), ignore_errors=True)
+            raise
+        try:
+            yield _Connected(executor)
+        finally:
+            executor.close()
+
+    def check(self, config: Any) -> None:
+        """Nothing to check before a side job: its target is connected to first."""
+
+    def side_place(self, target: Any, run_id: str) -> tuple[str, str]:
+        raise TypeError("a local or SSH target is not made for a job: a side job works in the run's directory")
+
+    def left(self, owner: Home) -> str:
+        return ""
+
+    def end_left(self, session: Any, config: Any, owners: Homes, run_id: str, retrieved: Retrieved) -> None:
+        """Nothing is left of an ended job on a machine of one's own."""
+
+    def cancel_stopped(self, session: Any, config: Any, record: Any, owner: Home) -> str:
+        """A run whose process died while preparing, with nothing of it on a target: failed."""
+        message = "cancelled before its job started (its process was killed)"
+        owner.fail_run(message)
+        text = f"train: run {record.id} failed: {message}"
+        session.report(text, {"run_id": record.id, "cancelled": False, "state": "failed", "message": message,
+                              "pods": []})
+        return text
+
+
+MACHINE = MachineKind()
+KINDS: dict[str, TargetKind] = {"local": MACHINE, "ssh": MACHINE, "runpod": RUNPOD}
+
+
+def kind_of(target: Target) -> TargetKind:
+    """The kind of a configured target (ConfigError for a kind this version does not know)."""
+    kind = KINDS.get(target.kind)
+    if kind is None:
+        raise ConfigError(f"target `{target.name}` has an unknown kind")
+    return kind
+
+
+def recorder(owner: Home) -> TargetKind:
+    """The kind that recorded something in the folder of `owner` (a machine's if none did)."""
+    name = recorded_by(owner)
+    return MACHINE if name is None else KINDS[name]
+
+
+# --- what a run's command asks of its target's kind -----------------------------------------------
+
+def is_pod(target: Target) -> bool:
+    """Whether the target is made for each job (a Runpod pod): no executor before its lease, a
+    side job gets one of its own, `--keep-pod` applies."""
+    return kind_of(target).made_for_job
 
 
 def connect(config, target_name: str, target: Any, runs_dir, interrupt):
     """A local or SSH target's executor, connected (raced against Ctrl-C), before any run exists:
-    what a flow checks the target with first; hand it to `lease(executor=)`, or close it."""
+    what a flow checks the target with first; hand it to `lease(options=LeaseOptions(executor=))`,
+    or close it."""
     executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
     if executor is None:
         raise Interrupted("interrupted before the run started")
@@ -82,33 +178,27 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 
 @contextmanager
 def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
-          start: bool = False, options: LocalOptions | PodOptions | None = None) -> Iterator[Lease | PodLease]:
-    """The Lease of `target` for the run `record`, for the block (see the module docstring).
-    A Runpod target needs its PodOptions; a local or SSH one takes LocalOptions (or nothing, and
-    ignores a PodOptions given in case the target were a pod)."""
-    if is_pod(target):
-        if not isinstance(options, PodOptions):
-            raise ValueError("a Runpod lease needs its PodOptions (the rule saying whether a run's results are home)")
-        with pod_lease(session, config, target, record, interrupt=interrupt, start=start, options=options) as held:
-            yield held
-        return
-    executor = options.executor if isinstance(options, LocalOptions) else None
-    runs_dir = ProjectPaths(session.project_dir).runs
-    try:
-        if executor is None:
-            executor = interrupt.race(open_executor, config, target_name, target, runs_dir)
-        if executor is None:
-            raise Interrupted("interrupted before the run started" if start
-                              else f"interrupted: run {record.id} was not touched")
-        if start:
-            claim_target(executor, runs_dir, record)
-    except BaseException:
-        if executor is not None:
-            executor.close()
-        if start:
-            shutil.rmtree(ids.run_dir(runs_dir, record.id), ignore_errors=True)
-        raise
-    try:
-        yield Lease(executor)
-    finally:
-        executor.close()
+          start: bool = False, options: LeaseOptions | None = None) -> Iterator[Lease]:
+    """The Lease of `target` for the run (or side job) `record`, for the block (see the module
+    docstring)."""
+    kind = kind_of(target)
+    with kind.lease(session, config, target_name, target, record, owners=Homes.of(session.project_dir),
+                    interrupt=interrupt, start=start, options=options or LeaseOptions()) as held:
+        yield Lease(held)
+
+
+def end_left(session, config, run_id: str, retrieved: Retrieved) -> None:
+    """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`): end
+    what its target may have left (a pod a killed client never deleted; nothing else is done,
+    and no API key needed, when there is none)."""
+    homes = Homes.of(session.project_dir)
+    recorder(homes.run(run_id)).end_left(session, config, homes, run_id, retrieved)
+
+
+def cancel_stopped(session, config, record: RunRecord) -> str:
+    """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
+    gone): what its target's kind recorded is ended (its pods deleted and confirmed), the run
+    failed; returns the line reported."""
+    owner = Homes.of(session.project_dir).run(record.id)
+    return recorder(owner).cancel_stopped(session, config, record, owner)
+

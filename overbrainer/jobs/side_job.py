@@ -17,13 +17,14 @@ target, the run's own directory), and `/workspace/overbrainer/<run>` on a pod. I
 writes `job.log` and `metrics.jsonl` there, so `jobs.follow` shows its stage lines and
 `Executor.fetch` verifies what comes back against the target's SHA-256 manifest.
 
-A runpod target gets a NEW pod for the job, under the same lease as training (jobs.pod_lease:
-provisioning flag, pinned host key, watchdog, the client's deadline, `max_cost_usd`), with the
-target's settings changed by `SideJob.pod` (image, max_hours, min_vram_gb). The job's ID is then
-unique in the project: it is the pod's marker, and `pod ls` / `pod rm <id>` know it. Its
-`pod.json` and `ssh/` are in the job's directory; the pod's run directory (the watchdog's) is the
-job's directory there. The pod is deleted once the job ended and its files are verified home
-(jobs.pod_homes.side_results_home), or kept with `keep` (`--keep-pod`).
+A target made for each job (a runpod target: jobs.kinds) gets a NEW one for the job, under the
+same lease as training (for a pod, runpod.lease: provisioning flag, pinned host key, watchdog,
+the client's deadline, `max_cost_usd`), with the target's settings changed by `SideJob.pod`
+(image, max_hours, min_vram_gb). The job's ID is then unique in the project: it is the pod's
+marker, and `pod ls` / `pod rm <id>` know it. Its `pod.json` and `ssh/` are in the job's
+directory; the pod's run directory (the watchdog's) is the job's directory there. The pod is
+deleted once the job ended and its files are verified home (jobs.homes.side_results_home), or
+kept with `keep` (`--keep-pod`).
 
 - `files` are written into the local job directory and uploaded with it (the job's scripts);
   `steps` run with the target's runtime (natively the venv's bin/ first on PATH; in a container
@@ -49,29 +50,25 @@ import datetime as _dt
 import logging
 import secrets as _secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from overbrainer.config.model import Config, RunpodTarget, Target
+from overbrainer.config.model import Config, Target
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
 from overbrainer.exec.base import JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
 from overbrainer.jobs import ids
-from overbrainer.jobs.lease import is_pod, lease
-from overbrainer.jobs.pod_lease import PodOptions
-from overbrainer.jobs.pod_homes import NOT_HOME, PodHome, key_taken, side_results_home
+from overbrainer.jobs.homes import NOT_HOME, Home, key_taken, side_results_home
+from overbrainer.jobs.kinds import LeaseOptions, TargetKind
+from overbrainer.jobs.lease import kind_of, lease
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
-from overbrainer.runpod.api import RunpodClient
-from overbrainer.runpod.pod_body import VOLUME_PATH
-from overbrainer.runpod.pod_record import PodRecord
-from overbrainer.runpod.pod_scripts import WORKDIR
-from overbrainer.support import fmt, frozen
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -143,17 +140,13 @@ def side_target(config: Config, run: RunRecord, kind: str, name: str | None = No
     return name, config.target(name, run_id=run.id if name == run.target else None)
 
 
-def pod_root(run_id: str) -> str:
-    """The run's directory on a side job's pod."""
-    return f"{WORKDIR}/{ids.validate(run_id)}"
-
-
 def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
                  now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
     ids.validate(job.kind)
     name, where = side_target(config, run, job.kind, target)
-    pod = is_pod(where)
+    kind = kind_of(where)
+    pod = kind.made_for_job
     if keep and not pod:
         raise UsageError("--keep-pod only applies to a runpod target")
     own = name == run.target
@@ -168,8 +161,8 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
     side = _Side(run, record, parent, job, label)
     interrupt = session.front.interrupt()
     try:
-        if pod and isinstance(where, RunpodTarget):  # pod: is_pod(where)
-            return _on_pod(session, config, side, name, where, interrupt, keep)
+        if pod:
+            return _on_pod(session, config, side, (name, where, kind), interrupt, keep)
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
@@ -184,44 +177,33 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         interrupt.restore()
 
 
-def _on_pod(session, config, side: _Side, name: str, target: RunpodTarget, interrupt, keep: bool) -> SideJobResult:
-    """The job on a new pod of its own (see the module docstring)."""
+def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind], interrupt,
+            keep: bool) -> SideJobResult:
+    """The job on a new target of its own, a pod (see the module docstring); `where`: the
+    target's name, itself, its kind."""
     run, record, parent, job, label = side.run, side.record, side.parent, side.job, side.label
-    RunpodClient.from_config(config).close()  # the API key first: nothing is claimed without it
+    name, target, kind = where
+    kind.check(config)  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
     job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
     save(parent, record)
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
-    root = pod_root(run.id)
-    pod_target = frozen.replace(target, **job.pod) if job.pod else target
-    cache = (f"{VOLUME_PATH}/overbrainer/.cache" if target.network_volume_id
-             else f"{root.rsplit('/', 1)[0]}/.cache")
+    root, cache = kind.side_place(target, ids.validate(run.id))
+    pod_target = replace(target, **job.pod) if job.pod else target
+    home = Home(job_id, parent, run.id)
     try:
-        options = PodOptions(side_results_home, keep=keep, home=PodHome(job_id, parent, run.id),
-                             workdir=f"{root}/{job.kind}s")
+        options = LeaseOptions(side_results_home, keep=keep, home=home, workdir=f"{root}/{job.kind}s")
         with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
                    options=options) as held:
             return _run(session, held, interrupt, side, _Place(job_dir, root, pod_target, cache))
     except Interrupted as e:
         if record.job is not None:  # the job started: _run said it
             raise
-        where = _pod_left(parent, job_id)
-        err = Interrupted(f"interrupted: {label} cancelled{where}")
+        err = Interrupted(f"interrupted: {label} cancelled{kind.left(home)}")
         err.exit_code = e.exit_code
         raise err from e
-
-
-def _pod_left(parent: Path, job_id: str) -> str:
-    """`; it has no pod left`, or where to look, from the job's pod.json."""
-    try:
-        pod = PodRecord.load_if_any(PodRecord.path_in(parent / job_id))
-    except OverbrainerError:
-        pod = None
-    if pod is None or pod.no_pod_left:
-        return "; it has no pod left"
-    return f"; a pod of it may be left: check `overbrainer pod ls` (`overbrainer pod rm {job_id}` removes it)"
 
 
 def remote_job_dir(root: str, kind: str, job_id: str) -> str:

@@ -53,7 +53,10 @@ def parse_usage(doc: Any) -> Usage:
     usage = doc.get("usage") if isinstance(doc, dict) else None
     if not isinstance(usage, dict):
         return Usage()
-    return Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+    # input_tokens leaves out what the prompt cache served or stored: counted as input here
+    cached = _int(usage.get("cache_read_input_tokens"))
+    written = _int(usage.get("cache_creation_input_tokens"))
+    return Usage(_int(usage.get("input_tokens")) + cached + written, _int(usage.get("output_tokens")))
 
 
 def parse_chat(doc: Any) -> ChatResponse:
@@ -64,4 +67,6 @@ def parse_chat(doc: Any) -> ChatResponse:
         raise invalid("no content blocks")
     content, thought, kind = reasoning.from_anthropic_blocks(blocks)
     finish = _FINISH.get(doc.get("stop_reason"), OTHER)
-    return ChatResponse(content, thought, kind, finish, parse_usage(doc))
+    usage = doc.get("usage")
+    cached = _int(usage.get("cache_read_input_tokens")) if isinstance(usage, dict) else 0
+    return ChatResponse(content, thought, kind, finish, parse_usage(doc), cached_tokens=cached)

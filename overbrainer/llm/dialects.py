@@ -9,10 +9,10 @@ when unset, guessed from its base URL (`guess`). The table is docs/llm-requests.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from overbrainer.support.frozen import frozen
-from overbrainer.support.urls import split
 
 # The protocols serve annotations only: `config check` imports this module (start-up time).
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +31,7 @@ MAX_TOKENS = "max_tokens"
 MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 
-@frozen
+@dataclass(frozen=True)
 class Dialect:
     name: str
     token_field: str  # the field that limits the answer's tokens
@@ -89,7 +89,7 @@ def guess(base_url: str | None) -> str:
     if not base_url:
         return GENERIC
     try:
-        parts = split(base_url)
+        parts = urlsplit(base_url)
         host = (parts.hostname or "").lower()
         port = parts.port
     except ValueError:
@@ -114,6 +114,15 @@ def publishes_limits(protocol: str, dialect: str | None) -> bool:
 
 
 OPENAI_BATCH, ANTHROPIC_BATCH = "openai", "anthropic"  # the batch APIs (llm/batch_types.py)
+# The servers whose model listing can carry prices (OpenRouter's, NanoGPT's, a reseller's): OpenAI's
+# and Anthropic's list ids only, and a self-hosted server (llama.cpp, Ollama, vLLM) none.
+LISTS_PRICES = frozenset({OPENROUTER, GENERIC})
+SELF_HOSTED = frozenset({LLAMACPP, OLLAMA, VLLM})
+
+
+def lists_prices(protocol: str, dialect: str | None) -> bool:
+    """Whether the provider's model listing may give prices (llm/prices.py reads it then)."""
+    return str(protocol) == "openai" and (dialect or GENERIC) in LISTS_PRICES
 
 
 def batch_api(protocol: str, dialect: str | None) -> str | None:

@@ -28,6 +28,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable
 
 from overbrainer.llm import meanings, rate_headers
@@ -48,7 +49,6 @@ from overbrainer.support.http import (
     exchange,
 )
 from overbrainer.support.failure import FailureKind
-from overbrainer.support.frozen import frozen
 from overbrainer.support.retry import Policy, retrying
 from overbrainer.support.sleep import pause as _sleep
 from overbrainer.support.usage import Usage
@@ -65,7 +65,7 @@ FILE_CAP = 1024 * 1024 * 1024  # a file read as bytes (a batch's results): at mo
 # Transport failure kinds (support/failure.FailureKind; the breaker counts a streak of one kind).
 SERVER = meanings.SERVER
 __all__ = ["CONNECT", "CUT_OFF", "DNS", "FailureKind", "REFUSED", "SERVER", "TIMEOUT", "TLS", "Channel", "LlmSession",
-           "Pace", "display_url", "request_once", "send"]
+           "Pace", "Raw", "display_url", "request_once", "send"]
 # What a non-2xx answer means: (status, body, Retry-After seconds) -> LlmError.
 Explain = Callable[[int, bytes, "float | None"], LlmError]
 # Told of every answer: (status, headers, body; the body of an error answer only, else b"").
@@ -203,21 +203,20 @@ def request_once(
     timeout: float,
     connect_timeout: float = CONNECT_TIMEOUT,
     explain: Explain | None = None,
-    raw: tuple[bytes, str] | None = None,
     decode: bool = True,
     into: BinaryIO | None = None,
     seen: Seen | None = None,
 ) -> Any:
     """One HTTP exchange → the parsed JSON of a 2xx answer (its bytes when not `decode`; None
     when written `into` a file, emptied first: a retry starts it again), else LlmError (what the
-    status means: `explain`, by default as every provider means it). `raw`: a body that is not
-    JSON, (bytes, content type). `timeout` bounds the whole exchange. `seen` is told of every
+    status means: `explain`, by default as every provider means it). `body`: sent as JSON, or
+    as it is when `Raw`. `timeout` bounds the whole exchange. `seen` is told of every
     answer (its status, headers, and an error answer's body) before it is read."""
     deadline = time.monotonic() + timeout
     if into is not None:
         into.seek(0)
         into.truncate()
-    data, hdrs = _payload(body, headers, raw)
+    data, hdrs = _payload(body, headers)
     cap = BODY_CAP if decode and into is None else FILE_CAP
     try:
         answer = exchange(channel.session, method, channel.base + path, data=data, headers=hdrs,
@@ -232,10 +231,7 @@ def request_once(
     if seen is not None:
         seen(status, answer.headers, b"" if ok else answer.body)
     if not ok:
-        retry_after = parse_retry_after(answer.headers.get("Retry-After"))
-        if explain is not None:
-            raise explain(status, answer.body, retry_after)
-        raise status_error(status, answer.body, retry_after, channel.name)
+        raise _refusal(channel, answer.status, answer.body, answer.headers, explain)
     if into is not None:
         return None
     if not decode:
@@ -248,11 +244,25 @@ def request_once(
         raise error from None
 
 
-def _payload(body: Any, headers: dict[str, str] | None,
-             raw: tuple[bytes, str] | None) -> tuple[bytes | None, dict[str, str] | None]:
-    """A request's bytes and headers: `raw` as given, `body` as JSON, or none."""
-    if raw is not None:
-        return raw[0], {**(headers or {}), "Content-Type": raw[1]}
+def _refusal(channel: Channel, status: int, body: bytes, headers: Any, explain: Explain | None) -> LlmError:
+    """The error of a non-2xx answer: `explain`'s, else as every provider means it."""
+    retry_after = parse_retry_after(headers.get("Retry-After"))
+    if explain is not None:
+        return explain(status, body, retry_after)
+    return status_error(status, body, retry_after, channel.name)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A request body that is not JSON: its bytes and their content type."""
+    data: bytes
+    content_type: str
+
+
+def _payload(body: Any, headers: dict[str, str] | None) -> tuple[bytes | None, dict[str, str] | None]:
+    """A request's bytes and headers: a `Raw` body as given, another as JSON, or none."""
+    if isinstance(body, Raw):
+        return body.data, {**(headers or {}), "Content-Type": body.content_type}
     if body is None:
         return None, headers
     return json.dumps(body).encode(), {**(headers or {}), "Content-Type": "application/json"}
@@ -263,7 +273,7 @@ def backoff(attempt: int) -> float:
     return http.backoff(attempt, BACKOFF_BASE, BACKOFF_CAP)
 
 
-@frozen
+@dataclass(frozen=True)
 class Reading:
     """How an answer is read: what its error statuses mean (`explain`, by default as every
     provider means them), the error a 2xx body may carry (`inspect`: handled as if the answer had
@@ -282,7 +292,7 @@ class Reading:
 JSON_ANSWER = Reading()
 
 
-@frozen
+@dataclass(frozen=True)
 class Pace:
     """A request paced by `pacer` (llm/pacing.py): its estimated input and output tokens, and
     how to read what it used from its answer (`usage(doc)`)."""
@@ -300,9 +310,9 @@ class _Send:
 
     def __init__(self, channel: Channel, method: str, path: str, body: Any, headers: dict[str, str] | None,
                  timeout: float, on_retry: Callable[[str], None] | None, stop: threading.Event | None,
-                 reading: Reading, raw: tuple[bytes, str] | None = None, pace: Pace | None = None):
+                 reading: Reading, pace: Pace | None = None):
         self.channel, self.method, self.path, self.body, self.headers = channel, method, path, body, headers
-        self.raw, self.reading, self.pace = raw, reading, pace
+        self.reading, self.pace = reading, pace
         self.timeout, self.on_retry, self.stop = timeout, on_retry, stop
 
     def waiting(self, error: BaseException, seconds: float) -> None:
@@ -360,7 +370,7 @@ def _attempt(s: _Send) -> Any:
     try:
         reading = s.reading
         doc = request_once(channel, s.method, s.path, body=s.body, headers=s.headers, timeout=s.timeout,
-                           explain=reading.explain, raw=s.raw, decode=reading.decode, into=reading.into,
+                           explain=reading.explain, decode=reading.decode, into=reading.into,
                            seen=pace.seen if pace is not None else None)
         carried = reading.inspect(doc) if reading.inspect is not None else None
         if carried is not None:
@@ -411,15 +421,14 @@ def send(
     on_retry: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     reading: Reading = JSON_ANSWER,
-    raw: tuple[bytes, str] | None = None,
     pace: Pace | None = None,
 ) -> Any:
     """request_once with the retry policy, the shared cool-down and the circuit breaker, the
     answer read as `reading` says (an error a 2xx body carries is retried when transient; a
     request that `reading.creates` something billed is retried only when it was certainly not
-    applied, AnswerLost when it may have been: the module's docstring). `raw`: as request_once.
+    applied, AnswerLost when it may have been: the module's docstring). `body`: as request_once.
     `pace`: each attempt waits for its pacer first (the module's docstring)."""
-    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, reading, raw, pace)
+    s = _Send(channel, method, path, body, headers, timeout, on_retry, stop, reading, pace)
     creates = reading.creates
     policy = Policy(max(0, int(max_retries)) + 1, _unapplied if creates else _transient, _delay)
     try:

@@ -1,7 +1,7 @@
 """Prometheus metrics of a project (docs/metrics.md): `[metrics] listen` serves them over HTTP while
 a locking command runs, `[metrics] textfile` writes them for node_exporter's textfile collector.
 
-Imported by cli/ only when `[metrics]` is set (prometheus_client costs start-up time):
+Imported by cli/ only when `[metrics]` is set (prometheus_client: the `metrics` extra):
 
 - `tally`: the numbers (pure): seeded from history.jsonl, moved by the command's bus events;
 - `families`: the tally (and the Runpod spend of `pods`) as prometheus_client metric families;

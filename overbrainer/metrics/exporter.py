@@ -28,8 +28,8 @@ from overbrainer.dataset.accounting.history import read_history
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import JobStatus, Lagged, RunWatched, StageFinished, StageStarted
+from overbrainer.jobs.records import spend_by_run
 from overbrainer.metrics.families import TallyCollector
-from overbrainer.metrics.pods import runpod_spend
 from overbrainer.metrics.server import MetricsServer
 from overbrainer.metrics.tally import Tally
 from overbrainer.support.atomic import atomic_write_bytes
@@ -62,7 +62,7 @@ class Exporter:
         self.tally = Tally()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TallyCollector(self.tally, project, __version__,
-                                              lambda: runpod_spend(ProjectPaths(self.project_dir).runs)))
+                                              lambda: spend_by_run(ProjectPaths(self.project_dir).runs)))
         self.textfile = textfile_path(self.project_dir, settings.textfile)
         self.server: "MetricsServer | None" = None
         self._lock = threading.Lock()

@@ -4,7 +4,18 @@
 Prometheus, the text format for curl); any other path or method answers 404 `not found`; a
 failure to render answers 500. At most `LIMIT` connections at once (more are closed at once), a
 request's header must arrive within `HEADER_TIMEOUT` seconds, a failed accept pauses 100 ms, and
-nothing is looked up in DNS.
+nothing is looked up in DNS. The body is prometheus_client's (metrics/exporter.render: its
+`choose_encoder` and registry).
+
+Why not prometheus_client's own server (`start_http_server`, a wsgiref server around
+`make_wsgi_app`)? Its lifecycle would fit (a daemon thread, `shutdown()` at the command's end,
+OSError on a taken port, any bind address), but not the rest: its `server_bind` asks DNS for the
+address's full name (`socket.getfqdn`), which waits for the resolver's timeout on a server without
+DNS; it sets no header timeout and no limit, so every idle connection holds a thread for the rest
+of a command that may run for hours; a failure to render prints a traceback on stderr (wsgiref's
+`log_exception`), which is this tool's log stream (JSON lines under `--json`); and it serves the
+metrics on every path. `start_http_server` takes no server or handler class that could change
+these; `make_wsgi_app` alone would replace only `_Handler` here, and bring wsgiref's traceback.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
 from overbrainer.llm.batch_anthropic import Ambiguous
-from overbrainer.llm.batch_types import DISCOUNT, custom_id, tag_of
+from overbrainer.llm.batch_types import custom_id, tag_of
 from overbrainer.llm.errors import AnswerLost
 from overbrainer.llm.pacing import prompt_tokens
 from overbrainer.llm.types import ChatRequest
@@ -115,7 +115,7 @@ class Packer:
         cid = custom_id(q.id, tag)
         if cid != f"{tag}-{q.id}":
             self.custom[cid] = q.id
-        return (self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req) * DISCOUNT,
+        return (self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req, batch=True),
                 prompt_tokens(req.system, req.user))
 
     def fits_cap(self, bound: float) -> bool:

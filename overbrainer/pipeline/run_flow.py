@@ -21,6 +21,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from overbrainer.config import templates
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.accounting.history import kept_share, read_history
@@ -28,7 +29,7 @@ from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.errors import ConfigError, ItemsFailed, ItemsRefused, UsageError
-from overbrainer.hub.after_training import push_after_training, warn_missing_token
+from overbrainer.hub.after_training import push_after_training, require_hub, warn_missing_token
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch
 from overbrainer.pipeline.context import StageContext, StageInterrupted
@@ -216,6 +217,7 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     `raise_stalled(results)` once everything else is done. A stage whose batches are still out
     (batch mode, `StageResult.pending`) ends the stages there: the later ones wait for it."""
     refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
+    templates.refuse_broken(session.project_dir)  # a typo in a prompt: before anything is paid
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch, wait)
@@ -278,7 +280,10 @@ def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = 
                 after: Sequence[PostTrain] = (), wait: bool = False) -> RunOutcome:
     """`overbrainer run`: the stages, then training only on change (or `retrain`), then the
     after-training push. `watch`: the reload rule between stages; `after`: what plugs into the
-    training job (the front end's `post_train()`); `wait`: batch mode waits for its batches."""
+    training job (the command line's `InJobExport`); `wait`: batch mode waits for its batches.
+    A missing `hub` extra that the push needs stops it before the first stage (exit 2)."""
+    if config.training is not None:
+        require_hub(config)
     results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
     if results and results[-1].pending:
         log.info("batches are still out: the later stages and training wait for the next run")

@@ -1,6 +1,7 @@
 """What a pod costs: its rate, the spend so far, the price line shown before a create, and the
-`max_cost_usd` cap armed on the pod. Every dollar amount the tool shows about pods is worded here
-(`runs ls`, `runs show`, `pod ls`, `pod rm`, events, warnings), so they all read the same.
+`max_cost_usd` cap armed on the pod. Every dollar amount the tool shows about pods (`runs ls`,
+`runs show`, `pod ls`, `pod rm`, events, warnings) is written by support/fmt.py's money formats
+(`usd`, `usd_per_hour`, `about_usd`), so they all read the same.
 
 The rate is the first non-zero `cost` Runpod reports for the pod (USD per hour, billed per second,
 image pull included); the catalog's list price is only used before a pod exists. Spend is the
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from overbrainer.support.fmt import usd, usd_per_hour
 
 SNAPSHOT_SHARE = 0.95          # the pod asks for a snapshot at 95 % of the cap …
 SNAPSHOT_LEAD_SECS = 15 * 60   # … and at least this long before the cap deletes it
@@ -37,24 +40,6 @@ def spend(rate: float | None, start_unix: float | None, end_unix: float | None) 
     return round(rate * hours, SPEND_DIGITS)
 
 
-def format_usd(amount: float) -> str:
-    """`$0.64`, `$19.00`; amounts under a cent but above zero read `<$0.01`."""
-    if 0 < amount < 0.005:
-        return "<$0.01"
-    return f"${amount:.2f}"
-
-
-def format_rate(rate: float | None) -> str:
-    """`$0.53/h`, or `-` when the pod has no known rate."""
-    rate = usable_rate(rate)
-    return "-" if rate is None else f"${rate:.2f}/h"
-
-
-def format_spend(amount: float | None) -> str:
-    """`about $0.64` (spend is an estimate from the local clock), or `cost unknown`."""
-    return "cost unknown" if amount is None else f"about {format_usd(amount)}"
-
-
 def price_line(gpu_type: str, gpu_count: int, price_per_gpu: float | None, max_hours: float | None,
                max_cost_usd: float | None = None) -> str:
     """The line shown before a pod is created, from the catalog's list price of one GPU:
@@ -67,15 +52,15 @@ def price_line(gpu_type: str, gpu_count: int, price_per_gpu: float | None, max_h
     if price is None:
         return f"{head}, list price unknown"
     rate = price * gpu_count
-    line = f"{head} at {format_rate(rate)}"
+    line = f"{head} at {usd_per_hour(rate)}"
     if max_hours is None:
         if max_cost_usd is not None:
-            return f"{line}, max {format_usd(max_cost_usd)} (max_cost_usd)"
+            return f"{line}, max {usd(max_cost_usd)} (max_cost_usd)"
         return f"{line}, no time limit (--keep-pod)"
     most = rate * max_hours
     if max_cost_usd is not None and max_cost_usd < most:
-        return f"{line}, max {format_usd(max_cost_usd)} (max_cost_usd) within max_hours = {max_hours:g}"
-    return f"{line}, max {format_usd(most)} over max_hours = {max_hours:g}"
+        return f"{line}, max {usd(max_cost_usd)} (max_cost_usd) within max_hours = {max_hours:g}"
+    return f"{line}, max {usd(most)} over max_hours = {max_hours:g}"
 
 
 @dataclass(frozen=True)
@@ -125,6 +110,6 @@ def cap_warning(max_cost_usd: float | None, rate: float | None) -> str | None:
     if max_cost_usd is None or rate is None or max_cost_usd / rate * 60.0 >= CAP_MINUTES_WARNED:
         return None
     minutes = max_cost_usd / rate * 60.0
-    return (f"max_cost_usd = {max_cost_usd:g} buys only {minutes:.0f} min of pod at {format_rate(rate)}: "
-            f"the pod is deleted then; at least {format_usd(least_cap(rate))} buys {CAP_MINUTES_WARNED} min")
+    return (f"max_cost_usd = {max_cost_usd:g} buys only {minutes:.0f} min of pod at {usd_per_hour(rate)}: "
+            f"the pod is deleted then; at least {usd(least_cap(rate))} buys {CAP_MINUTES_WARNED} min")
 

@@ -1,13 +1,20 @@
-"""Failures of the Runpod API client. Every message is one line, names what to do, never holds the
-API key, and for 401/402/403/422 is fixed (Runpod's own text is not shown). `status` is the HTTP
-status when Runpod answered (None for transport failures); callers that record a failure keep
-only `Runpod answered <status>`."""
+"""How Runpod fails us: the API client's failures, then provisioning's.
+
+The API's: every message is one line, names what to do, never holds the API key, and for
+401/402/403/422 is fixed (Runpod's own text is not shown). `status` is the HTTP status when Runpod
+answered (None for transport failures); callers that record a failure keep only `Runpod answered
+<status>` (`run_message`).
+
+Provisioning a run's pod: each message is one line that says what happened to the pod (none
+created, deleted, or possibly left) and what to do; the API's own failures (NoCredits, Rejected,
+…) come through unchanged. `run_message` is what a run record keeps of any of them.
+"""
 
 from __future__ import annotations
 
 import json
 
-from overbrainer.errors import OverbrainerError, PersonMustAct
+from overbrainer.errors import Interrupted, OverbrainerError, PersonMustAct
 from overbrainer.support.redact import redact, words
 
 KEY_ENV = "OVERBRAINER_RUNPOD__API_KEY"
@@ -176,3 +183,67 @@ def error_for(status: int, body: bytes, what: str, *, create: bool = False, secr
     if status == 408 or status == 429 or status >= 500:
         return Unavailable(f"Runpod answered {status} to {what} after retries: {text}", status)
     return Rejected(f"Runpod answered {status} to {what}: {text}", status)
+
+
+# --- provisioning ------------------------------------------------------------------------------
+
+class NoTypePlaced(NoCapacity):
+    """No listed GPU type gave a ready pod (none placed, or none became ready); an API NoCapacity
+    is one type's answer, this is the whole walk's."""
+
+
+class Unanswered(OverbrainerError):
+    def __init__(self) -> None:
+        super().__init__("Runpod did not answer the create calls clearly; check `overbrainer pod ls`")
+
+
+class VolumeSize(OverbrainerError):
+    def __init__(self, volume_id: str, why: str):
+        super().__init__(f"cannot read the size of network volume {volume_id} ({why}): no pod was created, "
+                         "since its watchdog could not watch the volume's disk space")
+
+
+class HostKeySecret(OverbrainerError):
+    def __init__(self, why: str):
+        super().__init__(f"cannot store the run's host key as a Runpod account secret ({why}); "
+                         "no pod was created")
+
+
+class WatchdogRefused(OverbrainerError):
+    """The watchdog's verdict was `failed <reason>`: it cannot delete its pod, so no job may start."""
+
+    def __init__(self, reason: str, pod_id: str):
+        super().__init__(f"the pod's watchdog refused ({reason}): pod {pod_id} was deleted and training "
+                         "refused")
+        self.reason = reason
+
+
+class BootstrapFailed(WatchdogRefused):
+    """The verdict was `failed bootstrap: <reason>`."""
+
+    def __init__(self, reason: str, pod_id: str):
+        OverbrainerError.__init__(self, f"the pod's bootstrap failed ({reason}): pod {pod_id} was deleted "
+                                        "and training refused")
+        self.reason = reason
+
+
+class NotReady(OverbrainerError):
+    """A created pod that never became ready (the walk deletes it and tries the next type)."""
+
+
+class ProvisioningInterrupted(Interrupted):
+    """Ctrl-C during provisioning: the pod that existed was deleted (or may be left)."""
+
+    def __init__(self, pod_left: bool):
+        tail = "a pod of it may be left: check `overbrainer pod ls`" if pod_left else "it has no pod left"
+        super().__init__(f"interrupted before the job started: {tail}")
+        self.pod_left = pod_left
+
+
+def run_message(error: BaseException) -> str:
+    """What `run.json` keeps of a failed provisioning: the message, except that an answer of the
+    Runpod API is reduced to its status (its own text stays in the log, never in the record)."""
+    status = getattr(error, "status", None)
+    if isinstance(error, RunpodError) and status is not None:
+        return f"Runpod answered {status}"
+    return str(error)

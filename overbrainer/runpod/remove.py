@@ -22,7 +22,7 @@ from overbrainer.front.events import PodStatus
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, forget_keys
 from overbrainer.runpod.pod_record import PodRecord, PodState
-from overbrainer.runpod.pod_scripts import host_key_secret_name
+from overbrainer.runpod.pod_spec import host_key_secret_name
 from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs.run_record import CANCELLED, FAILED, RUNNING, STOPPED, SUCCEEDED, RunRecord, list_runs
-from overbrainer.support.frozen import asdict
 
 # [training] keys that do not shape the model: where it runs, how often it evaluates or saves, where
 # the job pushes.

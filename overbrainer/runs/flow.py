@@ -31,15 +31,13 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
-from overbrainer.jobs.lease import LocalOptions, is_pod, lease
-from overbrainer.jobs.pod_lease import PodOptions
-from overbrainer.jobs.pod_lease import end_left_pod
+from overbrainer.jobs.kinds import LeaseOptions
+from overbrainer.jobs.lease import cancel_stopped, end_left, is_pod, lease
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
 from overbrainer.jobs.start import create_run, fail, release_claim, settle, start_job, unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
-from overbrainer.pods.rm import cancel_stopped
 from overbrainer.runs.fingerprint import fingerprint, verdict
 from overbrainer.runs.job_spec import job_spec
 from overbrainer.runs.post_train import PostTrain, fetched
@@ -121,7 +119,7 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
             if checked is not None:
                 checked.close()
             raise
-        options = PodOptions(is_retrieved, keep=keep_pod) if is_pod(tgt) else LocalOptions(checked)
+        options = LeaseOptions(is_retrieved, keep=keep_pod, executor=checked)
         with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, options=options) as held:
             return _start_and_follow(session, config, interrupt, held, record, tgt, secrets, resume, detach,
                                      after)
@@ -253,7 +251,7 @@ def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[Post
 def _lease(session: Session, config, record: RunRecord, interrupt):
     """The lease of a run that has a job (its target must still be configured)."""
     return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt,
-                 options=PodOptions(is_retrieved))
+                 options=LeaseOptions(is_retrieved))
 
 
 def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
@@ -266,7 +264,7 @@ def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     run_dir = ids.run_dir(runs_dir, run_id)
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
-        end_left_pod(session, config, run_id, is_retrieved)  # its pod, when a client was killed before deleting it
+        end_left(session, config, run_id, is_retrieved)  # a pod a killed client never deleted
         return report_outcome(front, record, run_dir, after)
     interrupt = front.interrupt()
     try:

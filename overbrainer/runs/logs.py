@@ -1,9 +1,10 @@
 """Reading a run's job.log: the last N lines, then new lines as they come.
 
-The log is read from the run dir (`LocalLog`), or, while the run of an SSH target has not ended
-or its log was never retrieved, from `<remote_dir>/job.log` on the target (`RemoteLog`, through
-`Executor.read_from`). `LogReader` splits either into lines the same way, `CHUNK` bytes at a time
-(`--tail` reads backwards from the end, so a huge log is never held whole).
+The log is read from the run dir (`LocalLog`), or, while the run of an SSH target or a pod has not
+ended or its log was never retrieved, from `<remote_dir>/job.log` on the target (`RemoteLog`,
+through `Executor.read_from`, reached as its kind says: jobs.records.reader). `LogReader` splits
+either into lines the same way, `CHUNK` bytes at a time (`--tail` reads backwards from the end, so
+a huge log is never held whole).
 """
 
 from __future__ import annotations
@@ -18,11 +19,9 @@ from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.exec import scripts
 from overbrainer.jobs import polling
+from overbrainer.jobs.records import reader
 from overbrainer.jobs.run_record import load
-from overbrainer.jobs.targets import open_executor, record_target
-from overbrainer.runpod.keys import SSH_DIR, RunKeys
-from overbrainer.runpod.pod_record import PodRecord, PodState
-from overbrainer.runpod.reach import executor_for
+from overbrainer.jobs.targets import record_target
 from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)
@@ -207,11 +206,9 @@ def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, 
     if record.target not in config.targets and here:
         return OpenedLog(local)
     target = record_target(config, record)
-    kind = target.kind
-    if kind not in ("ssh", "runpod"):
+    opener = reader(config, target, record, runs_dir)
+    if opener is None:
         return OpenedLog(local)
-    opener = (lambda: _pod_executor(run_dir, record)) if kind == "runpod" else (
-        lambda: open_executor(config, record.target, target, runs_dir))
     call = race or (lambda fn, *a: fn(*a))
     try:
         executor = call(opener)
@@ -224,16 +221,3 @@ def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, 
         raise Stopped()
     remote = f"{record.remote_dir.rstrip('/')}/job.log"
     return OpenedLog(RemoteLog(executor, remote, race), executor)
-
-
-def _pod_executor(run_dir: Path, record):
-    """The run's pod over SSH, from pod.json's last endpoint and the run's own keys (read-only:
-    no Runpod API call). Raises when the pod is not known to be up."""
-    pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
-    if pod is None or pod.ssh is None or pod.pod_id is None or pod.state == PodState.DELETED:
-        raise OverbrainerError(f"run {record.id} has no pod to read its log from")
-    keys = RunKeys.load(run_dir / SSH_DIR, record.id)
-    if not keys.client_key.exists():
-        raise OverbrainerError(f"run {record.id} has no pod to read its log from (its key is gone)")
-    workdir = record.remote_dir.rstrip("/").rsplit("/", 1)[0] or "/"
-    return executor_for(keys, pod.ssh, workdir, pod_id=pod.pod_id)

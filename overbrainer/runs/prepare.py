@@ -18,7 +18,7 @@ from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import STOPPED, RunRecord, load
 from overbrainer.support.atomic import atomic_write_bytes
-from overbrainer.support.links import link_or_copy
+from overbrainer.support.files import link_or_copy
 from overbrainer.train.axolotl_config import build_config, eval_warning, has_examples, require_examples, write_config
 from overbrainer.train.job import PLUGIN_NAME, install_plugin
 from overbrainer.train.resume import resume_differences

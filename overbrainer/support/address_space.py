@@ -20,6 +20,7 @@ little (an HTTP request, a JSON document): 1 MB is ample.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import resource
@@ -50,8 +51,6 @@ def fit() -> None:
     if "MALLOC_ARENA_MAX" in os.environ:
         return
     try:
-        import ctypes  # lazy: only by commands that start worker threads
-
         ctypes.CDLL(None).mallopt(_M_ARENA_MAX, ARENAS)
     except (OSError, AttributeError) as e:  # not glibc
         log.debug("mallopt unavailable: %s", e)

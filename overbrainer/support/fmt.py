@@ -1,5 +1,5 @@
-"""One way to write a duration, a byte count, a moment, a count and a table, for every message
-and file.
+"""One way to write a duration, a byte count, a moment, a count, a table and an amount of money,
+for every message and file.
 
 - `duration(seconds)`: `0.05s`, `1.3s`, `45s`, `12m05s`, `3h07m` (a zero last unit is left
   out: `30m`, `2h`); under 10 s with one decimal (two under 0.1 s), else whole seconds, and two
@@ -11,10 +11,15 @@ and file.
 - `plural(n, word)`: a count in words, `1 subtopic`, `2 subtopics`, `0 answers`.
 - `table(rows)`, `realign(lines, cells)`: text tables, cells padded so that every column starts at
   the same place.
+- Money (what a pod, or any target, costs): `usd(amount)`: `$0.64`, `$19.00`, and `<$0.01` for
+  an amount under a cent but above zero; `usd_per_hour(rate)`: `$0.53/h`, or `-` for no known
+  rate (None, zero, or not a finite number); `about_usd(amount)`: `about $0.64` (a spend estimated
+  from the local clock), or `cost unknown` for None.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from typing import Any
@@ -87,3 +92,19 @@ def realign(lines: list[str], cells: int, filler: str = "-") -> list[str]:
             row.insert(len(row) - 1, filler)
         rows.append(row)
     return table(rows)
+
+
+def usd(amount: float) -> str:
+    if 0 < amount < 0.005:
+        return "<$0.01"
+    return f"${amount:.2f}"
+
+
+def usd_per_hour(rate: float | None) -> str:
+    if rate is None or isinstance(rate, bool) or not math.isfinite(rate) or rate <= 0:
+        return "-"
+    return f"${float(rate):.2f}/h"
+
+
+def about_usd(amount: float | None) -> str:
+    return "cost unknown" if amount is None else f"about {usd(amount)}"

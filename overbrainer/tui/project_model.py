@@ -9,7 +9,7 @@ their credentials and query (as in `config check`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -20,8 +20,7 @@ from overbrainer.dataset.accounting.history import Total, read_history, totals
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.accounting.stats import dataset_stats
 from overbrainer.dataset.paths import ProjectPaths
-from overbrainer.pods.summary import pod_spend
-from overbrainer.support import frozen
+from overbrainer.jobs.records import project_costs
 
 SECRET_KEYS = ("api_key", "hf_token")
 URL_KEYS = ("base_url",)
@@ -95,7 +94,7 @@ def _value(key: str, value: Any) -> str:
 
 def _fields(prefix: str, obj: Any, origins: Origins) -> list[Row]:
     rows = []
-    for f in frozen.fields(obj):
+    for f in fields(obj):
         if f.name in SKIPPED or (prefix == "metrics" and f.name in ("host", "port")):
             continue
         key = f"{prefix}.{f.name}"
@@ -154,6 +153,6 @@ def gather(project_dir: Path, config: Any, environ: Mapping[str, str], dotenv_ke
     """Everything the Project view shows, read now (reads only: no lock needed)."""
     origins = Origins(read_toml(require_project(project_dir)), environ, dotenv_keys)
     stats = dataset_stats(project_dir, list(config.topics))
-    pods = pod_spend(ProjectPaths(project_dir).runs)
+    pods = project_costs(ProjectPaths(project_dir).runs)
     return ProjectFacts(config_rows(config, origins), stats.lines(), spend_rows(read_history(project_dir)),
                         pods[0] if pods else None)

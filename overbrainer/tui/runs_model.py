@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.jobs.records import run_costs
 from overbrainer.jobs.run_record import list_runs, load
-from overbrainer.pods.summary import pod_summary
-from overbrainer.runpod.cost import format_spend
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
 from overbrainer.train.metrics import READ_LIMIT, MetricsSummary, line_reader
@@ -100,13 +99,13 @@ def _eta(record: Any, summary: MetricsSummary) -> str:
 
 
 def _pod(run_dir: Path) -> tuple[str, dict | None]:
-    found = pod_summary(run_dir)
+    found = run_costs(run_dir)
     if found is None:
         return "-", None
     fields = found[1]
     if fields.get("pod_id") is None:
         return found[0], fields
-    return format_spend(fields.get("spend")), fields
+    return fmt.about_usd(fields.get("spend")), fields
 
 
 def rows(runs_dir: Path, cache: MetricsCache, live: Live) -> list[RunRow]:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.fixtures.missing import without_extras
 from tests.integration.test_runs_support import make_project
 
 BIG = 1_500_000  # above the fake Hub's LFS threshold
@@ -194,6 +195,19 @@ def test_push_refuses_what_cannot_be_pushed(pushable, fake_hub):
     assert r.returncode == 1 and r.stderr.splitlines()[-1] == (
         f"error: run {rid} is failed: only a succeeded or stopped run can be pushed")
     assert fake_hub.calls == []
+
+
+def test_push_without_the_hub_extra_says_how_to_install_it_and_a_dry_run_needs_none(pushable, fake_hub, tmp_path):
+    p, rid = pushable
+    p.env.update(without_extras(tmp_path, "hub"))
+    r = p.run("push", rid)
+    assert (r.returncode, r.stderr) == (2, "error: overbrainer push needs the hub extra: pip install 'overbrainer[hub]'\n")
+    r = p.run("push", "--dataset")
+    assert (r.returncode, r.stderr.splitlines()[-1]) == (2, "error: overbrainer push needs the hub extra: pip install "
+                                                             "'overbrainer[hub]'")
+    r = p.run("push", rid, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert (p.runs / rid / "hub" / "README.md").is_file() and fake_hub.calls == []
 
 
 MARKERS = {

@@ -1,10 +1,12 @@
 """`[hub] after_training = true`: `train` (and `train attach`) push the run once it came back;
-a push that fails only warns; a missing token is said before the training starts."""
+a push that fails only warns; a missing token is said before the training starts; a missing `hub`
+extra stops `train` and `run` before they start, and only warns once a run is trained."""
 
 from __future__ import annotations
 
 import json
 
+from tests.fixtures.missing import without_extras
 from tests.integration.test_runs_support import make_project
 
 
@@ -65,3 +67,30 @@ def test_a_failed_training_is_not_pushed(tmp_path, fake_axolotl, fake_hub):
     r = p.run("train")
     assert r.returncode == 1
     assert fake_hub.calls == []
+
+
+def test_without_the_hub_extra_train_and_run_stop_before_they_start(tmp_path, fake_axolotl, fake_hub):
+    p = make_project(tmp_path, fake_axolotl)
+    _hub_after_training(p)
+    p.env.update(OVERBRAINER_HF_TOKEN=fake_hub.token, OVERBRAINER_HUB__BASE_URL=fake_hub.url)
+    p.env.update(without_extras(tmp_path, "hub"))
+    line = "error: [hub] after_training needs the hub extra: pip install 'overbrainer[hub]'\n"
+    before = sorted((p.dir / "data").rglob("*"))
+    for command in (["train"], ["run"]):
+        r = p.run(*command)
+        assert (r.returncode, r.stderr) == (2, line), command
+    assert p.run_ids() == [] and sorted((p.dir / "data").rglob("*")) == before and fake_hub.calls == []
+
+
+def test_a_run_trained_before_the_hub_extra_went_is_attached_and_only_warns(tmp_path, fake_axolotl, fake_hub):
+    p = make_project(tmp_path, fake_axolotl)
+    _hub_after_training(p)
+    p.env.update(OVERBRAINER_HUB__BASE_URL=fake_hub.url)  # no token: trained, not pushed
+    assert p.run("train").returncode == 0
+    rid = p.run_ids()[0]
+    p.env.update(OVERBRAINER_HF_TOKEN=fake_hub.token, **without_extras(tmp_path, "hub"))
+    r = p.run("train", "attach", rid)
+    assert r.returncode == 0, r.stderr
+    assert ("push skipped: [hub] after_training needs the hub extra: pip install 'overbrainer[hub]'; push run "
+            f"{rid} later with: overbrainer push {rid}") in r.stderr
+    assert fake_hub.calls == [] and not (p.runs / rid / "hub" / "push.json").exists()

@@ -2,7 +2,7 @@
 terminal, a dropped SSH session) sent to the real `overbrainer` process are handled like Ctrl-C and
 exit 143 and 129; a SIGHUP ignored at start (nohup) stays ignored. (Mid-stage:
 test_cli_stages_signals.) The waiting command is a sub-command of the real `overbrainer` group, so
-it gets what every command that runs work gets (AppContext.start_work)."""
+it gets what every command that runs work gets (its AppContext, made by `pass_app`: start_work)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ from tests.integration.test_cli_stages_signals import DEADLINE
 _WAITING_COMMAND = (
     "import threading, click\n"
     "import overbrainer.cli.main as m\n"
+    "from overbrainer.cli.context import pass_app\n"
     "@click.command()\n"
-    "def wait():\n"
+    "@pass_app\n"
+    "def wait(app):\n"
     "    print('ready', flush=True)\n"
     "    threading.Event().wait(60)\n"
     "m.COMMANDS['wait'] = ('__main__', 'wait', 'Wait.')\n"

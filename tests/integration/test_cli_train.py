@@ -7,6 +7,7 @@ import json
 import os
 import signal
 
+from overbrainer.jobs.start import create_run
 from tests.integration.test_runs_support import HF_TOKEN, cmdlines, files_containing, make_project
 
 
@@ -146,6 +147,20 @@ def test_detach_then_attach(tmp_path, fake_axolotl):
     # Attaching an ended run again reports it from the local files.
     again = p.run("train", "attach", rid)
     assert again.returncode == 0 and again.stdout == a.stdout
+
+
+def test_cancel_of_a_run_killed_while_preparing_on_a_machine_fails_it(tmp_path, fake_axolotl):
+    # Its `train` died before the job started: no target kind recorded anything in its folder, so
+    # `train cancel` only fails it (a Runpod run's pods would be deleted first: test_runpod_crash_windows).
+    p = make_project(tmp_path, fake_axolotl)
+    record, _ = create_run(p.runs, "demo", "local")
+    c = p.run("--json", "train", "cancel", record.id)
+    assert c.returncode == 0, c.stderr
+    message = "cancelled before its job started (its process was killed)"
+    assert json.loads(c.stdout) == {"run_id": record.id, "cancelled": False, "state": "failed", "message": message,
+                                    "pods": []}
+    rec = p.record(record.id)
+    assert (rec["state"], rec["message"]) == ("failed", message)
 
 
 def test_cancel_a_running_job(tmp_path, fake_axolotl):

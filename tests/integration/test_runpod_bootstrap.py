@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from overbrainer.runpod import pod_scripts
+from overbrainer.runpod import pod_spec as pod_scripts
 from tests.integration.test_runpod_scripts import KEY, SHELLS, Pod, Runpodish
 
 NVIDIA_SMI = ("#!/bin/sh\n[ \"$1\" = -L ] || exit 1\n"

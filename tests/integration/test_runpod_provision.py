@@ -20,7 +20,7 @@ from overbrainer.front.interrupt import Flag
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.errors import NoCredits
-from overbrainer.runpod.failures import (BootstrapFailed, NoTypePlaced, ProvisioningInterrupted, Unanswered,
+from overbrainer.runpod.errors import (BootstrapFailed, NoTypePlaced, ProvisioningInterrupted, Unanswered,
                                          VolumeSize, WatchdogRefused, run_message)
 from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.pod_record import PodRecord, PodState

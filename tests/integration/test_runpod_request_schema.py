@@ -21,7 +21,7 @@ from overbrainer.config.model import RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import ACTIONS, RunpodClient
-from overbrainer.runpod.failures import NoTypePlaced
+from overbrainer.runpod.errors import NoTypePlaced
 from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.waits import Timing
 from tests.fixtures import runpod_schema

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from overbrainer import __version__
-from overbrainer.runpod import pod_scripts
+from overbrainer.runpod import pod_spec as pod_scripts
 from tests.fixtures.sshd import wait_for
 
 SHELLS = {"bash": ["bash"], "dash": ["dash"], "busybox": ["busybox", "sh"]}

@@ -62,8 +62,8 @@ def test_the_hand_built_pattern_sees_what_it_forbids():
 
 # The most parameters a function takes (self and cls not counted; *args and **kwargs count one
 # each). 11 is today's widest (llm/http._Send.__init__ and send); the lease of a target took 12,
-# the union of every target kind's options, before they were grouped per kind
-# (jobs.lease.LocalOptions, jobs.pod_lease.PodOptions, runpod.provision.PodPlace). Lower it as
+# the union of every target kind's options, before they were grouped (jobs.kinds.LeaseOptions,
+# runpod.provision.PodPlace). Lower it as
 # those are grouped too; never raise it: a wider function wants a small frozen dataclass.
 MAX_PARAMETERS = 11
 

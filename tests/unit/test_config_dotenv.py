@@ -1,4 +1,4 @@
-""".env parsing and loading: shell wins, ${VAR}, first occurrence, BOM, errors, reload."""
+""".env parsing (python-dotenv's) and loading: shell wins, ${VAR}, last occurrence, BOM, errors, reload."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ def test_syntax():
         "export EXPORTED=yes\n"
         "SPACED = spaced value  # inline comment\n"
         "HASH=a#b\n"
-        "SINGLE='lit ${PLAIN} # not a comment'\n"
+        "SINGLE='lit ${PLAIN} # not a comment \\' \\n'\n"
         'DOUBLE="line1\\nline2 \\"q\\" \\$HOME ${PLAIN}"\n'
         "EMPTY=\n"
+        "COMMENTED=      # the value goes here\n"
+        "'QUOTED_KEY'=q\n"
         'MULTI="first\n'
         'second"\n'
         "DEFAULTED=${UNDEFINED_VAR_X:-fallback}\n"
@@ -30,8 +32,9 @@ def test_syntax():
     got = dict(parse(text, {}))
     assert got == {
         "PLAIN": "value", "EXPORTED": "yes", "SPACED": "spaced value", "HASH": "a#b",
-        "SINGLE": "lit ${PLAIN} # not a comment", "DOUBLE": 'line1\nline2 "q" $HOME value',
-        "EMPTY": "", "MULTI": "first\nsecond", "DEFAULTED": "fallback", "UNDEFINED": "", "CRLF": "value",
+        "SINGLE": "lit value # not a comment ' \\n", "DOUBLE": 'line1\nline2 "q" \\$HOME value',
+        "EMPTY": "", "COMMENTED": "", "QUOTED_KEY": "q", "MULTI": "first\nsecond", "DEFAULTED": "fallback",
+        "UNDEFINED": "", "CRLF": "value",
     }
 
 
@@ -42,18 +45,32 @@ def test_expansion_prefers_the_shell_then_earlier_keys():
     assert got["B"] == "from_file"
 
 
-def test_first_occurrence_wins_and_bom_is_ignored():
-    assert parse("\ufeffKEY=first\nKEY=second\n", {}) == [("KEY", "first")]
+def test_the_last_occurrence_wins_a_key_without_a_value_sets_nothing_and_bom_is_ignored():
+    assert parse("\ufeffKEY=first\nKEY=second\nJUSTAKEY\nexport OTHER\n", {}) == [("KEY", "second")]
+    assert dict(parse("A=${EMPTY:-d}\nB=${UNSET:-d}\n", {"EMPTY": ""})) == {"A": "", "B": "d"}
+
+
+def test_the_template_s_lines_uncommented_read_as_meant():
+    """env.example ends some lines with a comment after the `=` (`OVERBRAINER_HF_TOKEN=   # …`):
+    uncommented, those keys are empty, not the comment's text."""
+    from importlib.resources import files
+
+    template = (files("overbrainer.config") / "templates" / "env.example").read_text(encoding="utf-8")
+    lines = [line[2:] for line in template.splitlines() if line.startswith("# ") and "=" in line.split()[1]]
+    got = dict(parse("\n".join(lines) + "\n", {}))
+    assert got["OVERBRAINER_HF_TOKEN"] == "" and got["VAULT_TOKEN"] == ""
+    assert got["OVERBRAINER_PROVIDERS__LLM__API_KEY"] == "vault:secret/overbrainer/openrouter#api_key"
 
 
 @pytest.mark.parametrize("text, line", [
     ("GOOD=1\nthis line is not an assignment\n", 2),
     ("A=1\n\n# c\n=novalue\n", 4),
+    ("A=1\n\n\r\n  \nbad line\n", 5),
     ('A=1\nB="unterminated\nC=3\n', 2),
     ("A='unterminated\n", 1),
     ('A="x" trailing\n', 1),
-    ("1BAD=x\n", 1),
-    ("JUSTAKEY\n", 1),
+    ("KEY value\n", 1),
+    ("A=1\nB='x' 'y'\n", 2),
 ])
 def test_syntax_error_names_the_line_only(text, line):
     with pytest.raises(ConfigError) as e:
@@ -110,7 +127,7 @@ def test_reload_with_a_broken_env_changes_nothing(tmp_path):
     (tmp_path / ".env").write_text("A=1\n")
     env: dict = {}
     state = load_project_env(tmp_path, env)
-    (tmp_path / ".env").write_text("A=2\nbroken\n")
+    (tmp_path / ".env").write_text("A=2\nbroken line\n")
     with pytest.raises(ConfigError, match="line 2"):
         state.reload(env)
     assert env == {"A": "1"} and state.keys == {"A"}

@@ -1,9 +1,10 @@
-"""The gate's rule checks, its JSON-schema subset, its language check, its [gate] configuration,
+"""The gate's rule checks, its JSON Schema check (jsonschema), its language check, its [gate] configuration,
 its verdict records and the grader's reply parsing."""
 
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from overbrainer.config.load import parse_config
 from overbrainer.config.model import Gate
 from overbrainer.dataset.quality.gate_rules import Rules, parse_answer
-from overbrainer.dataset.quality.json_schema import schema_problems, violation
+from overbrainer.dataset.quality.json_schema import Schema, schema_problems
 from overbrainer.dataset.quality.language import language_problem
 from overbrainer.dataset.quality.verdicts import Verdict, answer_digest, gate_drops
 from overbrainer.dataset.records import Example, Message, Meta, RecordError
@@ -60,27 +61,72 @@ def test_the_rules_in_their_order():
     assert rules.check(_example(EN[:-1] + "!")) == ("format", "does not match format_regex")
 
 
-def test_the_json_schema_subset():
+def test_the_json_schema_check():
     schema = {"type": "object", "required": ["answer", "steps"], "additionalProperties": False,
               "properties": {"answer": {"type": "string", "minLength": 2},
                              "steps": {"type": "array", "items": {"type": "integer", "minimum": 1}, "maxItems": 3}}}
     assert schema_problems(schema) == []
-    assert violation({"answer": "yes", "steps": [1, 2]}, schema) is None
-    assert violation({"answer": "yes"}, schema) == "$: missing property `steps`"
-    assert violation({"answer": "y", "steps": []}, schema) == "$.answer: fewer than 2 characters"
-    assert violation({"answer": "yes", "steps": [1, 0]}, schema) == "$.steps[1]: below the minimum 1"
-    assert violation({"answer": "yes", "steps": [1, 2, 3, 4]}, schema) == "$.steps: more than 3 items"
-    assert violation({"answer": "yes", "steps": [], "x": 1}, schema) == "$: property `x` is not allowed"
-    assert violation([], schema) == "$: not of type object"
+    violation = Schema(schema).violation
+    assert violation({"answer": "yes", "steps": [1, 2]}) is None
+    assert violation({"answer": "yes"}) == "$: missing property `steps`"
+    assert violation({"answer": "y", "steps": []}) == "$.answer: fewer than 2 characters"
+    assert violation({"answer": "yes", "steps": [1, 0]}) == "$.steps[1]: below the minimum 1"
+    assert violation({"answer": "yes", "steps": [1, 2, 3, 4]}) == "$.steps: more than 3 items"
+    assert violation({"answer": "yes", "steps": [], "x": 1}) == "$: property `x` is not allowed"
+    assert violation([]) == "$: not of type object"
+    assert violation(["x" * 5000]) == "$: not of type object"  # never the answer itself
     assert parse_answer('```json\n{"a": 1}\n```') == {"a": 1}
     rules = Rules(Gate(json_schema=schema))
     assert rules.check(_example("not json")) == ("format", "not JSON")
     assert rules.check(_example('{"answer": "ok", "steps": [1]}')) is None
-    assert schema_problems({"type": "object", "oneOf": []}) == [
-        "oneOf: unsupported keyword (supported: type, enum, const, properties, required, additionalProperties, "
-        "items, minItems, maxItems, minLength, maxLength, pattern, minimum, maximum, title, description, $schema)"]
-    assert schema_problems({"properties": {"a": {"type": "text"}}}) == [
-        "properties.a.type: expected one of object, array, string, number, integer, boolean, null or a list of them"]
+    assert rules.check(_example('{"answer": "ok", "steps": [0]}')) == ("format", "json_schema: $.steps[0]: below the minimum 1")
+
+
+def test_the_whole_of_json_schema_is_checked():
+    """Keywords beyond the subset the gate checked by itself before jsonschema: each one counts."""
+    schema = {"$defs": {"step": {"type": "string", "pattern": "^[a-z]+$"}},
+              "type": "object", "required": ["kind"],
+              "properties": {"kind": {"enum": ["a", "b"]}, "steps": {"type": "array", "items": {"$ref": "#/$defs/step"},
+                                                                     "uniqueItems": True},
+                             "n": {"type": "integer", "multipleOf": 3, "exclusiveMaximum": 10},
+                             "when": {"type": "string", "format": "date"}},
+              "oneOf": [{"required": ["steps"]}, {"required": ["n"]}]}
+    assert schema_problems(schema) == []
+    violation = Schema(schema).violation
+    assert violation({"kind": "a", "steps": ["x", "y"]}) is None
+    assert violation({"kind": "a", "steps": ["x", "Y"]}) == "$.steps[1]: does not match the pattern"
+    assert violation({"kind": "a", "steps": ["x", "x"]}) == "$.steps: ['x', 'x'] has non-unique elements"
+    assert violation({"kind": "a", "n": 7}) == "$.n: 7 is not a multiple of 3"
+    assert violation({"kind": "a", "n": 12}) == "$.n: not below 10"
+    assert violation({"kind": "a", "n": 3, "when": "2026-13-45"}) == "$.when: '2026-13-45' is not a 'date'"
+    assert violation({"kind": "a", "steps": [], "n": 3}).startswith("$: ")  # both: oneOf fails
+    assert violation({"kind": "c", "n": 3}) == "$.kind: not one of the enum's values"
+
+
+@pytest.mark.parametrize("schema, problems", [
+    ({"type": "object", "oneOf": []}, ["oneOf: [] should be non-empty"]),
+    ({"properties": {"a": {"type": "text"}}}, ["properties.a.type: 'text' is not valid under any of the given schemas"]),
+    ({"pattern": "(("}, ["pattern: '((' is not a 'regex'"]),
+    ({"type": "object", "requried": ["a"]}, ["unknown keyword 'requried'"]),
+    ({"properties": {"a": {"type": "string", "minLenght": 2}, "b": {"x": 1, "y": 2}}},
+     ["properties.a: unknown keyword 'minLenght'", "properties.b: unknown keyword 'x', 'y'"]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "strin"},
+     ["type: 'strin' is not valid under any of the given schemas"]),
+    ([], ["expected a table"]),
+])
+def test_a_schema_is_checked_against_its_draft_and_for_unknown_keywords(schema, problems):
+    assert schema_problems(schema) == problems
+
+
+def test_a_schema_without_jsonschema_installed_asks_for_the_gate_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if it were not installed
+    with pytest.raises(ConfigError) as e:
+        parse_config(tomllib.loads(BASE + '\n[gate]\njson_schema = { type = "object" }\n'), {})
+    assert e.value.exit_code == 2
+    assert e.value.problems == ["gate.json_schema: needs jsonschema: pip install 'overbrainer[gate]'"]
+    with pytest.raises(ConfigError, match=r"^\[gate\] json_schema needs jsonschema: pip install 'overbrainer\[gate\]'$"):
+        Rules(Gate(json_schema={"type": "object"}))
+    assert parse_config(tomllib.loads(BASE), {}).gate == Gate()  # no schema: no jsonschema needed
 
 
 GATE = """
@@ -112,7 +158,8 @@ def test_the_gate_section_and_its_environment_overrides():
 @pytest.mark.parametrize("line,problem", [
     ('language = "xx"', "gate.language: expected one of en, de"),
     ('format_regex = "(("', "gate.format_regex: not a valid regular expression"),
-    ('json_schema = { type = "object", anyOf = [] }', "gate.json_schema: anyOf: unsupported keyword"),
+    ('json_schema = { type = "object", anyOf = [] }', "gate.json_schema: anyOf: [] should be non-empty"),
+    ('json_schema = { type = "object", requried = [] }', "gate.json_schema: unknown keyword 'requried'"),
     ("min_chars = 10\nmax_chars = 5", "gate.min_chars: must not be greater than max_chars"),
     ("stop_share = 1", "gate.stop_share: must be in [0, 1)"),
     ("grader_threshold = 11", "gate.grader_threshold: must be in [0, 10]"),

@@ -1,17 +1,19 @@
-"""The model card: rendered from facts only, snapshot per variant; escaping; YAML quoting."""
+"""The model card: rendered from facts only, snapshot per variant; escaping; its YAML front matter
+and TOML excerpt read back equal to what was written."""
 
 from __future__ import annotations
 
-from overbrainer.config.model import Config, Project, Role, Roles
-from overbrainer.hub.card import MARKER, render, yaml_scalar
-from overbrainer.hub.card_facts import CardFacts, gguf_types
-from overbrainer.hub.card_rules import model_name
+import tomllib
+
+from overbrainer.config.model import Config, Project, Role, Roles, Topic, Training
+from overbrainer.hub.card import MARKER, CardFacts, gguf_types, model_name, render, reproduce
+from tests.fixtures.hub_cards import front_matter
 
 SNAPSHOT_GGUF = """---
 base_model: Qwen/Qwen3-0.6B
 base_model_relation: adapter
 library_name: peft
-license: "1.0"
+license: '1.0'
 pipeline_tag: text-generation
 tags:
 - overbrainer
@@ -102,9 +104,37 @@ def test_full_fine_tune_of_a_local_model_has_no_base_model_metadata():
     assert card.endswith(MARKER + "\n") and "Topics:" not in card and "Runpod" not in card
 
 
-def test_yaml_scalars_are_quoted_when_ambiguous():
-    assert [yaml_scalar(x) for x in ("apache-2.0", "no", "null", "1.0", "Qwen/Qwen3-0.6B", "a: b")] == [
-        "apache-2.0", '"no"', '"null"', '"1.0"', "Qwen/Qwen3-0.6B", '"a: b"']
+AWKWARD = ["a: b", "it's \"quoted\"", "line one\nline two", "ends in a newline\n", "- dash", "yes", "no", "on",
+           "null", "~", "1.0", "007", "0x1A", "1e5", "2026-01-01", "#hash", "@at", "%pct", "[x]", "{y}", "&a", "*b",
+           "!tag", "|", ">", " padded ", "tab\there", "bell\a", "é ✓", "x" * 200 + " y"]
+
+
+def test_front_matter_values_read_back_as_written():
+    for value in AWKWARD:
+        facts = CardFacts(repo="org/m", run_id="r_20260101-000000", version="1", base_model="Qwen/Qwen3-0.6B",
+                          base_is_hub=True, adapter="lora", license=value, gguf_types=["Q4_K_M"])
+        assert front_matter(render(facts)) == {
+            "base_model": "Qwen/Qwen3-0.6B", "base_model_relation": "adapter", "library_name": "peft",
+            "license": value, "pipeline_tag": "text-generation", "tags": ["overbrainer", "distillation", "gguf"]}, value
+
+
+def test_the_toml_excerpt_reads_back_with_any_key():
+    config = Config(project=Project("demo"), topics=[Topic("rust", 'borrow "checker"\nand lifetimes', 10, 20)],
+                    roles=Roles(generator=Role("p", "gen"), parent=Role("p", "/srv/models/parent", reasoning=True),
+                                judge=Role("p", "judge", temperature=0.0)),
+                    training=Training(target="t", base_model="/srv/models/base", adapter="lora", axolotl_extra={
+                        "chat template": "chatml", "a.b": 1, "déjà": [1, 2.5], "warmup_steps": 3,
+                        "tokens": {"pad": "x"}, "hub_token": "hf_secret", "dataset": "/home/me/data.jsonl",
+                        "base": "https://host.example/x"}))
+    doc = tomllib.loads(reproduce(config))
+    assert doc["topics"] == [{"name": "rust", "description": 'borrow "checker"\nand lifetimes', "subtopics": 10,
+                              "questions_per_subtopic": 20}]
+    roles = doc["roles"]
+    assert (roles["generator"]["model"], roles["parent"]["model"], roles["parent"]["reasoning"]) == ("gen", "parent", True)
+    assert roles["judge"]["temperature"] == 0.0 and "reasoning" not in roles["judge"] and "provider" not in roles["judge"]
+    assert (doc["training"]["base_model"], doc["training"]["adapter"]) == ("base", "lora") and "target" not in doc["training"]
+    assert doc["training"]["axolotl_extra"] == {"a.b": 1, "chat template": "chatml", "déjà": [1, 2.5], "warmup_steps": 3}
+    assert doc["pipeline"]["seed"] == 42
 
 
 def test_gguf_types_come_from_the_run_s_file_names():
@@ -115,7 +145,7 @@ def test_gguf_types_come_from_the_run_s_file_names():
 def test_card_states_the_decontamination(tmp_path):
     import json
 
-    from overbrainer.hub.card_facts import gather
+    from overbrainer.hub.card import gather
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "decontamination.json").write_text(json.dumps(
@@ -138,7 +168,7 @@ def test_card_states_the_decontamination(tmp_path):
 def test_card_shows_the_newest_eval(tmp_path):
     import json
 
-    from overbrainer.hub.card_facts import gather
+    from overbrainer.hub.card import gather
 
     config = Config(project=Project("demo"), roles=Roles(generator=Role("p", "gen"), parent=Role("p", "parent")))
 

@@ -9,8 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from overbrainer.hub.dataset_card import render, size_category
-from overbrainer.hub.dataset_facts import DatasetFacts, names
+from overbrainer.hub.dataset_card import DatasetFacts, names, render, size_category
 from overbrainer.hub.parquet import SplitFile, write_split
 from tests.fixtures.hub_cards import dataset_card_problems, front_matter
 

@@ -3,7 +3,9 @@
 modules and no two packages import each other, through any chain; no module imports another's
 private (`_name`) attributes. Imports under `if TYPE_CHECKING:` name types only and never run: they
 are left out of the layer rule, not of the others. Every import stands at module top, save those
-of `LAZY`, each with why it waits (start-up time, or an optional heavy dependency).
+of `LAZY`, each with why it waits (a heavy third-party library only some commands use). Runpod is one
+package: outside runpod/, only its modules of `RUNPOD_PUBLIC` are imported, jobs/ imports only its
+target kind (and the kind's read-only face), and tui/ nothing of it.
 
 The scripts and plugin shipped to targets (`*/scripts/`, `train/plugin/`) import nothing of the
 package and are not walked.
@@ -35,59 +37,51 @@ LAYER = {pkg: name for name, pkgs in LAYERS for pkg in pkgs}
 # Of the domain, only runpod/ publishes events (PodStatus); dataset/ and train/ never see front/.
 FRONT_IN_DOMAIN = frozenset({"runpod"})
 
+# Runpod is one package, runpod/. Outside it, only these of its modules are imported, each by whom
+# and why; the rest (the client's transport, provisioning, the lease, the ledger, keys, the gone
+# rule, deletes) is its own. jobs/ reaches Runpod only through its target kind, and tui/ never.
+RUNPOD_PUBLIC: dict[str, str] = {
+    "overbrainer.runpod.target": "the `runpod` target kind, for jobs/lease.py (jobs.lease.KINDS)",
+    "overbrainer.runpod.records": "its read-only face, for jobs/records.py (jobs.records.RECORDS)",
+    "overbrainer.runpod.commands": "the `pod` commands' flows, for cli/pod_cmd.py",
+    "overbrainer.runpod.api": "the API client, for the flows that read the catalog (plan, --probe)",
+    "overbrainer.runpod.catalog": "the GPU pick, for the flows that price or probe a target",
+    "overbrainer.runpod.pod_record": "pod.json read as it is (runs rm, the model card, the plan)",
+    "overbrainer.runpod.side_pods": "what a side job's own pod asks for (export, compare)",
+}
+RUNPOD_FOR_JOBS = frozenset({"overbrainer.runpod.target", "overbrainer.runpod.records"})
 
-# The function-level imports allowed below cli/: a dependency that only some commands need, each
-# under a `# lazy:` comment at the import that says why. (module, what it imports, or a parent)
-# Every import inside a function, in the whole package, with why it waits (start-up time of
-# `--help` and `config check`, scripts/bench_startup.sh, or an optional heavy dependency); each
-# also stands under a `# lazy:` comment in the code. A target covers its submodules.
+
+# Every import inside a function, in the whole package, with why it waits: a heavy third-party
+# library that only some commands use (paramiko, requests, tqdm, huggingface_hub, Textual,
+# prometheus_client, pyarrow, lm-eval; those of an extra may be missing), directly or through the
+# package module that imports it at top. The one exception of the package's own is the front end
+# of the flows (its bus, events and renderers), which `config check` never uses. Each also stands
+# under a `# lazy:` comment in the code. A target covers its submodules.
 LAZY: dict[tuple[str, str], str] = {
-    ("overbrainer.cli.main", "overbrainer.cli.context"): "a command runs: `--help` never loads it",
-    ("overbrainer.cli.main", "overbrainer.support.redact"): "an error is printed",
-    ("overbrainer.cli.main", "json"): "--json only",
-    ("overbrainer.cli.main", "signal"): "a command stopped by a signal",
-    ("overbrainer.cli.main", "overbrainer.errors"): "a command failed or stopped: `--help` never loads it",
-    ("overbrainer.cli.main", "overbrainer.support"): "a command stopped by a signal (stop_signals)",
-    ("overbrainer.cli.main", "logging"): "an internal error",
-    ("overbrainer.cli.help", "overbrainer.cli.help_format"): "a help page: `config check` never loads it",
-    ("overbrainer.cli.help", "difflib"): "an unknown command's did-you-mean",
-    ("overbrainer.cli.context", "pathlib"): "`config check` runs without pathlib",
-    ("overbrainer.cli.context", "overbrainer.cli.stops"): "commands that run work: `import signal`",
-    ("overbrainer.cli.context", "overbrainer.support"): "commands that run work: address_space (ctypes)",
-    ("overbrainer.cli.context", "overbrainer.front.logs"): "logging, once something is logged",
-    ("overbrainer.cli.context", "overbrainer.front.frontend"): "the bus and renderers: flows only",
-    ("overbrainer.cli.context", "overbrainer.front.session"): "flows only",
-    ("overbrainer.cli.context", "overbrainer.export.in_job"): "training commands only",
-    ("overbrainer.cli.context", "overbrainer.config.load"): "logging, for configuration warnings",
-    ("overbrainer.cli.context", "overbrainer.support.lock"): "fcntl: commands that write",
-    ("overbrainer.cli.context", "overbrainer.metrics.exporter"): "prometheus_client, with [metrics] only",
-    ("overbrainer.cli.config_cmd", "overbrainer.dataset"): "benchmarks' readers, with decontaminate only",
-    ("overbrainer.cli.config_cmd", "overbrainer.checks.probe"): "--probe only: the HTTP and SSH stacks",
-    ("overbrainer.cli.stops", "signal"): "commands that run work only",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.logbuf"): "Textual: `tui` runs (`tui --help` stays light)",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.tasks"): "Textual: `tui` runs",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.work"): "Textual: `tui` runs",
-    ("overbrainer.cli.tui_cmd", "overbrainer.tui.main"): "Textual: `tui` runs",
-    ("overbrainer.config.secrets", "overbrainer.config.vault"): "the HTTP stack, for vault: only",
-    ("overbrainer.config.fields", "difflib"): "did-you-mean, for an unknown key only",
-    ("overbrainer.config.build", "overbrainer.dataset.quality.language"): "the gate's languages: [gate] language set only",
-    ("overbrainer.config.build", "overbrainer.dataset.quality.json_schema"): "the gate's schema check: [gate] json_schema set only",
-    ("overbrainer.config.build_train", "overbrainer.config.hub_licenses"): "[hub] dataset_license set only",
-    ("overbrainer.config.build", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
-    ("overbrainer.config.check", "overbrainer.llm.thinking"): "Claude's thinking rules: an anthropic provider only",
-    ("overbrainer.dataset.quality.benchmarks", "pyarrow"): "optional: a Parquet benchmark only",
+    ("overbrainer.cli.context", "overbrainer.front.frontend"):
+        "the flows' front end: the bus, its events and the renderers, which `config check` never uses",
+    ("overbrainer.cli.context", "overbrainer.metrics.exporter"): "prometheus_client: the `metrics` extra, [metrics] set only",
+    ("overbrainer.cli.config_cmd", "overbrainer.checks.probe"): "requests and the SSH and Runpod clients: --probe only",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.logbuf"): "Textual: the `tui` extra, `tui` runs (`tui --help` stays light)",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.tasks"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.work"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.cli.tui_cmd", "overbrainer.tui.main"): "Textual: the `tui` extra, `tui` runs",
+    ("overbrainer.config.secrets", "overbrainer.config.vault"): "requests: a vault: reference only",
+    ("overbrainer.dataset.quality.benchmarks", "pyarrow"): "pyarrow: the `parquet` extra, a Parquet benchmark only",
+    ("overbrainer.cli.config_cmd", "overbrainer.config.templates"): "Jinja2: a project's own prompts only",
+    ("overbrainer.llm.price_db", "genai_prices"): "genai-prices loads its whole database (and pydantic): a price looked up in it",
+    ("overbrainer.llm.prices", "overbrainer.llm.http"): "requests (the HTTP stack): a listing read (`config check` shows prices)",
     ("overbrainer.exec.ssh", "paramiko"): "paramiko: SSH targets only",
     ("overbrainer.exec.ssh_connect", "paramiko"): "paramiko: SSH targets only",
     ("overbrainer.front.render_bars", "tqdm"): "tqdm: bars on a terminal only",
-    ("overbrainer.front.results", "json"): "--json only: `config check` prints text",
-    ("overbrainer.hub.client", "huggingface_hub"): "huggingface_hub: a push only",
-    ("overbrainer.hub.client", "httpx2"): "huggingface_hub's HTTP client: a push only",
-    ("overbrainer.hub.push", "huggingface_hub"): "huggingface_hub: a push only",
-    ("overbrainer.hub.parquet", "pyarrow"): "pyarrow: optional, `push --dataset` only",
+    ("overbrainer.hub.client", "huggingface_hub"): "huggingface_hub: the `hub` extra, a push only",
+    ("overbrainer.hub.client", "httpx2"): "huggingface_hub's HTTP client: the `hub` extra, a push only",
+    ("overbrainer.hub.push", "huggingface_hub"): "huggingface_hub: the `hub` extra, a push only",
+    ("overbrainer.hub.parquet", "pyarrow"): "pyarrow: the `parquet` extra, `push --dataset` only",
     ("overbrainer.eval.harness", "lm_eval"): "lm_eval: the `eval` extra, `overbrainer eval` only",
-    ("overbrainer.support.urls", "urllib.parse"): "a bracketed or non-ASCII host only",
-    ("overbrainer.support.urls", "ipaddress"): "an IPv6 address only",
-    ("overbrainer.support.address_space", "ctypes"): "commands that start worker threads only",
+    ("overbrainer.dataset.quality.json_schema", "jsonschema"): "jsonschema: the `gate` extra, heavy, [gate] json_schema set only",
+    ("overbrainer.config.dotenv", "dotenv"): "python-dotenv: a project with a .env only",
 }
 
 
@@ -249,7 +243,7 @@ def test_the_walk_sees_the_whole_package():
     edges = {(m.name, target) for m in MODULES.values() for target, _, _ in m.imports}
     # an import at module top, one inside a function, one under TYPE_CHECKING
     assert ("overbrainer.jobs.lease", "overbrainer.jobs.follow") in edges
-    assert ("overbrainer.jobs.lease", "overbrainer.jobs.pod_lease") in edges
+    assert ("overbrainer.jobs.lease", "overbrainer.runpod.target") in edges
     assert any(t == "overbrainer.front.session" and type_only
                for t, _, type_only in MODULES["overbrainer.runs.flow"].imports)
 
@@ -281,6 +275,48 @@ def test_what_the_domain_packages_know_of_each_other():
              if (m.package, _package(target)) in never
              or (m.package == "config" and _package(target) == "llm" and target not in config_may)]
     assert found == []
+
+
+def _runpod_reached(module: Module) -> list[str]:
+    """The imports by which `module` (outside runpod/) reaches past Runpod's public modules: any
+    of tui/, any but the target kind's of jobs/, any not public from elsewhere (type-only ones too)."""
+    if module.package == "runpod":
+        return []
+    allowed = (frozenset() if module.package == "tui" else RUNPOD_FOR_JOBS if module.package == "jobs"
+               else frozenset(RUNPOD_PUBLIC))
+    return [f"{module.path.relative_to(ROOT.parent)}:{line} imports {target}"
+            for target, line, _ in module.imports if _package(target) == "runpod" and target not in allowed]
+
+
+def test_runpod_is_one_package_reached_through_its_public_modules():
+    """jobs/ calls Runpod only through the target interface (jobs/kinds.py: runpod/target.py is
+    one kind of jobs.lease.KINDS, runpod/records.py its read-only face in jobs.records.RECORDS);
+    the TUI shows what pods cost without importing Runpod (support/fmt.py's money formats,
+    jobs.records' summaries); runpod/ itself imports nothing of jobs/ (its layer)."""
+    found = [line for m in MODULES.values() for line in _runpod_reached(m)]
+    assert found == []
+    assert set(RUNPOD_PUBLIC) <= set(MODULES), "RUNPOD_PUBLIC names a module that is gone"
+    used = {t for m in MODULES.values() if m.package != "runpod" for t, _, _ in m.imports}
+    assert set(RUNPOD_PUBLIC) <= used, "RUNPOD_PUBLIC names a module nothing outside runpod/ imports"
+
+
+@pytest.mark.parametrize("package,source,reached", [
+    ("jobs", "from overbrainer.runpod.target import RUNPOD\n", False),
+    ("jobs", "from overbrainer.runpod.records import RUNPOD_RECORDS\n", False),
+    ("jobs", "from overbrainer.runpod.lease import pod_lease\n", True),
+    ("jobs", "from overbrainer.runpod import catalog\n", True),
+    ("runs", "from overbrainer.runpod import catalog\n", False),
+    ("runs", "from overbrainer.runpod.provision import executor_for\n", True),
+    ("tui", "from overbrainer.runpod.cost import usable_rate\n", True),
+    ("tui", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from overbrainer.runpod import api\n", True),
+    ("tui", "from overbrainer.support.fmt import about_usd\n", False),
+])
+def test_the_runpod_rule_sees_what_it_forbids(package, source, reached):
+    path = ROOT / package / "probe_module.py"
+    module = Module(f"overbrainer.{package}.probe_module", path)
+    reader = _Reader(module, set(MODULES) | {module.name})
+    reader.visit(ast.parse(source))
+    assert bool(_runpod_reached(module)) == reached
 
 
 def test_no_two_modules_import_each_other():

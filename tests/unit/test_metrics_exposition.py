@@ -18,7 +18,7 @@ from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front import events as ev
 from overbrainer.metrics.exporter import Exporter
 from overbrainer.metrics.families import TallyCollector
-from overbrainer.metrics.pods import runpod_spend
+from overbrainer.runpod.ledger import runpod_spend
 from overbrainer.metrics.tally import Tally
 from overbrainer.support.usage import Usage
 

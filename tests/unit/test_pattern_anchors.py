@@ -1,6 +1,5 @@
 """The patterns that check a whole value end at the value's end (`\\Z`), not before a final
-newline (`$`): `"me/model\\n"` is not a Hub repository, `"run\\n"` not a run ID, and a card's value
-ending in a newline is quoted in its YAML."""
+newline (`$`): `"me/model\\n"` is not a Hub repository, `"run\\n"` not a run ID."""
 
 from __future__ import annotations
 
@@ -9,17 +8,14 @@ import re
 
 import pytest
 
-from overbrainer.hub.card import yaml_scalar
-
 CASES = [
     ("overbrainer.config.build_train", "HUB_REPO", "me/model"),
-    ("overbrainer.hub.card_rules", "_HUB_ID", "HuggingFaceTB/SmolLM2-135M"),
+    ("overbrainer.hub.card", "_HUB_ID", "HuggingFaceTB/SmolLM2-135M"),
     ("overbrainer.hub.flow", "REPO", "me/model"),
-    ("overbrainer.hub.card", "_PLAIN_YAML", "apache-2.0"),
     ("overbrainer.llm.batch_types", "CUSTOM_ID", "ob1-q_0001"),
     ("overbrainer.train.axolotl_config", "_PLAIN_KEY", "base_model"),
-    ("overbrainer.runpod.pod_scripts", "_RUN_ID", "demo_20261201-101010"),
-    ("overbrainer.runpod.pod_scripts", "_KEY_LINE", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@host"),
+    ("overbrainer.runpod.pod_spec", "_RUN_ID", "demo_20261201-101010"),
+    ("overbrainer.runpod.pod_spec", "_KEY_LINE", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@host"),
 ]
 
 
@@ -29,7 +25,3 @@ def test_a_whole_value_pattern_refuses_a_final_newline(module, name, good):
     assert re.match(pattern, good), good
     assert not re.match(pattern, good + "\n")
 
-
-def test_a_card_value_ending_in_a_newline_is_quoted():
-    assert yaml_scalar("apache-2.0") == "apache-2.0"
-    assert yaml_scalar("apache-2.0\n") != "apache-2.0\n"

@@ -4,7 +4,7 @@ probe counts as a listed model (checks/probe.listed): pure rules, no process."""
 from __future__ import annotations
 
 import json
-from overbrainer.support.frozen import replace
+from dataclasses import replace
 
 import pytest
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.runpod.cost import (CostCap, arm_cost_cap, cap_warning, format_rate, format_spend,
-                                     format_usd, least_cap, price_line, spend)
+from overbrainer.runpod.cost import CostCap, arm_cost_cap, cap_warning, least_cap, price_line, spend
+from overbrainer.support.fmt import about_usd as format_spend
+from overbrainer.support.fmt import usd as format_usd
+from overbrainer.support.fmt import usd_per_hour as format_rate
 
 
 def test_spend_is_rate_times_billed_time_rounded_to_a_hundredth_of_a_cent():

@@ -8,8 +8,8 @@ import shlex
 import pytest
 
 from overbrainer import __version__
-from overbrainer.runpod import pod_scripts
-from overbrainer.runpod.pod_scripts import PodSettings, pod_env
+from overbrainer.runpod import pod_spec as pod_scripts
+from overbrainer.runpod.pod_spec import PodSettings, pod_env
 
 CLIENT = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7m overbrainer-r1"
 
@@ -76,7 +76,7 @@ def test_bad_settings_are_refused(bad):
 
 def test_the_create_body_holds_args_and_at_most_fifty_env_entries():
     from overbrainer.config.model import RunpodTarget
-    from overbrainer.runpod.pod_body import create_body
+    from overbrainer.runpod.pod_spec import create_body
 
     target = RunpodTarget(name="pod", kind="runpod", gpu_types=["G"], max_hours=1.0)
     body = create_body(target, name="overbrainer-r-1", gpu_type="G", env=pod_env(settings()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from overbrainer.config.model import Config, Hub, LocalTarget, Project, Role, Roles, RunpodTarget
 from overbrainer.config.secrets import Secret
-from overbrainer.export import pod
+from overbrainer.runpod import side_pods as pod
 from overbrainer.export.gate import Source
 from overbrainer.export.job import export_part
 from overbrainer.jobs.run_record import RunRecord

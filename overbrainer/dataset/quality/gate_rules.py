@@ -5,8 +5,8 @@ pipeline/answers.classify); these rules come on top, from `[gate]` (config/model
 `min_chars`/`max_chars` (the answer's characters), `min_tokens`/`max_tokens` (its output
 tokens as the provider counted them, reasoning included), `language` (language.py),
 `format_regex` (searched in the answer: anchor it with ^ and $ to match the whole) and
-`json_schema` (json_schema.py; the answer is parsed as JSON after trimming whitespace and one
-enclosing ```json fence).
+`json_schema` (json_schema.py, by jsonschema; the answer is parsed as JSON after trimming
+whitespace and one enclosing ```json fence).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..records import Example
-from .json_schema import violation
+from .json_schema import Schema
 from .language import language_problem
 from .verdicts import answer_text
 
@@ -30,6 +30,7 @@ class Rules:
     def __init__(self, gate: Any):
         self.values = {k: getattr(gate, k, None) for k in RULE_KEYS}
         self._regex = re.compile(self.values["format_regex"]) if self.values["format_regex"] else None
+        self._schema = Schema(self.values["json_schema"]) if self.values["json_schema"] is not None else None
 
     @property
     def active(self) -> bool:
@@ -57,13 +58,12 @@ class Rules:
     def _format(self, text: str) -> tuple[str, str] | None:
         if self._regex is not None and self._regex.search(text) is None:
             return "format", "does not match format_regex"
-        schema = self.values["json_schema"]
-        if schema is not None:
+        if self._schema is not None:
             try:
                 value = parse_answer(text)
             except ValueError:
                 return "format", "not JSON"
-            problem = violation(value, schema)
+            problem = self._schema.violation(value)
             if problem is not None:
                 return "format", f"json_schema: {problem}"
         return None

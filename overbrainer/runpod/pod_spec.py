@@ -1,5 +1,5 @@
-"""The pod side of a Runpod run: the container command (`args`), the bootstrap with the watchdog
-inside, and the pod's environment.
+"""What a run's pod is created with: the body of `POST /pods`, its container command (`args`), the
+bootstrap with the watchdog inside, and the pod's environment.
 
 Runpod's create request has no argv and no entrypoint override: `args` is one string handed to
 the image's ENTRYPOINT in place of its CMD (docs/pods.md, "The image"). So the bootstrap travels
@@ -13,6 +13,15 @@ files they write on the pod. No secret goes into the command or the environment:
 key travels as a Runpod account secret, referenced as `{{ RUNPOD_SECRET_<name> }}` and filled in
 by Runpod at container start; the watchdog uses the pod-scoped key Runpod itself puts in the pod.
 Every time the pod is given is a duration: its watchdog counts them on its own clock.
+
+The body (`create_body`) has only fields of Runpod's published `CreatePodRequest` (Runpod refuses
+any other with a 422 naming it; tests/integration/test_runpod_request_schema.py checks every body
+the client can send against the published schema): `name` (the attempt's
+`overbrainer-<run>-<n>`), `image`, `args`, `cloud` `SECURE`, `gpu` `{id, count, minCudaVersion}`,
+`disk` (container disk, GB), `ports` `["22/tcp"]`, `startSsh` false (the bootstrap runs its own
+sshd with the run's keys), `env` (string → string, at most 50 entries), and when asked for
+`dataCenterIds` and `mounts` `{network: [{volumeId, path}]}`. No template, no registry, no
+persistent mount, no Jupyter.
 """
 
 from __future__ import annotations
@@ -22,10 +31,13 @@ import re
 import shlex
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any, Iterable
 
 from overbrainer import __version__
+from overbrainer.runpod.catalog import MIN_CUDA
 
 WORKDIR = "/workspace/overbrainer"
+VOLUME_PATH = "/workspace/data"  # where a network volume is mounted
 DEFAULT_API_URL = "https://api.runpod.io/v2"
 BOOTSTRAP_LIMIT = 100 * 1024  # bytes of the encoded bootstrap (one env value; Linux allows 128 KiB)
 ENV_LIMIT = 50  # entries of a pod's env (the Runpod console's limit)
@@ -147,6 +159,29 @@ def pod_env(s: PodSettings) -> dict[str, str]:
         if s.max_cost_usd is not None:
             env["OVERBRAINER_MAX_COST_USD"] = f"{float(s.max_cost_usd):.4f}"
     return env
+
+
+def create_body(target, *, name: str, gpu_type: str, env: dict[str, str],
+                data_center_ids: Iterable[str] = (), volume_gb: int | None = None) -> dict[str, Any]:
+    """The create request of one attempt on `target` (a RunpodTarget). `env` is the pod's env
+    (`pod_env`); the network volume's variables are added to it here."""
+    body: dict[str, Any] = {
+        "name": name, "image": target.image, "args": pod_args(), "cloud": "SECURE",
+        "gpu": {"id": gpu_type, "count": int(target.gpu_count), "minCudaVersion": MIN_CUDA},
+        "disk": int(target.container_disk_gb), "ports": ["22/tcp"], "startSsh": False,
+    }
+    if data_center_ids:
+        body["dataCenterIds"] = list(data_center_ids)
+    env = dict(env)
+    if target.network_volume_id:
+        body["mounts"] = {"network": [{"volumeId": target.network_volume_id, "path": VOLUME_PATH}]}
+        env.update(OVERBRAINER_VOLUME_DIR=VOLUME_PATH, OVERBRAINER_VOLUME_GB=str(volume_gb))
+    if len(env) > ENV_LIMIT:
+        raise ValueError(f"the pod's env has {len(env)} entries, over Runpod's {ENV_LIMIT}")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ValueError("every env value of a pod must be a string")
+    body["env"] = env
+    return body
 
 
 def _check_run_id(run_id: str) -> str:

@@ -8,6 +8,10 @@ killed during provisioning: `stale`) is not in progress: its pods are orphans. T
 deletes a pod: a recorded pod the account list lacks is looked at with the gone rule (3 Runpod
 404s and absence from the list, or TERMINATED); a gone one is recorded `deleted`, an unclear look
 shows `UNCHECKED`.
+
+What the pods cost, for the read-only views, from the pod.json files alone (no API call): the pod
+column and fields of `runs ls` / `runs show` (`pod_summary`), the spend line of `history`
+(`pod_spend`), and each run's spend for the metrics exporter (`runpod_spend`).
 """
 
 from __future__ import annotations
@@ -17,14 +21,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Iterable
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.pod_homes import PodHome, home_of, pod_homes
-from overbrainer.jobs.run_record import ENDED, PREPARING, RUNNING, load
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
+from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class Row:
     spend: float | None = None
 
     def cells(self) -> list[str]:
-        cells = [_cell(v) for v in (self.run, self.pod, self.status, self.gpu, cost.format_rate(self.rate),
+        cells = [_cell(v) for v in (self.run, self.pod, self.status, self.gpu, fmt.usd_per_hour(self.rate),
                                     self.created or "-")]
         return cells + [_cell(self.note, 2 * _CELL + len(self.run))]  # our own words around the run ID
 
@@ -90,14 +94,15 @@ class Row:
 @dataclass
 class RunPods:
     """What this project knows of one run or side job (its pods' marker): its state and pod.json
-    (or why not), and where they are (`home`, jobs.pod_homes.PodHome; None when not in runs/)."""
+    (or why not), and where they are (`home`, its runpod.owners.Owner; None when not in runs/)."""
     run_id: str
     state: str | None = None
+    ended: bool = False
     record: PodRecord | None = None
     unreadable: bool = False
     present: bool = False
     others: list = field(default_factory=list)
-    home: PodHome | None = None
+    home: Owner | None = None
 
     @property
     def kind(self) -> str:
@@ -105,29 +110,36 @@ class RunPods:
         return self.home.kind if self.home is not None else "run"
 
 
-def known_run(runs_dir: Path, run_id: str) -> RunPods:
+def pod_owners(owners: Owners) -> list:
+    """Every run and side job of the project whose folder holds a pod.json."""
+    return [owner for owner in owners.all() if PodRecord.path_in(owner.dir).is_file()]
+
+
+def known_run(owners: Owners, run_id: str) -> RunPods:
     """The run or side job `run_id` of this project (a pod's marker names one or the other)."""
     known = RunPods(run_id)
-    home = home_of(runs_dir, run_id)
+    home = owners.find(run_id)
     if home is None:
         try:
-            known.present = ids.run_dir(runs_dir, run_id).is_dir()  # a run dir without run.json
+            place = owners.run(run_id)
+            known.present = place.dir.is_dir()  # a run dir without run.json
         except OverbrainerError:
             pass
         if known.present:
-            known.home, known.unreadable = PodHome(run_id, Path(runs_dir)), True
+            known.home, known.unreadable = place, True
         return known
     known.present, known.home = True, home
     try:
-        known.state = load(home.records, run_id).state
+        run = home.load()
+        known.state, known.ended = run.state, run.ended
         known.record = PodRecord.load_if_any(PodRecord.path_in(home.dir))
     except (OverbrainerError, InvalidPodRecord, OSError):
         known.unreadable = True
     return known
 
 
-def _recorded(runs_dir: Path) -> dict[str, RunPods]:
-    return {home.key: known_run(runs_dir, home.key) for home in pod_homes(runs_dir)}
+def _recorded(owners: Owners) -> dict[str, RunPods]:
+    return {home.key: known_run(owners, home.key) for home in pod_owners(owners)}
 
 
 def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool, stale: bool = False) -> str:
@@ -145,7 +157,7 @@ def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool,
         return "kept"
     if rec.state == PodState.AWAITING_RETRIEVAL:
         return "awaiting retrieval"
-    if known.state in ENDED:
+    if known.ended:
         return f"{known.kind} {known.state}, not deleted"
     if stale and (known.state == PREPARING or known.state == RUNNING and known.home.side):
         return f"{known.kind} {known.state}, its process stopped"  # a side job lives with its process
@@ -165,19 +177,19 @@ def _row(pod, known: RunPods | None, now: float, stale: bool = False) -> Row:
                _note(pod.id, run, known, bool(pod.run_marker), stale), spend)
 
 
-def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> list[Row]:
+def account_rows(client, owners: Owners, *, look=None, stale: bool = False) -> list[Row]:
     """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
     a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
     (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
     now = time.time()
-    recorded = _recorded(runs_dir)
+    recorded = _recorded(owners)
     listed = [p for p in client.list_pods() if is_ours(p)]
     rows = []
     for pod in listed:
         run = run_of(pod)
         known = recorded.get(run) if run else None
         if known is None and run:
-            known = known_run(runs_dir, run)
+            known = known_run(owners, run)
         rows.append(_row(pod, known, now, stale))
     if look is None:
         return rows
@@ -201,21 +213,21 @@ def account_rows(client, runs_dir: Path, *, look=None, stale: bool = False) -> l
     return rows
 
 
-def orphan_warnings(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> list[str]:
+def orphan_warnings(client, owners: Owners, run_id: str | None = None, stale: bool = False) -> list[str]:
     """The `train` warnings for billing pods nothing in progress owns (one list; never deletes).
     `stale`: the caller holds the project, so other `preparing` runs are stopped ones."""
     out = []
-    for row in account_rows(client, runs_dir, stale=stale):
+    for row in account_rows(client, owners, stale=stale):
         if row.run == run_id or _in_progress(row.note) or row.status in ("EXITED", "TERMINATED"):
             continue
         if row.note == "no run marker":
-            out.append(f"pod {row.pod} (no run marker) is still on Runpod at {cost.format_rate(row.rate)}: "
+            out.append(f"pod {row.pod} (no run marker) is still on Runpod at {fmt.usd_per_hour(row.rate)}: "
                        f"delete it from the Runpod console")
             continue
-        text = (f"pod {row.pod} ({row.note}) is still on Runpod at {cost.format_rate(row.rate)}: remove it "
+        text = (f"pod {row.pod} ({row.note}) is still on Runpod at {fmt.usd_per_hour(row.rate)}: remove it "
                 f"with `overbrainer pod rm {row.run}`")
         if row.note == "stray, not deleted":
-            text += " (this also deletes the run's kept pod)" if _kept(runs_dir, row.run) else ""
+            text += " (this also deletes the run's kept pod)" if _kept(owners, row.run) else ""
         out.append(text)
     return out
 
@@ -226,17 +238,76 @@ def _in_progress(note: str) -> bool:
     return len(words) == 2 and words[1] in (PREPARING, RUNNING)
 
 
-def _kept(runs_dir: Path, run_id: str) -> bool:
-    rec = known_run(runs_dir, run_id).record
+def _kept(owners: Owners, run_id: str) -> bool:
+    rec = known_run(owners, run_id).record
     return rec is not None and rec.state == PodState.KEPT
 
 
-def warn_orphans(client, runs_dir: Path, run_id: str | None = None, stale: bool = False) -> None:
+def warn_orphans(client, owners: Owners, run_id: str | None = None, stale: bool = False) -> None:
     """Best effort: a failed list is one warning."""
     try:
-        lines = orphan_warnings(client, runs_dir, run_id, stale)
+        lines = orphan_warnings(client, owners, run_id, stale)
     except OverbrainerError as e:
         log.warning("cannot list the account's pods to look for orphans: %s", e)
         return
     for line in lines:
         log.warning("%s", line)
+
+
+# --- what the pods cost, from pod.json ----------------------------------------------------------
+
+def pod_summary(run_dir: Path) -> tuple[str, dict] | None:
+    """The run's pod for `runs ls` / `runs show`: (its `runs ls` column, its fields: pod ID, state,
+    rate in USD/h, spend so far or at deletion); None for a run without pod.json."""
+    try:
+        pod = PodRecord.load_if_any(PodRecord.path_in(run_dir))
+    except (InvalidPodRecord, OSError):
+        return "pod record unreadable", {"unreadable": True}
+    if pod is None:
+        return None
+    spend = pod.spend_so_far()
+    return pod.summary(), {"pod_id": pod.pod_id, "state": pod.state.value, "rate_per_hour": pod.cost_per_hour,
+                           "spend": round(spend, 4) if spend is not None else None,
+                           "deleted_by": pod.deleted_by, "stray_pods": list(pod.stray_pods)}
+
+
+def pod_spend(run_dirs: Iterable[Path]) -> tuple[str, dict] | None:
+    """What the pods of the runs in `run_dirs` cost, for `history`: one line and its fields; None
+    without pods."""
+    runs, total, unknown = 0, 0.0, 0
+    for run_dir in run_dirs:
+        found = pod_summary(run_dir)
+        if found is None or found[1].get("pod_id") is None:
+            continue
+        runs += 1
+        if found[1]["spend"] is None:
+            unknown += 1
+        else:
+            total += found[1]["spend"]
+    if not runs:
+        return None
+    line = f"pods: {runs} run{'s' if runs != 1 else ''}, {fmt.about_usd(total)}"
+    if unknown:
+        line += f" ({unknown} without a known rate)"
+    return line, {"runs": runs, "spend": round(total, 4), "unknown": unknown}
+
+
+def runpod_spend(runs_dir: Path, now: float | None = None) -> dict[str, float]:
+    """USD per run ID: a deleted pod's final estimate, a live one's rate × uptime. A run without a
+    pod.json, or whose spend is unknown (no rate yet), has no entry; an unreadable pod.json is
+    left out (`runs ls` and `pod ls` say what is wrong with it)."""
+    paths = sorted(Path(runs_dir).glob("*/pod.json"))
+    if not paths:
+        return {}
+    now = time.time() if now is None else now
+    out: dict[str, float] = {}
+    for path in paths:
+        try:
+            record = PodRecord.load(path)
+        except OverbrainerError as e:
+            log.debug("metrics: %s", e)
+            continue
+        spend = record.spend_so_far(now)
+        if spend is not None:
+            out[record.run_id] = spend
+    return out
