@@ -47,9 +47,9 @@ PRICES = "fake.models = {'parent': (1.0, 2.0)}"  # listed prices: every run comp
 
 def make_project(root: Path, url: str, n: int, concurrency: int, cap: float | None = None, *,
                  texts: list[str] | None = None, dialect: str | None = None, model: str = "parent",
-                 max_tokens: int | None = 512, max_retries: int | None = 0) -> Path:
+                 max_tokens: int | None = 512, max_retries: int | None = 0, protocol: str = "openai") -> Path:
     """A project of `n` questions (`texts`, else short uniform ones) for the parent `model` (its
-    `max_tokens`, None: the default) on the fake provider (`dialect`, None: guessed)."""
+    `max_tokens`, None: the default) on the fake provider (`protocol`; `dialect`, None: guessed)."""
     from overbrainer.dataset.ids import question_id, subtopic_id
     from overbrainer.dataset.jsonl import rewrite
     from overbrainer.dataset.records import Question, Subtopic
@@ -66,7 +66,7 @@ subtopics = 1
 questions_per_subtopic = {n}
 
 [providers.fake]
-protocol = "openai"
+protocol = "{protocol}"
 """ + (f'dialect = "{dialect}"\n' if dialect else "") + f"""
 [roles]
 generator = {{ provider = "fake", model = "gen" }}

@@ -3,11 +3,13 @@
 publishes (llm/pacing.py) against today's reactive way, which sends at `concurrency` and waits
 out each 429 (LlmSession(pacing=False)), in one run, against the same fake.
 
-The fake provider (tests/fixtures/provider.py, its limits tests/fixtures/provider_limits.py) is
-OpenAI-shaped: 600 requests and 150,000 tokens a minute for the model, the requests enforced
-over each second (OpenAI's guide: a minute's limit may be enforced over shorter periods), every
-answer carrying the `x-ratelimit-*` headers, a request past a limit answered 429 (and counted
-against the request limit, as OpenAI counts refused requests). Answers take 2 s and are
+The fake provider (tests/fixtures/provider.py, its limits tests/fixtures/provider_limits.py)
+enforces 600 requests and 150,000 tokens a minute for the model, the requests over each second
+(a minute's limit may be enforced over shorter periods), a request past a limit answered 429
+(and counted against the request limit, as OpenAI counts refused requests). `--shape openai`
+(the default): OpenAI's chat API, every answer carrying the `x-ratelimit-*` headers, a 429
+without Retry-After. `--shape anthropic`: Anthropic's Messages API, the
+`anthropic-ratelimit-requests-*` and `-tokens-*` headers, a 429 with `retry-after`. Answers take 2 s and are
 realistic (tests/fixtures/provider_text.py: ~1-2 KB with reasoning); `concurrency = 64`, the
 parent's `max_tokens` the default (16,384); the tokens limit is the binding one.
 
@@ -23,7 +25,7 @@ for: the baseline is shorter, not scaled; its figures are rates and shares over 
 time): its throughput, 429 share and failed questions. The whole run takes about 5 minutes.
 
 Exits 1 when a target is missed.
-Usage: python3 scripts/bench_ratelimit.py [--quick] [--seconds S]
+Usage: python3 scripts/bench_ratelimit.py [--shape openai|anthropic] [--quick] [--seconds S]
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ from tests.fixtures.provider_wire import Recorded  # noqa: E402
 RPM, TPM = 600, 150_000
 CONCURRENCY = 64
 LATENCY = 2.0
-MODEL = "gpt-4o"
+# The provider's shape: (protocol, dialect, model, chat path).
+SHAPES = {"openai": ("openai", "openai", "gpt-4o", "/chat/completions"),
+          "anthropic": ("anthropic", None, "claude-sonnet-4-5", "/messages")}
 THROUGHPUT, SHARE = 0.95, 0.01  # the paced run's targets
 
 
-def serve() -> FakeProvider:
+def serve(shape: str) -> FakeProvider:
     fake = FakeProvider()
-    fake.dialect = "openai"
+    fake.dialect = SHAPES[shape][1] or "generic"
     fake.latency = LATENCY
     fake.responder = realistic
     fake.record = False
@@ -66,22 +70,24 @@ def texts(n: int) -> list[str]:
     return [question(f"bench {i}", i, "rate limits") for i in range(n)]
 
 
-def tokens_per_question(sample: list[str]) -> float:
+def tokens_per_question(shape: str, sample: list[str]) -> float:
     """What the fake will count for one answer of these questions (its usage: prompt + answer)."""
+    _, _, model, path = SHAPES[shape]
     total = 0
     for text in sample:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": text}]}
-        used = realistic(Recorded("POST", "/chat/completions", {}, body)).usage
+        body = {"model": model, "messages": [{"role": "user", "content": text}]}
+        used = realistic(Recorded("POST", path, {}, body)).usage
         total += used[0] + used[1]
     return total / len(sample)
 
 
-def make_project(root: Path, questions: list[str]) -> Path:
-    return bench_pipeline.make_project(root, "", len(questions), CONCURRENCY, texts=questions, dialect="openai",
-                                       model=MODEL, max_tokens=None, max_retries=None)
+def make_project(root: Path, shape: str, questions: list[str]) -> Path:
+    protocol, dialect, model, _ = SHAPES[shape]
+    return bench_pipeline.make_project(root, "", len(questions), CONCURRENCY, texts=questions, dialect=dialect,
+                                       model=model, max_tokens=None, max_retries=None, protocol=protocol)
 
 
-def answers_stage(project: Path, paced: bool, log: Path) -> dict:
+def answers_stage(project: Path, shape: str, paced: bool, log: Path) -> dict:
     """One `answers` run on a fresh fake: wall time, what the stage and the fake counted."""
     from overbrainer.config.load import load_config
     from overbrainer.front.frontend import Cli
@@ -90,7 +96,7 @@ def answers_stage(project: Path, paced: bool, log: Path) -> dict:
     from overbrainer.pipeline.answers import run_answers
     from overbrainer.pipeline.context import StageContext
 
-    fake = serve()
+    fake = serve(shape)
     try:
         config = load_config(project, environ={"OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake.url})
         with open(log, "w") as err:
@@ -133,20 +139,23 @@ def describe(name: str, r: dict, n: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=180.0, help="the paced stage's length at the limit")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="openai",
+                        help="the provider's API, headers and 429s (default openai)")
     parser.add_argument("--quick", action="store_true", help="a 45 s paced stage (a smoke run)")
     args = parser.parse_args()
     seconds = 45.0 if args.quick else args.seconds
-    per = tokens_per_question(texts(200))
+    shape = args.shape
+    per = tokens_per_question(shape, texts(200))
     n = int(seconds * 0.97 * TPM / 60 / per)
     questions = texts(n)
-    print(f"limits {RPM} requests and {TPM:,} tokens a minute (requests enforced per second), concurrency "
-          f"{CONCURRENCY}, {LATENCY:g} s answers of ~{per:.0f} tokens, max_tokens 16384")
+    print(f"{shape}-shaped provider: limits {RPM} requests and {TPM:,} tokens a minute (requests enforced per "
+          f"second), concurrency {CONCURRENCY}, {LATENCY:g} s answers of ~{per:.0f} tokens, max_tokens 16384")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        paced = answers_stage(make_project(tmp / "paced", questions), True, tmp / "paced.log")
+        paced = answers_stage(make_project(tmp / "paced", shape, questions), shape, True, tmp / "paced.log")
         print(describe("paced   ", paced, n))
         base_n = max(1, n // 6)
-        reactive = answers_stage(make_project(tmp / "reactive", questions[:base_n]), False,
+        reactive = answers_stage(make_project(tmp / "reactive", shape, questions[:base_n]), shape, False,
                                  tmp / "reactive.log")
         print(describe("reactive", reactive, base_n))
     ratio = max(paced["tpm"] / TPM, paced["rpm"] / RPM)

@@ -162,7 +162,8 @@ class BatchAnswers:
             return None
         provider = self.ctx.config.providers.get(self.client.provider_name)
         recorded = rate_limits.read(self.ctx.paths).get((self.client.provider_name, self.client.model), {})
-        known = [v for v in (getattr(provider, "batch_queue_tokens", None), recorded.get(rate_limits.QUEUE)) if v]
+        configured = provider.batch_queue_tokens if provider is not None else None
+        known = [v for v in (configured, recorded.get(rate_limits.QUEUE)) if v]
         return int(min(known)) if known else None
 
     def _queue_full(self, sub: Submission, status: BatchStatus) -> None:
