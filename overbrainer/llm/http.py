@@ -376,11 +376,11 @@ def _attempt(s: _Send) -> Any:
         if carried is not None:
             raise carried
     except LlmError as e:
-        if e.status == 429 and e.retry_after is not None:
+        if pace is not None and ticket is not None:  # its model's pacer holds its threads (not the provider's)
+            _paced_failure(pace, ticket, e)
+        elif e.status == 429 and e.retry_after is not None:
             # The provider said how long to wait: everybody waits, even when this request gives up.
             channel.cool_down(min(e.retry_after, RETRY_AFTER_CAP))
-        if pace is not None and ticket is not None:
-            _paced_failure(pace, ticket, e)
         if e.transport is None:
             breaker.answered()
         elif breaker.failure(e.transport, str(e) if e.transport is SERVER else e.transport.text):

@@ -200,3 +200,29 @@ batch_queue_tokens = 90000"""))
     for line in ("providers.fake.max_requests_per_minute = 500", "providers.fake.max_tokens_per_minute = 200000",
                  "providers.fake.batch_queue_tokens = 90000"):
         assert line in r.stdout
+
+
+def test_a_429_s_retry_after_holds_its_model_only(fake_provider, session_closer):
+    # Limits are per model: a 429 on one model says nothing of another's room on the same provider.
+    refused = threading.Event()
+
+    def busy_once(req):
+        if req.body.get("model") == "busy" and not refused.is_set():
+            refused.set()
+            return Fault.rate_limited(3)
+        return None
+
+    fake_provider.responder = busy_once
+    busy, s = client(fake_provider, model="busy")
+    session_closer.append(s)
+    free = connect(Provider("fake", "openai", fake_provider.url), Role("fake", "free", max_tokens=100),
+                   Pipeline(concurrency=8, max_retries=5, request_timeout_secs=30), llm=s, prices=PriceBook())
+    first = threading.Thread(target=busy.chat, args=(ChatRequest("first"),))
+    first.start()
+    assert refused.wait(10)
+    time.sleep(0.3)  # the 429 read by the client
+    start = time.monotonic()
+    free.chat(ChatRequest("second"))
+    assert time.monotonic() - start < 1.5
+    first.join(10)
+    assert not first.is_alive() and busy.pacer.stats()["throttled"] == 1
