@@ -149,8 +149,8 @@ def _timed(ctx, plan: StagePlan, known: rate_limits.Known) -> None:
     if not plan.need.requests or ctx.pipeline.stage_mode(plan.need.stage) != "online":
         return
     provider = ctx.config.providers.get(plan.provider)
-    configured = {"requests": getattr(provider, "max_requests_per_minute", None),
-                  "tokens": getattr(provider, "max_tokens_per_minute", None)}
+    configured = {"requests": provider.max_requests_per_minute if provider else None,
+                  "tokens": provider.max_tokens_per_minute if provider else None}
     limits = {k: v for k, v in known.get((plan.provider, plan.model), {}).items() if k in PACED}
     for kind, value in configured.items():
         if value:
