@@ -11,9 +11,11 @@ publishes on its answers (llm/rate_headers.py), each lowered by the provider's
 provider publishes none (a self-hosted server, a gateway). With no limit known nothing is paced.
 
 - **Smoothly**: the request bucket holds one second of the limit (OpenAI may enforce 60,000
-  requests a minute as 1,000 a second), so requests leave one by one at the limit's pace, never
-  in a burst of `concurrency`; a token bucket holds a minute (Anthropic's token bucket fills
-  continuously up to the limit), room for what the requests in flight reserve at `max_tokens`.
+  requests a minute as 1,000 a second) and starts with one request, so requests leave one by one
+  at the limit's pace from the first, never in a burst of `concurrency` (the provider's own
+  bucket, full at the start, keeps room for requests that reach it bunched); a token bucket
+  holds a minute (Anthropic's token bucket fills continuously up to the limit), room for what
+  the requests in flight reserve at `max_tokens`.
 - **Following the provider**: the `remaining` it publishes lowers a bucket that thinks it has
   more (another client on the same key, a window shorter than a minute); a new limit (a tier
   upgrade) rescales it.
@@ -158,6 +160,8 @@ class Pacer:
         capacity = max(1.0, rate * burst)
         bucket = self._buckets.get(kind)
         if bucket is None:
+            if kind == REQUESTS:  # no opening burst: the first request alone, then at the pace
+                remaining = min(1.0, remaining if remaining is not None else 1.0)
             self._buckets[kind] = Bucket(rate, capacity, now, remaining)
         elif bucket.rate != rate or bucket.capacity != capacity:
             bucket.rescale(rate, capacity, now)
