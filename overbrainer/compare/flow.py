@@ -18,6 +18,7 @@ from overbrainer.dataset.jsonl import Appender
 from overbrainer.errors import Interrupted, ItemsFailed, OverbrainerError, UsageError
 from overbrainer.export.gate import check_run
 from overbrainer.export.job import export_part
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import side_target
 from overbrainer.pipeline.common import processor
 from overbrainer.pipeline.run_flow import stage_context
@@ -86,7 +87,7 @@ def child_of(project: Path, config, run_id: str | None, target: str | None):
         if rid is None:
             raise OverbrainerError("no run has a GGUF, and no run succeeded: train one first") from None
     try:
-        source = check_run(planning.runs_dir(project), rid)
+        source = check_run(RunPlace(planning.runs_dir(project), rid))
     except OverbrainerError as e:
         raise OverbrainerError(f"run {rid} has no GGUF, and cannot be exported first: {e}") from None
     _, where = side_target(config, source.record, "compare", target)

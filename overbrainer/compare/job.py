@@ -30,7 +30,7 @@ from overbrainer.compare.answers import ANSWERS
 from overbrainer.exec.runtime import Step
 from overbrainer.export.job import FETCHED as EXPORT_FETCHED
 from overbrainer.export.job import run_root
-from overbrainer.jobs import run_record as records
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.lease import is_pod
 from overbrainer.jobs.side_job import SideJob, side_target
 from overbrainer.support import fmt
@@ -52,11 +52,11 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     directory here and its setup (ID set, written as setup.json). `export` (export.job.ExportPart):
     the run has no GGUF yet: the job exports it first, and the GGUF comes home with the answers."""
     project = Path(session.project_dir)
-    runs_dir = planning.runs_dir(project)
-    run = records.load(runs_dir, gguf.run)
+    place = RunPlace(planning.runs_dir(project), gguf.run)
+    run = place.load()
     name, where = side_target(config, run, "compare", target)
     on_pod = is_pod(where)
-    run_dir = runs_dir / run.id
+    run_dir = place.dir
     claimed: dict[str, str] = {}
 
     def prepare(executor, remote_job_dir: str) -> None:

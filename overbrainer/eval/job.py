@@ -36,7 +36,7 @@ from overbrainer.eval import harness
 from overbrainer.eval.tasks import TaskSet, pack
 from overbrainer.exec.runtime import Step
 from overbrainer.export.job import run_root
-from overbrainer.jobs import run_record as records
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.lease import is_pod
 from overbrainer.jobs.side_job import SideJob, side_target
 from overbrainer.support import fmt
@@ -90,11 +90,11 @@ def eval_side_job(config: Config, where: Target, run_id: str, gguf: planning.Ggu
 def run_eval_job(session: Session, config: Config, gguf: planning.Gguf, target: str, tasks: TaskSet,
                  settings: harness.Settings) -> ChildJob:
     """Run the child's side on `target` (an SSH or runpod target) to its end and read what came home."""
-    runs_dir = planning.runs_dir(Path(session.project_dir))
-    run = records.load(runs_dir, gguf.run)
+    place = RunPlace(planning.runs_dir(Path(session.project_dir)), gguf.run)
+    run = place.load()
     name, where = side_target(config, run, KIND, target)
     on_pod = is_pod(where)
-    run_dir = runs_dir / run.id
+    run_dir = place.dir
     _, context = planning.training_shape(run_dir)
     claimed: dict[str, str] = {}
 

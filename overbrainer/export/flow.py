@@ -21,6 +21,7 @@ from overbrainer.errors import UsageError
 from overbrainer.export.deliver import ollama_create
 from overbrainer.export.gate import base_model, check_run
 from overbrainer.export.job import FETCHED, export_part
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
 from overbrainer.runpod import side_pods as pod
 
@@ -34,8 +35,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
     name = ollama or settings.ollama_name
     if name is not None and not is_ollama_name(name):
         raise UsageError(f"--ollama {name}: not a valid Ollama model name ([host/][namespace/]model[:tag])")
-    runs_dir = ProjectPaths(session.project_dir).runs
-    source = check_run(runs_dir, run_id)
+    source = check_run(RunPlace(ProjectPaths(session.project_dir).runs, run_id))
     record = source.record
     where, tgt = side_target(config, record, "export", target)
     if keep and tgt.kind != "runpod":

@@ -25,6 +25,7 @@ from overbrainer.hub.card import axolotl_settings, gather, is_hub_id, render
 from overbrainer.hub.files import check_run, collect
 from overbrainer.hub.push import write_card_copy
 from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,9 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
               overwrite_card: bool = False, dry_run: bool = False) -> dict:
     """Push run `run_id`; returns the result dict (also reported through the session)."""
 
-    ids.validate(run_id)
-    runs_dir = ProjectPaths(session.project_dir).runs
-    run_dir = runs_dir / run_id
-    uploads = collect(check_run(runs_dir, run_id))
+    place = RunPlace(ProjectPaths(session.project_dir).runs, run_id)
+    run_dir = place.dir
+    uploads = collect(check_run(place))
     size = sum(u.size for u in uploads)
     private = not public and config.hub.private
     token = hub_token(config, dry_run)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import RECORD, RunRecord, load
+from overbrainer.jobs.run_record import RECORD, RunPlace, RunRecord
 from overbrainer.jobs.start import claim_target, fail
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,10 @@ class Home:
     key: str
     records: Path
     run: str | None = None
+
+    @property
+    def place(self) -> RunPlace:
+        return RunPlace(self.records, self.key)
 
     @property
     def dir(self) -> Path:
@@ -64,10 +68,10 @@ class Home:
             return str(self.dir)
 
     def load(self) -> RunRecord:
-        return load(self.records, self.key)
+        return self.place.load()
 
     def fail(self, record: RunRecord, message: str) -> None:
-        fail(self.records, record, message)
+        fail(record, self.place, message)
 
     def fail_run(self, message: str) -> None:
         """Save its record `failed` with `message` (best effort: a warning when it cannot be saved)."""
@@ -76,10 +80,10 @@ class Home:
         except OverbrainerError as e:
             log.warning("cannot record run %s as failed: %s", self.key, e)
             return
-        fail(self.records, record, message)
+        fail(record, self.place, message)
 
     def claim(self, executor, record: RunRecord, token: str) -> None:
-        claim_target(executor, self.records, record, token)
+        claim_target(executor, record, self.place, token)
 
     def results_home(self, record: RunRecord, rule: Callable[[Any, Path], bool] | None) -> bool:
         if self.side:

@@ -62,11 +62,6 @@ def validate(run_id: str) -> str:
     return run_id
 
 
-def run_dir(runs_dir: Path, run_id: str) -> Path:
-    """`runs/<id>`, after validating the ID (so `..`, `/` and absolute paths never reach a join)."""
-    return Path(runs_dir) / validate(run_id)
-
-
 def claim_new(
     runs_dir: Path,
     base: str,

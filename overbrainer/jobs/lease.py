@@ -34,12 +34,11 @@ from typing import Any, Callable, Iterator
 
 from overbrainer.config.model import Target
 from overbrainer.errors import ConfigError, Interrupted
-from overbrainer.jobs import ids
 from overbrainer.jobs.follow import Followed, Limits, follow
 from overbrainer.jobs.homes import Home, Homes
 from overbrainer.jobs.kinds import Held, LeaseOptions, Retrieved, TargetKind
 from overbrainer.jobs.records import recorded_by
-from overbrainer.jobs.run_record import RunRecord
+from overbrainer.jobs.run_record import RunPlace, RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
 from overbrainer.runpod.target import RUNPOD
@@ -106,12 +105,12 @@ class MachineKind:
                 raise Interrupted("interrupted before the run started" if start
                                   else f"interrupted: run {record.id} was not touched")
             if start:
-                claim_target(executor, runs_dir, record)
+                claim_target(executor, record, RunPlace(runs_dir, record.id))
         except BaseException:
             if executor is not None:
                 executor.close()
             if start:
-                shutil.rmtree(ids.run_dir(runs_dir, record.id), ignore_errors=True)
+                shutil.rmtree(RunPlace(runs_dir, record.id).dir, ignore_errors=True)
             raise
         try:
             yield _Connected(executor)

@@ -13,7 +13,7 @@ Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… o
 `<root>/<kind>s/<job_id>` on the target, where `<root>` is the run's directory there: its
 `remote_dir` on its own target, `<workdir>/<run>` on another local or SSH target (for a local
 target, the run's own directory), and `/workspace/overbrainer/<run>` on a pod. Its record is a
-`RunRecord` saved as `run.json` in its directory (`record.save(runs/<run>/<kind>s, record)`); the job
+`RunRecord` saved as `run.json` in its directory (`RunPlace(runs/<run>/<kind>s, <job_id>)`); the job
 writes `job.log` and `metrics.jsonl` there, so `jobs.follow` shows its stage lines and
 `Executor.fetch` verifies what comes back against the target's SHA-256 manifest.
 
@@ -66,7 +66,7 @@ from overbrainer.jobs.kinds import LeaseOptions, TargetKind
 from overbrainer.jobs.lease import kind_of, lease
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
-from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunPlace, RunRecord
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
 from overbrainer.support import fmt
 
@@ -111,9 +111,9 @@ class _Side:
 
 @dataclass(frozen=True)
 class _Place:
-    """Where it runs: its local directory, the run's directory on the target (`root`), the
+    """Where it runs: its place here (`here`), the run's directory on the target (`root`), the
     target, and the cache folder there."""
-    job_dir: Path
+    here: RunPlace
     root: str
     target: Any
     cache: str
@@ -127,9 +127,9 @@ class SideJobFailed(OverbrainerError):
         self.result = result
 
 
-def jobs_dir(runs_dir: Path, run_id: str, kind: str) -> Path:
+def jobs_dir(run: RunPlace, kind: str) -> Path:
     """`runs/<run>/<kind>s`: where the records of a run's side jobs of one kind are saved."""
-    return ids.run_dir(runs_dir, run_id) / f"{kind}s"
+    return run.dir / f"{kind}s"
 
 
 def side_target(config: Config, run: RunRecord, kind: str, name: str | None = None) -> tuple[str, Target]:
@@ -154,7 +154,7 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
     label = job.label or f"{job.kind} of run {run.id}"
     runs_dir = ProjectPaths(session.project_dir).runs
-    parent = jobs_dir(runs_dir, run.id, job.kind)
+    parent = jobs_dir(RunPlace(runs_dir, run.id), job.kind)
     now = now or _dt.datetime.now(_dt.timezone.utc)
     record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
@@ -166,9 +166,9 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         try:
             with lease(session, config, name, where, record, interrupt=interrupt) as held:
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
-                job_dir = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
+                here = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
                 cache = f"{held.executor.workdir.rstrip('/')}/.cache"
-                return _run(session, held, interrupt, side, _Place(job_dir, root, where, cache))
+                return _run(session, held, interrupt, side, _Place(here, root, where, cache))
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
@@ -185,9 +185,10 @@ def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind],
     name, target, kind = where
     kind.check(config)  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
-    job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
+    job_id, _ = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
-    save(parent, record)
+    here = RunPlace(parent, job_id)
+    here.save(record)
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root, cache = kind.side_place(target, ids.validate(run.id))
@@ -197,7 +198,7 @@ def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind],
         options = LeaseOptions(side_results_home, keep=keep, home=home, workdir=f"{root}/{job.kind}s")
         with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
                    options=options) as held:
-            return _run(session, held, interrupt, side, _Place(job_dir, root, pod_target, cache))
+            return _run(session, held, interrupt, side, _Place(here, root, pod_target, cache))
     except Interrupted as e:
         if record.job is not None:  # the job started: _run said it
             raise
@@ -211,33 +212,34 @@ def remote_job_dir(root: str, kind: str, job_id: str) -> str:
     return f"{root.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
 
 
-def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> Path:
+def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> RunPlace:
     owner = _secrets.token_hex(8)
-    job_id, job_dir = ids.claim_new(parent, record.id,
-                                    lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
+    job_id, _ = ids.claim_new(parent, record.id,
+                              lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
     record.id = job_id
     record.remote_dir = remote_job_dir(root, kind, job_id)
-    save(parent, record)
-    return job_dir
+    here = RunPlace(parent, job_id)
+    here.save(record)
+    return here
 
 
 def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     executor = held.executor
-    record, parent, job, label, job_dir = side.record, side.parent, side.job, side.label, place.job_dir
-    result = SideJobResult(record.id, job_dir, record.state, record=record)
+    record, job, label, here = side.record, side.job, side.label, place.here
+    result = SideJobResult(record.id, here.dir, record.state, record=record)
     front = session.front
     try:
         spec = _prepare(executor, interrupt, side, place)
     except Interrupted:
-        _end(parent, record, CANCELLED, "interrupted before the job started")
+        _end(record, here, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled") from None
     except OverbrainerError as e:
-        fail(parent, record, str(e))
+        fail(record, here, str(e))
         raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
     with events(front) as bus:
         bus.publish(RunWatched(record.id, job.kind))  # the upload's lines carry the job's kind too
         try:
-            interrupt.shield(start_job, executor, record, job_dir, parent, spec,
+            interrupt.shield(start_job, executor, record, here, spec,
                              transfer_progress(bus, record.id, "upload"), note=f"starting the {label}")
         except OverbrainerError as e:
             raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
@@ -250,10 +252,10 @@ def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     else:
         followed = None
     if followed is None:  # Ctrl-C: the job is cancelled, not left running
-        interrupt.shield(_cancel_and_fetch, executor, record, job_dir, parent, job, note=f"cancelling the {label}")
+        interrupt.shield(_cancel_and_fetch, executor, record, here, job, note=f"cancelling the {label}")
         raise Interrupted(f"interrupted: {label} cancelled")
     state, reason = _outcome(followed.status)
-    interrupt.shield(_fetch_and_save, executor, record, job_dir, parent, job, state, reason,
+    interrupt.shield(_fetch_and_save, executor, record, here, job, state, reason,
                      note=f"retrieving the files of the {label}")
     result = _result(result)
     if record.state == SUCCEEDED:
@@ -267,7 +269,7 @@ def _prepare(executor, interrupt, side: _Side, place: _Place):
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
     record, job, cache = side.record, side.job, place.cache
     for name, content in job.files.items():
-        path = place.job_dir / name
+        path = place.here.dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, Path):
             shutil.copyfile(content, path)  # a file of this machine's, copied as it is
@@ -302,10 +304,10 @@ def _outcome(status) -> tuple[str, str | None]:
     return FAILED, "the job was lost (its process is gone without an exit code)"
 
 
-def _end(parent: Path, record: RunRecord, state: str, message: str | None) -> None:
+def _end(record: RunRecord, here: RunPlace, state: str, message: str | None) -> None:
     record.state, record.message = state, message
     try:
-        save(parent, record)
+        here.save(record)
     except OverbrainerError as e:
         log.warning("cannot record %s as %s: %s", record.id, state, e)
 
@@ -321,11 +323,11 @@ def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | No
     return None
 
 
-def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob, state: str,
+def _fetch_and_save(executor, record: RunRecord, here: RunPlace, job: SideJob, state: str,
                     reason: str | None) -> None:
-    error = _fetch(executor, record, job_dir, job)
+    error = _fetch(executor, record, here.dir, job)
     if state == FAILED:
-        reason = last_line(job_dir / "job.log") or reason
+        reason = last_line(here.dir / "job.log") or reason
     if error is not None:
         if state == SUCCEEDED:
             state, reason = FAILED, f"{NOT_HOME}: {error}"
@@ -333,18 +335,18 @@ def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, jo
             reason = f"{reason} (files not retrieved: {error})"
     elif state == SUCCEEDED and job.after is not None:
         try:
-            job.after(executor, record.remote_dir, job_dir)
+            job.after(executor, record.remote_dir, here.dir)
         except OverbrainerError as e:
             state, reason = FAILED, str(e)
-    _end(parent, record, state, reason)
+    _end(record, here, state, reason)
 
 
-def _cancel_and_fetch(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob) -> None:
+def _cancel_and_fetch(executor, record: RunRecord, here: RunPlace, job: SideJob) -> None:
     try:
         executor.cancel(record.job)
     except OverbrainerError as e:
         log.warning("cannot cancel %s: %s", record.id, e)
-        _end(parent, record, FAILED, f"cancelling the job failed: {e}")
+        _end(record, here, FAILED, f"cancelling the job failed: {e}")
         return
-    error = _fetch(executor, record, job_dir, job)
-    _end(parent, record, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))
+    error = _fetch(executor, record, here.dir, job)
+    _end(record, here, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))

@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 from overbrainer.config.model import Config, Training
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
-from overbrainer.jobs import ids
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.kinds import LeaseOptions
 from overbrainer.jobs.lease import cancel_stopped, end_left, is_pod, lease
 from overbrainer.jobs.publishing import events, transfer_progress
-from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunPlace, RunRecord
 from overbrainer.jobs.start import create_run, fail, release_claim, settle, start_job, unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
@@ -69,8 +68,9 @@ class TrainResult:
     lines: list[str] = field(default_factory=list)
 
 
-def _runs_dir(session: Session) -> Path:
-    return ProjectPaths(session.project_dir).runs
+def _place(session: Session, run_id: str) -> RunPlace:
+    """Where the run `run_id` of the session's project is kept."""
+    return RunPlace(ProjectPaths(session.project_dir).runs, run_id)
 
 
 def _keeps_running(record: RunRecord) -> str:
@@ -99,7 +99,7 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     runs_dir = paths.runs
     resume = None
     if resume_from:
-        resume = resume_source(runs_dir, resume_from, training)
+        resume = resume_source(RunPlace(runs_dir, resume_from), training)
     else:
         require_examples(paths.train, "data/train.jsonl")
     warning = template_warning(training)
@@ -142,8 +142,8 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
                       detach: bool, after: Sequence[PostTrain]) -> TrainResult:
     """Inside the lease: fill the run directory, start the job (shielded), then follow or detach."""
     executor = held.executor
-    front, runs_dir, name = session.front, _runs_dir(session), record.target
-    run_dir = ids.run_dir(runs_dir, record.id)
+    front, place, name = session.front, _place(session, record.id), record.target
+    run_dir = place.dir
     if record.resumed_from:
         log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
                  resume.checkpoint)
@@ -162,13 +162,13 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
             release_claim(executor, record.remote_dir, run_dir)
         raise
     except OverbrainerError as e:
-        fail(runs_dir, record, str(e))
+        fail(record, place, str(e))
         raise
     front.run_created(record.id)
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
     try:
         with events(front) as bus:
-            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+            interrupt.shield(start_job, executor, record, place, spec,
                              transfer_progress(bus, record.id, "upload"),
                              note=f"starting the job of run {record.id}")
     finally:
@@ -183,21 +183,20 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
         log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
                  record.id, record.id)
         return TrainResult(record.id, record.state, name, detached=True, lines=[text])
-    return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
+    return _follow_and_finish(front, interrupt, held, record, place, after)
 
 
-def _follow_and_finish(front, interrupt, held, record: RunRecord, runs_dir: Path, after: Sequence[PostTrain],
+def _follow_and_finish(front, interrupt, held, record: RunRecord, place: RunPlace, after: Sequence[PostTrain],
                        stop_since: float | None = None) -> TrainResult:
     with events(front) as bus:  # a pod's: under the client's deadline, settled (shielded) on its side
         followed = held.follow(record, bus, interrupt, limits=StopLimits(record.id, stop_since))
     if followed is None:
         raise Interrupted(_keeps_running(record))
-    run_dir = ids.run_dir(runs_dir, record.id)
     with events(front) as bus:  # a bus of its own: the follow's lines are all shown before retrieval's
-        interrupt.shield(finish, held.executor, record, run_dir, runs_dir, followed.status,
+        interrupt.shield(finish, held.executor, record, place, followed.status,
                          followed.summary.lines, followed.notes, transfer_progress(bus, record.id, "download"),
                          fetched(after), note=f"retrieving the results of run {record.id}")
-    return report_outcome(front, record, run_dir, after)
+    return report_outcome(front, record, place.dir, after)
 
 
 # --- reporting ------------------------------------------------------------------------------
@@ -257,11 +256,11 @@ def _lease(session: Session, config, record: RunRecord, interrupt):
 def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Follow a running run again, or collect an ended one whose files are not all here."""
     _require_training(config)
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    place = _place(session, run_id)
+    record = place.load()
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has no job: it stopped before the job started")
-    run_dir = ids.run_dir(runs_dir, run_id)
+    run_dir = place.dir
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
         end_left(session, config, run_id, is_retrieved)  # a pod a killed client never deleted
@@ -270,15 +269,15 @@ def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     try:
         with _lease(session, config, record, interrupt) as held:
             if held.gone:  # its pod no longer exists: what the local files say
-                return report_outcome(front, load(runs_dir, run_id), run_dir, after)
-            _settle(interrupt, config, held.executor, record, runs_dir)
+                return report_outcome(front, place.load(), run_dir, after)
+            _settle(interrupt, config, held.executor, record, place)
             if record.ended:
                 with events(front) as bus:
-                    interrupt.shield(collect, held.executor, record, run_dir, runs_dir,
+                    interrupt.shield(collect, held.executor, record, place,
                                      transfer_progress(bus, run_id, "download"), fetched(after),
                                      note=f"retrieving the results of run {run_id}")
                 return report_outcome(front, record, run_dir, after)
-            return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
+            return _follow_and_finish(front, interrupt, held, record, place, after)
     finally:
         interrupt.restore()
 
@@ -287,13 +286,13 @@ def _no_pod(record: RunRecord) -> OverbrainerError:
     return OverbrainerError(f"run {record.id} has no pod left: its job no longer runs anywhere")
 
 
-def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
+def _settle(interrupt, config, executor, record: RunRecord, place: RunPlace) -> None:
     """A run whose start could not be confirmed: find its job on the target (shielded: it saves)."""
     if not unconfirmed(record):
         return
     tgt = record_target(config, record)
     container = job_spec(tgt, record, config.training, executor.workdir, {}).container
-    interrupt.shield(settle, executor, record, runs_dir, container, note=f"looking for the job of run {record.id}")
+    interrupt.shield(settle, executor, record, place, container, note=f"looking for the job of run {record.id}")
 
 
 def _check_stoppable(record: RunRecord) -> None:
@@ -308,8 +307,8 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
               after: Sequence[PostTrain] = ()) -> TrainResult | None:
     """Ask the job for a snapshot, then follow it to its end. With `holder_pid` (another process
     holds the project lock) only the request is written."""
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    place = _place(session, run_id)
+    record = place.load()
     _check_stoppable(record)
     front = session.front
     interrupt = front.interrupt()
@@ -329,7 +328,7 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
                 front.report(text, {"run_id": run_id, "requested": True, "following": False})
                 return None
             front.report(text, {"run_id": run_id, "requested": True, "following": True})
-            return _follow_and_finish(front, interrupt, held, record, runs_dir, after, stop_since=asked)
+            return _follow_and_finish(front, interrupt, held, record, place, after, stop_since=asked)
     finally:
         interrupt.restore()
 
@@ -337,8 +336,8 @@ def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None =
 def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> str:
     """Cancel a run's job (shielded); a run still `preparing` (its `train` was killed) has its pods
     deleted and is failed. Returns the line reported."""
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    place = _place(session, run_id)
+    record = place.load()
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
     if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
@@ -355,10 +354,10 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
     try:
         with _lease(session, config, record, interrupt) as held:
             if held.gone:
-                raise _no_pod(load(runs_dir, run_id))
-            _settle(interrupt, config, held.executor, record, runs_dir)
+                raise _no_pod(place.load())
+            _settle(interrupt, config, held.executor, record, place)
             with events(front) as bus:
-                text, data = interrupt.shield(_cancel, held.executor, record, runs_dir,
+                text, data = interrupt.shield(_cancel, held.executor, record, place,
                                               transfer_progress(bus, run_id, "download"), fetched(after),
                                               note=f"cancelling the job of run {run_id}")
             front.report(text, data)
@@ -367,7 +366,7 @@ def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTr
         interrupt.restore()
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
+def _cancel(executor, record: RunRecord, place: RunPlace, progress=None,
             extra: tuple[str, ...] = ()) -> tuple[str, dict]:
     rid = record.id
     job = job_id(record)
@@ -383,7 +382,7 @@ def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
         text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
-    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress, extra)
+    retrieve(executor, record, place, Outcome(CANCELLED), progress, extra)
     text = f"train: run {rid} cancelled" + (f" ({record.message_shown})" if record.message_shown else "")
     return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message_shown}
 

@@ -20,7 +20,7 @@ from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.exec import scripts
 from overbrainer.jobs import polling
 from overbrainer.jobs.records import reader
-from overbrainer.jobs.run_record import load
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.targets import record_target
 from overbrainer.support.lines import LineReader
 
@@ -173,9 +173,9 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
             return
 
 
-def run_ended(runs_dir: Path, run_id: str) -> bool:
+def run_ended(place: RunPlace) -> bool:
     try:
-        return load(runs_dir, run_id).ended
+        return place.load().ended
     except Exception:  # noqa: BLE001 - a record being rewritten; look again later
         return False
 
@@ -188,17 +188,16 @@ class OpenedLog:
     executor: Any = None  # to close when done (the log is on the target)
 
 
-def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, *,
-             race: Callable | None = None) -> OpenedLog:
+def open_log(config: Config | None, place: RunPlace, *, race: Callable | None = None) -> OpenedLog:
     """The run's job.log: local for a local target and for an ended run whose log is here; on
     the target while an SSH run has not ended (or its log never came home). `config` is None
     when it does not load: the local log then. Unreachable: the local log with a warning if
     there is one, else `cannot reach target `<n>`: …`."""
-    path = run_dir / "job.log"
+    path = place.dir / "job.log"
     local = LocalLog(path)
     here = path.exists()
     try:
-        record = load(runs_dir, run_id)
+        record = place.load()
     except OverbrainerError:
         return OpenedLog(local)  # no readable run.json: what is here is all there is
     if config is None or (record.ended and here):
@@ -206,7 +205,7 @@ def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, 
     if record.target not in config.targets and here:
         return OpenedLog(local)
     target = record_target(config, record)
-    opener = reader(config, target, record, runs_dir)
+    opener = reader(config, target, record, place)
     if opener is None:
         return OpenedLog(local)
     call = race or (lambda fn, *a: fn(*a))

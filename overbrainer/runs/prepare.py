@@ -15,8 +15,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.state import decontamination_facts
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.runtime import Runtime
-from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import STOPPED, RunRecord, load
+from overbrainer.jobs.run_record import STOPPED, RunPlace, RunRecord
 from overbrainer.support.atomic import atomic_write_bytes
 from overbrainer.support.files import link_or_copy
 from overbrainer.train.axolotl_config import build_config, eval_warning, has_examples, require_examples, write_config
@@ -48,14 +47,16 @@ def job_root(target: Any, remote_dir: str) -> str:
     return Runtime.from_target(target).root(remote_dir)
 
 
-def resume_source(runs_dir: Path, run_id: str, training: Any) -> ResumeSource:
-    """Check that `run_id` can be resumed with these settings: stopped, its checkpoint here, same config."""
-    record = load(runs_dir, run_id)
+def resume_source(place: RunPlace, training: Any) -> ResumeSource:
+    """Check that the run at `place` can be resumed with these settings: stopped, its checkpoint
+    here, same config."""
+    record = place.load()
+    run_id = place.run_id
     what = f"cannot resume from run {run_id}"
     if record.state != STOPPED or record.snapshot is None:
         raise OverbrainerError(f"{what}: it is {record.state}, not stopped with a snapshot "
                                "(see `overbrainer train stop`)")
-    run_dir = ids.run_dir(runs_dir, run_id)
+    run_dir = place.dir
     src = ResumeSource(record, run_dir)
     checkpoint = run_dir / src.checkpoint
     if not checkpoint.is_dir() or not any(p.is_file() for p in checkpoint.rglob("*")):

@@ -19,7 +19,7 @@ from overbrainer.jobs import lease, start
 from overbrainer.runs import flow
 from overbrainer.runs import stop_limits as limits
 from overbrainer.jobs.follow import job_id
-from overbrainer.jobs.run_record import load
+from overbrainer.jobs.run_record import RunPlace
 from tests.integration.test_runs_support import make_project
 
 
@@ -159,7 +159,7 @@ def test_cancel_records_a_job_that_already_reads_cancelled(tmp_path, fake_axolot
     [rid] = p.run_ids()
     p.wait_metrics(rid, 2)
     # An earlier cancel finished on the target but died before saving the record.
-    LocalExecutor(p.runs).cancel(job_id(load(p.runs, rid)))
+    LocalExecutor(p.runs).cancel(job_id(RunPlace(p.runs, rid).load()))
     assert p.record(rid)["state"] == "running"
     c = p.run("train", "cancel", rid)
     assert c.returncode == 0, c.stderr
@@ -174,12 +174,11 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
     assert p.run("train", "--detach").returncode == 0
     [rid] = p.run_ids()
     p.wait_metrics(rid, 2)
-    LocalExecutor(p.runs).cancel(job_id(load(p.runs, rid)))
-    record = load(p.runs, rid)
+    place = RunPlace(p.runs, rid)
+    LocalExecutor(p.runs).cancel(job_id(place.load()))
+    record = place.load()
     record.state = "stopped"  # e.g. the stop limit's cancel after a snapshot proof
-    from overbrainer.jobs.run_record import save
-
-    save(p.runs, record)
+    place.save(record)
     c = p.run("train", "cancel", rid)
     assert c.returncode == 0, c.stderr
     assert "had already ended (cancelled)" in c.stdout
