@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import Executor
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import RECORD, RunPlace, RunRecord
 from overbrainer.jobs.start import claim_target, fail
@@ -82,7 +83,7 @@ class Home:
             return
         fail(record, self.place, message)
 
-    def claim(self, executor, record: RunRecord, token: str) -> None:
+    def claim(self, executor: Executor, record: RunRecord, token: str) -> None:
         claim_target(executor, record, self.place, token)
 
     def results_home(self, record: RunRecord, rule: Callable[[Any, Path], bool] | None) -> bool:
@@ -113,7 +114,7 @@ class Homes:
         return Home(ids.validate(key), Path(self.runs_dir))
 
 
-def _side_folders(run_dir: Path):
+def _side_folders(run_dir: Path) -> list[Path]:
     """The `<kind>s/` folders of a run directory (exports/, compares/, …)."""
     try:
         entries = sorted(run_dir.iterdir())
@@ -122,7 +123,7 @@ def _side_folders(run_dir: Path):
     return [d for d in entries if d.is_dir() and d.name.endswith("s") and ids.is_valid(d.name)]
 
 
-def _run_dirs(runs_dir: Path):
+def _run_dirs(runs_dir: Path) -> list[Path]:
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         return []
@@ -163,6 +164,6 @@ def homes(runs_dir: Path) -> list[Home]:
     return out
 
 
-def side_results_home(record, job_dir: Path | None = None) -> bool:
+def side_results_home(record: RunRecord, job_dir: Path | None = None) -> bool:
     """A side job's rule for its pod: ended, and not a success whose files stayed on the target."""
     return record.ended and not (record.message or "").startswith(NOT_HOME)

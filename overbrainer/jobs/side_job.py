@@ -3,7 +3,7 @@ followed, its files brought home verified, like a training job, but in a directo
 
     job = SideJob("export", files={"export.sh": text}, steps=[Step("export", ("sh", "export.sh"),
                   from_path=True)], env={...}, fetch=["export.json"], label=f"export of run {rid}")
-    result = run_side_job(session, config, run_record, job, target=None, keep=False)
+    result = run_side_job(session, run_record, job, target=None, keep=False)
 
 Where (`side_target`): `target=` (the command's `--target`), else `[<kind>] target`, else the
 run's own target; it must be configured (`Config.target`: `target `T` of run R is no longer in
@@ -57,17 +57,21 @@ from typing import Any, Callable, Mapping
 from overbrainer.config.model import Config, Target
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
-from overbrainer.exec.base import JobSpec
+from overbrainer.exec.base import Executor, JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.front.session import Session
 from overbrainer.jobs import ids
+from overbrainer.jobs.follow import job_id
 from overbrainer.jobs.homes import NOT_HOME, Home, key_taken, side_results_home
 from overbrainer.jobs.kinds import LeaseOptions, TargetKind
-from overbrainer.jobs.lease import kind_of, lease
+from overbrainer.jobs.lease import Lease, kind_of, lease
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
 from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunPlace, RunRecord
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
+from overbrainer.jobs.status import Status
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -82,9 +86,9 @@ class SideJob:
     steps: list[Any]  # exec.runtime.Step
     env: dict[str, str] = field(default_factory=dict)
     fetch: list[str] = field(default_factory=list)
-    prepare: Callable[[Any, str], None] | None = None
+    prepare: Callable[[Executor, str], None] | None = None
     label: str = ""
-    after: Callable[[Any, str, Path], None] | None = None
+    after: Callable[[Executor, str, Path], None] | None = None
     secrets: dict[str, str] = field(default_factory=dict)
     pod: dict[str, Any] = field(default_factory=dict)  # a runpod target's settings for the job's own pod
 
@@ -140,11 +144,11 @@ def side_target(config: Config, run: RunRecord, kind: str, name: str | None = No
     return name, config.target(name, run_id=run.id if name == run.target else None)
 
 
-def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
+def run_side_job(session: Session, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
                  now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
     ids.validate(job.kind)
-    name, where = side_target(config, run, job.kind, target)
+    name, where = side_target(session.config, run, job.kind, target)
     kind = kind_of(where)
     pod = kind.made_for_job
     if keep and not pod:
@@ -159,31 +163,27 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
     record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
     side = _Side(run, record, parent, job, label)
-    interrupt = session.front.interrupt()
-    try:
+    with session.interruptible() as interrupt:
         if pod:
-            return _on_pod(session, config, side, (name, where, kind), interrupt, keep)
+            return _on_pod(session, side, (name, where, kind), keep)
         try:
-            with lease(session, config, name, where, record, interrupt=interrupt) as held:
+            with lease(session, name, where, record) as held:
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
                 here = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
                 cache = f"{held.executor.workdir.rstrip('/')}/.cache"
-                return _run(session, held, interrupt, side, _Place(here, root, where, cache))
+                return _run(session, held, side, _Place(here, root, where, cache))
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
             raise Interrupted(f"interrupted: {label} cancelled") from e
-    finally:
-        interrupt.restore()
 
 
-def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind], interrupt,
-            keep: bool) -> SideJobResult:
+def _on_pod(session: Session, side: _Side, where: tuple[str, Target, TargetKind], keep: bool) -> SideJobResult:
     """The job on a new target of its own, a pod (see the module docstring); `where`: the
     target's name, itself, its kind."""
     run, record, parent, job, label = side.run, side.record, side.parent, side.job, side.label
     name, target, kind = where
-    kind.check(config)  # the API key first: nothing is claimed without it
+    kind.check(session.config)  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
     job_id, _ = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
@@ -196,9 +196,8 @@ def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind],
     home = Home(job_id, parent, run.id)
     try:
         options = LeaseOptions(side_results_home, keep=keep, home=home, workdir=f"{root}/{job.kind}s")
-        with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
-                   options=options) as held:
-            return _run(session, held, interrupt, side, _Place(here, root, pod_target, cache))
+        with lease(session, name, pod_target, record, start=True, options=options) as held:
+            return _run(session, held, side, _Place(here, root, pod_target, cache))
     except Interrupted as e:
         if record.job is not None:  # the job started: _run said it
             raise
@@ -212,7 +211,7 @@ def remote_job_dir(root: str, kind: str, job_id: str) -> str:
     return f"{root.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
 
 
-def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> RunPlace:
+def _claim(executor: Executor, root: str, record: RunRecord, parent: Path, kind: str) -> RunPlace:
     owner = _secrets.token_hex(8)
     job_id, _ = ids.claim_new(parent, record.id,
                               lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
@@ -223,8 +222,8 @@ def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> R
     return here
 
 
-def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
-    executor = held.executor
+def _run(session: Session, held: Lease, side: _Side, place: _Place) -> SideJobResult:
+    executor, interrupt = held.executor, session.interrupt
     record, job, label, here = side.record, side.job, side.label, place.here
     result = SideJobResult(record.id, here.dir, record.state, record=record)
     front = session.front
@@ -235,20 +234,20 @@ def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
         raise Interrupted(f"interrupted: {label} cancelled") from None
     except OverbrainerError as e:
         fail(record, here, str(e))
-        raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+        raise SideJobFailed(f"{label} failed: {e}", _result(result, record)) from e
     with events(front) as bus:
         bus.publish(RunWatched(record.id, job.kind))  # the upload's lines carry the job's kind too
         try:
             interrupt.shield(start_job, executor, record, here, spec,
                              transfer_progress(bus, record.id, "upload"), note=f"starting the {label}")
         except OverbrainerError as e:
-            raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+            raise SideJobFailed(f"{label} failed: {e}", _result(result, record)) from e
         finally:
             if record.job is not None or record.state == RUNNING:
                 held.job_started()
     if not interrupt.caught():
         with events(front) as bus:
-            followed = held.follow(record, bus, interrupt, job=job.kind)
+            followed = held.follow(record, bus, job=job.kind)
     else:
         followed = None
     if followed is None:  # Ctrl-C: the job is cancelled, not left running
@@ -257,7 +256,7 @@ def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     state, reason = _outcome(followed.status)
     interrupt.shield(_fetch_and_save, executor, record, here, job, state, reason,
                      note=f"retrieving the files of the {label}")
-    result = _result(result)
+    result = _result(result, record)
     if record.state == SUCCEEDED:
         return result
     if record.state == CANCELLED:
@@ -265,7 +264,7 @@ def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     raise SideJobFailed(f"{label} failed: {record.message}", result)
 
 
-def _prepare(executor, interrupt, side: _Side, place: _Place):
+def _prepare(executor: Executor, interrupt: Interrupt, side: _Side, place: _Place) -> JobSpec:
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
     record, job, cache = side.record, side.job, place.cache
     for name, content in job.files.items():
@@ -288,13 +287,13 @@ def _prepare(executor, interrupt, side: _Side, place: _Place):
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(job.secrets), container=container)
 
 
-def _result(result: SideJobResult) -> SideJobResult:
-    rec = result.record
+def _result(result: SideJobResult, rec: RunRecord) -> SideJobResult:
+    result.record = rec
     result.job_id, result.state, result.message = rec.id, rec.state, rec.message
     return result
 
 
-def _outcome(status) -> tuple[str, str | None]:
+def _outcome(status: Status) -> tuple[str, str | None]:
     if status.kind == "exited" and status.code == 0:
         return SUCCEEDED, None
     if status.kind == "cancelled":
@@ -312,7 +311,7 @@ def _end(record: RunRecord, here: RunPlace, state: str, message: str | None) -> 
         log.warning("cannot record %s as %s: %s", record.id, state, e)
 
 
-def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
+def _fetch(executor: Executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
     """Bring the job's files home, verified; the error text when that failed."""
     entries = list(dict.fromkeys([*JOB_FILES, *job.fetch]))
     try:
@@ -323,7 +322,7 @@ def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | No
     return None
 
 
-def _fetch_and_save(executor, record: RunRecord, here: RunPlace, job: SideJob, state: str,
+def _fetch_and_save(executor: Executor, record: RunRecord, here: RunPlace, job: SideJob, state: str,
                     reason: str | None) -> None:
     error = _fetch(executor, record, here.dir, job)
     if state == FAILED:
@@ -341,9 +340,9 @@ def _fetch_and_save(executor, record: RunRecord, here: RunPlace, job: SideJob, s
     _end(record, here, state, reason)
 
 
-def _cancel_and_fetch(executor, record: RunRecord, here: RunPlace, job: SideJob) -> None:
+def _cancel_and_fetch(executor: Executor, record: RunRecord, here: RunPlace, job: SideJob) -> None:
     try:
-        executor.cancel(record.job)
+        executor.cancel(job_id(record))
     except OverbrainerError as e:
         log.warning("cannot cancel %s: %s", record.id, e)
         _end(record, here, FAILED, f"cancelling the job failed: {e}")

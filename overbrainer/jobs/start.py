@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.base import DEFAULT_SKIP, JobId, TargetUnreachable
+from overbrainer.exec.base import DEFAULT_SKIP, Container, Executor, JobId, JobSpec, TargetUnreachable
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs import ids
 from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunPlace, RunRecord
 from overbrainer.support import fmt
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 PID_WAIT_SECS = 15.0  # how long a cut spawn's job.pid is looked for
 
 
-def remote_dir_of(executor, run_id: str) -> str:
+def remote_dir_of(executor: Executor, run_id: str) -> str:
     return f"{executor.workdir.rstrip('/')}/{ids.validate(run_id)}"
 
 
@@ -52,7 +53,7 @@ def create_run(runs_dir: Path, project_name: str, target_name: str, resumed_from
     return record, place
 
 
-def claim_target(executor, record: RunRecord, place: RunPlace, owner: str | None = None) -> RunPlace:
+def claim_target(executor: Executor, record: RunRecord, place: RunPlace, owner: str | None = None) -> RunPlace:
     """Claim `<workdir>/<id>/.claim` on the target (`owner`: a token of this checkout, at most 64
     letters and digits) and save the run's `remote_dir`; returns the run's place. When another
     checkout sharing the workdir holds that ID, the run takes the next free suffix (`_2`…) there
@@ -72,7 +73,7 @@ def claim_target(executor, record: RunRecord, place: RunPlace, owner: str | None
     return place
 
 
-def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
+def release_claim(executor: Executor, remote_dir: str, run_dir: Path) -> None:
     """Undo the claim of a run interrupted before anything was uploaded: remove `.claim` and the
     (then empty) directory on the target. Best effort, a few seconds at most."""
     if Path(remote_dir) == Path(run_dir).resolve():
@@ -86,7 +87,8 @@ def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
 
 # --- start ------------------------------------------------------------------------------------
 
-def start_job(executor, record: RunRecord, place: RunPlace, spec, progress=None) -> RunRecord:
+def start_job(executor: Executor, record: RunRecord, place: RunPlace, spec: JobSpec,
+              progress: Progress | None = None) -> RunRecord:
     """Upload the run directory (its bytes to `progress(done, total)`), spawn the job, save the
     record `running` with its job."""
     try:
@@ -106,7 +108,8 @@ def start_job(executor, record: RunRecord, place: RunPlace, spec, progress=None)
     return record
 
 
-def _after_cut_spawn(executor, record: RunRecord, place: RunPlace, spec, error: TargetUnreachable):
+def _after_cut_spawn(executor: Executor, record: RunRecord, place: RunPlace, spec: JobSpec,
+                     error: TargetUnreachable) -> JobId:
     """The job the cut spawn may have started, from its job.pid; else the run is saved `failed` (the
     target has none) or `running` unconfirmed (the target is out of reach), and an error raised."""
     rid = record.id
@@ -130,7 +133,7 @@ class _Settled(OverbrainerError):
     """A start whose record already says how it ended (not to be saved `failed`)."""
 
 
-def find_job(executor, job_dir: str, container, wait: float | None = None):
+def find_job(executor: Executor, job_dir: str, container: Container | None, wait: float | None = None) -> JobId | None:
     """The JobId from `<job_dir>/job.pid` (written by the job's wrapper), looked for up to `wait`
     seconds; None when the target answers without one. Raises TargetUnreachable when the last
     look could not reach the target."""
@@ -150,7 +153,7 @@ def find_job(executor, job_dir: str, container, wait: float | None = None):
         time.sleep(min(1.0, max(deadline - time.monotonic(), 0.05)))
 
 
-def settle(executor, record: RunRecord, place: RunPlace, container) -> None:
+def settle(executor: Executor, record: RunRecord, place: RunPlace, container: Container | None) -> None:
     """A run saved `running` without a job (its start could not be confirmed): record the job its
     job.pid names, or save the run `failed` and raise when the target has none."""
     job = find_job(executor, record.remote_dir, container)
@@ -167,7 +170,7 @@ def unconfirmed(record: RunRecord) -> bool:
     return record.job is None and record.state == RUNNING
 
 
-def _record_job(executor, record: RunRecord, place: RunPlace, job) -> None:
+def _record_job(executor: Executor, record: RunRecord, place: RunPlace, job: JobId) -> None:
     """Save the record `running` with its job; cancel the job when the record cannot be saved."""
     record.job = job
     record.state = RUNNING

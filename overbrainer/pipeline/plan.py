@@ -22,6 +22,7 @@ from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.pipeline.context import StageContext
@@ -229,18 +230,19 @@ COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questi
                   "run": ["subtopics", "questions", "answers", "split"]}
 
 
-def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
+def plan_flow(session: Session, command: str, *, topic: str | None = None, force: bool = False,
               retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    with StageContext(session.project_dir, config, max_cost=max_cost) as ctx:
-        return _plan(ctx, session, config, command, topic=topic, force=force, retry_excluded=retry_excluded,
+    with StageContext(session.project_dir, session.config, max_cost=max_cost) as ctx:
+        return _plan(ctx, session, command, topic=topic, force=force, retry_excluded=retry_excluded,
                      retrain=retrain)
 
 
-def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
+def _plan(ctx: StageContext, session: Session, command: str, *, topic: str | None, force: bool,
           retry_excluded: bool, retrain: bool) -> dict:
+    config = ctx.config
     plans = command_plans(ctx, command, ctx.select_topics(topic), force=force, retry_excluded=retry_excluded)
     for p in plans:
         session.report(p.line(), p.data())

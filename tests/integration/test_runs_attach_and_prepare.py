@@ -61,7 +61,7 @@ def test_ctrl_c_while_preparing_leaves_nothing_on_the_target(tmp_path, fake_axol
     reports = []
     app = Session(p.dir, Embedded(EventBus(), ctrl_c, threading.Event(), reports.append))
     with pytest.raises(Interrupted) as e:
-        flow.train_flow(app, load_config(p.dir))
+        flow.train_flow(app.with_config(load_config(p.dir)))
     assert str(e.value) == "interrupted before the run started"
     assert p.run_ids() == []
     assert list(remote.iterdir()) == []  # no claimed run directory left on the target

@@ -57,7 +57,8 @@ class Project:
         from overbrainer.front.frontend import Embedded
 
         session = Session(self.dir, Embedded(self.bus, self.ctrl_c, threading.Event(), self.reports.append))
-        return run_side_job(session, load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"}), self.record, job,
+        config = load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"})
+        return run_side_job(session.with_config(config), self.record, job,
                             **kw)
 
 
