@@ -31,6 +31,7 @@ from overbrainer.config.model import Config, Target, Training
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.exec.base import Executor
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.kinds import LeaseOptions
 from overbrainer.jobs.lease import Lease, cancel_stopped, end_left, is_pod, lease
@@ -51,6 +52,7 @@ from overbrainer.runs.stop_limits import StopLimits
 from overbrainer.train.axolotl_config import recorded_adapter, require_examples, template_warning
 
 if TYPE_CHECKING:
+    from overbrainer.front.frontend import Frontend
     from overbrainer.front.session import Session
 
 log = logging.getLogger(__name__)
@@ -142,7 +144,7 @@ def _start_and_follow(session: Session, held: Lease, record: RunRecord, tgt: Tar
     executor, config, interrupt = held.executor, session.config, session.interrupt
     front, place, name = session.front, _place(session, record.id), record.target
     run_dir = place.dir
-    if record.resumed_from:
+    if resume is not None:  # (record.resumed_from names it)
         log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
                  resume.checkpoint)
     try:
@@ -201,7 +203,8 @@ def _follow_and_finish(session: Session, held: Lease, record: RunRecord, after: 
 
 # --- reporting ------------------------------------------------------------------------------
 
-def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[PostTrain] = ()) -> TrainResult:
+def report_outcome(front: Frontend, record: RunRecord, run_dir: Path,
+                   after: Sequence[PostTrain] = ()) -> TrainResult:
     """Report an ended run's summary (a succeeded run's with what its post-train steps made); raise
     for failed and cancelled runs (after the report)."""
     rid = record.id
@@ -356,8 +359,8 @@ def cancel_flow(session: Session, run_id: str, *, after: Sequence[PostTrain] = (
         return text
 
 
-def _cancel(executor, record: RunRecord, place: RunPlace, progress=None,
-            extra: tuple[str, ...] = ()) -> tuple[str, dict]:
+def _cancel(executor: Executor, record: RunRecord, place: RunPlace, progress: Progress | None = None,
+            extra: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
     rid = record.id
     job = job_id(record)
     before = to_status(executor.status(job))
@@ -388,7 +391,7 @@ def train_if_changed(session: Session, *, retrain: bool = False,
     fp = fingerprint(paths.data, _require_training(session.config))
     found = verdict(paths.runs, fp)
     if found.kind in ("done", "running"):
-        run = found.run
+        run = found.by
         session.report(found.line(), {"stage": "train", "up_to_date": True, "run_id": run.id, "state": run.state})
         return None
     if found.kind == "failed":

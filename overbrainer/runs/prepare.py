@@ -9,7 +9,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.state import decontamination_facts
@@ -35,7 +35,10 @@ class ResumeSource:
 
     @property
     def checkpoint(self) -> str:  # "output/checkpoint-N"
-        return self.record.snapshot.checkpoint
+        snapshot = self.record.snapshot
+        if snapshot is None:  # resume_source takes only a stopped run with its snapshot
+            raise ValueError(f"run {self.record.id} has no snapshot")
+        return snapshot.checkpoint
 
     @property
     def checkpoint_name(self) -> str:  # "checkpoint-N"
@@ -71,7 +74,7 @@ def resume_source(place: RunPlace, training: Any) -> ResumeSource:
 
 
 def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
-                 resume: ResumeSource | None = None, check=lambda: None) -> dict[str, Any]:
+                 resume: ResumeSource | None = None, check: Callable[[], object] = lambda: None) -> dict[str, Any]:
     """Write axolotl.yaml, data/, plugin/ (and resume/checkpoint-N) into `run_dir`.
 
     `check()` is called between steps (it raises Interrupted after Ctrl-C). Returns the config.

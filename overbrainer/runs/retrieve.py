@@ -16,6 +16,8 @@ import logging
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import Executor
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs.retrieve import JOB_FILES, fetch
 from overbrainer.jobs.run_record import (
     CANCELLED,
@@ -39,7 +41,7 @@ def retrieve_hint(run_id: str) -> str:
     return f"retrieve them with `overbrainer train attach {run_id}`"
 
 
-def read_proof(executor, record: RunRecord) -> bytes | None:
+def read_proof(executor: Executor, record: RunRecord) -> bytes | None:
     try:
         return executor.read_from(f"{record.remote_dir.rstrip('/')}/snapshot.json", 0, PROOF_LIMIT + 1)
     except OverbrainerError as e:
@@ -47,8 +49,8 @@ def read_proof(executor, record: RunRecord) -> bytes | None:
         return None
 
 
-def finish(executor, record: RunRecord, place: RunPlace, status: Status, plugin_lines: int,
-           notes: list[str] | None = None, progress=None, extra: tuple[str, ...] = ()) -> RunRecord:
+def finish(executor: Executor, record: RunRecord, place: RunPlace, status: Status, plugin_lines: int,
+           notes: list[str] | None = None, progress: Progress | None = None, extra: tuple[str, ...] = ()) -> RunRecord:
     """Outcome → snapshot proof → retrieval → saved record. Raises (record left `running`) when a
     succeeded/stopped run's files could not be brought home."""
     result = outcome(status, plugin_lines, record.id)
@@ -61,15 +63,16 @@ def finish(executor, record: RunRecord, place: RunPlace, status: Status, plugin_
     return record
 
 
-def retrieve(executor, record: RunRecord, place: RunPlace, result: Outcome,
-             progress=None, extra: tuple[str, ...] = ()) -> None:
+def retrieve(executor: Executor, record: RunRecord, place: RunPlace, result: Outcome,
+             progress: Progress | None = None, extra: tuple[str, ...] = ()) -> None:
     """Fetch the files the outcome calls for (their bytes to `progress`, one transfer per fetch; `extra`:
     what the post-train steps left) and save the final state (see module docstring)."""
     rid, run_dir = record.id, place.dir
+    stopped = result.snapshot if result.state == STOPPED else None  # a stopped outcome has its snapshot
     try:
         manifest = fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
-        if result.state == STOPPED:
-            fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"],
+        if stopped is not None:
+            fetch(executor, record.remote_dir, run_dir, [stopped.checkpoint, "snapshot.json"],
                   progress=progress)
     except OverbrainerError as e:
         if result.state in (SUCCEEDED, STOPPED):
@@ -86,12 +89,12 @@ def retrieve(executor, record: RunRecord, place: RunPlace, result: Outcome,
     if result.state == SUCCEEDED and not any(p.startswith("output/") for p, _ in manifest):
         record.state = FAILED
         record.message = f"the job succeeded but left no output (see runs/{rid}/job.log)"
-    elif result.state == STOPPED:
-        ckpt = run_dir / result.snapshot.checkpoint
+    elif stopped is not None:
+        ckpt = run_dir / stopped.checkpoint
         if not ckpt.is_dir() or not any(p.is_file() for p in ckpt.rglob("*")):
             record.state, record.snapshot = FAILED, None
             record.message = (f"the job stopped with a snapshot but left no file in "
-                              f"{result.snapshot.checkpoint} (see runs/{rid}/job.log)")
+                              f"{stopped.checkpoint} (see runs/{rid}/job.log)")
     place.save(record)
 
 
@@ -108,7 +111,7 @@ def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
     return True
 
 
-def collect(executor, record: RunRecord, place: RunPlace, progress=None,
+def collect(executor: Executor, record: RunRecord, place: RunPlace, progress: Progress | None = None,
             extra: tuple[str, ...] = ()) -> None:
     """Retrieve an ended run's files again; on success clear `retrieval_error` (the state is unchanged)."""
     run_dir = place.dir

@@ -15,7 +15,7 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
@@ -39,7 +39,7 @@ class Removal:
             return f"runs rm: runs/{self.run_id} deleted" + (f"; {self.why}" if self.why else "")
         return f"runs rm: {self.run_id} not deleted: {self.why}"
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "deleted": self.deleted, "reason": self.why or None}
 
 
