@@ -5,7 +5,7 @@ failure)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTING, Journal, Submission
 from overbrainer.errors import UsageError
@@ -26,7 +26,7 @@ def _line(sub: Submission) -> str:
             f"{sub.provider}/{sub.model}  {where}  since {sub.since()}{extra}{cost}{cancel}")
 
 
-def _data(sub: Submission) -> dict:
+def _data(sub: Submission) -> dict[str, Any]:
     return {"id": sub.id, "stage": sub.stage, "state": sub.state, "status": sub.status, "api": sub.api,
             "provider": sub.provider, "model": sub.model, "batch_id": sub.batch_id, "file_id": sub.file_id,
             "requests": len(sub.items), "since": sub.since(), "round": sub.round, "unresolved": len(sub.unresolved),

@@ -3,7 +3,7 @@ the result through the session, `flow(session, *, options)` like every flow."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.answer_index import index_answers
 from overbrainer.dataset.accounting.history import format_history_lines, history_report, read_history
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from overbrainer.front.session import Session
 
 
-def history_flow(session: "Session", *, all_runs: bool = False, pods: tuple[str, dict] | None = None) -> None:
+def history_flow(session: "Session", *, all_runs: bool = False, pods: tuple[str, dict[str, Any]] | None = None) -> None:
     """`history [--all]`: totals per stage (or one line per execution), then `pods` (what the
     training pods cost: a line and its fields) when given. Reads only, and reads no configuration
     (the session may have none: history works even when overbrainer.toml does not)."""

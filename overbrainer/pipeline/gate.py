@@ -27,7 +27,10 @@ import logging
 import re
 from array import array
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
 
+from overbrainer.config.model import Config, Topic
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
@@ -44,10 +47,11 @@ from overbrainer.dataset.quality.verdicts import (
     settings_digest,
 )
 from overbrainer.dataset.records import Example
-from overbrainer.llm.types import ChatRequest
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor
 from overbrainer.pipeline.context import StageContext
-from overbrainer.pipeline.early_stop import EarlyStop
+from overbrainer.pipeline.early_stop import EarlyStop, StoppedEarly
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
@@ -61,7 +65,7 @@ _OBJECT = re.compile(r"\{.*\}", re.S)
 _SCORE = re.compile(r'"score"\s*:\s*"?(\d+(?:\.\d+)?)')
 
 
-def gate_settings(config, project_dir) -> dict[str, str]:
+def gate_settings(config: Config, project_dir: Path) -> dict[str, str]:
     """check -> digest of what decides its verdicts, for the configured checks only: `rules`
     when a rule of [gate] is set, `grader` when roles.grader is (its rubric, provider, model
     and the threshold)."""
@@ -77,12 +81,12 @@ def gate_settings(config, project_dir) -> dict[str, str]:
     return out
 
 
-def gate_configured(config) -> bool:
+def gate_configured(config: Config) -> bool:
     """Whether `gate` has any check to make (`run` leaves it out otherwise)."""
     return Rules(config.gate).active or config.roles.grader is not None
 
 
-def run_gate(ctx: StageContext, topics: list) -> StageResult:
+def run_gate(ctx: StageContext, topics: list[Topic]) -> StageResult:
     role = "grader" if ctx.config.roles.grader is not None else None
     return execute(ctx, STAGE, role, lambda run: _body(ctx, run, {t.name for t in topics}))
 
@@ -98,9 +102,9 @@ class _Gate:
     index: AnswerIndex
     output: Output
     watch: EarlyStop
-    done: set = field(default_factory=set)  # judged_key of the verdicts with the current settings
-    todo: array = field(default_factory=lambda: array("I"))
-    to_grade: array = field(default_factory=lambda: array("I"))
+    done: set[int] = field(default_factory=set)  # judged_key of the verdicts with the current settings
+    todo: array[int] = field(default_factory=lambda: array("I"))
+    to_grade: array[int] = field(default_factory=lambda: array("I"))
 
     def verdict(self, ex: Example, digest: str, check: str, drop: tuple[str, str] | None, *,
                 detail: str | None = None, score: float | None = None, model: str | None = None,
@@ -144,7 +148,7 @@ def _pending(g: _Gate, names: set[str]) -> int:
     index, skipped = g.index, 0
     for offset, ex in iter_records(g.ctx.paths.answers, Example, offsets=True):
         n = index.number[packed(ex.id)]
-        if index.offset[n] != offset or ex.topic not in names or ex.meta.excluded is not None:
+        if index.offset[n] != offset or ex.topic not in names or ex.excluded is not None:
             continue  # superseded, not selected, or excluded by `answers` already
         digest = answer_digest(ex)
         dropped = drops.get(packed(ex.id))
@@ -156,7 +160,7 @@ def _pending(g: _Gate, names: set[str]) -> int:
     return skipped
 
 
-def _apply_rules(g: _Gate):
+def _apply_rules(g: _Gate) -> StoppedEarly | None:
     """The rules on every answer to judge; those they keep go to the grader (when it is set
     and has not graded them). The early stop's error, or None."""
     done, rules_on = g.done, "rules" in g.settings
@@ -187,17 +191,17 @@ def _grade(g: _Gate) -> StageResult:
     threshold = ctx.config.gate.grader_threshold
     proc = processor(ctx, run)
 
-    def items():
+    def items() -> Iterator[Example]:
         with LineReader(ctx.paths.answers) as source:
             for n in g.to_grade:
                 yield source.record_at(g.index.offset[n], Example)
 
-    def send(ex: Example):
+    def send(ex: Example) -> tuple[ChatResponse, Spend]:
         prompt = templates.render(TEMPLATE, topic=ex.topic, subtopic=ex.subtopic, question=_question(ex),
                                   answer=answer_text(ex))
         return ask(proc, client, ChatRequest(user=prompt), lambda m: run.retrying(ex.id, m))
 
-    def keep(ex: Example, value) -> None:
+    def keep(ex: Example, value: tuple[ChatResponse, Spend]) -> None:
         response, spent = value
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         score, why = parse_grade(response.content or "")
@@ -237,5 +241,5 @@ def parse_grade(text: str) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _valid(score) -> bool:
+def _valid(score: object) -> bool:
     return isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 10

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
-from overbrainer.config.dotenv import stamp
+from overbrainer.config.dotenv import DotenvState, stamp
+from overbrainer.config.model import Config, Topic
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.accounting.stages import STAGES
@@ -45,7 +47,7 @@ from overbrainer.support.budget import Budget, SpendCapReached
 
 log = logging.getLogger(__name__)
 
-Report = Callable[[str, dict], None]
+Report = Callable[[str, dict[str, Any]], None]
 
 
 @contextlib.contextmanager
@@ -111,7 +113,7 @@ def raise_stalled(results: list[StageResult]) -> None:
         raise error
 
 
-def answers_flow(ctx: StageContext, topics: list, *, force: bool = False, retry_excluded: bool = False,
+def answers_flow(ctx: StageContext, topics: list[Topic], *, force: bool = False, retry_excluded: bool = False,
                  wait: bool = False) -> StageResult:
     """The answers stage, online or in batch mode (`[pipeline] mode`, `answers_mode`: docs/batch.md)."""
     if ctx.pipeline.stage_mode("answers") != "batch":
@@ -181,17 +183,17 @@ class ConfigWatch:
     their mtime or size changed. `config` is the last configuration reloaded (None while none
     was)."""
 
-    def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
+    def __init__(self, project_dir: str | Path, load: Callable[[], Config], dotenv: DotenvState | None = None):
         self.project_dir = project_dir
         self._load = load
         self._dotenv = dotenv
         self._stamp = stamp(project_dir)
-        self.config = None
+        self.config: Config | None = None
 
     def changed(self) -> bool:
         return stamp(self.project_dir) != self._stamp
 
-    def reload(self):
+    def reload(self) -> Config:
         """The new configuration; ConfigError (the run stops) when it cannot be used."""
         self._stamp = stamp(self.project_dir)
         try:
