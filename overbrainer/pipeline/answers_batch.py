@@ -19,7 +19,7 @@ from overbrainer.dataset.batch_journal import COLLECTED, SUBMITTED, Journal, Sub
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm.batch_anthropic import AnthropicBatches
 from overbrainer.llm.batch_openai import OpenAIBatches
-from overbrainer.llm.batch_types import ANTHROPIC, DISCOUNT, BatchStatus, batch_api
+from overbrainer.llm.batch_types import ANTHROPIC, BatchStatus, batch_api
 from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import ChatResponse
@@ -164,8 +164,7 @@ class BatchAnswers:
             self.figures.note_answer(q.topic, q.text, example.meta)
         run = self.run_
         run.wrote()
-        spent = self.client.spend(response)
-        cost = None if spent.cost is None else spent.cost * DISCOUNT
+        cost = self.client.spend(response, batch=True).cost  # at the batch price (llm/prices.Price.batched)
         run.spend(response.usage, cost)
         run.item_done(q.id, response.usage, cost, excluded=example.excluded is not None)
         return cost

@@ -22,6 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from overbrainer.config import templates
 from overbrainer.config.dotenv import DotenvState, stamp
 from overbrainer.config.model import Config, Topic
 from overbrainer.config.ready import refuse_unrunnable
@@ -218,6 +219,7 @@ def run_all(session: Session, *, watch: ConfigWatch | None = None,
     (batch mode, `StageResult.pending`) ends the stages there: the later ones wait for it."""
     config = session.config
     refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
+    templates.refuse_broken(session.project_dir)  # a typo in a prompt: before anything is paid
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch, wait)
