@@ -64,7 +64,7 @@ def record(paths: ProjectPaths, learned: Known) -> None:
             merged[key] = {**merged.get(key, {}), **{k: float(v) for k, v in limits.items() if k in KINDS}}
         if merged == known:
             return
-        providers: dict[str, dict] = {}
+        providers: dict[str, dict[str, dict[str, float | int]]] = {}
         for (provider, model), limits in sorted(merged.items()):
             entry = {k: (int(v) if v.is_integer() else v) for k, v in limits.items()}
             providers.setdefault(provider, {})[model] = entry

@@ -187,7 +187,8 @@ class Pacer:
         with self._lock:
             return self._wait(_costs(input_tokens, output_tokens), self._clock())
 
-    def _queue(self, costs: dict[str, float], stop, tripped) -> Ticket | None:
+    def _queue(self, costs: dict[str, float], stop: threading.Event | None,
+               tripped: threading.Event | None) -> Ticket | None:
         turn = threading.Condition(self._lock)
         stops = (stop, tripped)
         wake = self._wake_all

@@ -18,18 +18,23 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
+from overbrainer.dataset.records import Question
 from overbrainer.llm.batch_anthropic import Ambiguous
 from overbrainer.llm.batch_types import custom_id, tag_of
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import AnswerLost
 from overbrainer.llm.pacing import prompt_tokens
 from overbrainer.llm.types import ChatRequest
 
 log = logging.getLogger(__name__)
 
+BatchApi = Any  # llm.batch_anthropic.AnthropicBatches or llm.batch_openai.OpenAIBatches (their `send` differ)
 
-def recover(api, journal: Journal, subs: list[Submission]) -> list[str]:
+
+def recover(api: BatchApi, journal: Journal, subs: list[Submission]) -> list[str]:
     """Settle every submission left `submitting`: the file or batch a crashed command sent is
     found and recorded (never sent again); one the provider never got is `lost` (its items are
     free again). Returns the problems of those that could not be settled (still `submitting`:
@@ -97,7 +102,8 @@ class Packer:
     None: none known). Each submission's id is drawn before its first request is encoded: its
     custom_ids carry its tag."""
 
-    def __init__(self, api, client, systems: dict[str, str], room: float | None, queue: Queue | None = None):
+    def __init__(self, api: BatchApi, client: LlmClient, systems: dict[str, str], room: float | None,
+                 queue: Queue | None = None):
         self.api, self.client, self.systems, self.room, self.queue = api, client, systems, room, queue
         self.sub_id = new_id()
         self.lines: list[bytes] = []
@@ -109,7 +115,7 @@ class Packer:
         self.tokens = 0  # the submission's input tokens, estimated
         self.enqueued = 0  # those of the submissions this pass sent
 
-    def line(self, q) -> tuple[bytes, float, int]:
+    def line(self, q: Question) -> tuple[bytes, float, int]:
         req = ChatRequest(user=q.text, system=self.systems[q.topic])
         tag = tag_of(self.sub_id)
         cid = custom_id(q.id, tag)
@@ -134,7 +140,7 @@ class Packer:
         limits = self.api.limits
         return bool(self.items) and (len(self.items) >= limits.requests or self.used + size + 1 > limits.bytes)
 
-    def add(self, q, line: bytes, bound: float, tokens: int) -> None:
+    def add(self, q: Question, line: bytes, bound: float, tokens: int) -> None:
         self.lines.append(line)
         self.items.append(q.id)
         self.used += len(line) + 1
@@ -151,8 +157,9 @@ class Packer:
         return out
 
 
-def submit(api, client, journal: Journal, questions, *, stage: str, systems: dict[str, str],
-           room: float | None, round_of, queue: Queue | None = None) -> Sent:
+def submit(api: BatchApi, client: LlmClient, journal: Journal, questions: Iterable[Question], *, stage: str,
+           systems: dict[str, str], room: float | None, round_of: Callable[[Question], int],
+           queue: Queue | None = None) -> Sent:
     """Send `questions` (an iterable, read once) in as many submissions as the limits need; each
     written `submitting` to the journal before its send. `round_of(q)`: 0, or 1 for a resend.
     `queue`: the model's batch queue, when its limit is known."""
@@ -190,7 +197,8 @@ def unsettled(sub: Submission, error: AnswerLost) -> str:
             "provider before anything is sent again (the next call, or the next look of --wait): never sent twice")
 
 
-def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int, sent: Sent) -> None:
+def _send(api: BatchApi, client: LlmClient, journal: Journal, packer: Packer, stage: str, round_: int,
+          sent: Sent) -> None:
     sub_id, lines, items, custom, bound, tokens = packer.take()
     sub = Submission(id=sub_id, stage=stage, api=api.api, provider=client.provider_name, model=client.model,
                      created_at=time.time(), items=items, round=round_, custom_ids=custom, tag=tag_of(sub_id),
