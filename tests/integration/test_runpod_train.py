@@ -11,6 +11,7 @@ import signal
 
 import pytest
 
+from tests.fixtures.runpod import pod_action
 from tests.integration.test_runs_support import make_project
 
 pytestmark = pytest.mark.ssh
@@ -361,7 +362,7 @@ def test_attach_to_a_stopped_pod_says_so_and_deletes_nothing(tmp_path, fake_axol
     _, rid = _detached(p, fake_axolotl, "slow", None)
     pod_id = p.pod_json(rid)["pod_id"]
     with RunpodClient(fake.url, fake.account_key) as client:
-        client.pod_action(pod_id, "stop")
+        pod_action(fake, pod_id, "stop")
         a = p.run("train", "attach", rid, timeout=60)
         assert a.returncode == 1
         assert f"pod {pod_id} of run {rid} is stopped and will not run again by itself; remove it with " \
@@ -393,7 +394,7 @@ def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl
     old_port = pod["ssh"]["port"]
     with RunpodClient(fake.url, fake.account_key) as client:
         try:
-            client.pod_action(pod["pod_id"], "restart")  # the container starts again: a new public port
+            pod_action(fake, pod["pod_id"], "restart")  # the container starts again: a new public port
 
             def new_port():
                 ssh = client.get_pod(pod["pod_id"]).ssh
