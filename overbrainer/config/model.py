@@ -185,6 +185,7 @@ class LocalTarget(Target):
     engine: str = "docker"  # docker runtime only
     image: str = DEFAULT_IMAGE  # docker runtime only
     llama_cpp_dir: str | None = None  # a llama.cpp already on the target (export, compare)
+    llama_cpp_url: str | None = None  # where the pinned llama.cpp is downloaded from (a mirror)
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ class SshTarget(Target):
     engine: str = "docker"
     image: str = DEFAULT_IMAGE
     llama_cpp_dir: str | None = None
+    llama_cpp_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ class RunpodTarget(Target):
     network_volume_id: str | None = None
     max_volume_gb: int | None = None
     llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
+    llama_cpp_url: str | None = None
 
 
 @dataclass(frozen=True)

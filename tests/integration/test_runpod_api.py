@@ -18,6 +18,7 @@ from overbrainer.runpod.catalog import Wanted, for_listing, pick
 from overbrainer.runpod.transport import USER_AGENT, Timeouts
 from tests.fixtures.runpod import Fault, pod_action
 from tests.fixtures.runpod_catalog import Gpu
+from tests.fixtures.timescale import scale
 
 SCALE = 0.001
 GPU = "NVIDIA GeForce RTX 4090"
@@ -41,7 +42,7 @@ class Sleeps(list):
 
 @pytest.fixture
 def sleeps(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", str(SCALE))
+    scale(monkeypatch, SCALE)
     return Sleeps()
 
 

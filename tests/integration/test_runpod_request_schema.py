@@ -25,6 +25,7 @@ from overbrainer.runpod.errors import NoTypePlaced
 from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.waits import Timing
 from tests.fixtures import runpod_schema
+from tests.fixtures.timescale import scale
 
 A6000, RTX4090 = "NVIDIA RTX A6000", "NVIDIA GeForce RTX 4090"
 FAKE_ONLY = True  # no pod is created here
@@ -41,7 +42,7 @@ TARGETS = {
 @pytest.fixture
 def recorded(fake_runpod, monkeypatch):
     """(method, path, query, body) of every request the fake receives."""
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.01")
+    scale(monkeypatch, 0.01)
     seen: list[tuple[str, str, dict, object]] = []
     fake_runpod.on_request = lambda method, path, body: seen.append((method, path, None, body))
     yield seen
