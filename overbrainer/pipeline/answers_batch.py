@@ -17,7 +17,7 @@ from overbrainer.dataset.batch_journal import COLLECTED, SUBMITTED, Journal, Sub
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm.batch_anthropic import AnthropicBatches
 from overbrainer.llm.batch_openai import OpenAIBatches
-from overbrainer.llm.batch_types import ANTHROPIC, DISCOUNT, BatchStatus, batch_api
+from overbrainer.llm.batch_types import ANTHROPIC, BatchStatus, batch_api
 from overbrainer.llm.errors import LlmError
 from overbrainer.pipeline.answers import build_example, parent_client, system_prompts
 from overbrainer.pipeline.batch_submit import recover, submit
@@ -159,8 +159,7 @@ class BatchAnswers:
             self.figures.note_answer(q.topic, q.text, example.meta)
         run = self.run_
         run.wrote()
-        spent = self.client.spend(response)
-        cost = None if spent.cost is None else spent.cost * DISCOUNT
+        cost = self.client.spend(response, batch=True).cost  # at the batch price (llm/prices.Price.batched)
         run.spend(response.usage, cost)
         run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)
         return cost

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
 from overbrainer.llm.batch_anthropic import Ambiguous
-from overbrainer.llm.batch_types import DISCOUNT, custom_id, tag_of
+from overbrainer.llm.batch_types import custom_id, tag_of
 from overbrainer.llm.errors import AnswerLost
 from overbrainer.llm.types import ChatRequest
 
@@ -86,7 +86,7 @@ class Packer:
         cid = custom_id(q.id, tag)
         if cid != f"{tag}-{q.id}":
             self.custom[cid] = q.id
-        return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req) * DISCOUNT
+        return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req, batch=True)
 
     def fits_cap(self, bound: float) -> bool:
         return self.room is None or self.reserved + self.bound + bound <= self.room

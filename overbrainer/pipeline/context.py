@@ -16,6 +16,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.llm.client import connect
 from overbrainer.llm.http import LlmSession
+from overbrainer.llm.price_db import unpriced
 from overbrainer.llm.prices import PriceBook
 from overbrainer.support.budget import Budget
 from overbrainer.support.threads import Signal
@@ -117,7 +118,7 @@ class StageContext:
                 return client
         provider, role = self.config.provider_for(role_name)
         client = connect(provider, role, self.config.pipeline, llm=self.llm, prices=self.prices,
-                         stop=self.stop_event)
+                         stop=self.stop_event, role_key=role_key(self.config, role_name))
         with self._lock:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]
@@ -127,7 +128,8 @@ class StageContext:
         price must be known (ConfigError otherwise: no request could be bounded)."""
         client = self.client(role_name)
         if self.budget is not None and client.price is None:
-            raise ConfigError(unpriced(role_name, client.provider_name, client.model))
+            provider, _ = self.config.provider_for(role_name)
+            raise ConfigError(unpriced(role_key(self.config, role_name), provider, client.model))
         return client
 
     def templates(self, *names: str):
@@ -143,10 +145,11 @@ class StageContext:
             raise Interrupted(INTERRUPTED)
 
 
-def unpriced(role_name: str, provider: str, model: str) -> str:
-    return (f"max_cost_usd is set, but no price is known for roles.{role_name} ({model} on provider "
-            f"{provider}): its model listing gives none, so no request can be bounded; unset "
-            f"[pipeline] max_cost_usd and --max-cost to run without a cap")
+def role_key(config, role_name: str) -> str:
+    """Where a role is configured: `roles.<name>`, the parent's for a judge that is not set."""
+    if role_name == "judge" and config.roles.judge is None:
+        return "roles.parent"
+    return f"roles.{role_name}"
 
 
 def _budget(budget, cap: float | None):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from array import array
 from dataclasses import dataclass, field
@@ -136,24 +137,49 @@ def _body(ctx: StageContext, run: StageRun, names: set[str]) -> StageResult:
     return result
 
 
-def _pending(g: _Gate, names: set[str]) -> int:
-    """Fill g.todo with the numbers of the answers some check has to judge; the count of the
-    others (judged already by every check, or dropped)."""
-    done = g.done = judged(g.ctx.paths.gate, g.settings)
-    drops = gate_drops(g.ctx.paths.gate, g.settings)
-    index, skipped = g.index, 0
-    for offset, ex in iter_records(g.ctx.paths.answers, Example, offsets=True):
+def _selected(answers, index: AnswerIndex, names: set[str], drops: dict):
+    """(number, answer, digest, dropped) of each latest answer of the topics `names` that
+    `answers` kept; `dropped`: a check dropped it with the current settings."""
+    for offset, ex in iter_records(answers, Example, offsets=True):
         n = index.number[packed(ex.id)]
         if index.offset[n] != offset or ex.topic not in names or ex.meta.excluded is not None:
             continue  # superseded, not selected, or excluded by `answers` already
         digest = answer_digest(ex)
         dropped = drops.get(packed(ex.id))
-        if (dropped is not None and dropped[0] == digest) or all(
-                judged_key(ex.id, digest, check, s) in done for check, s in g.settings.items()):
+        yield n, ex, digest, dropped is not None and dropped[0] == digest
+
+
+def _pending(g: _Gate, names: set[str]) -> int:
+    """Fill g.todo with the numbers of the answers some check has to judge; the count of the
+    others (judged already by every check, or dropped)."""
+    done = g.done = judged(g.ctx.paths.gate, g.settings)
+    skipped = 0
+    for n, ex, digest, dropped in _selected(g.ctx.paths.answers, g.index, names,
+                                            gate_drops(g.ctx.paths.gate, g.settings)):
+        if dropped or all(judged_key(ex.id, digest, check, s) in done for check, s in g.settings.items()):
             skipped += 1
         else:
             g.todo.append(n)
     return skipped
+
+
+def to_grade(ctx: StageContext, names: set[str]) -> tuple[int, int]:
+    """(answers, the bytes of their questions and answers): the answers of topics `names` that
+    `gate` would send the grader (roles.grader), at most: those it has not graded with the current
+    settings and no check dropped (the rule checks may still keep some from it). `--plan` prices
+    them; (0, 0) without a grader or when nothing changed since the last complete gate."""
+    settings = gate_settings(ctx.config, ctx.project_dir)
+    if "grader" not in settings or not os.path.exists(ctx.paths.answers):
+        return 0, 0
+    if dataset_state.unchanged_gate(ctx.paths, dataset_state.gate_key(ctx.paths, settings, names)) is not None:
+        return 0, 0
+    done, count, size = judged(ctx.paths.gate, settings), 0, 0
+    for _, ex, digest, dropped in _selected(ctx.paths.answers, index_answers(ctx.paths.answers), names,
+                                            gate_drops(ctx.paths.gate, settings)):
+        if not dropped and judged_key(ex.id, digest, "grader", settings["grader"]) not in done:
+            count += 1
+            size += len(_question(ex).encode()) + len(answer_text(ex).encode())
+    return count, size
 
 
 def _apply_rules(g: _Gate):

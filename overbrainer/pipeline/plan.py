@@ -8,9 +8,12 @@ else from the prompts' sizes and stated typical figures: a prompt counts a token
 list answer a token per 4 bytes of the items it should hold (32 tokens an item when the project
 has none to measure), an answer a typical 1,000 output tokens (`max_tokens` when lower; basis
 `typical`). The bound counts every prompt byte as a token (as the spend cap does), plus
-`max_tokens` of output per request. Prices are the provider's listing (llm/prices.py: one read
-per provider, not a generation request); a model with no listed price says so. Training, when
-the command would train: pipeline/plan_train.py.
+`max_tokens` of output per request. Prices are the role's (llm/prices.py: the configuration, the
+provider's listing read once per provider, not a generation request, or the genai-prices
+database), each stage saying where its role's comes from; a model with no price says so. Under a
+spend cap, a role that will send and has no price is refused before anything is printed, exactly
+as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
+grader too. Training, when the command would train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
-from overbrainer.llm.batch_types import DISCOUNT
 from overbrainer.llm.client import PROMPT_FRAMING
-from overbrainer.pipeline.context import StageContext
+from overbrainer.llm.price_db import missing, price_fix
+from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import after_plans, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
@@ -37,7 +40,9 @@ LIST_ITEM_TOKENS = 32
 # An answer's output tokens when the project has none to measure yet (its reasoning included):
 # a typical figure, not a bound (the bound is max_tokens).
 TYPICAL_ANSWER_TOKENS = 1000
-UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question"}
+# A grader's reply: a JSON object with a score and one sentence.
+TYPICAL_GRADE_TOKENS = 100
+UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question", "gate": "answer"}
 
 
 @dataclass
@@ -52,6 +57,7 @@ class StagePlan:
     cost: float | None = None
     cost_max: float | None = None
     unpriced: str | None = None  # why the cost is unknown
+    price_source: str | None = None  # where the role's price comes from (llm/prices.Price.source)
     mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
 
@@ -67,11 +73,13 @@ class StagePlan:
         basis = "from this project's history" if self.basis == "history" else "from the prompts' sizes"
         if self.basis == "typical":
             basis += f" and a typical {self.output_tokens // max(1, n.requests)} tokens an answer: no answer yet"
+        if self.basis == "typical" and n.stage == "gate":
+            basis = f"from the prompts' sizes and a typical {TYPICAL_GRADE_TOKENS} tokens a grade: none yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}{_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}{_held(n)}")
 
     def _sides(self) -> str:
         if self.sides is None:
@@ -86,7 +94,8 @@ class StagePlan:
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
-                "price_known": self.unpriced is None, "held": n.held, **self._sides_data()}
+                "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
+                **self._sides_data()}
 
     def _sides_data(self) -> dict:
         if self.sides is None:
@@ -124,16 +133,24 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     if price is None:
         plan.unpriced = why
         return plan
-    fees = (need.requests - 1) * price.request
-    plan.cost = price.cost(Usage(plan.input_tokens, plan.output_tokens)) + fees
-    plan.cost_max = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING,
-                                need.requests * plan.max_tokens) + fees
+    plan.price_source = price.source
+    plan.cost, plan.cost_max = _costs(price, plan)
     if need.stage == "answers":
-        plan.sides = (plan.cost, plan.cost_max, plan.cost * DISCOUNT, plan.cost_max * DISCOUNT)
+        plan.sides = (plan.cost, plan.cost_max, *_costs(price.batched(), plan))
         plan.mode = ctx.pipeline.stage_mode("answers")
         if plan.mode == "batch":
             plan.cost, plan.cost_max = plan.sides[2], plan.sides[3]
     return plan
+
+
+def _costs(price, plan: StagePlan) -> tuple[float, float]:
+    """(expected cost, upper bound) of the plan's requests at `price` (a long-context tier: that
+    of the mean request)."""
+    need = plan.need
+    cost = price.cost(Usage(plan.input_tokens, plan.output_tokens), requests=need.requests)
+    bound = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING, need.requests * plan.max_tokens,
+                        requests=need.requests)
+    return cost, bound
 
 
 def _expect(plan: StagePlan, history, figures: Figures) -> None:
@@ -145,9 +162,10 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         plan.input_tokens, plan.output_tokens = round(per[0] * need.items), round(per[1] * need.items)
         return
     plan.input_tokens = -(-need.prompt_bytes // BYTES_PER_TOKEN)
-    if need.stage == "answers":
+    if need.stage in ("answers", "gate"):
         plan.basis = "typical"
-        plan.output_tokens = need.requests * min(TYPICAL_ANSWER_TOKENS, plan.max_tokens)
+        typical = TYPICAL_ANSWER_TOKENS if need.stage == "answers" else TYPICAL_GRADE_TOKENS
+        plan.output_tokens = need.requests * min(typical, plan.max_tokens)
     else:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
@@ -178,14 +196,17 @@ def _item_tokens(stage: str, figures: Figures) -> int:
 
 
 def _price(ctx, role_name: str):
-    """(Price, None) from the provider's listing, or (None, why it is unknown)."""
+    """(Price, None), or (None, why it is unknown and how to give one)."""
     try:
         client = ctx.client(role_name)
     except OverbrainerError as e:
         return None, str(e)
     price = client.price
     if price is None:
-        return None, f"no price listed for {client.model} by provider {client.provider_name}"
+        provider, _ = ctx.config.provider_for(role_name)
+        key = role_key(ctx.config, role_name)
+        return None, f"no price for {client.model} on provider {client.provider_name}: {missing(provider)}; " \
+                     f"{price_fix(key)}"
     return price, None
 
 
@@ -224,9 +245,10 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
 
 
-# The stages each command plans: `questions` asks first for the subtopics of topics with none.
+# The stages each command plans: `questions` asks first for the subtopics of topics with none;
+# `gate` only with roles.grader (needs.py).
 COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questions"], "answers": ["answers"],
-                  "run": ["subtopics", "questions", "answers", "split"]}
+                  "run": ["subtopics", "questions", "answers", "gate", "split"]}
 
 
 def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
@@ -241,7 +263,10 @@ def plan_flow(session, config, command: str, *, topic: str | None = None, force:
 
 def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
           retry_excluded: bool, retrain: bool) -> dict:
-    plans = command_plans(ctx, command, ctx.select_topics(topic), force=force, retry_excluded=retry_excluded)
+    topics = ctx.select_topics(topic)
+    # Under a cap, what the command would refuse the plan refuses, with the same line (exit 2).
+    refuse_unpriced(ctx, COMMAND_STAGES[command], topics, force=force, retry_excluded=retry_excluded)
+    plans = command_plans(ctx, command, topics, force=force, retry_excluded=retry_excluded)
     for p in plans:
         session.report(p.line(), p.data())
     if command == "run":
@@ -281,8 +306,12 @@ def _split_line(project_dir) -> tuple[str, dict]:
 
 def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
     """Under a spend cap, before anything is sent: every role that will send (its stage has
-    requests to make) must have a known price, else ConfigError (exit 2) saying which."""
+    requests to make; the gate's grader whenever it is set) must have a known price, else
+    ConfigError (exit 2) naming the role and its `price` key. `run` and `run --plan` both call it."""
     if ctx.budget is None:
         return
-    for role in sorted({n.role for n in needs(ctx, stages, topics, **kw) if n.requests}):
+    roles = {n.role for n in needs(ctx, [s for s in stages if s != "gate"], topics, **kw) if n.requests}
+    if "gate" in stages and ctx.config.roles.grader is not None:
+        roles.add("grader")
+    for role in sorted(roles):
         ctx.connect(role)

@@ -21,6 +21,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from overbrainer.config import templates
 from overbrainer.config.dotenv import stamp
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.accounting.history import kept_share, read_history
@@ -216,6 +217,7 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     `raise_stalled(results)` once everything else is done. A stage whose batches are still out
     (batch mode, `StageResult.pending`) ends the stages there: the later ones wait for it."""
     refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
+    templates.refuse_broken(session.project_dir)  # a typo in a prompt: before anything is paid
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
     with stage_context(session, config, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch, wait)

@@ -14,7 +14,10 @@ from tests.fixtures.timescale import scaled_env
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
-    project.write(protocol=protocol)
+    # Anthropic's model listing carries no prices (nor does the fake's): there they are configured.
+    priced = protocol == "anthropic"
+    project.write(protocol=protocol, parent={"price": {"input": 1.0, "output": 2.0}} if priced else None,
+                  generator={"price": {"input": 0.5, "output": 0.5}} if priced else None)
     fake_provider.models = {"deepseek/deepseek-r1": (1.0, 2.0), "qwen/qwen3-235b": (0.5, 0.5)}
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
