@@ -39,3 +39,16 @@ def test_the_former_testing_variables_are_configuration_keys_like_any_other():
     got = overlay({"OVERBRAINER_TIME_SCALE": "0.01", "OVERBRAINER_TEST_CACHE": "/tmp/x",
                    "OVERBRAINER_LLAMA_CPP_URL": "http://127.0.0.1:1/a"}, problems)
     assert problems == [] and sorted(got) == ["llama_cpp_url", "test_cache", "time_scale"]
+
+
+def test_the_factor_and_a_missing_extra_combine_in_one_command(tmp_path):
+    """Python runs one sitecustomize; each fixture's runs the next (tests/fixtures/site.py), and
+    each goes in front of the PYTHONPATH the command already has, whichever comes last."""
+    from tests.fixtures.missing import without
+
+    probe = ("import overbrainer.support.timescale as t\ntry:\n    import yaml\nexcept ModuleNotFoundError:\n"
+             "    yaml = None\nprint(t.FACTOR, yaml is None)")
+    for env in (without(tmp_path, "yaml", env=scaled_env(0.05)), scaled_env(0.05, env=without(tmp_path, "yaml"))):
+        got = subprocess.run([sys.executable, "-c", probe], env=clean_env(env), capture_output=True, text=True,
+                             timeout=60)
+        assert got.stdout.split("\n")[0] == "0.05 True", got.stderr
