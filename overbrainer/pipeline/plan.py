@@ -20,16 +20,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.accounting.history import kept_share, read_history
+from overbrainer.dataset.accounting.history import HistoryEntry, kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.llm.client import PROMPT_FRAMING
 from overbrainer.llm.price_db import missing, price_fix
+from overbrainer.llm.prices import Price
 from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
-from overbrainer.pipeline.plan_train import after_plans, train_plan
+from overbrainer.pipeline.plan_train import TrainPlan, after_plans, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
 from overbrainer.support.usage import Usage
 
@@ -88,7 +93,7 @@ class StagePlan:
         return (f"; online ${o:.4f} (at most ${om:.4f}), batch ${b:.4f} (at most ${bm:.4f}); "
                 f"{self.mode} mode counted")
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         n = self.need
         return {"stage": n.stage, "requests": n.requests, "estimated": n.estimated, "role": n.role,
                 "provider": self.provider or None, "model": self.model or None,
@@ -97,7 +102,7 @@ class StagePlan:
                 "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
                 **self._sides_data()}
 
-    def _sides_data(self) -> dict:
+    def _sides_data(self) -> dict[str, Any]:
         if self.sides is None:
             return {"mode": self.mode} if self.need.stage == "answers" else {}
         o, om, b, bm = (_rounded(x) for x in self.sides)
@@ -113,7 +118,7 @@ def _held(need: Need) -> str:
             "change the prompt or the config to ask again")
 
 
-def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
+def stage_plans(ctx: StageContext, stages: list[str], topics: list[Topic], *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
     figures = dataset_state.current(ctx.paths)
@@ -121,8 +126,10 @@ def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
             for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
 
 
-def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
+def _priced(ctx: StageContext, need: Need, history: list[HistoryEntry], figures: Figures) -> StagePlan:
     role = ctx.role(need.role)
+    if role is None:  # needs() names only the roles the stages use, configured
+        raise ValueError(f"roles.{need.role} is not configured")
     plan = StagePlan(need, model=role.model, provider=role.provider,
                      max_tokens=role.max_tokens)
     if not need.requests:
@@ -143,7 +150,7 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     return plan
 
 
-def _costs(price, plan: StagePlan) -> tuple[float, float]:
+def _costs(price: Price, plan: StagePlan) -> tuple[float, float]:
     """(expected cost, upper bound) of the plan's requests at `price` (a long-context tier: that
     of the mean request)."""
     need = plan.need
@@ -153,7 +160,7 @@ def _costs(price, plan: StagePlan) -> tuple[float, float]:
     return cost, bound
 
 
-def _expect(plan: StagePlan, history, figures: Figures) -> None:
+def _expect(plan: StagePlan, history: list[HistoryEntry], figures: Figures) -> None:
     """The expected tokens: the project's own figures per item, else the prompts' sizes."""
     need = plan.need
     per = _measured(need.stage, history, figures)
@@ -170,7 +177,7 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
 
-def _measured(stage: str, history, figures: Figures) -> tuple[float, float] | None:
+def _measured(stage: str, history: list[HistoryEntry], figures: Figures) -> tuple[float, float] | None:
     """(input, output) tokens per item as this project spent them, or None."""
     if stage == "answers":
         n, i, o = figures.answer_tokens  # the latest answer of each question that used tokens
@@ -195,7 +202,7 @@ def _item_tokens(stage: str, figures: Figures) -> int:
     return -(-size // (count * BYTES_PER_TOKEN)) + 2  # quotes and a comma
 
 
-def _price(ctx, role_name: str):
+def _price(ctx: StageContext, role_name: str) -> tuple[Price | None, str | None]:
     """(Price, None), or (None, why it is unknown and how to give one)."""
     try:
         client = ctx.client(role_name)
@@ -210,7 +217,7 @@ def _price(ctx, role_name: str):
     return price, None
 
 
-def totals(plans: list[StagePlan], train=None) -> dict:
+def totals(plans: list[StagePlan], train: TrainPlan | None = None) -> dict[str, Any]:
     """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
     known = [p for p in plans if p.unpriced is None]
     cost = sum(p.cost or 0.0 for p in known)  # known: priced
@@ -227,7 +234,7 @@ def totals(plans: list[StagePlan], train=None) -> dict:
             "cost_max_usd": _rounded(cost_max), "complete": complete}
 
 
-def total_line(total: dict, cap: float | None) -> str:
+def total_line(total: dict[str, Any], cap: float | None) -> str:
     about = "about " if total["estimated"] else ""
     plus = "" if total["complete"] else " + what is unknown above"
     line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
@@ -251,18 +258,19 @@ COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questi
                   "run": ["subtopics", "questions", "answers", "gate", "split"]}
 
 
-def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
-              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict:
+def plan_flow(session: Session, command: str, *, topic: str | None = None, force: bool = False,
+              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict[str, Any]:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    with StageContext(session.project_dir, config, max_cost=max_cost) as ctx:
-        return _plan(ctx, session, config, command, topic=topic, force=force, retry_excluded=retry_excluded,
+    with StageContext(session.project_dir, session.config, max_cost=max_cost) as ctx:
+        return _plan(ctx, session, command, topic=topic, force=force, retry_excluded=retry_excluded,
                      retrain=retrain)
 
 
-def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
-          retry_excluded: bool, retrain: bool) -> dict:
+def _plan(ctx: StageContext, session: Session, command: str, *, topic: str | None, force: bool,
+          retry_excluded: bool, retrain: bool) -> dict[str, Any]:
+    config = ctx.config
     topics = ctx.select_topics(topic)
     # Under a cap, what the command would refuse the plan refuses, with the same line (exit 2).
     refuse_unpriced(ctx, COMMAND_STAGES[command], topics, force=force, retry_excluded=retry_excluded)
@@ -283,7 +291,7 @@ def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None
     return total
 
 
-def command_plans(ctx, command: str, topics: list, *, force: bool = False,
+def command_plans(ctx: StageContext, command: str, topics: list[Topic], *, force: bool = False,
                   retry_excluded: bool = False) -> list[StagePlan]:
     """The plans of the LLM stages `command` runs (`questions`: the subtopics of topics with none
     first); `totals(plans)` sums them (the TUI's start dialog says it)."""
@@ -295,7 +303,7 @@ def command_plans(ctx, command: str, topics: list, *, force: bool = False,
     return plans + stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
 
 
-def _split_line(project_dir) -> tuple[str, dict]:
+def _split_line(project_dir: Path) -> tuple[str, dict[str, Any]]:
     """`split: no request`, and the kept share so far (history.kept_share) once a split counted it."""
     data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
     share = kept_share(read_history(project_dir))
@@ -304,7 +312,7 @@ def _split_line(project_dir) -> tuple[str, dict]:
     return f"split: no request; so far {share.text()}", {**data, **share.data()}
 
 
-def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
+def refuse_unpriced(ctx: StageContext, stages: list[str], topics: list[Topic], **kw: Any) -> None:
     """Under a spend cap, before anything is sent: every role that will send (its stage has
     requests to make; the gate's grader whenever it is set) must have a known price, else
     ConfigError (exit 2) naming the role and its `price` key. `run` and `run --plan` both call it."""

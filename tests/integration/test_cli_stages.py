@@ -186,7 +186,7 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
             toml.write_text(toml.read_text().replace("concurrency = 4", "concurrency = 16"))
 
     with caplog.at_level(logging.INFO):
-        run_all(project.session(report), first, watch=watch)
+        run_all(project.session(report).with_config(first), watch=watch)
     assert seen == [("subtopics", 4), ("questions", 16), ("answers", 16), ("split", 16)]
     assert caplog.text.count("config reloaded") == 1
 
@@ -194,6 +194,6 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
         toml.write_text(toml.read_text().replace("concurrency = 16", "concurrency = 0"))
 
     with pytest.raises(ConfigError) as e:
-        run_all(project.session(breaking), project.config(), watch=ConfigWatch(project.dir, project.config))
+        run_all(project.session(breaking).with_config(project.config()), watch=ConfigWatch(project.dir, project.config))
     assert str(e.value).startswith("the configuration changed and cannot be used; the run stops")
     assert [h["stage"] for h in project.history()][-1] == "subtopics"
