@@ -12,7 +12,6 @@ from overbrainer.llm.types import LENGTH, OTHER, REFUSAL, STOP, ChatRequest, Cha
 from overbrainer.support.usage import Usage
 
 
-NAME = "anthropic"
 CHAT_PATH = "/messages"
 API_VERSION = "2023-06-01"
 

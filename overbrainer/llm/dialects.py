@@ -33,6 +33,8 @@ MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 @dataclass(frozen=True)
 class Dialect:
+    """What one OpenAI-protocol server family accepts: how it limits, and asks for, reasoning."""
+
     name: str
     token_field: str  # the field that limits the answer's tokens
     effort_object: bool  # reasoning asked as OpenRouter's {"reasoning": {"effort": …}}
