@@ -181,12 +181,6 @@ class Pacer:
                     return self._take(costs)
         return self._queue(costs, stop, tripped)
 
-    def ready_in(self, input_tokens: int, output_tokens: int) -> float:
-        """Seconds from now until a request of these tokens could be let through (0: at once;
-        inf: once a request in flight ends), were it alone in line."""
-        with self._lock:
-            return self._wait(_costs(input_tokens, output_tokens), self._clock())
-
     def _queue(self, costs: dict[str, float], stop: threading.Event | None,
                tripped: threading.Event | None) -> Ticket | None:
         turn = threading.Condition(self._lock)

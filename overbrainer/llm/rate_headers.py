@@ -56,10 +56,6 @@ class Published:
     def __bool__(self) -> bool:
         return bool(self.limit or self.remaining or self.reset) or self.retry_after is not None
 
-    @property
-    def limits_known(self) -> bool:
-        return bool(self.limit or self.remaining)
-
 
 def read(headers: Mapping[str, str] | None, body: bytes | None = None, now: float | None = None) -> Published:
     """The limits `headers` (case-insensitive, as requests gives them) publish; `body`: an error

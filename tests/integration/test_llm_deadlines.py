@@ -15,6 +15,7 @@ from overbrainer.llm.client import connect
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
+from tests.fixtures.pacers import ready_in
 from tests.fixtures.provider import Fault, llm_session, serving
 
 ANSWER = json.dumps({"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}]}).encode()
@@ -99,6 +100,6 @@ def test_a_429_that_ends_the_request_still_pauses_its_senders(fake_provider, pac
     # Every other thread on this model (its pacer; without pacing: on this provider) now waits out
     # the 120 s the provider asked for.
     if pacing:
-        assert client.pacer.ready_in(1, 1) > 100
+        assert ready_in(client.pacer, 1, 1) > 100
     else:
         assert client.channel.not_before - time.monotonic() > 100

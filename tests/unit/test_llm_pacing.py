@@ -11,6 +11,7 @@ import pytest
 from overbrainer.llm.pacing import SAFETY, Configured, Pacer, prompt_tokens
 from overbrainer.llm.rate_headers import Published
 from overbrainer.support.usage import Usage
+from tests.fixtures.pacers import ready_in
 
 
 class Clock:
@@ -27,16 +28,16 @@ def pacer(concurrency=8, requests=None, tokens=None, probe=False):
 
 
 def take(p, inp=10, out=100):
-    assert p.ready_in(inp, out) == 0
+    assert ready_in(p, inp, out) == 0
     return p.acquire(inp, out)
 
 
 def test_nothing_known_nothing_paced():
     p, _ = pacer(concurrency=4)
     tickets = [take(p) for _ in range(4)]
-    assert p.ready_in(10, 100) == math.inf  # only `concurrency` in flight
+    assert ready_in(p, 10, 100) == math.inf  # only `concurrency` in flight
     p.settle(tickets[0], Usage(10, 50))
-    assert p.ready_in(10, 100) == 0 and p.limits() == {}
+    assert ready_in(p, 10, 100) == 0 and p.limits() == {}
 
 
 def test_requests_leave_one_by_one_at_the_limit_from_the_first():
@@ -44,15 +45,15 @@ def test_requests_leave_one_by_one_at_the_limit_from_the_first():
     # keeps that second of room for requests that reach it bunched (network, scheduling).
     p, clock = pacer(concurrency=64, requests=600)
     take(p)
-    assert p.ready_in(10, 100) == pytest.approx(1 / (10 * SAFETY))
+    assert ready_in(p, 10, 100) == pytest.approx(1 / (10 * SAFETY))
     for _ in range(20):
         clock.now += 1 / (10 * SAFETY)
         take(p)
-    assert p.ready_in(10, 100) == pytest.approx(1 / (10 * SAFETY))
+    assert ready_in(p, 10, 100) == pytest.approx(1 / (10 * SAFETY))
     # A pause refills the bucket up to a second of the limit, never more.
     clock.now += 60
     burst = 0
-    while p.ready_in(10, 100) == 0:
+    while ready_in(p, 10, 100) == 0:
         p.acquire(10, 100)
         burst += 1
     assert burst == 9  # a second of 600 a minute at SAFETY, never `concurrency` at once
@@ -62,9 +63,9 @@ def test_tokens_count_the_prompt_and_max_tokens_corrected_by_the_usage():
     p, clock = pacer(concurrency=64, tokens=60_000)
     rate = 1000 * SAFETY
     first = take(p, 1000, 50_000)  # the bucket holds a minute: 58,200
-    assert p.ready_in(1000, 50_000) == pytest.approx((51_000 - (58_200 - 51_000)) / rate)
+    assert ready_in(p, 1000, 50_000) == pytest.approx((51_000 - (58_200 - 51_000)) / rate)
     p.settle(first, Usage(900, 2_100))  # used 3,000 of the 51,000 taken
-    assert p.ready_in(1000, 50_000) == 0
+    assert ready_in(p, 1000, 50_000) == 0
     assert p.limits() == {"tokens": pytest.approx(60_000)}
 
 
@@ -72,7 +73,7 @@ def test_an_empty_usage_keeps_the_estimate():
     p, _ = pacer(concurrency=64, tokens=60_000)
     t = take(p, 1000, 50_000)
     p.settle(t, Usage())
-    assert p.ready_in(1000, 50_000) > 0
+    assert ready_in(p, 1000, 50_000) > 0
 
 
 def test_published_limits_are_lowered_by_the_configured_ones_and_followed_down():
@@ -80,7 +81,7 @@ def test_published_limits_are_lowered_by_the_configured_ones_and_followed_down()
     p.observe(Published(limit={"requests": 600, "tokens": 150_000}, remaining={"requests": 599, "tokens": 149_000}))
     assert p.limits() == {"requests": pytest.approx(300), "tokens": pytest.approx(150_000)}
     p.observe(Published(remaining={"tokens": 500}))  # another client spends the same key
-    assert p.ready_in(10, 1_000) == pytest.approx(510 / (2500 * SAFETY))
+    assert ready_in(p, 10, 1_000) == pytest.approx(510 / (2500 * SAFETY))
     p.observe(Published(limit={"tokens": 300_000}))  # a tier upgrade
     assert p.limits()["tokens"] == pytest.approx(300_000)
     assert p.published() == {"requests": 600, "tokens": 300_000}
@@ -92,37 +93,37 @@ def test_anthropic_input_and_output_are_paced_apart():
                         remaining={"requests": 50, "input_tokens": 30_000, "output_tokens": 8_000}))
     take(p, 100, 4_000)
     # The output bucket is what waits: 8,000 a minute, 4,000 reserved at max_tokens.
-    assert p.ready_in(100, 4_000) == pytest.approx((4_000 - (8_000 * SAFETY - 4_000)) / (8_000 * SAFETY / 60))
-    assert p.ready_in(100, 10) == pytest.approx(1 / (50 * SAFETY / 60))  # a bucket of one request
+    assert ready_in(p, 100, 4_000) == pytest.approx((4_000 - (8_000 * SAFETY - 4_000)) / (8_000 * SAFETY / 60))
+    assert ready_in(p, 100, 10) == pytest.approx(1 / (50 * SAFETY / 60))  # a bucket of one request
 
 
 def test_the_first_request_goes_alone_when_the_provider_publishes_its_limits():
     p, clock = pacer(concurrency=64, probe=True)
     first = take(p)
-    assert p.ready_in(10, 100) == pytest.approx(30.0)  # waits for its answer (PROBE_WAIT at most)
+    assert ready_in(p, 10, 100) == pytest.approx(30.0)  # waits for its answer (PROBE_WAIT at most)
     p.observe(Published(limit={"requests": 60}, remaining={"requests": 59}))
     p.settle(first, Usage(10, 20))
-    assert p.ready_in(10, 100) == 0
+    assert ready_in(p, 10, 100) == 0
     take(p)
-    assert p.ready_in(10, 100) > 0  # paced from then on
+    assert ready_in(p, 10, 100) > 0  # paced from then on
 
 
 def test_a_probe_answered_without_limits_opens_the_gates():
     p, clock = pacer(concurrency=3, probe=True)
     first = take(p)
-    assert p.ready_in(10, 100) > 0
+    assert ready_in(p, 10, 100) > 0
     p.observe(Published())
     p.settle(first, Usage(10, 20))
     for _ in range(3):
         take(p)
-    assert p.ready_in(10, 100) == math.inf
+    assert ready_in(p, 10, 100) == math.inf
 
 
 def test_a_probe_unanswered_stops_holding_the_others_after_a_while():
     p, clock = pacer(concurrency=8, probe=True)
     take(p)
     clock.now += 31
-    assert p.ready_in(10, 100) == 0
+    assert ready_in(p, 10, 100) == 0
 
 
 def test_known_limits_need_no_probe():
@@ -130,7 +131,7 @@ def test_known_limits_need_no_probe():
     p.learn({"requests": 600, "tokens": 150_000})
     take(p)
     # The second waits for the pace only, not for the first one's answer.
-    assert p.ready_in(10, 100) == pytest.approx(1 / (10 * SAFETY)) and p.limits()["requests"] == pytest.approx(600)
+    assert ready_in(p, 10, 100) == pytest.approx(1 / (10 * SAFETY)) and p.limits()["requests"] == pytest.approx(600)
 
 
 def test_a_429_halves_what_is_in_flight_once_a_round_and_regrows_while_there_is_room():
@@ -139,13 +140,13 @@ def test_a_429_halves_what_is_in_flight_once_a_round_and_regrows_while_there_is_
     p.failed(tickets[0], answered=True, limited=True)
     p.failed(tickets[1], answered=True, limited=True)  # sent before the cut: the same round
     assert p.stats()["allowed"] == 4 and p.stats()["throttled"] == 2
-    assert p.ready_in(10, 100) == math.inf  # 6 in flight, 4 allowed
+    assert ready_in(p, 10, 100) == math.inf  # 6 in flight, 4 allowed
     p.settle(tickets[2], Usage(1, 1))
     p.settle(tickets[3], Usage(1, 1))  # each success with room grows it by 1/allowed
     assert p.stats()["allowed"] == pytest.approx(4 + 1 / 4 + 1 / 4.25)
-    assert p.ready_in(10, 100) == math.inf  # 4 in flight
+    assert ready_in(p, 10, 100) == math.inf  # 4 in flight
     p.settle(tickets[4], Usage(1, 1))
-    assert p.ready_in(10, 100) == 0
+    assert ready_in(p, 10, 100) == 0
     clock.now += 1
     again = take(p)
     p.failed(again, answered=True, limited=True)  # sent after the cut: halves again, from what is in flight
@@ -156,9 +157,9 @@ def test_retry_after_holds_everyone():
     p, clock = pacer(concurrency=8)
     t = take(p)
     assert p.failed(t, answered=True, limited=True, retry_after=5.0) is None
-    assert p.ready_in(10, 100) == pytest.approx(5.0)
+    assert ready_in(p, 10, 100) == pytest.approx(5.0)
     clock.now += 5
-    assert p.ready_in(10, 100) == 0
+    assert ready_in(p, 10, 100) == 0
 
 
 def test_a_429_without_retry_after_says_when_the_buckets_have_room():
@@ -179,10 +180,10 @@ def test_a_429_without_retry_after_says_when_the_buckets_have_room():
 ])
 def test_what_a_failed_request_gives_back(how, back):
     p, _ = pacer(concurrency=64, tokens=60_000)
-    before = p.ready_in(0, 58_200)
+    before = ready_in(p, 0, 58_200)
     t = take(p, 1000, 50_000)
     p.failed(t, **how)
-    assert p.ready_in(0, 58_200) == pytest.approx(before + (51_000 - back) / (1000 * SAFETY))
+    assert ready_in(p, 0, 58_200) == pytest.approx(before + (51_000 - back) / (1000 * SAFETY))
 
 
 def test_prompt_tokens_over_count_text():
