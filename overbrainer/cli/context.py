@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -14,6 +15,7 @@ import click
 from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.config.dotenv import load_project_env
 from overbrainer.config.load import log_warnings
+from overbrainer.config.model import Config
 from overbrainer.config.read import read_config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
@@ -91,9 +93,10 @@ class AppContext:
         `Embedded` front end; what watches the front end, the metrics exporter, sees its bus)."""
         self._front = front
 
-    def session(self):
-        """The Session every flow takes: this project directory and this command's front end."""
-        return Session(self.project_dir, self.front)
+    def session(self, config: Config | None = None) -> Session:
+        """The Session every flow takes: this project directory, this command's front end and
+        `config`, the configuration it read (None: the command reads none)."""
+        return Session(self.project_dir, self.front, config)
 
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json. Through the
@@ -192,9 +195,22 @@ def app(ctx: click.Context | None = None) -> AppContext:
     return root.obj
 
 
+# What a command may raise on purpose: cli/main.py turns each into its line and exit code.
+_EXPECTED = (OverbrainerError, click.ClickException, click.exceptions.Exit, click.exceptions.Abort,
+             BrokenPipeError)
+
+
 def pass_app(f: Callable[..., Any]) -> Callable[..., Any]:
-    """A command's decorator: the command gets the AppContext (`app()`) as its first argument."""
+    """A command's decorator: the command gets the AppContext (`app()`) as its first argument.
+    Anything else it raises is an internal error: its traceback goes to the command's log (at
+    debug level: OVERBRAINER_LOG=debug), before cli/main.py prints its one line."""
     def with_app(*args: Any, **kwargs: Any) -> Any:
-        return click.get_current_context().invoke(f, app(), *args, **kwargs)
+        try:
+            return click.get_current_context().invoke(f, app(), *args, **kwargs)
+        except _EXPECTED:
+            raise
+        except Exception:
+            logging.getLogger("overbrainer").debug("internal error", exc_info=True)
+            raise
 
     return functools.update_wrapper(with_app, f)

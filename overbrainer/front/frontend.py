@@ -2,7 +2,7 @@
 
 - `Cli()`: a new bus rendered on stderr by one thread (bars on a terminal, throttled lines on a
   pipe or file), Ctrl-C (SIGINT), results on stdout.
-- `Cli(json=True)` / `Json()`: events as JSON lines on stderr, each result one JSON object on
+- `Cli(json=True)`: events as JSON lines on stderr, each result one JSON object on
   stdout; no bars, no colour.
 - `Embedded(bus, detach, abandon, report)`: library use and `overbrainer tui` (tui/tasks.py): the
   caller's bus (its events rendered as log lines, unless `renderer` says otherwise), its detach
@@ -43,11 +43,11 @@ class Report:
 
     __slots__ = ("kind", "text", "data", "run_id", "step")
 
-    def __init__(self, kind: str, text: str | None = None, data: dict | None = None,
+    def __init__(self, kind: str, text: str | None = None, data: dict[str, Any] | None = None,
                  run_id: str | None = None, step: int | None = None):
         self.kind, self.text, self.data, self.run_id, self.step = kind, text, data, run_id, step
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[object, ...]:
         return (self.kind, self.text, self.data, self.run_id, self.step)
 
     def __eq__(self, other: object) -> bool:
@@ -102,10 +102,6 @@ class BusGuard:
                                         name="overbrainer-render", daemon=True)
         self._thread.start()
         self._finalizer = weakref.finalize(self, _stop, sub, bus if owns_bus else None)
-
-    @property
-    def rendering(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
 
     def close(self, grace: float = RENDER_GRACE) -> None:
         """No more events from this flow: drain the renderer (bounded by `grace`) and stop it."""
@@ -167,7 +163,7 @@ class Frontend(ABC):
     def provisioning_flag(self) -> "Flag": ...
 
     @abstractmethod
-    def report(self, text: str, data: dict | None = None) -> None: ...
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None: ...
 
     def run_created(self, run_id: str) -> None:
         """A training run was created (the command line says nothing)."""
@@ -179,7 +175,7 @@ class Frontend(ABC):
 
 class Cli(Frontend):
     def __init__(self, json: bool = False, *, observer: "Callable[[Event], None] | None" = None,
-                 stdout: IO | None = None, stderr: IO | None = None, capacity: int = 1024):
+                 stdout: IO[str] | None = None, stderr: IO[str] | None = None, capacity: int = 1024):
         self.json = json
         self.observer = observer
         self._stdout = stdout
@@ -206,14 +202,8 @@ class Cli(Frontend):
     def provisioning_flag(self) -> "Flag":
         return Flag.catching()
 
-    def report(self, text: str, data: dict | None = None) -> None:
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None:
         write_result(text, data, as_json=self.json, out=self._stdout)
-
-
-class Json(Cli):
-    def __init__(self, **kw: Any):
-        kw.pop("json", None)
-        super().__init__(json=True, **kw)
 
 
 class Embedded(Frontend):
@@ -242,7 +232,7 @@ class Embedded(Frontend):
     def provisioning_flag(self) -> "Flag":
         return Flag(self.abandon)
 
-    def report(self, text: str, data: dict | None = None) -> None:
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None:
         self._report(Report("line", text=text, data=data if data is not None else {"message": text}))
 
     def run_created(self, run_id: str) -> None:

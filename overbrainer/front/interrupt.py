@@ -215,10 +215,6 @@ class Interrupt:
             return "caught"
         return "off" if self._mode == _OFF else "listening"
 
-    @property
-    def is_off(self) -> bool:
-        return self._mode == _OFF
-
     def caught(self) -> bool:
         return self._noted_flag or self.event.is_set()
 
@@ -280,10 +276,11 @@ class Interrupt:
             return
         for signum, handler in handlers.items():
             handler.owner = None
+            previous = handler.previous  # (read before `is` narrows `handler` to getsignal's type)
             if threading.current_thread() is threading.main_thread():
                 try:
                     if signal.getsignal(signum) is handler:
-                        signal.signal(signum, _unwrap(handler.previous))
+                        signal.signal(signum, _unwrap(previous))
                 except (OSError, ValueError):
                     pass
         # Otherwise a handler stays installed but inert: with no live owner left in its chain
@@ -324,10 +321,6 @@ class Flag:
     @property
     def interrupted(self) -> bool:
         return self.is_set()
-
-    @property
-    def watching(self) -> bool:
-        return self._finalizer is not None and self._finalizer.alive
 
     def close(self) -> None:
         if self._finalizer is not None:

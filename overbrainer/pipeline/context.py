@@ -1,9 +1,11 @@
 """What every stage works with: the configuration, the project paths, the bus, the interrupt
 events, the command's spend cap, and the LLM clients, built lazily per role with one PriceBook
-and one LlmSession (the providers' channels and circuit breakers) shared by the command, closed
-with the context (`close()`, or `with`): the next command in the same process (the TUI) starts
-with fresh connections and closed breakers. A role on a served provider brings its pods up on
-first use (runpod/serve_commands.ServedProviders) and the context's close lets them go."""
+and one LlmSession (the providers' channels, circuit breakers and rate-limit pacers) shared by
+the command, closed with the context (`close()`, or `with`): the next command in the same
+process (the TUI) starts with fresh connections and closed breakers. The rate limits the
+providers published are read from the project when it opens and kept when it closes
+(dataset/rate_limits.py). A role on a served provider brings its pods up on first use
+(runpod/serve_commands.ServedProviders) and the context's close lets them go."""
 
 from __future__ import annotations
 
@@ -12,17 +14,24 @@ import shlex
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
 
-from overbrainer.config.templates import load_templates
+from overbrainer.config.model import Config, Pipeline, Role, Topic
+from overbrainer.config.templates import Templates, load_templates
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
-from overbrainer.llm.client import connect
+from overbrainer.llm.client import LlmClient, connect
 from overbrainer.llm.http import LlmSession
 from overbrainer.llm.price_db import unpriced
 from overbrainer.llm.prices import PriceBook
 from overbrainer.runpod.serve_commands import ServedProviders
 from overbrainer.support.budget import Budget
 from overbrainer.support.threads import Signal
+
+if TYPE_CHECKING:
+    from overbrainer.front.bus import EventBus
+    from overbrainer.front.interrupt import Interrupt
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +58,8 @@ class StageContext:
     """`interrupt` is an overbrainer.front.interrupt.Interrupt, a bare threading.Event, or None;
     `max_cost` (USD, `--max-cost`) overrides `[pipeline] max_cost_usd`."""
 
-    def __init__(self, project_dir, config, *, bus=None, interrupt=None, prices=None,
+    def __init__(self, project_dir: str | Path, config: Config, *, bus: EventBus | None = None,
+                 interrupt: Interrupt | threading.Event | None = None, prices: PriceBook | None = None,
                  max_cost: float | None = None):
         self.project_dir = Path(project_dir)
         self.paths = ProjectPaths(self.project_dir)
@@ -68,7 +78,8 @@ class StageContext:
         self.budget = _budget(None, max_cost or config.pipeline.max_cost_usd)
         self._prices = prices
         self.llm = LlmSession()
-        self._clients: dict[str, object] = {}
+        self.llm.known_limits = rate_limits.read(self.paths)  # the rate limits earlier commands learned
+        self._clients: dict[str, LlmClient] = {}
         self._lock = threading.Lock()
         self.served = ServedProviders(config, self.paths.serves, publish=bus.publish if bus is not None else None,
                                       interrupt=self.stop_event, charge=self._charge)
@@ -79,20 +90,26 @@ class StageContext:
             self.budget.charge(cost)
 
     def close(self) -> None:
-        """The command is over: its providers' connections are closed, its served providers'
+        """The command is over: the rate limits its providers published are kept for the next
+        (dataset/rate_limits.py), its providers' connections are closed, its served providers'
         pods let go (deleted, or kept warm)."""
-        self.llm.close()
-        self.served.close()
+        try:
+            rate_limits.record(self.paths, self.llm.learned_limits())
+        finally:
+            try:
+                self.llm.close()
+            finally:
+                self.served.close()
 
     def __enter__(self) -> "StageContext":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- configuration ---------------------------------------------------------------------
 
-    def replace_config(self, config) -> None:
+    def replace_config(self, config: Config) -> None:
         """A reloaded configuration (run, between stages): clients are rebuilt on next use,
         the price listing and the channels are kept (once per provider per command)."""
         with self._lock:
@@ -102,10 +119,10 @@ class StageContext:
         self.budget = _budget(self.budget, self._max_cost or config.pipeline.max_cost_usd)
 
     @property
-    def pipeline(self):
+    def pipeline(self) -> Pipeline:
         return self.config.pipeline
 
-    def select_topics(self, name: str | None) -> list:
+    def select_topics(self, name: str | None) -> list[Topic]:
         """All configured topics, or the one named by --topic (else `unknown topic`)."""
         topics = list(self.config.topics)
         if name is None:
@@ -115,24 +132,30 @@ class StageContext:
     # --- clients ---------------------------------------------------------------------------
 
     @property
-    def prices(self):
+    def prices(self) -> PriceBook:
         if self._prices is None:
             self._prices = PriceBook()
         return self._prices
 
-    def role(self, role_name: str):
+    @overload
+    def role(self, role_name: Literal["generator", "parent"]) -> Role: ...
+
+    @overload
+    def role(self, role_name: str) -> Role | None: ...
+
+    def role(self, role_name: str) -> Role | None:
         return getattr(self.config.roles, role_name, None)
 
     def concurrency(self, role_name: str | None = None) -> int:
         """Requests in flight to `role_name`'s provider: `[pipeline] concurrency`, or for a served
         provider what its replicas batch (replicas × the engine's batch: config.model.Serve)."""
         if role_name is not None and self.role(role_name) is not None:
-            serve = getattr(self.config.provider_for(role_name)[0], "serve", None)
+            serve = self.config.provider_for(role_name)[0].serve
             if serve is not None:
                 return serve.concurrency
         return self.config.pipeline.concurrency
 
-    def client(self, role_name: str):
+    def client(self, role_name: str) -> LlmClient:
         """The client of `roles.<role_name>` (connected on first use, once per command)."""
         with self._lock:
             client = self._clients.get(role_name)
@@ -155,7 +178,7 @@ class StageContext:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]
 
-    def connect(self, role_name: str):
+    def connect(self, role_name: str) -> LlmClient:
         """The client of a role whose chats the spend cap bounds: with a cap set, its model's
         price must be known (ConfigError otherwise: no request could be bounded)."""
         client = self.client(role_name)
@@ -164,7 +187,7 @@ class StageContext:
             raise ConfigError(unpriced(role_key(self.config, role_name), provider, client.model))
         return client
 
-    def templates(self, *names: str):
+    def templates(self, *names: str) -> Templates:
         return load_templates(self.project_dir, list(names))
 
     # --- interrupt -------------------------------------------------------------------------
@@ -177,14 +200,14 @@ class StageContext:
             raise Interrupted(INTERRUPTED)
 
 
-def role_key(config, role_name: str) -> str:
+def role_key(config: Config, role_name: str) -> str:
     """Where a role is configured: `roles.<name>`, the parent's for a judge that is not set."""
     if role_name == "judge" and config.roles.judge is None:
         return "roles.parent"
     return f"roles.{role_name}"
 
 
-def _budget(budget, cap: float | None):
+def _budget(budget: Budget | None, cap: float | None) -> Budget | None:
     """The command's spend cap (support/budget.py) for `cap`, keeping what `budget` counted."""
     if cap is None:
         return None

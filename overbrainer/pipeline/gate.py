@@ -28,7 +28,10 @@ import os
 import re
 from array import array
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
 
+from overbrainer.config.model import Config, Topic
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
@@ -45,10 +48,11 @@ from overbrainer.dataset.quality.verdicts import (
     settings_digest,
 )
 from overbrainer.dataset.records import Example
-from overbrainer.llm.types import ChatRequest
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor
 from overbrainer.pipeline.context import StageContext
-from overbrainer.pipeline.early_stop import EarlyStop
+from overbrainer.pipeline.early_stop import EarlyStop, StoppedEarly
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
@@ -62,7 +66,7 @@ _OBJECT = re.compile(r"\{.*\}", re.S)
 _SCORE = re.compile(r'"score"\s*:\s*"?(\d+(?:\.\d+)?)')
 
 
-def gate_settings(config, project_dir) -> dict[str, str]:
+def gate_settings(config: Config, project_dir: Path) -> dict[str, str]:
     """check -> digest of what decides its verdicts, for the configured checks only: `rules`
     when a rule of [gate] is set, `grader` when roles.grader is (its rubric, provider, model
     and the threshold)."""
@@ -78,12 +82,12 @@ def gate_settings(config, project_dir) -> dict[str, str]:
     return out
 
 
-def gate_configured(config) -> bool:
+def gate_configured(config: Config) -> bool:
     """Whether `gate` has any check to make (`run` leaves it out otherwise)."""
     return Rules(config.gate).active or config.roles.grader is not None
 
 
-def run_gate(ctx: StageContext, topics: list) -> StageResult:
+def run_gate(ctx: StageContext, topics: list[Topic]) -> StageResult:
     role = "grader" if ctx.config.roles.grader is not None else None
     return execute(ctx, STAGE, role, lambda run: _body(ctx, run, {t.name for t in topics}))
 
@@ -99,9 +103,9 @@ class _Gate:
     index: AnswerIndex
     output: Output
     watch: EarlyStop
-    done: set = field(default_factory=set)  # judged_key of the verdicts with the current settings
-    todo: array = field(default_factory=lambda: array("I"))
-    to_grade: array = field(default_factory=lambda: array("I"))
+    done: set[int] = field(default_factory=set)  # judged_key of the verdicts with the current settings
+    todo: array[int] = field(default_factory=lambda: array("I"))
+    to_grade: array[int] = field(default_factory=lambda: array("I"))
 
     def verdict(self, ex: Example, digest: str, check: str, drop: tuple[str, str] | None, *,
                 detail: str | None = None, score: float | None = None, model: str | None = None,
@@ -137,12 +141,13 @@ def _body(ctx: StageContext, run: StageRun, names: set[str]) -> StageResult:
     return result
 
 
-def _selected(answers, index: AnswerIndex, names: set[str], drops: dict):
+def _selected(answers: Path, index: AnswerIndex, names: set[str],
+              drops: dict[Any, tuple[str, str]]) -> Iterator[tuple[int, Example, str, bool]]:
     """(number, answer, digest, dropped) of each latest answer of the topics `names` that
     `answers` kept; `dropped`: a check dropped it with the current settings."""
     for offset, ex in iter_records(answers, Example, offsets=True):
         n = index.number[packed(ex.id)]
-        if index.offset[n] != offset or ex.topic not in names or ex.meta.excluded is not None:
+        if index.offset[n] != offset or ex.topic not in names or ex.excluded is not None:
             continue  # superseded, not selected, or excluded by `answers` already
         digest = answer_digest(ex)
         dropped = drops.get(packed(ex.id))
@@ -182,7 +187,7 @@ def to_grade(ctx: StageContext, names: set[str]) -> tuple[int, int]:
     return count, size
 
 
-def _apply_rules(g: _Gate):
+def _apply_rules(g: _Gate) -> StoppedEarly | None:
     """The rules on every answer to judge; those they keep go to the grader (when it is set
     and has not graded them). The early stop's error, or None."""
     done, rules_on = g.done, "rules" in g.settings
@@ -213,17 +218,17 @@ def _grade(g: _Gate) -> StageResult:
     threshold = ctx.config.gate.grader_threshold
     proc = processor(ctx, run, role="grader")
 
-    def items():
+    def items() -> Iterator[Example]:
         with LineReader(ctx.paths.answers) as source:
             for n in g.to_grade:
                 yield source.record_at(g.index.offset[n], Example)
 
-    def send(ex: Example):
+    def send(ex: Example) -> tuple[ChatResponse, Spend]:
         prompt = templates.render(TEMPLATE, topic=ex.topic, subtopic=ex.subtopic, question=_question(ex),
                                   answer=answer_text(ex))
         return ask(proc, client, ChatRequest(user=prompt), lambda m: run.retrying(ex.id, m))
 
-    def keep(ex: Example, value) -> None:
+    def keep(ex: Example, value: tuple[ChatResponse, Spend]) -> None:
         response, spent = value
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         score, why = parse_grade(response.content or "")
@@ -263,5 +268,5 @@ def parse_grade(text: str) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _valid(score) -> bool:
+def _valid(score: object) -> bool:
     return isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 10

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.pipeline.ask_list import items_per_request, request_counts
+from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.gate import TEMPLATE, to_grade
 from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES
@@ -53,8 +55,8 @@ class _Coming:
     answers: int = 0
 
 
-def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_excluded: bool = False,
-          figures: Figures | None = None) -> list[Need]:
+def needs(ctx: StageContext, stages: list[str], topics: list[Topic], *, force: bool = False,
+          retry_excluded: bool = False, figures: Figures | None = None) -> list[Need]:
     """The needs of `stages` (in order; `split` has none) for `topics`, each counting what the
     stages before it in the list will add. `force`: as if the selected topics' output of each
     stage were gone. Computed from the dataset's figures (dataset/state.py: the saved ones, or
@@ -76,7 +78,7 @@ def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_ex
     return out
 
 
-def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+def _subtopics(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], coming: _Coming) -> Need:
     """A topic missing subtopics asks for them in requests of at most `items_per_request` names
     (pipeline/ask_list.request_counts): all of that size but the last. A topic held back
     (its last round added nothing) asks nothing. Each prompt lists the names so far, counted
@@ -110,7 +112,7 @@ def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
     return need
 
 
-def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+def _questions(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], coming: _Coming) -> Need:
     stored = [f for name, f in figures.topics.items() if name not in forced]
     size = _mean(sum(f.question_bytes for f in stored), sum(f.questions for f in stored), QUESTION_BYTES) + 3
     batch = max(1, min(ctx.pipeline.question_batch_size, items_per_request(ctx.role("generator").max_tokens)))
@@ -148,7 +150,7 @@ def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
     return need
 
 
-def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_excluded: bool,
+def _answers(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], retry_excluded: bool,
              coming: _Coming) -> Need:
     names = [t.name for t in topics]
     need = Need("answers", estimated=any(coming.questions.get(n) for n in names))
@@ -175,7 +177,7 @@ def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_exclud
     return need
 
 
-def _gate(ctx, figures: Figures, topics: list, coming: _Coming) -> Need:
+def _gate(ctx: StageContext, figures: Figures, topics: list[Topic], coming: _Coming) -> Need:
     """The grader's requests: one per answer it has not graded (pipeline/gate.to_grade), and one
     per answer the command's answers stage will add (estimated, at a typical size): at most, as
     the rule checks of [gate] and the answers stage's exclusions may keep some from it."""

@@ -13,28 +13,40 @@ provider's listing read once per provider, not a generation request, or the gena
 database), each stage saying where its role's comes from; a model with no price says so. Under a
 spend cap, a role that will send and has no price is refused before anything is printed, exactly
 as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
-grader too. A role on a served provider brings no pod up: its cost is its expected output tokens at
-the $ per million its earlier serves measured, plus a boot, at most its pods' max_hours at their
-price (runpod/serve_commands.served_cost). Training, when the command would train:
-pipeline/plan_train.py.
+grader too. An online stage says how long it will take at the rate limits known for its model
+(`minutes`): those an earlier command learned from the provider's answers
+(dataset/rate_limits.py), lowered by the provider's `max_requests_per_minute` /
+`max_tokens_per_minute`, at the pace llm/pacing.py keeps. A role on a served provider brings no
+pod up: its cost is its expected output tokens at the $ per million its earlier serves measured,
+plus a boot, at most its pods' max_hours at their price (runpod/serve_commands.served_cost).
+Training, when the command would train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from overbrainer.config.model import RunpodTarget, Topic
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.accounting.history import kept_share, read_history
+from overbrainer.dataset.accounting.history import HistoryEntry, kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.llm.client import PROMPT_FRAMING
+from overbrainer.llm.pacing import SAFETY
 from overbrainer.llm.price_db import missing, price_fix
+from overbrainer.llm.prices import Price
+from overbrainer.llm.rate_headers import KINDS as PACED
 from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
-from overbrainer.pipeline.plan_train import after_plans, dearest_pod, train_plan
+from overbrainer.pipeline.plan_train import TrainPlan, after_plans, dearest_pod, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
 from overbrainer.runpod.serve_commands import served_cost
+from overbrainer.support.fmt import duration
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -64,6 +76,8 @@ class StagePlan:
     price_source: str | None = None  # where the role's price comes from (llm/prices.Price.source)
     mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
+    minutes: float | None = None  # online: how long at the known rate limits (None: none known)
+    limits: dict[str, float] | None = None  # those limits, a minute's by kind
 
     def line(self) -> str:
         n = self.need
@@ -81,9 +95,16 @@ class StagePlan:
             basis = f"from the prompts' sizes and a typical {TYPICAL_GRADE_TOKENS} tokens a grade: none yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
-            return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
+            return f"{head}; {tokens}; cost unknown ({self.unpriced}){self._duration()}{_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}{_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}"
+                f"{self._duration()}{_held(n)}")
+
+    def _duration(self) -> str:
+        if self.minutes is None or not self.limits:
+            return ""
+        at = ", ".join(f"{v:,.0f} {k.replace('_', ' ')}" for k, v in self.limits.items())
+        return f"; about {duration(60 * self.minutes, words=True)} at the rate limits known ({at} a minute)"
 
     def _sides(self) -> str:
         if self.sides is None:
@@ -92,16 +113,17 @@ class StagePlan:
         return (f"; online ${o:.4f} (at most ${om:.4f}), batch ${b:.4f} (at most ${bm:.4f}); "
                 f"{self.mode} mode counted")
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         n = self.need
         return {"stage": n.stage, "requests": n.requests, "estimated": n.estimated, "role": n.role,
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
                 "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
-                **self._sides_data()}
+                **self._sides_data(), "minutes": None if self.minutes is None else round(self.minutes, 2),
+                "rate_limits": self.limits}
 
-    def _sides_data(self) -> dict:
+    def _sides_data(self) -> dict[str, Any]:
         if self.sides is None:
             return {"mode": self.mode} if self.need.stage == "answers" else {}
         o, om, b, bm = (_rounded(x) for x in self.sides)
@@ -117,16 +139,42 @@ def _held(need: Need) -> str:
             "change the prompt or the config to ask again")
 
 
-def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
+def stage_plans(ctx: StageContext, stages: list[str], topics: list[Topic], *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
     figures = dataset_state.current(ctx.paths)
-    return [_priced(ctx, need, history, figures)
-            for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    plans = [_priced(ctx, need, history, figures)
+             for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    known = rate_limits.read(ctx.paths)
+    for plan in plans:
+        _timed(ctx, plan, known)
+    return plans
 
 
-def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
+def _timed(ctx: StageContext, plan: StagePlan, known: rate_limits.Known) -> None:
+    """How long an online stage with requests takes at its model's known rate limits: its
+    requests and expected tokens at the pacer's pace, by the limit that binds."""
+    if not plan.need.requests or ctx.pipeline.stage_mode(plan.need.stage) != "online":
+        return
+    provider = ctx.config.providers.get(plan.provider)
+    configured = {"requests": provider.max_requests_per_minute if provider else None,
+                  "tokens": provider.max_tokens_per_minute if provider else None}
+    limits = {k: v for k, v in known.get((plan.provider, plan.model), {}).items() if k in PACED}
+    for kind, value in configured.items():
+        if value:
+            limits[kind] = min(limits.get(kind, value), float(value))
+    if not limits:
+        return
+    demand = {"requests": plan.need.requests, "tokens": plan.input_tokens + plan.output_tokens,
+              "input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens}
+    plan.limits = dict(sorted(limits.items()))
+    plan.minutes = max(demand[kind] / (SAFETY * value) for kind, value in limits.items())
+
+
+def _priced(ctx: StageContext, need: Need, history: list[HistoryEntry], figures: Figures) -> StagePlan:
     role = ctx.role(need.role)
+    if role is None:  # needs() names only the roles the stages use, configured
+        raise ValueError(f"roles.{need.role} is not configured")
     plan = StagePlan(need, model=role.model, provider=role.provider,
                      max_tokens=role.max_tokens)
     if not need.requests:
@@ -151,13 +199,16 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     return plan
 
 
-def _served(ctx, plan: StagePlan, provider: str) -> None:
+def _served(ctx: StageContext, plan: StagePlan, provider: str) -> None:
     """A role on a served provider: its expected output tokens at the $ per million output
     tokens its earlier serves measured, plus a boot; at most its pods' max_hours at the price of the
     dearest GPU type they may land on (Runpod's catalog, read: nothing is rented)."""
     config = ctx.config
     serve = config.providers[provider].serve
-    _, rate, _ = dearest_pod(config, config.target(serve.target))
+    target = config.target(serve.target) if serve is not None else None
+    if not isinstance(target, RunpodTarget):  # the configuration allows only a runpod one
+        raise ValueError(f"provider {provider} is not served on a runpod target")
+    _, rate, _ = dearest_pod(config, target)
     sc = served_cost(config, provider, ctx.paths.serves, rate)
     expected = sc.expected(plan.output_tokens)
     if expected is None or sc.at_most is None:
@@ -170,7 +221,7 @@ def _served(ctx, plan: StagePlan, provider: str) -> None:
                          "measured, plus a boot; at most their max_hours")
 
 
-def _costs(price, plan: StagePlan) -> tuple[float, float]:
+def _costs(price: Price, plan: StagePlan) -> tuple[float, float]:
     """(expected cost, upper bound) of the plan's requests at `price` (a long-context tier: that
     of the mean request)."""
     need = plan.need
@@ -180,7 +231,7 @@ def _costs(price, plan: StagePlan) -> tuple[float, float]:
     return cost, bound
 
 
-def _expect(plan: StagePlan, history, figures: Figures) -> None:
+def _expect(plan: StagePlan, history: list[HistoryEntry], figures: Figures) -> None:
     """The expected tokens: the project's own figures per item, else the prompts' sizes."""
     need = plan.need
     per = _measured(need.stage, history, figures)
@@ -197,7 +248,7 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
 
-def _measured(stage: str, history, figures: Figures) -> tuple[float, float] | None:
+def _measured(stage: str, history: list[HistoryEntry], figures: Figures) -> tuple[float, float] | None:
     """(input, output) tokens per item as this project spent them, or None."""
     if stage == "answers":
         n, i, o = figures.answer_tokens  # the latest answer of each question that used tokens
@@ -222,7 +273,7 @@ def _item_tokens(stage: str, figures: Figures) -> int:
     return -(-size // (count * BYTES_PER_TOKEN)) + 2  # quotes and a comma
 
 
-def _price(ctx, role_name: str):
+def _price(ctx: StageContext, role_name: str) -> tuple[Price | None, str | None]:
     """(Price, None), or (None, why it is unknown and how to give one)."""
     try:
         client = ctx.client(role_name)
@@ -237,7 +288,7 @@ def _price(ctx, role_name: str):
     return price, None
 
 
-def totals(plans: list[StagePlan], train=None) -> dict:
+def totals(plans: list[StagePlan], train: TrainPlan | None = None) -> dict[str, Any]:
     """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
     known = [p for p in plans if p.unpriced is None]
     cost = sum(p.cost or 0.0 for p in known)  # known: priced
@@ -249,16 +300,23 @@ def totals(plans: list[StagePlan], train=None) -> dict:
             complete = False
         else:
             cost_max += train.cost_max
+    timed = [p.minutes for p in plans if p.minutes is not None]
+    untimed = any(p.need.requests and p.minutes is None and (p.need.stage != "answers" or p.mode == "online")
+                  for p in plans)
     return {"stage": "total", "requests": sum(p.need.requests for p in plans),
             "estimated": any(p.need.estimated for p in plans), "cost_usd": _rounded(cost),
-            "cost_max_usd": _rounded(cost_max), "complete": complete}
+            "cost_max_usd": _rounded(cost_max), "complete": complete,
+            "minutes": round(sum(timed), 2) if timed else None, "minutes_complete": bool(timed) and not untimed}
 
 
-def total_line(total: dict, cap: float | None) -> str:
+def total_line(total: dict[str, Any], cap: float | None) -> str:
     about = "about " if total["estimated"] else ""
     plus = "" if total["complete"] else " + what is unknown above"
     line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
             f"at most ${total['cost_max_usd']:.4f}{plus}")
+    if total.get("minutes") is not None:
+        more = "" if total.get("minutes_complete") else " + the stages whose rate limits are unknown"
+        line += f"; online about {duration(60 * total['minutes'], words=True)} at the rate limits known{more}"
     if cap is not None:
         line += f"; max_cost_usd ${cap:.4f} stops the LLM stages before a request that would pass it"
     return line
@@ -278,18 +336,19 @@ COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questi
                   "run": ["subtopics", "questions", "answers", "gate", "split"]}
 
 
-def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
-              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict:
+def plan_flow(session: Session, command: str, *, topic: str | None = None, force: bool = False,
+              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict[str, Any]:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    with StageContext(session.project_dir, config, max_cost=max_cost) as ctx:
-        return _plan(ctx, session, config, command, topic=topic, force=force, retry_excluded=retry_excluded,
+    with StageContext(session.project_dir, session.config, max_cost=max_cost) as ctx:
+        return _plan(ctx, session, command, topic=topic, force=force, retry_excluded=retry_excluded,
                      retrain=retrain)
 
 
-def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
-          retry_excluded: bool, retrain: bool) -> dict:
+def _plan(ctx: StageContext, session: Session, command: str, *, topic: str | None, force: bool,
+          retry_excluded: bool, retrain: bool) -> dict[str, Any]:
+    config = ctx.config
     topics = ctx.select_topics(topic)
     # Under a cap, what the command would refuse the plan refuses, with the same line (exit 2).
     refuse_unpriced(ctx, COMMAND_STAGES[command], topics, force=force, retry_excluded=retry_excluded)
@@ -310,7 +369,7 @@ def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None
     return total
 
 
-def command_plans(ctx, command: str, topics: list, *, force: bool = False,
+def command_plans(ctx: StageContext, command: str, topics: list[Topic], *, force: bool = False,
                   retry_excluded: bool = False) -> list[StagePlan]:
     """The plans of the LLM stages `command` runs (`questions`: the subtopics of topics with none
     first); `totals(plans)` sums them (the TUI's start dialog says it)."""
@@ -322,7 +381,7 @@ def command_plans(ctx, command: str, topics: list, *, force: bool = False,
     return plans + stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
 
 
-def _split_line(project_dir) -> tuple[str, dict]:
+def _split_line(project_dir: Path) -> tuple[str, dict[str, Any]]:
     """`split: no request`, and the kept share so far (history.kept_share) once a split counted it."""
     data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
     share = kept_share(read_history(project_dir))
@@ -331,7 +390,7 @@ def _split_line(project_dir) -> tuple[str, dict]:
     return f"split: no request; so far {share.text()}", {**data, **share.data()}
 
 
-def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
+def refuse_unpriced(ctx: StageContext, stages: list[str], topics: list[Topic], **kw: Any) -> None:
     """Under a spend cap, before anything is sent: every role that will send (its stage has
     requests to make; the gate's grader whenever it is set) must have a known price, else
     ConfigError (exit 2) naming the role and its `price` key. `run` and `run --plan` both call it."""

@@ -32,7 +32,6 @@ from overbrainer.runpod.transport import ATTEMPTS, Timeouts, Transport
 
 T = TypeVar("T")
 MAX_PAGES = 100
-ACTIONS = ("start", "stop", "restart", "terminate")
 
 
 def _items(doc: Any, key: str, what: str) -> list:
@@ -116,14 +115,6 @@ class RunpodClient:
         except NotFound:
             return False
         return True
-
-    def pod_action(self, pod_id: str, action: str) -> Pod | None:
-        """`POST /pods/{id}/action`: the pod after start/stop/restart, None after terminate."""
-        if action not in ACTIONS:
-            raise ValueError(f"unknown pod action {action!r}")
-        path = f"/pods/{valid_pod_id(pod_id)}/action"
-        answer = self._http.call("POST", path, body={"action": action})
-        return None if answer.status == 204 or not answer.body else parse_pod(answer.json(f"POST {path}"))
 
     # -- catalog and volumes ---------------------------------------------------------------------
     def gpu_types(self, count: int = 1) -> list[GpuType]:

@@ -126,9 +126,6 @@ class GpuType:
     def in_stock(self) -> bool:
         return self.availability in _STOCKED
 
-    def stock_in(self, data_center: str) -> bool:
-        return self.stocked_in((data_center,))
-
     def stocked_in(self, data_center_ids) -> bool:
         wanted = set(data_center_ids)
         return any(dc in wanted and a in _STOCKED for dc, a in self.data_centers)

@@ -54,7 +54,7 @@ POD_ARGS = f"sh -c '{RUN_BOOTSTRAP}'"
 # entrypoint and cmd").
 OWN_ENTRYPOINT_ARGS = json.dumps({"entrypoint": ["sh", "-c"], "cmd": [RUN_BOOTSTRAP]})
 
-# Paces of the pod, in seconds, multiplied by the time scale (OVERBRAINER_TIME_SCALE, a testing aid).
+# Paces of the pod, in seconds, multiplied by the time scale (support/timescale.py: 1 but in tests).
 WATCHDOG_INTERVAL = 60.0
 PROBE_WAIT = 10.0
 PROBE_TRIES = 5

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.fixtures.provider import Answer
+from tests.fixtures.timescale import scaled_env
 
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
@@ -158,7 +159,7 @@ def test_run_without_training_stops_after_split(project, fake_provider, cli):
 
 def test_run_trains_after_split_when_training_is_set(project, fake_provider, fake_axolotl, cli):
     project.write(topics=1, subtopics=2, questions=3, training=fake_axolotl.venv)
-    env = {**project.env, "OVERBRAINER_TIME_SCALE": "0.05"}
+    env = {**project.env, **scaled_env(0.05)}
     r = cli(["-C", project.dir, "run"], env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -185,7 +186,7 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
             toml.write_text(toml.read_text().replace("concurrency = 4", "concurrency = 16"))
 
     with caplog.at_level(logging.INFO):
-        run_all(project.session(report), first, watch=watch)
+        run_all(project.session(report).with_config(first), watch=watch)
     assert seen == [("subtopics", 4), ("questions", 16), ("answers", 16), ("split", 16)]
     assert caplog.text.count("config reloaded") == 1
 
@@ -193,6 +194,6 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
         toml.write_text(toml.read_text().replace("concurrency = 16", "concurrency = 0"))
 
     with pytest.raises(ConfigError) as e:
-        run_all(project.session(breaking), project.config(), watch=ConfigWatch(project.dir, project.config))
+        run_all(project.session(breaking).with_config(project.config()), watch=ConfigWatch(project.dir, project.config))
     assert str(e.value).startswith("the configuration changed and cannot be used; the run stops")
     assert [h["stage"] for h in project.history()][-1] == "subtopics"
