@@ -40,15 +40,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-os.environ.setdefault("OVERBRAINER_TIME_SCALE", "0.01")
-
 from overbrainer.config.load import load_config  # noqa: E402
 from overbrainer.export.llama_cpp import cpu_env  # noqa: E402
 from overbrainer.llm.types import ChatRequest  # noqa: E402
 from overbrainer.pipeline.context import StageContext  # noqa: E402
+from overbrainer.support import timescale  # noqa: E402
 from tests.fixtures.llama import THREADS_ENV, free_port, prepare_gguf, prepare_llama_cpp  # noqa: E402
 from tests.fixtures.runpod_server import FakeRunpod  # noqa: E402
-from tests.fixtures.serve import llama_image, serve_env, serve_toml  # noqa: E402
+from tests.fixtures.serve import TIME_SCALE, llama_image, serve_env, serve_toml  # noqa: E402
+
+timescale.FACTOR = TIME_SCALE  # the tool's own waits (polls, the watchdog's tick), as in the tests
 
 MAX_TOKENS = 24
 REPLICA_GAIN = 1.8
