@@ -27,12 +27,11 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
-from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.runpod.pod_record import NAME_PREFIX, InvalidPodRecord, PodRecord, PodState, run_of_name
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
-NAME_PREFIX = "overbrainer-"
 EMPTY = "pod: no overbrainer pod on this account"
 STOPPED_NOTE = "run preparing, its process stopped"
 _CELL = 64
@@ -55,14 +54,7 @@ def unix_of(iso: str | None) -> float | None:
 
 def run_of(pod) -> str | None:
     """The run a pod belongs to: its marker, else the run ID in an `overbrainer-<run>-<n>` name."""
-    if pod.run_marker:
-        return pod.run_marker
-    name = pod.name or ""
-    if name.startswith(NAME_PREFIX):
-        rest = name[len(NAME_PREFIX):]
-        head, _, tail = rest.rpartition("-")
-        return head if head and tail.isdigit() else rest
-    return None
+    return pod.run_marker or run_of_name(pod.name)
 
 
 def is_ours(pod) -> bool:
