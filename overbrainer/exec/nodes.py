@@ -6,7 +6,9 @@ The environment of node `rank` (rank 0 is the primary, where the results are wri
 `OVERBRAINER_NODE_RANK` (exec/runtime.py: a step marked `primary_only` runs there only), and
 torchrun's own variables for `--node_rank` and `--rdzv_endpoint` (`PET_NODE_RANK`,
 `PET_RDZV_ENDPOINT`: torchrun reads any of its options from `PET_<OPTION>`), the endpoint being
-the primary's address on the cluster's private network at RDZV_PORT. Nothing here reads the
+the primary's address on the cluster's private network at RDZV_PORT; and the interface of that
+network for the collectives (`NCCL_SOCKET_IFNAME`, `GLOO_SOCKET_IFNAME`: `ens1`, which Runpod's
+Instant Cluster configuration page says carries PRIMARY_ADDR). Nothing here reads the
 node's own environment: an SSH session does not see the container's variables (Runpod's
 NODE_RANK, PRIMARY_ADDR), so the client says it from pod.json.
 
@@ -28,6 +30,7 @@ from overbrainer.exec.runtime import NODE_RANK
 log = logging.getLogger(__name__)
 
 RDZV_PORT = 29500  # torchrun's static rendezvous on the primary (Runpod's PRIMARY_PORT)
+CLUSTER_IFACE = "ens1"  # a member's interface on the cluster's private network
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class Node:
 
 def node_env(rank: int, primary_ip: str) -> dict[str, str]:
     """The environment of node `rank` (see the module docstring)."""
-    return {NODE_RANK: str(rank), "PET_NODE_RANK": str(rank), "PET_RDZV_ENDPOINT": f"{primary_ip}:{RDZV_PORT}"}
+    return {NODE_RANK: str(rank), "PET_NODE_RANK": str(rank), "PET_RDZV_ENDPOINT": f"{primary_ip}:{RDZV_PORT}",
+            "NCCL_SOCKET_IFNAME": CLUSTER_IFACE, "GLOO_SOCKET_IFNAME": CLUSTER_IFACE}
 
 
 def _primary(nodes: Sequence[Node]) -> Node:

@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
 from overbrainer.front.interrupt import Flag, Interrupt
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
@@ -181,6 +181,9 @@ def pod_lease(session, config, target: Any, record, *, owners: Owners, interrupt
     runpod.owners.Options); `owners`: the project's runs and side jobs."""
     if options.retrieved is None:
         raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
+    if start and getattr(target, "cluster", False):
+        raise ConfigError(f"targets.{target.name}.nodes = {target.nodes}: `train` does not run on an Instant "
+                          "Cluster yet (set nodes = 1; see docs/clusters.md)")
     guard = session.front.open_bus()
     client = None
     executor = None

@@ -146,6 +146,8 @@ def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = 
     RunpodTarget; `flag` stops the walk when set (see runpod.waits.flag_set). `extra_env` is added
     to the pod's env (images that need more; tests). On failure the record shows what may be
     left; keys and secret are dropped only when no pod of the run may be left."""
+    if getattr(target, "cluster", False):
+        raise ValueError("start_pod makes one pod: a target with nodes >= 2 is runpod.cluster.start_cluster's")
     return start_unit(client, target, place, flag=flag, timing=timing, publish=publish, extra_env=extra_env,
                       try_type=_try_type, unit=POD)
 

@@ -42,7 +42,8 @@ MEET = textwrap.dedent("""\
     while not os.path.exists("go"):
         time.sleep(0.05)
     if rank == 0:
-        open("heard", "w").write(heard + " rank env " + os.environ["OVERBRAINER_NODE_RANK"])
+        open("heard", "w").write(heard + " rank env " + os.environ["OVERBRAINER_NODE_RANK"] + " on "
+                                 + os.environ["GLOO_SOCKET_IFNAME"])
 """)
 
 
@@ -73,7 +74,7 @@ def test_every_member_runs_the_job_with_its_rank_and_meets_the_primary(fake_runp
         wait_for(lambda: N.verdict(N.states(nodes, jobs))[0] != "running", timeout=60)
         assert N.verdict(N.states(nodes, jobs)) == ("succeeded", None)
         heard = nodes[0].executor.read_from(f"{remote}/heard", 0, 200).decode()
-        assert heard == "1 from 10.65.0.3 rank env 0"  # over the overlay, from rank 1's address
+        assert heard == "1 from 10.65.0.3 rank env 0 on ens1"  # over the overlay, from rank 1's address
     finally:
         up.close()
         end_cluster(run.client, run.record(), "requested", Timing.default())

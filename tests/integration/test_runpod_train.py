@@ -408,3 +408,11 @@ def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl
         finally:
             if p.pod_json(rid)["state"] != "deleted":
                 client.delete_pod(pod["pod_id"])
+
+
+def test_a_cluster_target_is_refused_by_train_before_any_call(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, nodes="2")
+    r = p.run("train", timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "targets.gpu.nodes = 2: `train` does not run on an Instant Cluster yet" in r.stderr
+    assert fake.calls_to("POST", "/pods") == [] and fake.calls_to("POST", "/clusters") == []
