@@ -8,6 +8,10 @@ watchdog ends the whole cluster (its own DELETE would be a 409). After every tes
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -147,3 +151,40 @@ def test_a_members_watchdog_deletes_the_whole_cluster(fake_runpod, tmp_path):
         up.close()
         remove(run.client, run.record(), run.record().path, "requested", "client", Timing.default())
     assert fake_runpod.billing() == []
+
+
+KILLED_CLIENT = """
+import sys, threading
+from pathlib import Path
+from overbrainer.config.model import RunpodTarget
+from overbrainer.front.interrupt import Flag
+from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.cluster import start_cluster
+from overbrainer.runpod.provision import PodPlace
+from overbrainer.runpod.waits import Timing
+
+url, key, run_dir = sys.argv[1:4]
+target = RunpodTarget(name="pods", kind="runpod", gpu_types=["NVIDIA A100 80GB PCIe"], max_hours=1.0, nodes=2,
+                      boot_grace_minutes=0.05)
+client = RunpodClient(url, key, sleep=lambda s: None)
+up = start_cluster(client, target, PodPlace("k1", Path(run_dir), "/workspace/overbrainer", url),
+                   flag=Flag(threading.Event()), timing=Timing.default())
+print(up.cluster.id, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_client_killed_after_provisioning_leaves_the_cluster_to_its_watchdogs(fake_runpod, tmp_path):
+    env = {**os.environ, "OVERBRAINER_TIME_SCALE": "0.01"}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, fake_runpod.url, fake_runpod.account_key,
+                             str(tmp_path / "runs" / "k1")], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        cluster_id = proc.stdout.readline().strip()
+        assert cluster_id and [c["id"] for c in fake_runpod.clusters()] == [cluster_id]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    # no job ever starts: each member's watchdog deletes the whole cluster after the boot grace (3 s)
+    wait_for(lambda: fake_runpod.clusters() == [], timeout=60)
+    assert fake_runpod.billing() == []
+    assert json.loads((tmp_path / "runs" / "k1" / "pod.json").read_text())["cluster_id"] == cluster_id
