@@ -100,3 +100,89 @@ def cancel_all(nodes: Sequence[Node], jobs: Sequence[JobId]) -> None:
             node.executor.cancel(job)
         except OverbrainerError as e:
             log.warning("cannot stop the job on node %d (%s): %s", node.rank, node.ip, e)
+
+
+class NodeLost(OverbrainerError):
+    """A node of the job is gone (its machine failed, it was deleted): the job cannot go on."""
+
+
+class NodesExecutor(Executor):
+    """Several nodes seen as one executor, so that a run's flow drives a cluster as it drives one
+    pod: `upload`, `claim`, `spawn` (`spawn_all`) and `cancel` (`cancel_all`) act on every node;
+    `status` is the job's as a whole (`verdict`: running while every node runs, the failing node's
+    state once one fails, the primary's once all exited 0); everything that reads (the log, the
+    metrics, the results) reads the primary, where rank 0 writes. `lost()` (optional: the cluster
+    seen through the API, runpod.cluster.members_lost) is asked at each `status`: a member lost
+    raises NodeLost with its reason.
+
+    After a reconnect the other nodes' jobs are found again from the `job.pid` each wrote in the
+    job's directory."""
+
+    def __init__(self, nodes: Sequence[Node], lost=None):
+        self.nodes = sorted(nodes, key=lambda n: n.rank)
+        self.primary = _primary(self.nodes).executor
+        self.workdir = self.primary.workdir
+        self.lost = lost
+        self._jobs: list[JobId] = []
+
+    def close(self) -> None:
+        for node in self.nodes:
+            closer = getattr(node.executor, "close", None)
+            if closer is not None:
+                closer()
+
+    def claim(self, dir: str, owner: str) -> bool:
+        return all([node.executor.claim(dir, owner) for node in self.nodes])
+
+    def _upload(self, entries, folder, progress) -> None:
+        for node in self.nodes:
+            node.executor._upload(entries, folder, progress if node.rank == 0 else None)
+
+    def spawn(self, job: JobSpec) -> JobId:
+        self._jobs = spawn_all(self.nodes, job)
+        return self._jobs[0]
+
+    def _jobs_of(self, job: JobId) -> list[JobId]:
+        if self._jobs and self._jobs[0] == job:
+            return self._jobs
+        jobs = [job]
+        for node in self.nodes[1:]:
+            text = node.executor.read_from(f"{job.dir.rstrip('/')}/job.pid", 0, 32).decode("ascii", "replace").strip()
+            if not text.isdigit():
+                raise OverbrainerError(f"node {node.rank} ({node.ip}) shows no job in {job.dir}")
+            jobs.append(JobId(job.dir, int(text), job.container))
+        self._jobs = jobs
+        return jobs
+
+    def status(self, job: JobId) -> JobState:
+        if self.lost is not None:
+            why = self.lost()
+            if why:
+                raise NodeLost(why)
+        found = states(self.nodes, self._jobs_of(job))
+        kind, rank = verdict(found)
+        if kind == "running":
+            return JobState("running")
+        if kind == "failed" and rank is not None:
+            if rank != 0:
+                log.warning("the job failed on node %d (%s): %s", rank, self.nodes[rank].ip, found[rank])
+            return found[rank]
+        return found[0]
+
+    def cancel(self, job: JobId) -> None:
+        cancel_all(self.nodes, self._jobs_of(job))
+
+    def read_from(self, path: str, offset: int, limit: int) -> bytes:
+        return self.primary.read_from(path, offset, limit)
+
+    def download(self, remote: str, local: str, entries, exclude=(), progress=None):
+        return self.primary.download(remote, local, entries, exclude, progress)
+
+    def manifest(self, remote: str, entries, exclude=()) -> list[tuple[str, str]]:
+        return self.primary.manifest(remote, entries, exclude)
+
+    def probe(self, script: str, timeout: float = 60) -> str:
+        return self.primary.probe(script, timeout)
+
+    def put_file(self, path: str, content: bytes | str) -> None:
+        self.primary.put_file(path, content)
