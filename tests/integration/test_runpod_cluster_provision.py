@@ -94,6 +94,8 @@ def test_a_cluster_is_recorded_created_once_and_every_member_reached(fake_runpod
             assert f"member of cluster {up.cluster.id}" in log
         assert members_lost(run.client, record) is None
         assert [e.phase for e in run.events] == ["creating", "created", "ready"]
+        # a session silent for a while (Axolotl's import before `--version` answers) stays open
+        assert up.executors[0].probe("sleep 6; echo still here").strip() == "still here"
     finally:
         up.close()
         remove(run.client, run.record(), run.record().path, "requested", "client", Timing.default())
