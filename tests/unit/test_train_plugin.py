@@ -306,3 +306,11 @@ def test_a_cpu_run_of_several_processes_loads_its_model_on_the_cpu(plugin):
         assert plugin.cpu_device_map(unchanged, accelerator=lambda: False) is False
     broken = SimpleNamespace()  # no device_map attribute: reported, never raised
     plugin.OverbrainerMetricsPlugin().pre_model_load(broken)
+
+
+def test_a_cpu_run_of_several_processes_trains_as_one_distributed_run(plugin):
+    env = {"WORLD_SIZE": "2"}
+    assert plugin.cpu_distributed(env) is True and env["ACCELERATE_USE_CPU"] == "true"
+    for unchanged in ({"WORLD_SIZE": "1"}, {}, {"WORLD_SIZE": "x"}, {"WORLD_SIZE": "2", "ACCELERATE_USE_CPU": "false"}):
+        before = dict(unchanged)
+        assert plugin.cpu_distributed(unchanged) is False and unchanged == before

@@ -13,7 +13,9 @@ transformers or torch (the unit tests drive its callbacks with plain objects).
 
 * Several processes (torchrun, Axolotl's launcher) on a machine without an accelerator (a CPU
   run): Axolotl 0.19 loads each process's model with the device map `{"": LOCAL_RANK}`, an
-  accelerator's index; before the model loads, the plugin points that map at the CPU.
+  accelerator's index; before the model loads, the plugin points that map at the CPU, and sets
+  ACCELERATE_USE_CPU=true (unless set) so that the trainer's Accelerate state is a multi-CPU one:
+  without it transformers sees no distributed run, and each process trains alone.
 
 Nothing here ever raises into the trainer: a failed write is reported once on stderr.
 """
@@ -301,9 +303,23 @@ class OverbrainerMetricsPlugin(BasePlugin):  # type: ignore[misc]  # Axolotl's, 
 
     def pre_model_load(self, cfg):
         try:
-            cpu_device_map(cfg.device_map)
+            if cpu_device_map(cfg.device_map):
+                cpu_distributed(os.environ)
         except Exception as exc:  # noqa: BLE001
             _warn("pre_model_load", exc)
+
+
+def cpu_distributed(environ) -> bool:
+    """A CPU run of several processes (WORLD_SIZE > 1): ACCELERATE_USE_CPU=true in `environ`
+    unless it is set. Returns whether it set it."""
+    try:
+        world = int(environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return False
+    if world < 2 or "ACCELERATE_USE_CPU" in environ:
+        return False
+    environ["ACCELERATE_USE_CPU"] = "true"
+    return True
 
 
 def cpu_device_map(device_map, accelerator=None):
