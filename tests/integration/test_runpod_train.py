@@ -11,6 +11,7 @@ import signal
 
 import pytest
 
+from tests.integration.test_runpod_fake_pods import workspace
 from tests.integration.test_runs_support import make_project
 
 pytestmark = pytest.mark.ssh
@@ -483,3 +484,25 @@ def test_a_killed_client_leaves_the_cluster_to_its_members_watchdogs(tmp_path, f
     # the answer; another member's key, its pod deleted, is then unknown); none by the client
     assert deletes[0].key == "pod" and {c.key for c in deletes} <= {"pod", "unknown"}, deletes
     assert fake.billing() == [] and p.pod_json(rid)["state"] == "running"  # the client never saw it
+
+
+def test_cancel_after_a_detach_reaches_every_member_again_and_ends_the_cluster(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types=f'["{A100}"]', nodes="2")
+    fake_axolotl.set_mode("slow")
+    proc, rid, _ = _started(p)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while following: the job goes on, the watchdogs own the cluster
+    _ended(proc)
+    assert p.record(rid)["state"] == "running" and len(fake.clusters()) == 1
+    members = p.pod_json(rid)["members"]
+    stopped = []
+
+    def hook(method, path, body):  # what each member shows when the cluster's DELETE comes
+        if method == "DELETE" and path.startswith("/clusters/") and not stopped:
+            stopped.extend((workspace(fake, m["pod_id"]) / "overbrainer" / rid / "cancelled").exists()
+                           for m in members)
+    fake.on_request = hook
+    r = p.run("train", "cancel", rid, timeout=60)  # reconnects to every member, stops the job on each
+    assert r.returncode == 0, r.stderr
+    assert p.record(rid)["state"] == "cancelled" and stopped == [True, True]
+    p.wait_for(lambda: fake.clusters() == [], timeout=30, what="the cluster to be deleted")
+    assert p.pod_json(rid)["state"] == "deleted" and fake.billing() == []
