@@ -254,11 +254,12 @@ def wait_members(client, cluster_id: str, nodes: int, timing: Timing, flag=None)
 def _reach_all(w: _Walk, members: list[Pod]) -> list[SshExecutor]:
     """One SSH connection per member (the run's keys), each member's watchdog verdict `ready`."""
     executors: list[SshExecutor] = []
+    endpoints = [_endpoint(p) for p in members]
     try:
-        for pod in members:
+        for rank, pod in enumerate(members):
             if flag_set(w.flag):
                 raise Stopped()
-            executor = _connect(w, pod)
+            executor = _connect(w, pod, endpoints, rank)
             executors.append(executor)
             _member_verdict(w, pod, executor)
         if flag_set(w.flag):
@@ -270,11 +271,11 @@ def _reach_all(w: _Walk, members: list[Pod]) -> list[SshExecutor]:
     return executors
 
 
-def _connect(w: _Walk, pod: Pod) -> SshExecutor:
+def _connect(w: _Walk, pod: Pod, endpoints: list[PodEndpoint], rank: int) -> SshExecutor:
     end = time.monotonic() + w.timing.ready_timeout
     while True:
         try:
-            return executor_for(w.keys, _endpoint(pod), w.workdir, pod_id=pod.id,
+            return executor_for(w.keys, endpoints[0], w.workdir, pod_id=pod.id, members=endpoints, rank=rank,
                                 timeout=max(1.0, min(30.0, end - time.monotonic())))
         except OverbrainerError as e:
             if time.monotonic() >= end:

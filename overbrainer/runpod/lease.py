@@ -612,8 +612,9 @@ def reconnect(ctx, run):
     endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
     keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
     if pod.is_cluster:  # every member again (a member's endpoint as recorded; the primary's as shown now)
-        executors = [executor_for(keys, endpoint if m.rank == 0 else m.ssh, workdir_of(run.remote_dir),
-                                  pod_id=m.pod_id) for m in pod.members]
+        endpoints = [endpoint if m.rank == 0 else m.ssh for m in pod.members]
+        executors = [executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=m.pod_id, members=endpoints,
+                                  rank=m.rank) for m in pod.members]
         executor = nodes_executor(ctx, executors)
     else:
         executor = executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=pod.pod_id)

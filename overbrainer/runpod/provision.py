@@ -431,13 +431,18 @@ class Stopped(Exception):
 
 
 def executor_for(keys: RunKeys, endpoint: PodEndpoint, workdir: str, *, pod_id: str,
-                 timeout: float = CONNECT_CAP) -> SshExecutor:
+                 timeout: float = CONNECT_CAP, members: list[PodEndpoint] | None = None,
+                 rank: int = 0) -> SshExecutor:
     """A connected executor on the pod: the run's config (rewritten now), its client key only,
-    its pinned host key only, no agent."""
-    config = keys.write_config(endpoint)
-    ssh = SshEndpoint(keys.alias, port=endpoint.port, user=endpoint.user, key_files=[str(keys.client_key)],
-                      ssh_config=str(config), known_hosts=[str(keys.known_hosts)], host_key=keys.host_public,
-                      agent=False, timeout=timeout, label=f"pod {pod_id}")
+    its pinned host key only, no agent. A cluster's member: `members` are every member's
+    endpoints by rank (`endpoint` is the primary's), `rank` the one to reach (its own Host in
+    the config: the members' hosts differ)."""
+    others = list(members[1:]) if members else []
+    config = keys.write_config(endpoint, others)
+    reached = members[rank] if members else endpoint
+    ssh = SshEndpoint(keys.member_alias(rank), port=reached.port, user=reached.user,
+                      key_files=[str(keys.client_key)], ssh_config=str(config), known_hosts=[str(keys.known_hosts)],
+                      host_key=keys.host_public, agent=False, timeout=timeout, label=f"pod {pod_id}")
     return SshExecutor(ssh, workdir)
 
 
