@@ -220,18 +220,13 @@ def cluster_main(tmp: Path) -> bool:
 
 def main() -> int:
     os.makedirs("/run/sshd", exist_ok=True)
-    if "--cluster" in sys.argv[1:]:
-        tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
-        try:
-            return 0 if cluster_main(tmp) else 1
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if "--side" in sys.argv[1:]:
-        tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
-        try:
-            return 0 if side_main(tmp) else 1
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    for flag, mode in (("--cluster", cluster_main), ("--side", side_main)):
+        if flag in sys.argv[1:]:
+            tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
+            try:
+                return 0 if mode(tmp) else 1
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
     job_secs = float(os.environ.get("BENCH_POD_JOB_SECS", "60"))
     tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
     ok = True
