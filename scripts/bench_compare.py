@@ -54,7 +54,7 @@ def in_process(project, compare_id: str) -> float:
     front = Embedded(EventBus(), threading.Event(), threading.Event(), lambda report: None,
                      renderer=lambda: None)
     started = time.monotonic()
-    compare_flow(Session(project.dir, front), config, rejudge=compare_id)
+    compare_flow(Session(project.dir, front, config), rejudge=compare_id)
     return time.monotonic() - started
 
 

@@ -21,7 +21,7 @@ def ls(app: AppContext) -> None:
     collected, lost), the provider's status (asked again for the open ones), its requests, the
     batch id and since when. Takes no lock and writes nothing."""
     with app.open_project(write=False) as config:
-        ls_flow(app.session(), config)
+        ls_flow(app.session(config))
 
 
 @batches.command("cancel", short_help="Cancel a submission's batch on the provider.")
@@ -33,4 +33,4 @@ def cancel(app: AppContext, submission: str | None, every: bool) -> None:
     it answered before the cancel is collected by the next run; its other items are sent again
     (a cancel is not counted as a failure)."""
     with app.open_project(write=True) as config:
-        cancel_flow(app.session(), config, submission, every)
+        cancel_flow(app.session(config), submission, every)

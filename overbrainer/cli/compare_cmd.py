@@ -37,5 +37,5 @@ def compare(app, run_id, limit, rejudge, both_orders, min_win_or_tie, target, ke
         if value is not None:
             ids.validate(value)
     with app.open_project(write=True) as config:
-        compare_flow(app.session(), config, run_id=run_id, limit=limit, rejudge=rejudge,
+        compare_flow(app.session(config), run_id=run_id, limit=limit, rejudge=rejudge,
                      both_orders=both_orders, min_win_or_tie=min_win_or_tie, target=target, keep=keep_pod)

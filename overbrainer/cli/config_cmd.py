@@ -12,6 +12,7 @@ from overbrainer.config import check as show
 from overbrainer.config import prompt_files, ready
 from overbrainer.dataset.quality import benchmarks
 from overbrainer.errors import ConfigError, OverbrainerError, PersonMustAct
+from overbrainer.llm import price_db
 
 
 @click.group("config", cls=HelpGroup)
@@ -37,24 +38,42 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
         # What --json prints, built only then: the text lines say it all (start-up time).
-        data = show.data(cfg) if app.json_mode else {}
+        data = show.data(cfg, price_db.describe) if app.json_mode else {}
         if not app.json_mode:
-            app.report(show.text(cfg), data)
+            app.report(show.text(cfg, price_db.describe), data)
         failure = _resolve(app, cfg, data) if resolve else None
         if probe:
             failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg) + prompt_files.problems(app.project_dir)
+        problems = ready.problems(cfg) + _unpriced(cfg) + _prompt_problems(app.project_dir)
         if cfg.pipeline.decontaminate:
             problems += benchmarks.problems(app.project_dir, cfg.pipeline.decontaminate)
         data["problems"] = problems
         if app.json_mode:
-            app.report(show.text(cfg), data)
+            app.report(show.text(cfg, price_db.describe), data)
         if len(problems) == 1:
             raise ConfigError(problems[0])
         if problems:
             raise ConfigError("the configuration cannot run yet", problems)
         if failure is not None:
             raise failure
+
+
+def _prompt_problems(root) -> list[str]:
+    """One problem per prompt override that cannot be used (config/templates.problems)."""
+    if not prompt_files.overrides(root):
+        return []
+    from overbrainer.config.templates import problems  # lazy: Jinja2, for a project's own prompts only
+
+    return problems(root)
+
+
+def _unpriced(cfg) -> list[str]:
+    """Under a spend cap, the roles `run` sends with that can have no price: `run` would refuse."""
+    if cfg.pipeline.max_cost_usd is None:
+        return []
+    return price_db.refusals([(f"roles.{name}", role, cfg.providers[role.provider])
+                              for name, role in cfg.roles.all()
+                              if name in ("generator", "parent", "grader") and role.provider in cfg.providers])
 
 
 def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:

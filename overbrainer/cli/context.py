@@ -14,6 +14,7 @@ import click
 from overbrainer.cli.stops import catch_stop_signals
 from overbrainer.config.dotenv import load_project_env
 from overbrainer.config.load import log_warnings
+from overbrainer.config.model import Config
 from overbrainer.config.read import read_config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
@@ -91,9 +92,10 @@ class AppContext:
         `Embedded` front end; what watches the front end, the metrics exporter, sees its bus)."""
         self._front = front
 
-    def session(self):
-        """The Session every flow takes: this project directory and this command's front end."""
-        return Session(self.project_dir, self.front)
+    def session(self, config: Config | None = None) -> Session:
+        """The Session every flow takes: this project directory, this command's front end and
+        `config`, the configuration it read (None: the command reads none)."""
+        return Session(self.project_dir, self.front, config)
 
     def report(self, text: str, data: dict | None = None) -> None:
         """A result line: text on stdout, or the dict as one JSON object with --json. Through the

@@ -21,7 +21,7 @@ def stats(app: AppContext) -> None:
     """Per topic: subtopics, questions, answered, excluded by reason; tokens and cost so far.
     Reads only: it never takes the project lock."""
     with app.open_project(write=False) as config:
-        stats_flow(app.session(), config)
+        stats_flow(app.session(config))
 
 
 @dataset.command("gated", short_help="The answers the quality gate dropped, each with its reason.")
@@ -32,7 +32,7 @@ def gated(app: AppContext, topic: str | None) -> None:
     roles.grader settings): its ID, topic / subtopic, check, reason and what the check saw.
     They stay in data/answers.jsonl; split leaves them out. Reads only."""
     with app.open_project(write=False) as config:
-        gated_flow(app.session(), config, topic=topic)
+        gated_flow(app.session(config), topic=topic)
 
 
 @dataset.command("reject", short_help="Remove a subtopic or question and never generate it again.")
@@ -42,4 +42,4 @@ def reject(app: AppContext, item_id: str) -> None:
     """Remove a subtopic (with its questions and answers) or a question (with its answer), and
     record it in data/rejected.jsonl so that no stage generates it again."""
     with app.open_project(write=True) as config:
-        reject_flow(app.session(), config, item_id=item_id)
+        reject_flow(app.session(config), item_id=item_id)

@@ -35,5 +35,5 @@ def eval_(app, run_id, tasks, target, limit, max_tokens, no_parent) -> None:
     if run_id is not None:
         ids.validate(run_id)
     with app.open_project(write=True) as config:
-        eval_flow(app.session(), config, run_id=run_id, tasks=list(tasks), target=target, limit=limit,
+        eval_flow(app.session(config), run_id=run_id, tasks=list(tasks), target=target, limit=limit,
                   max_tokens=max_tokens, parent=not no_parent)

@@ -30,4 +30,4 @@ def export(app, run_id: str, quantize: str | None, ollama: str | None, target: s
     """
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        export_flow(app.session(), config, run_id, quantize=quantize, ollama=ollama, target=target, keep=keep_pod)
+        export_flow(app.session(config), run_id, quantize=quantize, ollama=ollama, target=target, keep=keep_pod)

@@ -17,4 +17,4 @@ def history(app: AppContext, all_runs: bool) -> None:
     """Totals per stage from .overbrainer/history.jsonl (--all: one line per execution)."""
     app.require_project()
     # Training on Runpod: what the pods cost, after the stages' totals.
-    history_flow(app.session(), None, all_runs=all_runs, pods=project_costs(ProjectPaths(app.project_dir).runs))
+    history_flow(app.session(), all_runs=all_runs, pods=project_costs(ProjectPaths(app.project_dir).runs))

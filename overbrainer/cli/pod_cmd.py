@@ -24,7 +24,7 @@ def pod() -> None:
 def ls_cmd(app) -> None:
     """Every pod of this project's runs and every overbrainer pod of the account (never deletes)."""
     with app.open_project(write=False) as config:
-        ls_flow(app.session(), config, Homes.of(app.project_dir))
+        ls_flow(app.session(config), Homes.of(app.project_dir))
 
 
 @pod.command("rm")
@@ -34,7 +34,7 @@ def ls_cmd(app) -> None:
 def rm_cmd(app, run_id: str, force: bool) -> None:
     """Delete the pods of a run and confirm each delete."""
     with app.open_project(write=True) as config:
-        rm_flow(app.session(), config, Homes.of(app.project_dir), run_id=run_id, force=force)
+        rm_flow(app.session(config), Homes.of(app.project_dir), run_id=run_id, force=force)
 
 
 @pod.command("gpus")
@@ -51,7 +51,7 @@ def rm_cmd(app, run_id: str, force: bool) -> None:
 def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) -> None:
     """Secure Cloud GPU types, cheapest first."""
     with app.open_project(write=False) as config:
-        gpus_flow(app.session(), config, count=count, min_vram=min_vram, max_price=max_price,
+        gpus_flow(app.session(config), count=count, min_vram=min_vram, max_price=max_price,
                   in_stock=in_stock, data_center=data_center)
 
 
@@ -60,7 +60,7 @@ def gpus_cmd(app, count: int, min_vram, max_price, in_stock: bool, data_center) 
 def datacenters_cmd(app) -> None:
     """Runpod's data centers and the GPU types in stock in each."""
     with app.open_project(write=False) as config:
-        datacenters_flow(app.session(), config)
+        datacenters_flow(app.session(config))
 
 
 @pod.command("volumes")
@@ -68,7 +68,7 @@ def datacenters_cmd(app) -> None:
 def volumes_cmd(app) -> None:
     """The account's network volumes."""
     with app.open_project(write=False) as config:
-        volumes_flow(app.session(), config)
+        volumes_flow(app.session(config))
 
 
 @pod.command("ssh", short_help="Print (or run) the ssh command line of a run's pod.")

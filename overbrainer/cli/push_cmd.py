@@ -45,12 +45,12 @@ def push(app, run_id: str | None, dataset: bool, repo: str | None, public: bool,
         extras.require("hub", "overbrainer push")
     if dataset:
         with app.open_project(write=True) as config:
-            dataset_push_flow(app.session(), config, repo=repo, public=public, overwrite_card=overwrite_card,
+            dataset_push_flow(app.session(config), repo=repo, public=public, overwrite_card=overwrite_card,
                               dry_run=dry_run)
         return
     if run_id is None:
         raise UsageError("push needs a RUN_ID (or --dataset to push the train/eval split)")
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        push_flow(app.session(), config, run_id, repo=repo, public=public, overwrite_card=overwrite_card,
+        push_flow(app.session(config), run_id, repo=repo, public=public, overwrite_card=overwrite_card,
                   dry_run=dry_run)

@@ -14,9 +14,8 @@ from overbrainer.cli.help import HelpGroup
 from overbrainer.cli.main import quiet_stdout
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
-from overbrainer.jobs import ids
 from overbrainer.jobs.records import run_costs
-from overbrainer.jobs.run_record import list_runs, load
+from overbrainer.jobs.run_record import RunPlace, list_runs
 from overbrainer.runs.logs import LogReader, Stopped, follow, open_log, run_ended
 from overbrainer.runs.progress import local_progress
 from overbrainer.runs.rm import rm_flow
@@ -77,13 +76,13 @@ def _summary(r) -> dict:
 @pass_app
 def show_cmd(app, run_id: str) -> None:
     """State, phase, step, loss, eval loss and message of one run."""
-    runs_dir = _runs_dir(app)
-    record = load(runs_dir, run_id)
-    progress = local_progress(runs_dir / record.id, record)
+    place = RunPlace(_runs_dir(app), run_id)
+    record = place.load()
+    progress = local_progress(place.dir, record)
     data = dict(_summary(record), **progress, message=record.message_shown)
     lines = [f"run:       {record.id}", f"state:     {record.state}", f"target:    {record.target}",
              f"created:   {record.created}"]
-    pod = run_costs(runs_dir / record.id)
+    pod = run_costs(place.dir)
     if pod is not None:
         data["pod"] = pod[1]
         lines.append(f"pod:       {pod[0]}")
@@ -145,7 +144,8 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
         raise UsageError("--tail must be 0 or more")
     runs_dir = _runs_dir(app)
     config = _config_with_literal_secrets(app)
-    run_dir = ids.run_dir(runs_dir, run_id)
+    place = RunPlace(runs_dir, run_id)
+    run_dir = place.dir
     if not run_dir.is_dir():
         raise OverbrainerError(f"no run `{run_id}` in runs/")  # worded as `runs show` words it
     if (run_dir / "job.log").is_symlink():
@@ -153,7 +153,7 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
     interrupt = app.front.interrupt() if follow else None
     opened = None
     try:
-        opened = open_log(config, runs_dir, run_dir, run_id, race=interrupt.race if interrupt else None)
+        opened = open_log(config, place, race=interrupt.race if interrupt else None)
         reader = LogReader(opened.source)
         lines = reader.lines(tail, partial=not follow)
         if lines is None and not follow:
@@ -166,7 +166,7 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
         for line in out:
             _emit(app, run_id, line)
         if follow:
-            _follow(app, reader, runs_dir, run_id, interrupt)
+            _follow(app, reader, place, interrupt)
     except Stopped:
         return
     except BrokenPipeError:
@@ -179,9 +179,9 @@ def logs_cmd(app, run_id: str, tail: int | None, follow: bool) -> None:
             interrupt.restore()
 
 
-def _follow(app, reader, runs_dir: Path, run_id: str, interrupt) -> None:
-    for line in follow(reader, lambda: run_ended(runs_dir, run_id), interrupt, run_id):
-        _emit(app, run_id, clean_line(line))
+def _follow(app, reader, place: RunPlace, interrupt) -> None:
+    for line in follow(reader, lambda: run_ended(place), interrupt, place.run_id):
+        _emit(app, place.run_id, clean_line(line))
 
 
 def _config_with_literal_secrets(app):

@@ -63,12 +63,12 @@ def _stage(app: AppContext, stage: str, topic: str | None, force: bool, *, plan:
            max_cost: float | None = None, retry_excluded: bool = False, wait: bool = False) -> None:
     if plan:
         with app.open_project(write=False) as config:
-            plan_flow(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
+            plan_flow(app.session(config), stage, topic=topic, force=force, retry_excluded=retry_excluded,
                       max_cost=max_cost)
         return
 
     with _resumable(app), app.open_project(write=True) as config:
-        run_stage(app.session(), config, stage, topic=topic, force=force, retry_excluded=retry_excluded,
+        run_stage(app.session(config), stage, topic=topic, force=force, retry_excluded=retry_excluded,
                   max_cost=max_cost, wait=wait)
 
 
@@ -150,10 +150,10 @@ def run(app: AppContext, plan: bool, max_cost: float | None, retrain: bool, wait
     exit 1 and says how to retry (`overbrainer train`)."""
     if plan:
         with app.open_project(write=False) as config:
-            plan_flow(app.session(), config, "run", max_cost=max_cost, retrain=retrain)
+            plan_flow(app.session(config), "run", max_cost=max_cost, retrain=retrain)
         return
     with app.open_project(write=True) as config:
         watcher = ConfigWatch(app.project_dir, lambda: load_config(app.project_dir), dotenv=app.load_env())
         with _resumable(app):
-            run_project(app.session(), config, watch=watcher, max_cost=max_cost, retrain=retrain,
+            run_project(app.session(config), watch=watcher, max_cost=max_cost, retrain=retrain,
                         after=(InJobExport(),), wait=wait)

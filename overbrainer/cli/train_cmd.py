@@ -49,9 +49,10 @@ def train(ctx: click.Context, target: str | None, resume_from: str | None, detac
     with app.open_project(write=True) as config:
         require_hub(config)
         warn_missing_token(config)
-        result = train_flow(app.session(), config, target=target, resume_from=resume_from, detach=detach,
+        session = app.session(config)
+        result = train_flow(session, target=target, resume_from=resume_from, detach=detach,
                             keep_pod=keep_pod, after=(InJobExport(),))
-        push_after_training(app.session(), config, result)
+        push_after_training(session, result)
 
 
 @train.command("attach")
@@ -61,8 +62,8 @@ def attach(app, run_id: str) -> None:
     """Follow a run again and bring its results home."""
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        push_after_training(app.session(), config,
-                            attach_flow(app.session(), config, run_id, after=(InJobExport(),)))
+        session = app.session(config)
+        push_after_training(session, attach_flow(session, run_id, after=(InJobExport(),)))
 
 
 @train.command("stop", short_help="Ask a run's job to save a snapshot and stop.")
@@ -83,7 +84,7 @@ def stop(app, run_id: str) -> None:
         config = app.load_config()
         # Holding the lock, this command may follow the run until it stopped: metrics served then.
         with app.metrics(config) if holder is None else contextlib.nullcontext():
-            stop_flow(app.session(), config, run_id, holder_pid=holder, after=(InJobExport(),))
+            stop_flow(app.session(config), run_id, holder_pid=holder, after=(InJobExport(),))
     finally:
         lock.release()
 
@@ -95,4 +96,4 @@ def cancel(app, run_id: str) -> None:
     """Cancel a run's job; its record then reads `cancelled`."""
     ids.validate(run_id)
     with app.open_project(write=True) as config:
-        cancel_flow(app.session(), config, run_id, after=(InJobExport(),))
+        cancel_flow(app.session(config), run_id, after=(InJobExport(),))

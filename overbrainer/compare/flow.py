@@ -18,6 +18,8 @@ from overbrainer.dataset.jsonl import Appender
 from overbrainer.errors import Interrupted, ItemsFailed, OverbrainerError, UsageError
 from overbrainer.export.gate import check_run
 from overbrainer.export.job import export_part
+from overbrainer.front.session import Session
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import side_target
 from overbrainer.pipeline.common import processor
 from overbrainer.pipeline.run_flow import stage_context
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 STAGE = "judge"
 
 
-def compare_flow(session, config, *, run_id: str | None = None, limit: int | None = None,
+def compare_flow(session: Session, *, run_id: str | None = None, limit: int | None = None,
                  rejudge: str | None = None, both_orders: bool = False,
                  min_win_or_tie: float | None = None, target: str | None = None, keep: bool = False) -> dict:
     """Judge one compare and write its reports; returns compare.json's content. Raises
@@ -42,7 +44,7 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
     if min_win_or_tie is not None and not 0 <= min_win_or_tie <= 1:
         raise UsageError("--min-win-or-tie must be between 0 and 1 (a rate, e.g. 0.6)")
     if rejudge is None:
-        return new_compare(session, config, project, run_id, limit, both_orders=both_orders,
+        return new_compare(session, run_id, limit, both_orders=both_orders,
                            min_win_or_tie=min_win_or_tie, target=target, keep=keep)
     if target is not None or keep:
         raise UsageError("--target and --keep-pod only apply to a new compare (--rejudge starts no job)")
@@ -54,25 +56,26 @@ def compare_flow(session, config, *, run_id: str | None = None, limit: int | Non
     if answers is None:
         raise OverbrainerError(f"compare {setup['compare']} has no answers of the child: "
                                f"run `overbrainer compare --run {setup['run']}` again")
-    return judge_and_report(session, config, compare_dir, setup, answers, both_orders=both_orders,
+    return judge_and_report(session, compare_dir, setup, answers, both_orders=both_orders,
                             min_win_or_tie=min_win_or_tie)
 
 
-def new_compare(session, config, project: Path, run_id: str | None, limit: int | None, *,
+def new_compare(session: Session, run_id: str | None, limit: int | None, *,
                 both_orders: bool, min_win_or_tie: float | None, target: str | None = None,
                 keep: bool = False) -> dict:
     """Plan, run the job on its target (exporting first when the run has no GGUF), then judge
     and report."""
+    project, config = session.project_dir, session.config
     gguf, export = child_of(project, config, run_id, target)
     setup = planning.make_setup(project, config, gguf, "", limit)
     log.info("compare: %d questions for the child of run %s", len(setup["questions"]), gguf.run)
-    compare_dir, setup = run_compare_job(session, config, gguf, setup, target=target, keep=keep, export=export)
+    compare_dir, setup = run_compare_job(session, gguf, setup, target=target, keep=keep, export=export)
     answers = read_answers(compare_dir)
     if answers is None:  # run_compare_job checked it: only a file removed meanwhile
         raise OverbrainerError(f"compare {setup['compare']} has no answers of the child")
     check_answered(setup, answers)
     check_answered(setup, answers)
-    return judge_and_report(session, config, compare_dir, setup, answers, both_orders=both_orders,
+    return judge_and_report(session, compare_dir, setup, answers, both_orders=both_orders,
                             min_win_or_tie=min_win_or_tie)
 
 
@@ -86,7 +89,7 @@ def child_of(project: Path, config, run_id: str | None, target: str | None):
         if rid is None:
             raise OverbrainerError("no run has a GGUF, and no run succeeded: train one first") from None
     try:
-        source = check_run(planning.runs_dir(project), rid)
+        source = check_run(RunPlace(planning.runs_dir(project), rid))
     except OverbrainerError as e:
         raise OverbrainerError(f"run {rid} has no GGUF, and cannot be exported first: {e}") from None
     _, where = side_target(config, source.record, "compare", target)
@@ -111,9 +114,10 @@ def check_answered(setup: dict, answers: dict[str, dict]) -> None:
                 "server log is %s", setup["compare"], len(failed), len(asked), where)
 
 
-def judge_and_report(session, config, compare_dir: Path, setup: dict, answers: dict[str, dict], *,
+def judge_and_report(session: Session, compare_dir: Path, setup: dict, answers: dict[str, dict], *,
                      both_orders: bool, min_win_or_tie: float | None) -> dict:
-    with stage_context(session, config) as ctx:  # the judge's channels are closed with it
+    config = session.config
+    with stage_context(session) as ctx:  # the judge's channels are closed with it
         client = ctx.connect(STAGE)
         judge = Judge(client, ctx.templates(TEMPLATE), compare_dir, setup, answers, both_orders=both_orders)
         done = run_judge(judge, ctx)

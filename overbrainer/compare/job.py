@@ -30,8 +30,9 @@ from overbrainer.compare.answers import ANSWERS
 from overbrainer.exec.runtime import Step
 from overbrainer.export.job import FETCHED as EXPORT_FETCHED
 from overbrainer.export.job import run_root
-from overbrainer.jobs import run_record as records
+from overbrainer.front.session import Session
 from overbrainer.jobs.lease import is_pod
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import SideJob, side_target
 from overbrainer.support import fmt
 
@@ -46,17 +47,17 @@ def questions_jsonl(questions: list[dict]) -> str:
                    for q in questions)
 
 
-def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target: str | None = None,
+def run_compare_job(session: Session, gguf: planning.Gguf, setup: dict, *, target: str | None = None,
                     keep: bool = False, export=None) -> tuple[Path, dict]:
     """Run the job for a plan (`setup` without its `compare` ID yet); returns the compare's
     directory here and its setup (ID set, written as setup.json). `export` (export.job.ExportPart):
     the run has no GGUF yet: the job exports it first, and the GGUF comes home with the answers."""
-    project = Path(session.project_dir)
-    runs_dir = planning.runs_dir(project)
-    run = records.load(runs_dir, gguf.run)
+    project, config = Path(session.project_dir), session.config
+    place = RunPlace(planning.runs_dir(project), gguf.run)
+    run = place.load()
     name, where = side_target(config, run, "compare", target)
     on_pod = is_pod(where)
-    run_dir = runs_dir / run.id
+    run_dir = place.dir
     claimed: dict[str, str] = {}
 
     def prepare(executor, remote_job_dir: str) -> None:
@@ -82,7 +83,7 @@ def run_compare_job(session, config, gguf: planning.Gguf, setup: dict, *, target
     job.prepare = prepare
     job.after = after if export is not None else None
     job.pod = serve.pod_settings(config, where, gguf, run_dir, export) if on_pod else {}
-    result = serve.run_explained(session, config, run, job, name, keep, claimed, ANSWERS)
+    result = serve.run_explained(session, run, job, name, keep, claimed, ANSWERS)
     return result.job_dir, setup
 
 

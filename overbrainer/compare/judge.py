@@ -115,7 +115,8 @@ class _Asking:
 
     def __init__(self, client, task: Task, proc, spend, on_retry):
         self.client, self.task, self.proc, self.spend, self.on_retry = client, task, proc, spend, on_retry
-        self.usage, self.cost = Usage(0, 0), None
+        self.usage = Usage(0, 0)
+        self.cost: float | None = None
 
     def attempt(self) -> dict:
         task = self.task

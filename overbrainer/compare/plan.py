@@ -30,7 +30,7 @@ from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, OverbrainerError
 from overbrainer.export.deliver import RECORD, ExportRecord
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import SUCCEEDED, load
+from overbrainer.jobs.run_record import SUCCEEDED, RunPlace
 from overbrainer.runs.retrieve import shippable
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
@@ -90,13 +90,13 @@ def pick_run(project_dir: Path, run_id: str | None, done: str = "compared") -> G
     command words them)."""
     root = runs_dir(project_dir)
     if run_id is not None:
-        run_dir = ids.run_dir(root, run_id)
-        if not (run_dir / "run.json").is_file():
+        place = RunPlace(root, run_id)
+        if not place.record_path.is_file():
             raise OverbrainerError(f"no run `{run_id}` in runs/")
-        gguf = run_gguf(run_dir)
+        gguf = run_gguf(place.dir)
         if gguf is None:
             raise NoGguf(run_id)
-        shippable(root, run_id, done)
+        shippable(place, done)
         return gguf
     found = [g for d in (sorted(root.iterdir()) if root.is_dir() else [])
              if d.is_dir() and not d.name.startswith(".") and ids.is_valid(d.name)
@@ -106,7 +106,7 @@ def pick_run(project_dir: Path, run_id: str | None, done: str = "compared") -> G
     refused: OverbrainerError | None = None
     for gguf in sorted(found, key=lambda g: g.created, reverse=True):
         try:
-            shippable(root, gguf.run, done)
+            shippable(RunPlace(root, gguf.run), done)
         except OverbrainerError as e:
             log.warning("skipping run %s: %s", gguf.run, e)
             refused = refused or e
@@ -131,7 +131,7 @@ def newest_exportable(project_dir: Path) -> str | None:
         if d.name.startswith(".") or not ids.is_valid(d.name) or not (d / "run.json").is_file():
             continue
         try:
-            record = load(root, d.name)
+            record = RunPlace(root, d.name).load()
         except OverbrainerError:
             continue
         if record.state == SUCCEEDED:
@@ -217,7 +217,7 @@ def find_compare(project_dir: Path, compare_id: str, run_id: str | None) -> Path
     """The directory of compare `compare_id`, in `--run`'s run or in any run."""
     ids.validate(compare_id)
     root = runs_dir(project_dir)
-    runs = [ids.run_dir(root, run_id)] if run_id else sorted(p for p in root.glob("*") if p.is_dir())
+    runs = [RunPlace(root, run_id).dir] if run_id else sorted(p for p in root.glob("*") if p.is_dir())
     for run_dir in runs:
         candidate = run_dir / COMPARES / compare_id
         if (candidate / SETUP).is_file():

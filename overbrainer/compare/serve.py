@@ -190,14 +190,14 @@ def pod_settings(config: Config, target: Target, gguf: Gguf, run_dir: Path, expo
     return pod.settings(target, settings.max_hours, image=settings.image, model_bytes=size)
 
 
-def run_explained(session: Session, config: Config, run: RunRecord, job: SideJob, name: str, keep: bool,
+def run_explained(session: Session, run: RunRecord, job: SideJob, name: str, keep: bool,
                   claimed: dict[str, str], required: str) -> SideJobResult:
     """run_side_job for a job that serves the child (compare.sh), its stop and failure said in
     the words of its kind (`compare`, `eval`: which one, of which run, and where its server log
     is); a job that left no `required` file failed. `claimed["id"]`: its ID once claimed."""
     kind = job.kind
     try:
-        result = run_side_job(session, config, run, job, target=name, keep=keep)
+        result = run_side_job(session, run, job, target=name, keep=keep)
     except Interrupted as e:
         label = f"{kind} {claimed['id']}" if "id" in claimed else f"the {kind}"
         tail = str(e).partition(" cancelled")[2]  # e.g. `; it has no pod left`

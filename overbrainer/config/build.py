@@ -24,6 +24,7 @@ from overbrainer.config.model import (
     Config,
     Gate,
     Pipeline,
+    PriceSetting,
     Project,
     Provider,
     Role,
@@ -133,6 +134,7 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
         dialect = t.choice("dialect", DIALECTS)
+        price = _price(t)
         t.finish()
         if protocol is None:
             continue
@@ -143,8 +145,45 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
             dialect = None
         elif dialect is None:
             dialect, guessed = guess(base_url), True
-        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed)
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price)
     return out
+
+
+PRICE_HELP = "USD per million tokens, 0 or more"
+FREE = PriceSetting(0.0, 0.0)
+
+
+def _price(t: Table) -> PriceSetting | None:
+    """`price`: 0 (free: a self-hosted server), or a table of USD per million tokens, `input` and
+    `output` required, `cached_input` and `batch_input` with `batch_output` optional."""
+    k = "price"
+    raw = t.raw(k)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        if _is_zero(raw):
+            return FREE
+        t.problem(k, "expected 0 (free: a self-hosted server) or a table { input = …, output = … } "
+                  f"({PRICE_HELP})", raw)
+        return None
+    sub = Table(raw, t.key(k), t.problems)
+    money = (lambda x: 0 <= x < math.inf, f"must be a number of {PRICE_HELP}")
+    values = {name: sub.float(name, required=name in ("input", "output"), rule=money)
+              for name in ("input", "output", "cached_input", "batch_input", "batch_output")}
+    sub.finish()
+    if (values["batch_input"] is None) != (values["batch_output"] is None):
+        missing = "batch_output" if values["batch_output"] is None else "batch_input"
+        sub.problem(missing, "batch_input and batch_output go together: set both")
+        return None
+    if values["input"] is None or values["output"] is None:
+        return None
+    return PriceSetting(**values)
+
+
+def _is_zero(value: Any) -> bool:
+    if isinstance(value, EnvStr):
+        return value.strip() in ("0", "0.0")
+    return type(value) in (int, float) and value == 0
 
 
 def _declared(data: dict[str, Any], section: str) -> set[str]:
@@ -161,6 +200,7 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
     effort = t.choice("reasoning_effort", EFFORTS)
     budget = t.int("thinking_budget", min=0, max=U32)
     mode = t.choice("thinking", THINKING_MODES)
+    price = _price(t)
     t.finish()
     problems = t.problems
     p = providers.get(provider) if provider else None
@@ -188,7 +228,7 @@ def _role(t: Table, name: str, providers: dict[str, Provider], declared: set[str
         problems.append("roles.embedder: the anthropic protocol has no embeddings, use an openai provider")
     if provider is None or model is None:
         return None
-    role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode)
+    role = Role(provider, model, reasoning, max_tokens, temperature, effort, budget, mode, price)
     if p is not None and p.protocol == "anthropic" and not problems_before(problems, name):
         problems.extend(refused(f"roles.{name}", role))
     return role

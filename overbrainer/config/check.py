@@ -6,7 +6,7 @@ Secrets show as `***` (or `(unset)`); the credentials and query of a URL are mas
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from overbrainer.config.model import (
@@ -112,7 +112,12 @@ def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
     return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
 
 
-def lines(config: Config) -> list[tuple[str, str]]:
+PriceText = Callable[[Provider, Role, str], str]
+
+
+def lines(config: Config, price_text: PriceText | None = None) -> list[tuple[str, str]]:
+    """`price_text(provider, role, "roles.<name>")`: where a role's price comes from
+    (llm/price_db.describe), a line after the role's."""
     out: list[tuple[str, str]] = [("project.name", config.project.name)]
     for t in config.topics:
         out.append((f"topics.{t.name}", f"{t.subtopics} subtopics x {t.questions_per_subtopic} questions"))
@@ -125,6 +130,8 @@ def lines(config: Config) -> list[tuple[str, str]]:
     for name, role in config.roles.all():
         provider = config.providers.get(role.provider)
         out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
+        if provider is not None and price_text is not None:
+            out.append((f"roles.{name}.price", price_text(provider, role, f"roles.{name}")))
     out.append(("pipeline", _section(config.pipeline)))
     out.append(("gate", _section(config.gate, ("json_schema",))))
     if config.gate.json_schema is not None:
@@ -151,8 +158,8 @@ def lines(config: Config) -> list[tuple[str, str]]:
     return out
 
 
-def text(config: Config) -> str:
-    return "\n".join(f"{k} = {v}" for k, v in lines(config))
+def text(config: Config, price_text: PriceText | None = None) -> str:
+    return "\n".join(f"{k} = {v}" for k, v in lines(config, price_text))
 
 
 _SECRET_LIKE = ("key", "token", "secret", "password", "passwd", "credential")
@@ -173,7 +180,7 @@ def _training_data(config: Config) -> dict[str, Any] | None:
     return d
 
 
-def data(config: Config) -> dict[str, Any]:
+def data(config: Config, price_text: PriceText | None = None) -> dict[str, Any]:
     """The same facts as one JSON-ready dict, secrets masked."""
     def plain(obj: Any, **override: Any) -> dict[str, Any]:
         d = asdict(obj)
@@ -190,6 +197,8 @@ def data(config: Config) -> dict[str, Any]:
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),
                                ("embedder", config.roles.embedder), ("judge", config.roles.judge),
                                ("grader", config.roles.grader))},
+        "prices": {n: price_text(config.providers[r.provider], r, f"roles.{n}")
+                   for n, r in config.roles.all() if r.provider in config.providers and price_text is not None},
         "pipeline": asdict(config.pipeline),
         "gate": asdict(config.gate),
         "training": _training_data(config),

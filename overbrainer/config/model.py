@@ -61,6 +61,18 @@ class Topic:
 
 
 @dataclass(frozen=True)
+class PriceSetting:
+    """`price` of a provider or a role (docs/llm-requests.md#prices): USD per million tokens;
+    `price = 0` is all zero (a self-hosted server, free). Batch prices: both or none."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
+
+
+@dataclass(frozen=True)
 class Provider:
     name: str
     protocol: str  # openai | anthropic
@@ -68,6 +80,7 @@ class Provider:
     api_key: "Secret | None" = None  # env only; None = no auth header
     dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
     dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
+    price: PriceSetting | None = None  # the price of its models (a role's own price wins)
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class Role:
     reasoning_effort: str | None = None  # none | low | medium | high
     thinking_budget: int | None = None
     thinking: str | None = None  # anthropic: adaptive | enabled (None: by model family)
+    price: PriceSetting | None = None  # its model's price (wins over the provider's)
 
 
 ROLE_NAMES = ("generator", "parent", "embedder", "judge", "grader")

@@ -1,6 +1,6 @@
 """The project's prompt overrides, `prompts/<name>.txt`, read as text without compiling them (no
-Jinja2: `config check` finds an override it cannot read on its light path, config/templates.py
-compiles them)."""
+Jinja2: `config check` loads it only for a project whose prompts differ from the built-in ones,
+`overrides`; config/templates.py compiles and checks them)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,25 @@ def read_override(project_dir: str | os.PathLike[str], name: str) -> str | None:
                           "save it as UTF-8") from None
 
 
-def problems(project_dir: str | os.PathLike[str]) -> list[str]:
-    """One problem per prompt override that cannot be read or is not UTF-8."""
-    found = []
+def overrides(project_dir: str | os.PathLike[str]) -> list[str]:
+    """The names of the prompts the project changed: `prompts/<name>.txt` exists and differs from
+    the built-in default (`init` writes the defaults: they need no check); one that cannot be
+    read counts as changed."""
+    changed = []
     for name in NAMES:
         try:
-            read_override(project_dir, name)
-        except ConfigError as e:
-            found.append(str(e))
-    return found
+            text = read_override(project_dir, name)
+        except ConfigError:
+            text = ""
+        if text is not None and text != builtin_source(name):
+            changed.append(name)
+    return changed
+
+
+def builtin_source(name: str) -> str | None:
+    """The text of the built-in template `name` (with or without `.txt`), None when there is none.
+    Read beside this module (the package's data files are installed with it)."""
+    try:
+        return (Path(__file__).parent / "templates" / "prompts" / file_name(name)).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None

@@ -87,18 +87,18 @@ def settings_of(config: Config, limit: int | None, max_tokens: int | None) -> ha
     return harness.Settings(limit, config.pipeline.seed, gen)
 
 
-def eval_flow(session: Session, config: Config, *, run_id: str | None = None, tasks: list[str] | None = None,
+def eval_flow(session: Session, *, run_id: str | None = None, tasks: list[str] | None = None,
               target: str | None = None, limit: int | None = None, max_tokens: int | None = None,
               parent: bool = True) -> Doc:
     """Run the eval and write eval.json; returns its content."""
-    project = Path(session.project_dir)
+    project, config = Path(session.project_dir), session.config
     where = eval_target(config, target)
     gguf = child_gguf(project, run_id)
     run_dir = planning.runs_dir(project) / gguf.run
     settings = settings_of(config, limit, max_tokens)
     settings.quiet = bool(getattr(session.front, "json", False)) or not sys.stderr.isatty()
     if target is not None and where is not None and where.kind != "local":
-        return remote_eval(session, config, gguf, target, tasks, settings, parent)
+        return remote_eval(session, gguf, target, tasks, settings, parent)
     eval_id, eval_dir = ids.claim_new(run_dir / EVALS, f"eval_{ids.timestamp()}")
     try:
         task_set = plan_tasks(tasks, project, eval_dir)
@@ -117,16 +117,16 @@ def eval_flow(session: Session, config: Config, *, run_id: str | None = None, ta
     return finish(session, eval_dir, gguf.run, task_set, settings, (child, child_about), (parent_out, parent_about))
 
 
-def remote_eval(session: Session, config: Config, gguf: planning.Gguf, target: str, tasks: list[str] | None,
+def remote_eval(session: Session, gguf: planning.Gguf, target: str, tasks: list[str] | None,
                 settings: harness.Settings, parent: bool) -> Doc:
     """The eval with the child's side run as a job on an SSH or runpod target (eval/job.py)
     and the parent's from here; the eval's folder is the job's."""
-    project = Path(session.project_dir)
+    project, config = Path(session.project_dir), session.config
     with tempfile.TemporaryDirectory(prefix="overbrainer-eval-") as staging:  # the default task, for both
         task_set = plan_tasks(tasks, project, Path(staging))
         manager = harness.task_manager(task_set, settings)
         log.info("eval: the child of run %s on %s, as a job on target %s", gguf.run, ", ".join(task_set.names), target)
-        job = run_eval_job(session, config, gguf, target, task_set, settings)
+        job = run_eval_job(session, gguf, target, task_set, settings)
         if SPLIT_TASK in task_set.files:  # eval.json names the copy in the eval's folder
             task_set.files[SPLIT_TASK] = str(job.job_dir / TASK_DIR / f"{SPLIT_TASK}.yaml")
         try:

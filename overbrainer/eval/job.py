@@ -36,8 +36,8 @@ from overbrainer.eval import harness
 from overbrainer.eval.tasks import TaskSet, pack
 from overbrainer.exec.runtime import Step
 from overbrainer.export.job import run_root
-from overbrainer.jobs import run_record as records
 from overbrainer.jobs.lease import is_pod
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import SideJob, side_target
 from overbrainer.support import fmt
 
@@ -87,14 +87,15 @@ def eval_side_job(config: Config, where: Target, run_id: str, gguf: planning.Ggu
                    fetch=[OUTPUT, SAMPLES, serve.SERVER_LOG, serve.HARDWARE], label=f"eval of run {run_id}")
 
 
-def run_eval_job(session: Session, config: Config, gguf: planning.Gguf, target: str, tasks: TaskSet,
+def run_eval_job(session: Session, gguf: planning.Gguf, target: str, tasks: TaskSet,
                  settings: harness.Settings) -> ChildJob:
     """Run the child's side on `target` (an SSH or runpod target) to its end and read what came home."""
-    runs_dir = planning.runs_dir(Path(session.project_dir))
-    run = records.load(runs_dir, gguf.run)
+    config = session.config
+    place = RunPlace(planning.runs_dir(Path(session.project_dir)), gguf.run)
+    run = place.load()
     name, where = side_target(config, run, KIND, target)
     on_pod = is_pod(where)
-    run_dir = runs_dir / run.id
+    run_dir = place.dir
     _, context = planning.training_shape(run_dir)
     claimed: dict[str, str] = {}
 
@@ -106,7 +107,7 @@ def run_eval_job(session: Session, config: Config, gguf: planning.Gguf, target: 
     job = eval_side_job(config, where, run.id, gguf, context, tasks, settings, on_pod)
     job.prepare = prepare
     job.pod = serve.pod_settings(config, where, gguf, run_dir, None) if on_pod else {}
-    result = serve.run_explained(session, config, run, job, name, False, claimed, OUTPUT)
+    result = serve.run_explained(session, run, job, name, False, claimed, OUTPUT)
     output = read_output(result.job_dir, result.job_id)
     config_args = output.get("config", {}).get("model_args") if isinstance(output.get("config"), dict) else None
     model_args = config_args if isinstance(config_args, dict) else child_side(gguf, settings).model_args()

@@ -14,11 +14,11 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Self
 
 from overbrainer.config.model import ENGINES
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.transfer import upload_names, verify
+from overbrainer.exec.transfer import Progress, Written, upload_names, verify
 from overbrainer.support.threads import in_daemon
 
 # Files on the target that only the job-control scripts use; never downloaded.
@@ -171,7 +171,7 @@ class Executor(ABC):
         """Write `<dir>/.claim` exclusively with `owner`; True if ours (new or same owner)."""
 
     def upload(self, local: str | None = None, remote: str | None = None, skip: Iterable[str] = DEFAULT_SKIP,
-               progress=None, *, entries: Iterable[tuple[str, str]] | None = None) -> None:
+               progress: Progress | None = None, *, entries: Iterable[tuple[str, str]] | None = None) -> None:
         """Copy files to the target, in one transfer: either the top-level entries of the folder
         `local` (minus `skip`) into the folder `remote` (made even when nothing is sent), or the
         chosen `entries` [(local path, remote path)], each file or folder (recursively) to
@@ -190,7 +190,7 @@ class Executor(ABC):
             self._upload(chosen, None, progress)
 
     @abstractmethod
-    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress: Progress | None) -> None:
         """`upload`'s transfer: each entry's local file or folder to its remote path, after
         making `folder` (when given) on the target."""
 
@@ -211,7 +211,7 @@ class Executor(ABC):
 
     @abstractmethod
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None):
+                 progress: Progress | None = None) -> Written | None:
         """Copy `entries` of `remote` into `local` (exclude: basename globs). Missing entries skip.
         `progress(done, total)` is given the bytes received, as `upload`'s. Returns the SHA-256 of
         each file as it was written (exec.transfer.Written), or None when nothing was copied."""
@@ -229,7 +229,7 @@ class Executor(ABC):
         """Write a small file atomically on the target."""
 
     def fetch(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-              progress=None) -> list[tuple[str, str]]:
+              progress: Progress | None = None) -> list[tuple[str, str]]:
         """`download` then verify; returns the target's manifest.
 
         The target hashes its files (`manifest`, on a thread of its own) while they stream here,
@@ -257,10 +257,10 @@ class Executor(ABC):
     def close(self) -> None:
         """Release connections (running jobs are not affected)."""
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

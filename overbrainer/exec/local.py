@@ -33,7 +33,7 @@ _REAP_EVERY = 0.15
 # The jobs this process spawned, whichever executor spawned them: every executor reaps them all,
 # so a job started through one executor and cancelled through another in the same process (the
 # TUI's `train`, then its `train cancel`) never leaves a zombie leader that looks alive.
-_children: list[subprocess.Popen] = []
+_children: list[subprocess.Popen[bytes]] = []
 _children_lock = threading.Lock()
 READER_LIMIT = 5.0  # seconds a timed-out script's output reader gets once its process group is killed
 
@@ -45,7 +45,7 @@ def job_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 class LocalExecutor(Executor):
-    def __init__(self, runs_dir: str | os.PathLike):
+    def __init__(self, runs_dir: str | os.PathLike[str]):
         path = Path(runs_dir).expanduser()
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ class LocalExecutor(Executor):
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _path(self, path: str | os.PathLike) -> Path:
+    def _path(self, path: str | os.PathLike[str]) -> Path:
         return Path(self.workdir, path)  # absolute paths win in Path joins
 
     def _reap(self) -> None:
@@ -103,7 +103,7 @@ class LocalExecutor(Executor):
             f.write(owner + "\n")
         return True
 
-    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress: transfer.Progress | None) -> None:
         if folder is not None:
             self._path(folder).mkdir(parents=True, exist_ok=True)
         if not entries:
@@ -153,7 +153,7 @@ class LocalExecutor(Executor):
         self._run_script(scripts.cancel(job.dir, job.pid, job.container), "cancel", timeout=90)
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> transfer.Written | None:
+                 progress: transfer.Progress | None = None) -> transfer.Written | None:
         src, dst = self._path(remote), Path(local)
         if not src.is_dir():
             raise OverbrainerError(f"{src} does not exist")
@@ -176,7 +176,7 @@ class LocalExecutor(Executor):
         atomic_write_bytes(self._path(path), data)
 
 
-def _wait_for_pid_file(path: Path, proc: subprocess.Popen, timeout: float = 5.0) -> None:
+def _wait_for_pid_file(path: Path, proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
     """Like the SSH launcher: return once the wrapper wrote job.pid (or the job ended)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
@@ -188,7 +188,7 @@ def _wait_for_pid_file(path: Path, proc: subprocess.Popen, timeout: float = 5.0)
         time.sleep(0.005)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL to the script's whole process group (it leads one: start_new_session)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

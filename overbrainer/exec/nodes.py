@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import Executor, JobId, JobSpec, JobState
 from overbrainer.exec.runtime import NODE_RANK
+from overbrainer.exec.transfer import Progress, Written
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ class NodesExecutor(Executor):
     After a reconnect the other nodes' jobs are found again from the `job.pid` each wrote in the
     job's directory."""
 
-    def __init__(self, nodes: Sequence[Node], lost=None):
+    def __init__(self, nodes: Sequence[Node], lost: Callable[[], str | None] | None = None):
         self.nodes = sorted(nodes, key=lambda n: n.rank)
         self.primary = _primary(self.nodes).executor
         self.workdir = self.primary.workdir
@@ -134,7 +136,7 @@ class NodesExecutor(Executor):
     def claim(self, dir: str, owner: str) -> bool:
         return all([node.executor.claim(dir, owner) for node in self.nodes])
 
-    def _upload(self, entries, folder, progress) -> None:
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress: Progress | None) -> None:
         for node in self.nodes:
             node.executor._upload(entries, folder, progress if node.rank == 0 else None)
 
@@ -175,10 +177,11 @@ class NodesExecutor(Executor):
     def read_from(self, path: str, offset: int, limit: int) -> bytes:
         return self.primary.read_from(path, offset, limit)
 
-    def download(self, remote: str, local: str, entries, exclude=(), progress=None):
+    def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
+                 progress: Progress | None = None) -> Written | None:
         return self.primary.download(remote, local, entries, exclude, progress)
 
-    def manifest(self, remote: str, entries, exclude=()) -> list[tuple[str, str]]:
+    def manifest(self, remote: str, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[tuple[str, str]]:
         return self.primary.manifest(remote, entries, exclude)
 
     def probe(self, script: str, timeout: float = 60) -> str:

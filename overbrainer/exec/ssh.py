@@ -13,7 +13,7 @@ import posixpath
 import shlex
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec import scripts, transfer
@@ -30,6 +30,12 @@ from overbrainer.exec.ssh_connect import WINDOW, SshEndpoint, connect
 from overbrainer.support.retry import Policy, retrying
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Transport = Any  # a paramiko.Transport (paramiko has no type information)
+Channel = Any  # a paramiko.Channel
+Send = Callable[[bytes], None]
+Recv = Callable[[int], bytes]
 
 OP_TIMEOUT = 120.0  # no byte for this long on a channel = the connection is dead
 _STDERR_KEEP = 64 << 10
@@ -51,10 +57,10 @@ class SshExecutor(Executor):
     """
 
     def __init__(self, host: str | SshEndpoint, workdir: str = "overbrainer", *,
-                 op_timeout: float = OP_TIMEOUT, **endpoint):
+                 op_timeout: float = OP_TIMEOUT, **endpoint: Any):
         self.endpoint = host if isinstance(host, SshEndpoint) else SshEndpoint(host, **endpoint)
         self.op_timeout = op_timeout
-        self._t = None
+        self._t: Transport | None = None
         self._lock = threading.Lock()
         out = self._call("resolving the workdir", lambda t: self._exec(t, scripts.resolve_workdir(workdir)))
         path = out.decode("utf-8", "replace").strip()
@@ -64,7 +70,7 @@ class SshExecutor(Executor):
 
     # --- connection -------------------------------------------------------------------------
 
-    def _transport(self):
+    def _transport(self) -> Transport:
         with self._lock:
             if self._t is None or not self._t.is_active():
                 if self._t is not None:
@@ -73,7 +79,7 @@ class SshExecutor(Executor):
                 self._t = connect(self.endpoint)
             return self._t
 
-    def _drop(self, t) -> None:
+    def _drop(self, t: Transport) -> None:
         with self._lock:
             t.close()
             if self._t is t:
@@ -85,7 +91,7 @@ class SshExecutor(Executor):
                 self._t.close()
                 self._t = None
 
-    def _call(self, action: str, fn: Callable, *, idempotent: bool = True):
+    def _call(self, action: str, fn: Callable[[Transport], T], *, idempotent: bool = True) -> T:
         def dropped(e: BaseException) -> bool:
             return isinstance(e, _Dropped) and (idempotent or not e.sent)
 
@@ -99,9 +105,8 @@ class SshExecutor(Executor):
 
     # --- one command on one channel -----------------------------------------------------------
 
-    def _exec(self, t, script: str, *, action: str = "command", stdin: bytes | None = None,
-              feed: Callable[[Callable[[bytes], None]], object] | None = None,
-              sink: Callable[[Callable[[int], bytes]], object] | None = None,
+    def _exec(self, t: Transport, script: str, *, action: str = "command", stdin: bytes | None = None,
+              feed: Callable[[Send], object] | None = None, sink: Callable[[Recv], object] | None = None,
               timeout: float | None = None) -> bytes:
         """Run `sh -c script`; stdin from bytes or feed(send); stdout to sink(recv) or returned."""
         # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
@@ -138,7 +143,7 @@ class SshExecutor(Executor):
             raise OverbrainerError(f"{action} on {self.endpoint.name} failed: {_why(feed_error)}")
         return out
 
-    def _close_channel(self, chan, t) -> None:
+    def _close_channel(self, chan: Channel, t: Transport) -> None:
         """Close `chan`; a close on a connection that just died fails on its send (paramiko raises
         EOFError, or OSError): the connection is dropped, and the check after the command (or the
         error already raised) says so."""
@@ -150,7 +155,7 @@ class SshExecutor(Executor):
         except (OSError, EOFError, paramiko.SSHException):
             self._drop(t)
 
-    def _run(self, action: str, script: str, *, idempotent: bool = True, **kw) -> bytes:
+    def _run(self, action: str, script: str, *, idempotent: bool = True, **kw: Any) -> bytes:
         return self._call(action, lambda t: self._exec(t, script, action=action, **kw), idempotent=idempotent)
 
     # --- contract ---------------------------------------------------------------------------
@@ -163,7 +168,7 @@ class SshExecutor(Executor):
             raise OverbrainerError(f"claim on {self.endpoint.name} failed: unexpected answer")
         return out == "ours"
 
-    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress) -> None:
+    def _upload(self, entries: list[tuple[Path, str]], folder: str | None, progress: transfer.Progress | None) -> None:
         if not entries:
             if folder is not None:  # base.upload sends no empty list of entries without a folder
                 self._run("upload", f"mkdir -p -- {shlex.quote(self._abs(folder))}")
@@ -173,7 +178,7 @@ class SshExecutor(Executor):
         total = transfer.members_size(members) if progress is not None else None
         meters: list[transfer.Meter] = []
 
-        def feed(send) -> None:  # each attempt counts from 0
+        def feed(send: Send) -> None:  # each attempt counts from 0
             if progress is not None:
                 meters.append(transfer.Meter(progress, total))
                 send = meters[-1].writer(send)
@@ -206,14 +211,14 @@ class SshExecutor(Executor):
         self._run("cancel", scripts.cancel(job.dir, job.pid, job.container), timeout=max(self.op_timeout, 90))
 
     def download(self, remote: str, local: str, entries: Iterable[str], exclude: Iterable[str] = (),
-                 progress=None) -> transfer.Written:
+                 progress: transfer.Progress | None = None) -> transfer.Written:
         entries, exclude = list(entries), list(exclude)
         script = scripts.download(self._abs(remote), entries, exclude)
         total = self._tree_size(remote, entries, exclude) if progress is not None else None
         meters: list[transfer.Meter] = []
         written: transfer.Written = {}
 
-        def sink(recv) -> None:  # each attempt counts from 0
+        def sink(recv: Recv) -> None:  # each attempt counts from 0
             written.clear()
             if progress is not None:
                 meters.append(transfer.Meter(progress, total))
@@ -253,7 +258,7 @@ class _ChannelError(Exception):
         self.error = error
 
 
-def _packet_sender(chan):
+def _packet_sender(chan: Channel) -> Send:
     """sendall in pieces of one packet: paramiko re-slices (copies) the rest of a big buffer
     after every packet it sends."""
 
@@ -269,12 +274,12 @@ def _packet_sender(chan):
     return send
 
 
-def _guarded(fn):
+def _guarded(fn: Callable[[Any], T]) -> Callable[[Any], T]:
     """Tell the channel's errors apart from local file errors raised around it."""
     # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
     import paramiko
 
-    def call(arg):
+    def call(arg: Any) -> T:
         try:
             return fn(arg)
         except (OSError, EOFError, paramiko.SSHException) as e:
@@ -283,7 +288,8 @@ def _guarded(fn):
     return call
 
 
-def _send_input(chan, stdin: bytes | None, feed, action: str) -> BaseException | None:
+def _send_input(chan: Channel, stdin: bytes | None, feed: Callable[[Send], object] | None,
+                action: str) -> BaseException | None:
     """Send `stdin`, then what `feed(send)` sends; returns the channel error a feed met (the
     receiver's error, when it has one, is the one reported)."""
     if stdin is not None:
@@ -299,7 +305,7 @@ def _send_input(chan, stdin: bytes | None, feed, action: str) -> BaseException |
     return None
 
 
-def _receive_output(chan, sink, action: str) -> bytes:
+def _receive_output(chan: Channel, sink: Callable[[Recv], object] | None, action: str) -> bytes:
     """stdout handed to `sink(recv)` (then b"") or read whole and returned."""
     if sink is None:
         return _read_all(chan)
@@ -329,10 +335,10 @@ def _extract_if_any(recv: Callable[[int], bytes], local: str, written: transfer.
         pass
 
 
-def _read_all(chan) -> bytes:
+def _read_all(chan: Channel) -> bytes:
     parts: list[bytes] = []
     while True:
-        b = chan.recv(WINDOW)  # all that is buffered (a partial read moves the rest)
+        b: bytes = chan.recv(WINDOW)  # all that is buffered (a partial read moves the rest)
         if not b:
             return b"".join(parts)
         parts.append(b)
@@ -341,12 +347,12 @@ def _read_all(chan) -> bytes:
 class _StderrReader:
     """Drain stderr in a thread (it shares the channel window with stdout)."""
 
-    def __init__(self, chan):
+    def __init__(self, chan: Channel):
         self.data = bytearray()
         self._thread = threading.Thread(target=self._run, args=(chan,), daemon=True)
         self._thread.start()
 
-    def _run(self, chan) -> None:
+    def _run(self, chan: Channel) -> None:
         try:
             while True:
                 b = chan.recv_stderr(1 << 16)

@@ -14,6 +14,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.base import HostKeyError, TargetUnreachable
@@ -65,7 +66,7 @@ def resolve(ep: SshEndpoint) -> Resolved:
 
     user, _, alias = ep.host.rpartition("@")
     cfg_path = Path(ep.ssh_config).expanduser() if ep.ssh_config else Path("~/.ssh/config").expanduser()
-    cfg: dict = {}
+    cfg: dict[str, Any] = {}
     if cfg_path.is_file():
         try:
             cfg = paramiko.SSHConfig.from_path(str(cfg_path)).lookup(alias)
@@ -92,7 +93,7 @@ def _local_user() -> str:
     return getpass.getuser()
 
 
-def connect(ep: SshEndpoint):
+def connect(ep: SshEndpoint) -> Any:
     """A connected, authenticated paramiko Transport, or TargetUnreachable / HostKeyError."""
     # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
     import paramiko
@@ -137,14 +138,14 @@ def _quiet_paramiko() -> None:
         plog.setLevel(logging.CRITICAL)
 
 
-def _prefer_fast_ciphers(t) -> None:
+def _prefer_fast_ciphers(t: Any) -> None:
     """AES-GCM first: one AEAD pass instead of AES-CTR plus a separate HMAC per packet."""
     opts = t.get_security_options()
     fast = [c for c in ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com") if c in opts.ciphers]
     opts.ciphers = tuple(fast + [c for c in opts.ciphers if c not in fast])
 
 
-def _check_host_key(t, ep: SshEndpoint, r: Resolved) -> None:
+def _check_host_key(t: Any, ep: SshEndpoint, r: Resolved) -> None:
     # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
     import paramiko
 
@@ -182,12 +183,12 @@ def _check_host_key(t, ep: SshEndpoint, r: Resolved) -> None:
     )
 
 
-def _authenticate(t, ep: SshEndpoint, r: Resolved) -> None:
+def _authenticate(t: Any, ep: SshEndpoint, r: Resolved) -> None:
     # lazy: paramiko (with cryptography, ~0.1 s) only once a target is reached over SSH
     import paramiko
 
     tried = 0
-    candidates: list = []
+    candidates: list[Any] = []
     if r.agent:
         try:
             candidates += list(paramiko.Agent().get_keys())

@@ -29,7 +29,7 @@ import stat
 import tarfile
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.support.threads import in_daemon
@@ -96,17 +96,17 @@ class _HashingTarFile(tarfile.TarFile):
 
     digest: str | None = None
 
-    def makefile(self, tarinfo, targetpath):
+    def makefile(self, tarinfo: tarfile.TarInfo, targetpath: Any) -> None:
         self.digest = None
         if tarinfo.sparse is not None:
             return super().makefile(tarinfo, targetpath)
-        source = self.fileobj
+        source: Any = self.fileobj
         source.seek(tarinfo.offset_data)
         h = hashlib.sha256()
         left = tarinfo.size
         with open(targetpath, "wb") as target:
             while left:
-                data = source.read(min(left, self.copybufsize or BUF))
+                data = source.read(min(left, getattr(self, "copybufsize", None) or BUF))
                 if not data:
                     raise tarfile.ReadError("unexpected end of data")
                 h.update(data)
@@ -140,7 +140,7 @@ class _Reader:
         return out
 
 
-def upload_names(local: str | os.PathLike, skip: Iterable[str]) -> list[str]:
+def upload_names(local: str | os.PathLike[str], skip: Iterable[str]) -> list[str]:
     """Top-level entries of `local` minus `skip`, sorted."""
     skip = set(skip)
     return sorted(n for n in os.listdir(local) if n not in skip)
@@ -149,7 +149,7 @@ def upload_names(local: str | os.PathLike, skip: Iterable[str]) -> list[str]:
 Member = tuple[Path, str]  # (a local file or folder, its name in the tar: a relative path)
 
 
-def members_of(root: str | os.PathLike, names: Iterable[str]) -> list[Member]:
+def members_of(root: str | os.PathLike[str], names: Iterable[str]) -> list[Member]:
     """`root/<name>` under the name `name`, for each name."""
     return [(Path(root, n), n) for n in names]
 
@@ -185,7 +185,7 @@ def write_tar(write: Callable[[bytes], object], members: Iterable[Member], exclu
     return total
 
 
-def tree_size(root: str | os.PathLike, names: Iterable[str], exclude: Iterable[str] = ()) -> int:
+def tree_size(root: str | os.PathLike[str], names: Iterable[str], exclude: Iterable[str] = ()) -> int:
     """Bytes of the regular files a tar of `root/<name>` carries (symlinks not followed)."""
     return members_size(members_of(root, names), exclude)
 
@@ -205,7 +205,7 @@ def members_size(members: Iterable[Member], exclude: Iterable[str] = ()) -> int:
     return total
 
 
-def _walk(top: Path, arc: str, exclude: list[str]):
+def _walk(top: Path, arc: str, exclude: list[str]) -> Iterator[tuple[Path, str]]:
     if excluded(top.name, exclude):
         return
     yield top, arc
@@ -234,7 +234,8 @@ def _check_name(name: str, what: str) -> str:
     return "/".join(parts)
 
 
-def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike, written: Written | None = None) -> list[str]:
+def extract_tar(read: Callable[[int], bytes], dest: str | os.PathLike[str],
+                written: Written | None = None) -> list[str]:
     """Extract a tar stream read from `read(n)` into `dest` safely; returns the member names.
     `written` (when given) gets the SHA-256 of every regular file as its bytes were written.
 
@@ -309,14 +310,14 @@ def _refusal(error: tarfile.FilterError, name: str, dest: Path) -> str:
     return f"refusing tar member {name!r} from the target: it leads outside {dest}"
 
 
-def copy_entries(src: str | os.PathLike, dst: str | os.PathLike, names: Iterable[str],
+def copy_entries(src: str | os.PathLike[str], dst: str | os.PathLike[str], names: Iterable[str],
                  exclude: Iterable[str] = (), progress: Progress | None = None) -> Written:
     """Local tar pipe from `src/<name>` into `dst` (see copy_members)."""
     src = Path(src).resolve()
     return copy_members(members_of(src, names), dst, exclude, progress, what=str(src))
 
 
-def copy_members(members: Iterable[Member], dst: str | os.PathLike, exclude: Iterable[str] = (),
+def copy_members(members: Iterable[Member], dst: str | os.PathLike[str], exclude: Iterable[str] = (),
                  progress: Progress | None = None, what: str = "files") -> Written:
     """Local tar pipe of `members` into `dst` (symlinks kept, basename globs excluded), extracted
     with the same checks as a download; `progress` gets its bytes. A member that would land on
@@ -400,12 +401,12 @@ def excluded(name: str, exclude: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in exclude)
 
 
-def sha256_file(path: str | os.PathLike) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def local_files(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
+def local_files(root: str | os.PathLike[str], entries: Iterable[str], exclude: Iterable[str] = ()) -> list[str]:
     """Relative paths of the regular files under `entries` (like `find -prune … -type f`)."""
     root = Path(root)
     exclude = list(exclude)
@@ -429,7 +430,7 @@ def local_files(root: str | os.PathLike, entries: Iterable[str], exclude: Iterab
     return sorted(out)
 
 
-def local_manifest(root: str | os.PathLike, entries: Iterable[str], exclude: Iterable[str] = (),
+def local_manifest(root: str | os.PathLike[str], entries: Iterable[str], exclude: Iterable[str] = (),
                    written: Written | None = None) -> list[tuple[str, str]]:
     """Sorted [(path, sha256)] of the regular files under `entries`; a file an extraction
     recorded in `written` and unchanged since (same stat key) is not read again."""
@@ -463,7 +464,7 @@ def parse_manifest(data: bytes) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def verify(local_dir: str | os.PathLike, manifest: list[tuple[str, str]], entries: Iterable[str],
+def verify(local_dir: str | os.PathLike[str], manifest: list[tuple[str, str]], entries: Iterable[str],
            exclude: Iterable[str] = (), written: Written | None = None) -> None:
     """Every file under `entries` locally must match `manifest` exactly (VerifyError otherwise).
     `written`: the hashes a download took as it wrote the files (see local_manifest)."""

@@ -1,6 +1,6 @@
 """The `export` flow: a run's model to one GGUF file (docs/export.md).
 
-`export_flow(session, config, run_id, *, quantize=None, ollama=None, target=None, keep=False) ->
+`export_flow(session, run_id, *, quantize=None, ollama=None, target=None, keep=False) ->
 dict`: the gate (export.gate) → a side job `export_YYYYMMDD-HHMMSS` in `runs/<run>/exports/`
 (jobs.side_job) on `--target`, else `[export] target`, else the run's own target (a runpod
 target: a new pod for the export, with `[export] max_hours`) that runs `export.sh` with
@@ -21,21 +21,23 @@ from overbrainer.errors import UsageError
 from overbrainer.export.deliver import ollama_create
 from overbrainer.export.gate import base_model, check_run
 from overbrainer.export.job import FETCHED, export_part
+from overbrainer.front.session import Session
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.side_job import SideJob, run_side_job, side_target
 from overbrainer.runpod import side_pods as pod
 
 log = logging.getLogger(__name__)
 
 
-def export_flow(session, config, run_id: str, *, quantize: str | None = None, ollama: str | None = None,
+def export_flow(session: Session, run_id: str, *, quantize: str | None = None, ollama: str | None = None,
                 target: str | None = None, keep: bool = False) -> dict:
+    config = session.config
     settings = config.export
     quantize = quantize or settings.quantize
     name = ollama or settings.ollama_name
     if name is not None and not is_ollama_name(name):
         raise UsageError(f"--ollama {name}: not a valid Ollama model name ([host/][namespace/]model[:tag])")
-    runs_dir = ProjectPaths(session.project_dir).runs
-    source = check_run(runs_dir, run_id)
+    source = check_run(RunPlace(ProjectPaths(session.project_dir).runs, run_id))
     record = source.record
     where, tgt = side_target(config, record, "export", target)
     if keep and tgt.kind != "runpod":
@@ -49,7 +51,7 @@ def export_flow(session, config, run_id: str, *, quantize: str | None = None, ol
         after=lambda executor, remote_job_dir, job_dir: box.update(sha256=part.fetch_gguf(executor, remote_job_dir)),
         label=f"export of run {run_id}", pod=pod.settings(tgt, settings.max_hours, model_bytes=size))
     log.info("export: runs/%s/%s to GGUF %s on target `%s`", run_id, source.model, quantize, where)
-    result = run_side_job(session, config, record, job, target=where, keep=keep)
+    result = run_side_job(session, record, job, target=where, keep=keep)
     doc = part.deliver(result.job_dir, box["sha256"], result.record.created)
     shown_dir = f"runs/{run_id}/output/gguf"
     lines = [f"export: {result.job_id}: runs/{run_id}/{source.model} to GGUF {quantize} on target `{where}`",

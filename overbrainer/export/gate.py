@@ -16,8 +16,7 @@ from pathlib import Path
 import yaml
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import STOPPED, RunRecord
+from overbrainer.jobs.run_record import STOPPED, RunPlace, RunRecord
 from overbrainer.runs.retrieve import shippable
 
 log = logging.getLogger(__name__)
@@ -38,10 +37,10 @@ def holds_model(path: Path) -> bool:
             or (path / "merged" / "config.json").is_file())
 
 
-def check_run(runs_dir: Path, run_id: str) -> Source:
-    """The run `run_id` and its model, or the error saying why it cannot be exported."""
-    record = shippable(runs_dir, run_id, "exported")
-    run_dir = ids.run_dir(runs_dir, run_id)
+def check_run(place: RunPlace) -> Source:
+    """The run at `place` and its model, or the error saying why it cannot be exported."""
+    record = shippable(place, "exported")
+    run_id, run_dir = place.run_id, place.dir
     if not (run_dir / CONFIG_NAME).is_file():
         raise OverbrainerError(f"runs/{run_id}/{CONFIG_NAME} is missing: run {run_id} cannot be exported")
     model = "output"

@@ -158,5 +158,5 @@ class EventBus:
     def __enter__(self) -> "EventBus":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

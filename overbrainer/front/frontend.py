@@ -43,11 +43,11 @@ class Report:
 
     __slots__ = ("kind", "text", "data", "run_id", "step")
 
-    def __init__(self, kind: str, text: str | None = None, data: dict | None = None,
+    def __init__(self, kind: str, text: str | None = None, data: dict[str, Any] | None = None,
                  run_id: str | None = None, step: int | None = None):
         self.kind, self.text, self.data, self.run_id, self.step = kind, text, data, run_id, step
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[object, ...]:
         return (self.kind, self.text, self.data, self.run_id, self.step)
 
     def __eq__(self, other: object) -> bool:
@@ -167,7 +167,7 @@ class Frontend(ABC):
     def provisioning_flag(self) -> "Flag": ...
 
     @abstractmethod
-    def report(self, text: str, data: dict | None = None) -> None: ...
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None: ...
 
     def run_created(self, run_id: str) -> None:
         """A training run was created (the command line says nothing)."""
@@ -179,7 +179,7 @@ class Frontend(ABC):
 
 class Cli(Frontend):
     def __init__(self, json: bool = False, *, observer: "Callable[[Event], None] | None" = None,
-                 stdout: IO | None = None, stderr: IO | None = None, capacity: int = 1024):
+                 stdout: IO[str] | None = None, stderr: IO[str] | None = None, capacity: int = 1024):
         self.json = json
         self.observer = observer
         self._stdout = stdout
@@ -206,7 +206,7 @@ class Cli(Frontend):
     def provisioning_flag(self) -> "Flag":
         return Flag.catching()
 
-    def report(self, text: str, data: dict | None = None) -> None:
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None:
         write_result(text, data, as_json=self.json, out=self._stdout)
 
 
@@ -242,7 +242,7 @@ class Embedded(Frontend):
     def provisioning_flag(self) -> "Flag":
         return Flag(self.abandon)
 
-    def report(self, text: str, data: dict | None = None) -> None:
+    def report(self, text: str, data: dict[str, Any] | None = None) -> None:
         self._report(Report("line", text=text, data=data if data is not None else {"message": text}))
 
     def run_created(self, run_id: str) -> None:

@@ -280,10 +280,11 @@ class Interrupt:
             return
         for signum, handler in handlers.items():
             handler.owner = None
+            previous = handler.previous  # (read before `is` narrows `handler` to getsignal's type)
             if threading.current_thread() is threading.main_thread():
                 try:
                     if signal.getsignal(signum) is handler:
-                        signal.signal(signum, _unwrap(handler.previous))
+                        signal.signal(signum, _unwrap(previous))
                 except (OSError, ValueError):
                     pass
         # Otherwise a handler stays installed but inert: with no live owner left in its chain

@@ -89,7 +89,7 @@ class RedactingFilter(logging.Filter):
 class StderrHandler(logging.Handler):
     """Writes to `stream`, or to whatever sys.stderr is at the time, out of the bars' way."""
 
-    def __init__(self, stream: IO | None = None):
+    def __init__(self, stream: IO[str] | None = None):
         super().__init__()
         self.stream = stream
 
@@ -132,7 +132,7 @@ def parse_levels(value: str | None) -> tuple[int, dict[str, int], list[str]]:
 _managed: list[str] = []
 
 
-def setup_logging(json: bool = False, *, stream: IO | None = None,
+def setup_logging(json: bool = False, *, stream: IO[str] | None = None,
                   environ: Mapping[str, str] | None = None) -> logging.Handler:
     """Install the one stderr handler (replacing one installed before). Returns it."""
     env = os.environ if environ is None else environ

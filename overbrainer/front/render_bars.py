@@ -12,7 +12,7 @@ from overbrainer.front.render_lines import Every, LineRenderer, RunProgress, Sta
 
 
 class BarRenderer(LineRenderer):
-    def __init__(self, stream: IO | None = None, **kw: Any):
+    def __init__(self, stream: IO[str] | None = None, **kw: Any):
         super().__init__(**kw)
         self.stream = stream
         self.bars: dict[Any, Any] = {}

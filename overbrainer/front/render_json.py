@@ -27,7 +27,7 @@ def event_line(ev: Event) -> str:
 
 
 class JsonRenderer:
-    def __init__(self, stream: IO | None = None):
+    def __init__(self, stream: IO[str] | None = None):
         self.stream = stream
 
     def handle(self, ev: Event) -> None:

@@ -134,7 +134,7 @@ class RunProgress:
     steps: Every
     eval: Tenths | None = None
     eval_step: int = 0
-    transfers: dict = field(default_factory=dict)
+    transfers: dict[str, Every | Tenths] = field(default_factory=dict)
 
 
 class LineRenderer:

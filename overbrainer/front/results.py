@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO
+from typing import IO, Any
 
 from overbrainer.front import terminal
 from overbrainer.support.redact import redact
 
 
-def write_result(text: str, data: dict | None, *, as_json: bool, out: IO | None = None) -> None:
+def write_result(text: str, data: dict[str, Any] | None, *, as_json: bool, out: IO[str] | None = None) -> None:
     """One result line on `out` (stdout by default), flushed."""
     if as_json:
         line = json.dumps(data if data is not None else {"message": text}, ensure_ascii=False)

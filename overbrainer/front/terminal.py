@@ -14,14 +14,14 @@ LOCK = threading.RLock()
 _bars = 0
 
 
-def is_tty(stream: IO | None) -> bool:
+def is_tty(stream: IO[str] | None) -> bool:
     try:
         return bool(stream is not None and stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
 
 
-def use_color(stream: IO | None, environ: Mapping[str, str] | None = None) -> bool:
+def use_color(stream: IO[str] | None, environ: Mapping[str, str] | None = None) -> bool:
     """Colour only on a terminal, never with NO_COLOR (any non-empty value) or TERM=dumb."""
     env = os.environ if environ is None else environ
     if env.get("NO_COLOR"):
@@ -31,10 +31,10 @@ def use_color(stream: IO | None, environ: Mapping[str, str] | None = None) -> bo
     return is_tty(stream)
 
 
-def use_bars(stream: IO | None, *, json: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+def use_bars(stream: IO[str] | None, *, json: bool = False, environ: Mapping[str, str] | None = None) -> bool:
     """Progress bars only on a terminal that has a width, never in JSON mode or on TERM=dumb."""
     env = os.environ if environ is None else environ
-    if json or env.get("TERM") == "dumb" or not is_tty(stream):
+    if json or env.get("TERM") == "dumb" or stream is None or not is_tty(stream):
         return False
     try:
         return os.get_terminal_size(stream.fileno()).columns > 0
@@ -55,7 +55,7 @@ def bars_stopped() -> None:
 
 
 @contextlib.contextmanager
-def writing(stream: IO | None = None) -> Iterator[None]:
+def writing(stream: IO[str] | None = None) -> Iterator[None]:
     """Hold while writing a line to stderr: clears drawn bars first and redraws them after."""
     with LOCK:
         tqdm_mod = sys.modules.get("tqdm") if _bars else None
@@ -66,7 +66,7 @@ def writing(stream: IO | None = None) -> Iterator[None]:
             yield
 
 
-def write_line(line: str, stream: IO | None = None) -> None:
+def write_line(line: str, stream: IO[str] | None = None) -> None:
     """Write one line to stderr (or `stream`) under the lock, flushed."""
     with writing(stream):
         out = stream if stream is not None else sys.stderr

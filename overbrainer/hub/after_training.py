@@ -17,6 +17,7 @@ from typing import Any
 from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.hub.flow import push_flow
 from overbrainer.hub.push import RECORD
 from overbrainer.support import extras
@@ -42,9 +43,10 @@ def warn_missing_token(config: Config) -> None:
                     "pushed after training")
 
 
-def push_after_training(session: Any, config: Config, result: Any) -> bool:
+def push_after_training(session: Session, result: Any) -> bool:
     """Push the run of a training flow's `result` (runs.flow.TrainResult) when `[hub]
     after_training` asks for it; True when it was pushed. Ctrl-C still stops the command."""
+    config = session.config
     if not wants_push(config) or result is None or result.detached or result.state != SUCCEEDED:
         return False
     run_dir = ProjectPaths(session.project_dir).runs / result.run_id
@@ -60,7 +62,7 @@ def push_after_training(session: Any, config: Config, result: Any) -> bool:
                     extras.needs("[hub] after_training", "hub"), result.run_id, result.run_id)
         return False
     try:
-        push_flow(session, config, result.run_id)
+        push_flow(session, result.run_id)
     except Interrupted:
         raise
     except OverbrainerError as e:

@@ -1,7 +1,7 @@
 """`push --dataset`: the project's train/eval split to a Hugging Face Hub dataset repo, as
 Parquet, with a dataset card, in one commit.
 
-`dataset_push_flow(session, config, *, repo, public, overwrite_card, dry_run)`: data/train.jsonl
+`dataset_push_flow(session, *, repo, public, overwrite_card, dry_run)`: data/train.jsonl
 and data/eval.jsonl must exist (else exit 2: run `split`) → token and whoami (as `push`; a dry run
 needs neither) → repo (`--repo`, else `[hub] dataset_repo`, else the model repo's name + `-data`:
 `[hub] repo-data` or `<whoami>/<project name>-data`) → the Parquet files written to
@@ -21,6 +21,7 @@ from overbrainer import __version__
 from overbrainer.dataset.jsonl import iter_lines
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError, UsageError
+from overbrainer.front.session import Session
 from overbrainer.hub import client, push
 from overbrainer.hub.dataset_card import gather, render
 from overbrainer.hub.files import Upload
@@ -76,9 +77,10 @@ def stage(paths: ProjectPaths, sources: dict[str, Path]) -> tuple[list[Upload], 
     return uploads, written
 
 
-def dataset_push_flow(session: Any, config: Any, *, repo: str | None = None, public: bool = False,
+def dataset_push_flow(session: Session, *, repo: str | None = None, public: bool = False,
                       overwrite_card: bool = False, dry_run: bool = False) -> dict:
     """Push the project's split; returns the result dict (also reported through the session)."""
+    config = session.config
     paths = ProjectPaths(session.project_dir)
     sources = check_split(paths)
     private = not public and config.hub.private
@@ -98,7 +100,7 @@ def dataset_push_flow(session: Any, config: Any, *, repo: str | None = None, pub
         return dry_run_report(session, paths.dataset_push, uploads, name, private, card(name), head)
     target = push.Target(name, private, public, repo_type="dataset")
     log.info("push: dataset %s as %s, %d files (%s)", target.repo, who, len(uploads), fmt.size(size))
-    data = send(session, api, config, target, uploads, card, paths.dataset_push, LABEL,
+    data = send(session, api, target, uploads, card, paths.dataset_push, LABEL,
                 overwrite_card=overwrite_card, message=f"Upload dataset with overbrainer {__version__}")
     result = {**head, **data}
     session.report(push_line(data), result)

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import STOPPED
+from overbrainer.jobs.run_record import STOPPED, RunPlace
 from overbrainer.runs.retrieve import shippable
 
 log = logging.getLogger(__name__)
@@ -34,10 +33,10 @@ class Upload:
     size: int
 
 
-def check_run(runs_dir: Path, run_id: str) -> Path:
+def check_run(place: RunPlace) -> Path:
     """The run's `output/` folder once the run may be pushed; OverbrainerError saying why not."""
-    record = shippable(runs_dir, run_id, "pushed")
-    output = ids.run_dir(runs_dir, run_id) / "output"
+    record = shippable(place, "pushed")
+    run_id, output = place.run_id, place.dir / "output"
     if not output.is_dir():
         raise OverbrainerError(f"run {run_id} has no output/ folder: nothing to push")
     names = {p.name for p in output.iterdir()}

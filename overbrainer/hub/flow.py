@@ -1,6 +1,6 @@
 """The `push` flow: a run's model and its card to a Hugging Face Hub repo, in one commit.
 
-`push_flow(session, config, run_id, *, repo, public, overwrite_card, dry_run)`:
+`push_flow(session, run_id, *, repo, public, overwrite_card, dry_run)`:
 gate and files (hub.files) → token (OVERBRAINER_HF_TOKEN only, never shown) → repo (`--repo`,
 else `[hub] repo`, else `<whoami>/<project name>`) → card (hub.card) → `--dry-run` prints what
 would be sent and writes the card to `runs/<id>/hub/README.md`, sending nothing; otherwise the
@@ -20,11 +20,13 @@ from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import PersonMustAct, UsageError
 from overbrainer.front.events import RunWatched, Transfer
+from overbrainer.front.session import Session
 from overbrainer.hub import client, push
 from overbrainer.hub.card import axolotl_settings, gather, is_hub_id, render
 from overbrainer.hub.files import check_run, collect
 from overbrainer.hub.push import write_card_copy
 from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -81,14 +83,13 @@ def _base_model(run_dir: Path, config: Config) -> str | None:
     return base if isinstance(base, str) else (config.training.base_model if config.training else None)
 
 
-def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None, public: bool = False,
+def push_flow(session: Session, run_id: str, *, repo: str | None = None, public: bool = False,
               overwrite_card: bool = False, dry_run: bool = False) -> dict:
     """Push run `run_id`; returns the result dict (also reported through the session)."""
-
-    ids.validate(run_id)
-    runs_dir = ProjectPaths(session.project_dir).runs
-    run_dir = runs_dir / run_id
-    uploads = collect(check_run(runs_dir, run_id))
+    config = session.config
+    place = RunPlace(ProjectPaths(session.project_dir).runs, run_id)
+    run_dir = place.dir
+    uploads = collect(check_run(place))
     size = sum(u.size for u in uploads)
     private = not public and config.hub.private
     token = hub_token(config, dry_run)
@@ -106,34 +107,35 @@ def push_flow(session: Any, config: Any, run_id: str, *, repo: str | None = None
         license = _license(api, _base_model(run_dir, config))
         return _card(config, run_dir, run_id, name, [u.path for u in uploads], license)
 
-    data = send(session, api, config, target, uploads, card, run_dir, run_id, overwrite_card=overwrite_card)
+    data = send(session, api, target, uploads, card, run_dir, run_id, overwrite_card=overwrite_card)
     result = {"run_id": run_id, **data}
     session.report(push_line(data), result)
     return result
 
 
-def send(session: Any, api: Any, config: Any, target: push.Target, uploads: list, card: Callable[[str], str],
+def send(session: Session, api: Any, target: push.Target, uploads: list, card: Callable[[str], str],
          record_dir: Path, label: str, *, overwrite_card: bool, message: str | None = None) -> dict:
     """The repo, the card decision (`card(repo)` renders it, kept in `record_dir/hub/README.md`),
-    the uploads with progress as `Transfer` events of `label`, the commit: the result's common part."""
-    host = client.host_of(config.hub.url)
+    the uploads with progress as `Transfer` events of `label`, the commit: the result's common part.
+    Ctrl-C is caught from the start, and no longer once it returns."""
+    host = client.host_of(session.config.hub.url)
     front = session.front
-    interrupt = front.interrupt()
-    private, info = push.ensure_repo(api, target, host)
-    existing = push.remote_card(api, target.repo, info, host, target.repo_type) if info is not None else None
-    text = None
-    if push.card_decision(existing, overwrite_card):
-        text = card(target.repo)
-        push.write_card_copy(record_dir, text)
-    guard = front.open_bus()
-    try:
-        guard.bus.publish(RunWatched(label, "push"))
-        data = push.upload_and_commit(
-            api, target, label, record_dir, uploads, text, private=private, interrupt=interrupt,
-            emit=lambda done, total: guard.bus.publish(Transfer(label, "upload", done, total)), now=fmt.stamp,
-            message=message)
-    finally:
-        guard.close()
+    with session.interruptible() as interrupt:
+        private, info = push.ensure_repo(api, target, host)
+        existing = push.remote_card(api, target.repo, info, host, target.repo_type) if info is not None else None
+        text = None
+        if push.card_decision(existing, overwrite_card):
+            text = card(target.repo)
+            push.write_card_copy(record_dir, text)
+        guard = front.open_bus()
+        try:
+            guard.bus.publish(RunWatched(label, "push"))
+            data = push.upload_and_commit(
+                api, target, label, record_dir, uploads, text, private=private, interrupt=interrupt,
+                emit=lambda done, total: guard.bus.publish(Transfer(label, "upload", done, total)), now=fmt.stamp,
+                message=message)
+        finally:
+            guard.close()
     return {"repo": data["repo"], "commit": data["commit"], "url": data["url"], "files": data["files"],
             "size": data["size"], "private": data["private"], "card": "written" if text is not None else "kept",
             "dry_run": False}

@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol, TypeVar
 
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.exec.base import Executor, JobId
+from overbrainer.front.bus import EventBus
 from overbrainer.front.events import JobStatus, RunWatched, metrics_event
+from overbrainer.front.interrupt import Interrupt
 from overbrainer.jobs import polling
 from overbrainer.jobs.run_record import RunRecord
 from overbrainer.jobs.status import Status, to_status
 from overbrainer.train.metrics import READ_LIMIT, MetricsSummary, line_reader
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Limits(Protocol):
@@ -42,8 +47,11 @@ def attach_hint(run_id: str) -> str:
     return f"follow it again with `overbrainer train attach {run_id}`"
 
 
-def job_id(record: RunRecord):
-    """The run's job (an exec.base.JobId, as run.json holds it)."""
+def job_id(record: RunRecord) -> JobId:
+    """The run's job (an exec.base.JobId, as run.json holds it): a run followed or cancelled has
+    one (its start was recorded, or settled first)."""
+    if record.job is None:
+        raise OverbrainerError(f"run {record.id} has no job")
     return record.job
 
 
@@ -52,7 +60,7 @@ class Followed:
     """What a follow saw: the job's final status and the fold of its metrics. `cancel_needed`: the
     loop stopped for a stop-limit cancel (`status` is then the last one seen, still running)."""
     status: Status
-    summary: Any
+    summary: MetricsSummary
     offset: int = 0
     notes: list[str] = field(default_factory=list)
     cancel_needed: bool = False
@@ -61,8 +69,8 @@ class Followed:
 class Follower:
     """One follow of one job; `limits` may call for its cancel (see the module docstring)."""
 
-    def __init__(self, executor, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
-                 job: str | None = None):
+    def __init__(self, executor: Executor, record: RunRecord, bus: EventBus, interrupt: Interrupt, *,
+                 limits: Limits | None = None, job: str | None = None):
         self.executor = executor
         self.record = record
         self.bus = bus
@@ -97,7 +105,7 @@ class Follower:
         self.read_metrics()
         return to_status(self.executor.status(self.job))
 
-    def _retrying(self, fn, failures: list[int]):
+    def _retrying(self, fn: Callable[[], T], failures: list[int]) -> T | None:
         """fn(), counting failures; after the budget an error with the attach hint. None once the
         race ended (Ctrl-C, a deadline): no call is made then, and a call in flight fails quietly."""
         while True:
@@ -186,7 +194,7 @@ class Follower:
         return True
 
 
-def follow(executor, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
+def follow(executor: Executor, record: RunRecord, bus: EventBus, interrupt: Interrupt, *, limits: Limits | None = None,
            job: str | None = None) -> Followed | None:
     """Follow a job to its end, raced by Ctrl-C (None: the job keeps running); a cancel the limits
     call for runs shielded, and a Ctrl-C during it then raises `Interrupted`. `job`: a side job's

@@ -24,8 +24,9 @@ from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
+from overbrainer.exec.base import Executor
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import RECORD, RunRecord, load
+from overbrainer.jobs.run_record import RECORD, RunPlace, RunRecord
 from overbrainer.jobs.start import claim_target, fail
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ class Home:
     key: str
     records: Path
     run: str | None = None
+
+    @property
+    def place(self) -> RunPlace:
+        return RunPlace(self.records, self.key)
 
     @property
     def dir(self) -> Path:
@@ -64,10 +69,10 @@ class Home:
             return str(self.dir)
 
     def load(self) -> RunRecord:
-        return load(self.records, self.key)
+        return self.place.load()
 
     def fail(self, record: RunRecord, message: str) -> None:
-        fail(self.records, record, message)
+        fail(record, self.place, message)
 
     def fail_run(self, message: str) -> None:
         """Save its record `failed` with `message` (best effort: a warning when it cannot be saved)."""
@@ -76,10 +81,10 @@ class Home:
         except OverbrainerError as e:
             log.warning("cannot record run %s as failed: %s", self.key, e)
             return
-        fail(self.records, record, message)
+        fail(record, self.place, message)
 
-    def claim(self, executor, record: RunRecord, token: str) -> None:
-        claim_target(executor, self.records, record, token)
+    def claim(self, executor: Executor, record: RunRecord, token: str) -> None:
+        claim_target(executor, record, self.place, token)
 
     def results_home(self, record: RunRecord, rule: Callable[[Any, Path], bool] | None) -> bool:
         if self.side:
@@ -109,7 +114,7 @@ class Homes:
         return Home(ids.validate(key), Path(self.runs_dir))
 
 
-def _side_folders(run_dir: Path):
+def _side_folders(run_dir: Path) -> list[Path]:
     """The `<kind>s/` folders of a run directory (exports/, compares/, …)."""
     try:
         entries = sorted(run_dir.iterdir())
@@ -118,7 +123,7 @@ def _side_folders(run_dir: Path):
     return [d for d in entries if d.is_dir() and d.name.endswith("s") and ids.is_valid(d.name)]
 
 
-def _run_dirs(runs_dir: Path):
+def _run_dirs(runs_dir: Path) -> list[Path]:
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         return []
@@ -159,6 +164,6 @@ def homes(runs_dir: Path) -> list[Home]:
     return out
 
 
-def side_results_home(record, job_dir: Path | None = None) -> bool:
+def side_results_home(record: RunRecord, job_dir: Path | None = None) -> bool:
     """A side job's rule for its pod: ended, and not a success whose files stayed on the target."""
     return record.ended and not (record.message or "").startswith(NOT_HOME)

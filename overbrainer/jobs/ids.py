@@ -11,7 +11,7 @@ import errno
 import os
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from overbrainer.errors import OverbrainerError
 
@@ -43,7 +43,7 @@ def side_id(kind: str, now: _dt.datetime | None = None) -> str:
     return f"{validate(kind)}_{timestamp(now)}"
 
 
-def candidates(base: str):
+def candidates(base: str) -> Iterator[str]:
     """`base`, `base_2` … `base_99`."""
     yield base
     for n in range(2, MAX_SUFFIX + 1):
@@ -60,11 +60,6 @@ def validate(run_id: str) -> str:
         shown = _CONTROL.sub("?", str(run_id))[:80]
         raise OverbrainerError(f"{shown or '(empty)'} is not a valid run ID")
     return run_id
-
-
-def run_dir(runs_dir: Path, run_id: str) -> Path:
-    """`runs/<id>`, after validating the ID (so `..`, `/` and absolute paths never reach a join)."""
-    return Path(runs_dir) / validate(run_id)
 
 
 def claim_new(

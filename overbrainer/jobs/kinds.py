@@ -9,8 +9,9 @@ deleted once its results are home (runpod.target, runpod.records). The job layer
 the flows, ask the kind; none of them knows what a kind does inside.
 
 `TargetKind`:
-- `lease(...)`: the target for one job's block, given a `LeaseOptions` (jobs.lease wraps what it
-  yields into its `Lease`);
+- `lease(session, ...)`: the target for one job's block, given a `LeaseOptions` (jobs.lease wraps
+  what it yields into its `Lease`), the configuration and the flow's Interrupt taken from the
+  session;
 - for a side job on a target made for it (`made_for_job`): `check(config)` before anything is
   claimed, `side_place(target, run_id)` (where the run's directory and the cache are there),
   `left(home)` (what an interrupted one may have left);
@@ -32,9 +33,15 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
+from overbrainer.front.session import Session
 from overbrainer.jobs.homes import Home, Homes
+
+if TYPE_CHECKING:
+    from overbrainer.exec.base import Executor
+    from overbrainer.front.interrupt import Interrupt
+    from overbrainer.jobs.follow import Followed
 
 Retrieved = Callable[[Any, Path], bool]  # (record, its folder) -> whether an ended job's results are home
 Costs = tuple[str, dict[str, Any]]  # a line and the same facts as a dict
@@ -45,9 +52,10 @@ class Held(Protocol):
     no longer exists), the kind's side of following the job, and of its start."""
 
     @property
-    def executor(self) -> Any: ...
+    def executor(self) -> Executor | None: ...
 
-    def watch(self, watch: Callable[[Any], Any], run_id: str, interrupt: Any) -> Any:
+    def watch(self, watch: Callable[[Interrupt], Followed | None], run_id: str,
+              interrupt: Interrupt) -> Followed | None:
         """`watch(interrupt)`, the job layer's follow, as this target needs it run."""
         ...
 
@@ -80,8 +88,8 @@ class TargetKind(Protocol):
 
     made_for_job: bool
 
-    def lease(self, session: Any, config: Any, name: str, target: Any, record: Any, *, owners: Homes,
-              interrupt: Any, start: bool, options: LeaseOptions) -> AbstractContextManager[Held]: ...
+    def lease(self, session: Session, name: str, target: Any, record: Any, *, owners: Homes,
+              start: bool, options: LeaseOptions) -> AbstractContextManager[Held]: ...
 
     def check(self, config: Any) -> None: ...
 
@@ -89,9 +97,9 @@ class TargetKind(Protocol):
 
     def left(self, owner: Home) -> str: ...
 
-    def end_left(self, session: Any, config: Any, owners: Homes, run_id: str, retrieved: Retrieved) -> None: ...
+    def end_left(self, session: Session, owners: Homes, run_id: str, retrieved: Retrieved) -> None: ...
 
-    def cancel_stopped(self, session: Any, config: Any, record: Any, owner: Home) -> str: ...
+    def cancel_stopped(self, session: Session, record: Any, owner: Home) -> str: ...
 
 
 class TargetRecords(Protocol):

@@ -1,15 +1,17 @@
 """The target lease: the one place a flow that runs a job on a target gets its executor.
 
-    with lease(session, config, name, target, record, interrupt=..., start=True,
-               options=LeaseOptions(retrieved, keep=..., executor=...)) as held:
-        held.executor.spawn(...); held.job_started(); held.follow(record, bus, interrupt)
+    with session.interruptible(), lease(session, name, target, record, start=True,
+                                        options=LeaseOptions(retrieved, keep=..., executor=...)) as held:
+        held.executor.spawn(...); held.job_started(); held.follow(record, bus)
 
 The lease of every kind of target comes from its kind (`KINDS`: `local` and `ssh` here,
 `runpod` from runpod.target; the interface is jobs.kinds.TargetKind), given what it may need as
 one value, `LeaseOptions`; a kind ignores what it does not use. It
 yields one `Lease`, whatever the target: the executor and the kind's side of the job (`follow`,
-`job_started`: plain for a local or SSH target). Local and SSH leases connect (raced against
-Ctrl-C: a connection is safe to abandon) and close the executor on release. A Runpod lease
+`job_started`: plain for a local or SSH target). The configuration and the flow's Interrupt are
+the session's (`session.config`, `session.interrupt`: the lease is taken inside the flow's
+`session.interruptible()` block). Local and SSH leases connect (raced against Ctrl-C: a
+connection is safe to abandon) and close the executor on release. A Runpod lease
 (runpod.lease) creates the run's pod, or reconnects to it, gives an SSH executor pinned to the
 pod's host key, and on release ends the pod: deleted once the results are verified home, else left
 to its watchdog with a message saying so. `retrieved(record, run_dir)` says whether an ended run's
@@ -29,42 +31,54 @@ preparing). What only reads a kind's records (costs, `runs logs`) is jobs.record
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from overbrainer.config.model import Target
-from overbrainer.errors import ConfigError, Interrupted
-from overbrainer.jobs import ids
+from overbrainer.config.model import Config, Target
+from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.exec.base import Executor
+from overbrainer.front.bus import EventBus
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.front.session import Session
 from overbrainer.jobs.follow import Followed, Limits, follow
 from overbrainer.jobs.homes import Home, Homes
 from overbrainer.jobs.kinds import Held, LeaseOptions, Retrieved, TargetKind
 from overbrainer.jobs.records import recorded_by
-from overbrainer.jobs.run_record import RunRecord
+from overbrainer.jobs.run_record import RunPlace, RunRecord
 from overbrainer.jobs.start import claim_target
 from overbrainer.jobs.targets import open_executor
 from overbrainer.runpod.target import RUNPOD
 
 
 class Lease:
-    """What a lease gives its block: `executor` (None only when the target made for the job no
+    """What a lease gives its block: `executor` (none only when the target made for the job no
     longer exists: `gone`; a Runpod run's pod.json then says deleted) and the kind's side of
-    following the job."""
+    following the job, until the flow's `interrupt`."""
 
-    def __init__(self, held: Held):
+    def __init__(self, held: Held, interrupt: Interrupt):
         self.held = held
-        self.executor = held.executor
+        self._executor = held.executor
+        self.interrupt = interrupt
 
     @property
     def gone(self) -> bool:
-        return self.executor is None
+        return self._executor is None
 
-    def follow(self, record: RunRecord, bus, interrupt, *, limits: Limits | None = None,
+    @property
+    def executor(self) -> Executor:
+        """The target's executor (a block asks `gone` first where the target may no longer exist)."""
+        if self._executor is None:
+            raise OverbrainerError("the target of this job no longer exists")
+        return self._executor
+
+    def follow(self, record: RunRecord, bus: EventBus, *, limits: Limits | None = None,
                job: str | None = None) -> Followed | None:
         """`jobs.follow.follow` on this target (a pod's: under the client's deadline)."""
-        def watch(stop) -> Followed | None:
+        def watch(stop: Interrupt) -> Followed | None:
             return follow(self.executor, record, bus, stop, limits=limits, job=job)
 
-        return self.held.watch(watch, record.id, interrupt)
+        return self.held.watch(watch, record.id, self.interrupt)
 
     def job_started(self) -> None:
         """The job was spawned (or may have been): the kind notes it (a pod is `running`)."""
@@ -76,10 +90,11 @@ class Lease:
 class _Connected:
     """What a local or SSH lease holds: its executor; the job is followed as it is."""
 
-    def __init__(self, executor: Any):
+    def __init__(self, executor: Executor):
         self.executor = executor
 
-    def watch(self, watch: Callable[[Any], Any], run_id: str, interrupt: Any) -> Any:
+    def watch(self, watch: Callable[[Interrupt], Followed | None], run_id: str,
+              interrupt: Interrupt) -> Followed | None:
         return watch(interrupt)
 
     def job_started(self) -> None:
@@ -92,8 +107,8 @@ class MachineKind:
     made_for_job = False
 
     @contextmanager
-    def lease(self, session: Any, config: Any, name: str, target: Any, record: Any, *, owners: Homes,
-              interrupt: Any, start: bool, options: LeaseOptions) -> Iterator[Held]:
+    def lease(self, session: Session, name: str, target: Any, record: Any, *, owners: Homes,
+              start: bool, options: LeaseOptions) -> Iterator[Held]:
         """Connect (raced against Ctrl-C: a connection is safe to abandon), or take over the
         executor the flow connected already; close it on release. A new run (`start`) claims its
         directory on the target; one that fails before that claim leaves nothing behind."""
@@ -101,17 +116,17 @@ class MachineKind:
         runs_dir = owners.runs_dir
         try:
             if executor is None:
-                executor = interrupt.race(open_executor, config, name, target, runs_dir)
+                executor = session.interrupt.race(open_executor, session.config, name, target, runs_dir)
             if executor is None:
                 raise Interrupted("interrupted before the run started" if start
                                   else f"interrupted: run {record.id} was not touched")
             if start:
-                claim_target(executor, runs_dir, record)
+                claim_target(executor, record, RunPlace(runs_dir, record.id))
         except BaseException:
             if executor is not None:
                 executor.close()
             if start:
-                shutil.rmtree(ids.run_dir(runs_dir, record.id), ignore_errors=True)
+                shutil.rmtree(RunPlace(runs_dir, record.id).dir, ignore_errors=True)
             raise
         try:
             yield _Connected(executor)
@@ -127,10 +142,10 @@ class MachineKind:
     def left(self, owner: Home) -> str:
         return ""
 
-    def end_left(self, session: Any, config: Any, owners: Homes, run_id: str, retrieved: Retrieved) -> None:
+    def end_left(self, session: Session, owners: Homes, run_id: str, retrieved: Retrieved) -> None:
         """Nothing is left of an ended job on a machine of one's own."""
 
-    def cancel_stopped(self, session: Any, config: Any, record: Any, owner: Home) -> str:
+    def cancel_stopped(self, session: Session, record: Any, owner: Home) -> str:
         """A run whose process died while preparing, with nothing of it on a target: failed."""
         message = "cancelled before its job started (its process was killed)"
         owner.fail_run(message)
@@ -166,7 +181,7 @@ def is_pod(target: Target) -> bool:
     return kind_of(target).made_for_job
 
 
-def connect(config, target_name: str, target: Any, runs_dir, interrupt):
+def connect(config: Config, target_name: str, target: Target, runs_dir: Path, interrupt: Interrupt) -> Executor:
     """A local or SSH target's executor, connected (raced against Ctrl-C), before any run exists:
     what a flow checks the target with first; hand it to `lease(options=LeaseOptions(executor=))`,
     or close it."""
@@ -177,28 +192,28 @@ def connect(config, target_name: str, target: Any, runs_dir, interrupt):
 
 
 @contextmanager
-def lease(session, config, target_name: str, target: Any, record: RunRecord, *, interrupt,
+def lease(session: Session, target_name: str, target: Any, record: RunRecord, *,
           start: bool = False, options: LeaseOptions | None = None) -> Iterator[Lease]:
     """The Lease of `target` for the run (or side job) `record`, for the block (see the module
     docstring)."""
     kind = kind_of(target)
-    with kind.lease(session, config, target_name, target, record, owners=Homes.of(session.project_dir),
-                    interrupt=interrupt, start=start, options=options or LeaseOptions()) as held:
-        yield Lease(held)
+    with kind.lease(session, target_name, target, record, owners=Homes.of(session.project_dir),
+                    start=start, options=options or LeaseOptions()) as held:
+        yield Lease(held, session.interrupt)
 
 
-def end_left(session, config, run_id: str, retrieved: Retrieved) -> None:
+def end_left(session: Session, run_id: str, retrieved: Retrieved) -> None:
     """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`): end
     what its target may have left (a pod a killed client never deleted; nothing else is done,
     and no API key needed, when there is none)."""
     homes = Homes.of(session.project_dir)
-    recorder(homes.run(run_id)).end_left(session, config, homes, run_id, retrieved)
+    recorder(homes.run(run_id)).end_left(session, homes, run_id, retrieved)
 
 
-def cancel_stopped(session, config, record: RunRecord) -> str:
+def cancel_stopped(session: Session, record: RunRecord) -> str:
     """`train cancel` of a run still `preparing` (the caller holds the project, so its process is
     gone): what its target's kind recorded is ended (its pods deleted and confirmed), the run
     failed; returns the line reported."""
     owner = Homes.of(session.project_dir).run(record.id)
-    return recorder(owner).cancel_stopped(session, config, record, owner)
+    return recorder(owner).cancel_stopped(session, record, owner)
 

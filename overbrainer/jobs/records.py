@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from overbrainer.jobs.homes import Home
 from overbrainer.jobs.kinds import Costs, TargetRecords
-from overbrainer.jobs.run_record import RunRecord, list_runs
+from overbrainer.jobs.run_record import RunPlace, RunRecord, list_runs
 from overbrainer.jobs.targets import open_executor
 from overbrainer.runpod.records import RUNPOD_RECORDS
 
@@ -57,11 +57,11 @@ def recorded_by(owner: Home) -> str | None:
     return next((name for name, r in RECORDS.items() if r.recorded(owner)), None)
 
 
-def reader(config: Any, target: Any, record: RunRecord, runs_dir: Path) -> Callable[[], Any] | None:
+def reader(config: Any, target: Any, record: RunRecord, place: RunPlace) -> Callable[[], Any] | None:
     """How `runs logs` reaches the files of the run `record` on its (configured) `target`: a
     function that connects, or None when they are here (a local target). The caller has checked
     the target's kind (jobs.lease.kind_of)."""
-    return RECORDS[target.kind].reader(config, record.target, target, record, Home(record.id, Path(runs_dir)))
+    return RECORDS[target.kind].reader(config, record.target, target, record, Home(place.run_id, place.runs_dir))
 
 
 def run_costs(run_dir: Path) -> Costs | None:

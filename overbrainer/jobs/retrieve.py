@@ -6,12 +6,17 @@ is the kind's own."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
+
+from overbrainer.exec.base import Executor
+from overbrainer.exec.transfer import Progress
 
 JOB_FILES = ("metrics.jsonl", "job.log")
 REASON_MAX = 400
 
 
-def fetch(executor, remote: str, local: Path, entries, exclude=(), progress=None) -> list[tuple[str, str]]:
+def fetch(executor: Executor, remote: str, local: Path, entries: Iterable[str], exclude: Iterable[str] = (),
+          progress: Progress | None = None) -> list[tuple[str, str]]:
     """Download `entries` (their bytes to `progress(done, total)`) and verify them; returns the
     target's manifest."""
     return executor.fetch(remote, str(local), entries, exclude, progress=progress)

@@ -153,26 +153,45 @@ class RunRecord:
         )
 
 
-def record_path(runs_dir: Path, run_id: str) -> Path:
-    return ids.run_dir(runs_dir, run_id) / RECORD
+@dataclass(frozen=True)
+class RunPlace:
+    """Where a run is kept here: `runs_dir/<run_id>/` (`dir`), its record `run.json` in it (a side
+    job's the same, its `runs_dir` being `runs/<run>/<kind>s/`). The ID is validated when the place
+    is made, so `..`, `/` and absolute paths never reach a join."""
 
+    runs_dir: Path
+    run_id: str
 
-def save(runs_dir: Path, record: RunRecord) -> None:
-    """Pretty-printed JSON + newline, atomically (temp file in the run dir, then rename)."""
-    RUN_JSON.write(record_path(runs_dir, record.id), record.to_dict())
+    def __post_init__(self) -> None:
+        ids.validate(self.run_id)
+        object.__setattr__(self, "runs_dir", Path(self.runs_dir))
+
+    @property
+    def dir(self) -> Path:
+        return self.runs_dir / self.run_id
+
+    @property
+    def record_path(self) -> Path:
+        return self.dir / RECORD
+
+    def load(self) -> RunRecord:
+        """The run's record; `no run `<id>` in runs/` when it does not exist."""
+        path = self.record_path
+        record = RunRecord.from_dict(RUN_JSON.read(path, missing=f"no run `{self.run_id}` in runs/"), str(path))
+        if record.id != self.run_id:
+            raise RUN_JSON.invalid(path, "field id")
+        return record
+
+    def save(self, record: RunRecord) -> None:
+        """`record` (this run's) as pretty-printed JSON + newline, atomically (temp file in the run
+        dir, then rename)."""
+        if record.id != self.run_id:
+            raise ValueError(f"the record of run {record.id} is not saved as run {self.run_id}")
+        RUN_JSON.write(self.record_path, record.to_dict())
 
 
 def parse(raw: bytes, where: str) -> RunRecord:
     return RunRecord.from_dict(RUN_JSON.parse(raw, where), where)
-
-
-def load(runs_dir: Path, run_id: str) -> RunRecord:
-    """The record of `run_id`; `no run `<id>` in runs/` when it does not exist."""
-    path = record_path(runs_dir, run_id)
-    record = RunRecord.from_dict(RUN_JSON.read(path, missing=f"no run `{run_id}` in runs/"), str(path))
-    if record.id != run_id:
-        raise RUN_JSON.invalid(path, "field id")
-    return record
 
 
 def list_runs(runs_dir: Path) -> list[RunRecord]:
@@ -189,7 +208,7 @@ def list_runs(runs_dir: Path) -> list[RunRecord]:
             log.warning("skipping runs/%s: it has no run.json", name)
             continue
         try:
-            out.append(load(runs_dir, name))
+            out.append(RunPlace(runs_dir, name).load())
         except OverbrainerError as e:
             log.warning("skipping runs/%s: %s", name, e)
     out.sort(key=lambda r: (r.created, r.id))

@@ -3,7 +3,7 @@ followed, its files brought home verified, like a training job, but in a directo
 
     job = SideJob("export", files={"export.sh": text}, steps=[Step("export", ("sh", "export.sh"),
                   from_path=True)], env={...}, fetch=["export.json"], label=f"export of run {rid}")
-    result = run_side_job(session, config, run_record, job, target=None, keep=False)
+    result = run_side_job(session, run_record, job, target=None, keep=False)
 
 Where (`side_target`): `target=` (the command's `--target`), else `[<kind>] target`, else the
 run's own target; it must be configured (`Config.target`: `target `T` of run R is no longer in
@@ -13,7 +13,7 @@ Layout: `runs/<run>/<kind>s/<job_id>/` here (`<kind>_YYYYMMDD-HHMMSS`, `_2`… o
 `<root>/<kind>s/<job_id>` on the target, where `<root>` is the run's directory there: its
 `remote_dir` on its own target, `<workdir>/<run>` on another local or SSH target (for a local
 target, the run's own directory), and `/workspace/overbrainer/<run>` on a pod. Its record is a
-`RunRecord` saved as `run.json` in its directory (`record.save(runs/<run>/<kind>s, record)`); the job
+`RunRecord` saved as `run.json` in its directory (`RunPlace(runs/<run>/<kind>s, <job_id>)`); the job
 writes `job.log` and `metrics.jsonl` there, so `jobs.follow` shows its stage lines and
 `Executor.fetch` verifies what comes back against the target's SHA-256 manifest.
 
@@ -57,17 +57,21 @@ from typing import Any, Callable, Mapping
 from overbrainer.config.model import Config, Target
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import Interrupted, OverbrainerError, UsageError
-from overbrainer.exec.base import JobSpec
+from overbrainer.exec.base import Executor, JobSpec
 from overbrainer.exec.runtime import CONTAINER_CACHE, Runtime
 from overbrainer.front.events import RunWatched
+from overbrainer.front.interrupt import Interrupt
+from overbrainer.front.session import Session
 from overbrainer.jobs import ids
+from overbrainer.jobs.follow import job_id
 from overbrainer.jobs.homes import NOT_HOME, Home, key_taken, side_results_home
 from overbrainer.jobs.kinds import LeaseOptions, TargetKind
-from overbrainer.jobs.lease import kind_of, lease
+from overbrainer.jobs.lease import Lease, kind_of, lease
 from overbrainer.jobs.publishing import events, transfer_progress
 from overbrainer.jobs.retrieve import JOB_FILES, last_line
-from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunRecord, save
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, SUCCEEDED, RunPlace, RunRecord
 from overbrainer.jobs.start import fail, remote_dir_of, start_job
+from overbrainer.jobs.status import Status
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -82,9 +86,9 @@ class SideJob:
     steps: list[Any]  # exec.runtime.Step
     env: dict[str, str] = field(default_factory=dict)
     fetch: list[str] = field(default_factory=list)
-    prepare: Callable[[Any, str], None] | None = None
+    prepare: Callable[[Executor, str], None] | None = None
     label: str = ""
-    after: Callable[[Any, str, Path], None] | None = None
+    after: Callable[[Executor, str, Path], None] | None = None
     secrets: dict[str, str] = field(default_factory=dict)
     pod: dict[str, Any] = field(default_factory=dict)  # a runpod target's settings for the job's own pod
 
@@ -111,9 +115,9 @@ class _Side:
 
 @dataclass(frozen=True)
 class _Place:
-    """Where it runs: its local directory, the run's directory on the target (`root`), the
+    """Where it runs: its place here (`here`), the run's directory on the target (`root`), the
     target, and the cache folder there."""
-    job_dir: Path
+    here: RunPlace
     root: str
     target: Any
     cache: str
@@ -127,9 +131,9 @@ class SideJobFailed(OverbrainerError):
         self.result = result
 
 
-def jobs_dir(runs_dir: Path, run_id: str, kind: str) -> Path:
+def jobs_dir(run: RunPlace, kind: str) -> Path:
     """`runs/<run>/<kind>s`: where the records of a run's side jobs of one kind are saved."""
-    return ids.run_dir(runs_dir, run_id) / f"{kind}s"
+    return run.dir / f"{kind}s"
 
 
 def side_target(config: Config, run: RunRecord, kind: str, name: str | None = None) -> tuple[str, Target]:
@@ -140,11 +144,11 @@ def side_target(config: Config, run: RunRecord, kind: str, name: str | None = No
     return name, config.target(name, run_id=run.id if name == run.target else None)
 
 
-def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
+def run_side_job(session: Session, run: RunRecord, job: SideJob, *, target: str | None = None, keep: bool = False,
                  now: _dt.datetime | None = None) -> SideJobResult:
     """Run `job` for the run `run` to its end (see the module docstring)."""
     ids.validate(job.kind)
-    name, where = side_target(config, run, job.kind, target)
+    name, where = side_target(session.config, run, job.kind, target)
     kind = kind_of(where)
     pod = kind.made_for_job
     if keep and not pod:
@@ -154,40 +158,37 @@ def run_side_job(session, config, run: RunRecord, job: SideJob, *, target: str |
         raise OverbrainerError(f"run {run.id} never reached its target: it has no directory there")
     label = job.label or f"{job.kind} of run {run.id}"
     runs_dir = ProjectPaths(session.project_dir).runs
-    parent = jobs_dir(runs_dir, run.id, job.kind)
+    parent = jobs_dir(RunPlace(runs_dir, run.id), job.kind)
     now = now or _dt.datetime.now(_dt.timezone.utc)
     record = RunRecord(id=ids.side_id(job.kind, now), target=name, created=fmt.stamp(now),
                        remote_dir="", state=PREPARING)
     side = _Side(run, record, parent, job, label)
-    interrupt = session.front.interrupt()
-    try:
+    with session.interruptible() as interrupt:
         if pod:
-            return _on_pod(session, config, side, (name, where, kind), interrupt, keep)
+            return _on_pod(session, side, (name, where, kind), keep)
         try:
-            with lease(session, config, name, where, record, interrupt=interrupt) as held:
+            with lease(session, name, where, record) as held:
                 root = run.remote_dir if own else remote_dir_of(held.executor, run.id)
-                job_dir = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
+                here = interrupt.shield(_claim, held.executor, root, record, parent, job.kind)
                 cache = f"{held.executor.workdir.rstrip('/')}/.cache"
-                return _run(session, held, interrupt, side, _Place(job_dir, root, where, cache))
+                return _run(session, held, side, _Place(here, root, where, cache))
         except Interrupted as e:
             if record.remote_dir:  # claimed: _run raised it
                 raise
             raise Interrupted(f"interrupted: {label} cancelled") from e
-    finally:
-        interrupt.restore()
 
 
-def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind], interrupt,
-            keep: bool) -> SideJobResult:
+def _on_pod(session: Session, side: _Side, where: tuple[str, Target, TargetKind], keep: bool) -> SideJobResult:
     """The job on a new target of its own, a pod (see the module docstring); `where`: the
     target's name, itself, its kind."""
     run, record, parent, job, label = side.run, side.record, side.parent, side.job, side.label
     name, target, kind = where
-    kind.check(config)  # the API key first: nothing is claimed without it
+    kind.check(session.config)  # the API key first: nothing is claimed without it
     runs_dir = ProjectPaths(session.project_dir).runs
-    job_id, job_dir = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
+    job_id, _ = ids.claim_new(parent, record.id, lambda jid: not key_taken(runs_dir, jid))
     record.id = job_id
-    save(parent, record)
+    here = RunPlace(parent, job_id)
+    here.save(record)
     with events(session.front) as bus:
         bus.publish(RunWatched(job_id, job.kind))  # the pod's lines carry the job's kind
     root, cache = kind.side_place(target, ids.validate(run.id))
@@ -195,9 +196,8 @@ def _on_pod(session, config, side: _Side, where: tuple[str, Target, TargetKind],
     home = Home(job_id, parent, run.id)
     try:
         options = LeaseOptions(side_results_home, keep=keep, home=home, workdir=f"{root}/{job.kind}s")
-        with lease(session, config, name, pod_target, record, interrupt=interrupt, start=True,
-                   options=options) as held:
-            return _run(session, held, interrupt, side, _Place(job_dir, root, pod_target, cache))
+        with lease(session, name, pod_target, record, start=True, options=options) as held:
+            return _run(session, held, side, _Place(here, root, pod_target, cache))
     except Interrupted as e:
         if record.job is not None:  # the job started: _run said it
             raise
@@ -211,51 +211,52 @@ def remote_job_dir(root: str, kind: str, job_id: str) -> str:
     return f"{root.rstrip('/')}/{kind}s/{ids.validate(job_id)}"
 
 
-def _claim(executor, root: str, record: RunRecord, parent: Path, kind: str) -> Path:
+def _claim(executor: Executor, root: str, record: RunRecord, parent: Path, kind: str) -> RunPlace:
     owner = _secrets.token_hex(8)
-    job_id, job_dir = ids.claim_new(parent, record.id,
-                                    lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
+    job_id, _ = ids.claim_new(parent, record.id,
+                              lambda jid: executor.claim(remote_job_dir(root, kind, jid), owner))
     record.id = job_id
     record.remote_dir = remote_job_dir(root, kind, job_id)
-    save(parent, record)
-    return job_dir
+    here = RunPlace(parent, job_id)
+    here.save(record)
+    return here
 
 
-def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
-    executor = held.executor
-    record, parent, job, label, job_dir = side.record, side.parent, side.job, side.label, place.job_dir
-    result = SideJobResult(record.id, job_dir, record.state, record=record)
+def _run(session: Session, held: Lease, side: _Side, place: _Place) -> SideJobResult:
+    executor, interrupt = held.executor, session.interrupt
+    record, job, label, here = side.record, side.job, side.label, place.here
+    result = SideJobResult(record.id, here.dir, record.state, record=record)
     front = session.front
     try:
         spec = _prepare(executor, interrupt, side, place)
     except Interrupted:
-        _end(parent, record, CANCELLED, "interrupted before the job started")
+        _end(record, here, CANCELLED, "interrupted before the job started")
         raise Interrupted(f"interrupted: {label} cancelled") from None
     except OverbrainerError as e:
-        fail(parent, record, str(e))
-        raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+        fail(record, here, str(e))
+        raise SideJobFailed(f"{label} failed: {e}", _result(result, record)) from e
     with events(front) as bus:
         bus.publish(RunWatched(record.id, job.kind))  # the upload's lines carry the job's kind too
         try:
-            interrupt.shield(start_job, executor, record, job_dir, parent, spec,
+            interrupt.shield(start_job, executor, record, here, spec,
                              transfer_progress(bus, record.id, "upload"), note=f"starting the {label}")
         except OverbrainerError as e:
-            raise SideJobFailed(f"{label} failed: {e}", _result(result)) from e
+            raise SideJobFailed(f"{label} failed: {e}", _result(result, record)) from e
         finally:
             if record.job is not None or record.state == RUNNING:
                 held.job_started()
     if not interrupt.caught():
         with events(front) as bus:
-            followed = held.follow(record, bus, interrupt, job=job.kind)
+            followed = held.follow(record, bus, job=job.kind)
     else:
         followed = None
     if followed is None:  # Ctrl-C: the job is cancelled, not left running
-        interrupt.shield(_cancel_and_fetch, executor, record, job_dir, parent, job, note=f"cancelling the {label}")
+        interrupt.shield(_cancel_and_fetch, executor, record, here, job, note=f"cancelling the {label}")
         raise Interrupted(f"interrupted: {label} cancelled")
     state, reason = _outcome(followed.status)
-    interrupt.shield(_fetch_and_save, executor, record, job_dir, parent, job, state, reason,
+    interrupt.shield(_fetch_and_save, executor, record, here, job, state, reason,
                      note=f"retrieving the files of the {label}")
-    result = _result(result)
+    result = _result(result, record)
     if record.state == SUCCEEDED:
         return result
     if record.state == CANCELLED:
@@ -263,11 +264,11 @@ def _run(session, held, interrupt, side: _Side, place: _Place) -> SideJobResult:
     raise SideJobFailed(f"{label} failed: {record.message}", result)
 
 
-def _prepare(executor, interrupt, side: _Side, place: _Place):
+def _prepare(executor: Executor, interrupt: Interrupt, side: _Side, place: _Place) -> JobSpec:
     """The job's files written into its directory, `prepare` run (shielded): its JobSpec."""
     record, job, cache = side.record, side.job, place.cache
     for name, content in job.files.items():
-        path = place.job_dir / name
+        path = place.here.dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, Path):
             shutil.copyfile(content, path)  # a file of this machine's, copied as it is
@@ -286,13 +287,13 @@ def _prepare(executor, interrupt, side: _Side, place: _Place):
     return JobSpec(dir=record.remote_dir, script=script, secrets=dict(job.secrets), container=container)
 
 
-def _result(result: SideJobResult) -> SideJobResult:
-    rec = result.record
+def _result(result: SideJobResult, rec: RunRecord) -> SideJobResult:
+    result.record = rec
     result.job_id, result.state, result.message = rec.id, rec.state, rec.message
     return result
 
 
-def _outcome(status) -> tuple[str, str | None]:
+def _outcome(status: Status) -> tuple[str, str | None]:
     if status.kind == "exited" and status.code == 0:
         return SUCCEEDED, None
     if status.kind == "cancelled":
@@ -302,15 +303,15 @@ def _outcome(status) -> tuple[str, str | None]:
     return FAILED, "the job was lost (its process is gone without an exit code)"
 
 
-def _end(parent: Path, record: RunRecord, state: str, message: str | None) -> None:
+def _end(record: RunRecord, here: RunPlace, state: str, message: str | None) -> None:
     record.state, record.message = state, message
     try:
-        save(parent, record)
+        here.save(record)
     except OverbrainerError as e:
         log.warning("cannot record %s as %s: %s", record.id, state, e)
 
 
-def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
+def _fetch(executor: Executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | None:
     """Bring the job's files home, verified; the error text when that failed."""
     entries = list(dict.fromkeys([*JOB_FILES, *job.fetch]))
     try:
@@ -321,11 +322,11 @@ def _fetch(executor, record: RunRecord, job_dir: Path, job: SideJob) -> str | No
     return None
 
 
-def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob, state: str,
+def _fetch_and_save(executor: Executor, record: RunRecord, here: RunPlace, job: SideJob, state: str,
                     reason: str | None) -> None:
-    error = _fetch(executor, record, job_dir, job)
+    error = _fetch(executor, record, here.dir, job)
     if state == FAILED:
-        reason = last_line(job_dir / "job.log") or reason
+        reason = last_line(here.dir / "job.log") or reason
     if error is not None:
         if state == SUCCEEDED:
             state, reason = FAILED, f"{NOT_HOME}: {error}"
@@ -333,18 +334,18 @@ def _fetch_and_save(executor, record: RunRecord, job_dir: Path, parent: Path, jo
             reason = f"{reason} (files not retrieved: {error})"
     elif state == SUCCEEDED and job.after is not None:
         try:
-            job.after(executor, record.remote_dir, job_dir)
+            job.after(executor, record.remote_dir, here.dir)
         except OverbrainerError as e:
             state, reason = FAILED, str(e)
-    _end(parent, record, state, reason)
+    _end(record, here, state, reason)
 
 
-def _cancel_and_fetch(executor, record: RunRecord, job_dir: Path, parent: Path, job: SideJob) -> None:
+def _cancel_and_fetch(executor: Executor, record: RunRecord, here: RunPlace, job: SideJob) -> None:
     try:
-        executor.cancel(record.job)
+        executor.cancel(job_id(record))
     except OverbrainerError as e:
         log.warning("cannot cancel %s: %s", record.id, e)
-        _end(parent, record, FAILED, f"cancelling the job failed: {e}")
+        _end(record, here, FAILED, f"cancelling the job failed: {e}")
         return
-    error = _fetch(executor, record, job_dir, job)
-    _end(parent, record, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))
+    error = _fetch(executor, record, here.dir, job)
+    _end(record, here, CANCELLED, "interrupted" + (f" (files not retrieved: {error})" if error else ""))

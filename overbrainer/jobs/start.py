@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.exec.base import DEFAULT_SKIP, JobId, TargetUnreachable
+from overbrainer.exec.base import DEFAULT_SKIP, Container, Executor, JobId, JobSpec, TargetUnreachable
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunRecord, save
+from overbrainer.jobs.run_record import FAILED, PREPARING, RUNNING, RunPlace, RunRecord
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
@@ -32,47 +33,47 @@ log = logging.getLogger(__name__)
 PID_WAIT_SECS = 15.0  # how long a cut spawn's job.pid is looked for
 
 
-def remote_dir_of(executor, run_id: str) -> str:
+def remote_dir_of(executor: Executor, run_id: str) -> str:
     return f"{executor.workdir.rstrip('/')}/{ids.validate(run_id)}"
 
 
 def create_run(runs_dir: Path, project_name: str, target_name: str, resumed_from: str | None = None,
-               now: _dt.datetime | None = None, fingerprint: dict[str, str] | None = None) -> tuple[RunRecord, Path]:
+               now: _dt.datetime | None = None,
+               fingerprint: dict[str, str] | None = None) -> tuple[RunRecord, RunPlace]:
     """Claim `runs/<id>` (exclusive mkdir) and save the run `preparing` (with the `fingerprint` of
     what it will run on, when given), before any target is reached: a pod is only ever created for
     a run that exists. Its directory on the target is claimed once an executor exists
     (`claim_target`)."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    run_id, run_dir = ids.claim_new(runs_dir, ids.base_id(project_name, now))
+    run_id, _ = ids.claim_new(runs_dir, ids.base_id(project_name, now))
     record = RunRecord(id=run_id, target=target_name, created=fmt.stamp(now), remote_dir="",
                        state=PREPARING, resumed_from=resumed_from, fingerprint=fingerprint)
-    save(runs_dir, record)
-    return record, run_dir
+    place = RunPlace(runs_dir, run_id)
+    place.save(record)
+    return record, place
 
 
-def claim_target(executor, runs_dir: Path, record: RunRecord, owner: str | None = None) -> Path:
+def claim_target(executor: Executor, record: RunRecord, place: RunPlace, owner: str | None = None) -> RunPlace:
     """Claim `<workdir>/<id>/.claim` on the target (`owner`: a token of this checkout, at most 64
-    letters and digits) and save the run's `remote_dir`; returns the run directory. When another
+    letters and digits) and save the run's `remote_dir`; returns the run's place. When another
     checkout sharing the workdir holds that ID, the run takes the next free suffix (`_2`…) there
     and here, while its local directory holds nothing but run.json."""
     owner = owner or _secrets.token_hex(8)
-    old_dir = ids.run_dir(runs_dir, record.id)
     remote = remote_dir_of(executor, record.id)
-    if executor.claim(remote, owner):
-        run_dir = old_dir
-    else:
+    if not executor.claim(remote, owner):
         base = re.sub(r"(_\d{8}-\d{6})_\d{1,2}$", r"\1", record.id)
-        new_id, run_dir = ids.claim_new(
-            runs_dir, base, lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
-        shutil.rmtree(old_dir, ignore_errors=True)
+        new_id, _ = ids.claim_new(
+            place.runs_dir, base, lambda rid: executor.claim(remote_dir_of(executor, rid), owner))
+        shutil.rmtree(place.dir, ignore_errors=True)
         record.id = new_id
+        place = RunPlace(place.runs_dir, new_id)
         remote = remote_dir_of(executor, new_id)
     record.remote_dir = remote
-    save(runs_dir, record)
-    return run_dir
+    place.save(record)
+    return place
 
 
-def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
+def release_claim(executor: Executor, remote_dir: str, run_dir: Path) -> None:
     """Undo the claim of a run interrupted before anything was uploaded: remove `.claim` and the
     (then empty) directory on the target. Best effort, a few seconds at most."""
     if Path(remote_dir) == Path(run_dir).resolve():
@@ -86,27 +87,29 @@ def release_claim(executor, remote_dir: str, run_dir: Path) -> None:
 
 # --- start ------------------------------------------------------------------------------------
 
-def start_job(executor, record: RunRecord, run_dir: Path, runs_dir: Path, spec, progress=None) -> RunRecord:
+def start_job(executor: Executor, record: RunRecord, place: RunPlace, spec: JobSpec,
+              progress: Progress | None = None) -> RunRecord:
     """Upload the run directory (its bytes to `progress(done, total)`), spawn the job, save the
     record `running` with its job."""
     try:
-        executor.upload(str(run_dir), record.remote_dir, DEFAULT_SKIP, progress=progress)
+        executor.upload(str(place.dir), record.remote_dir, DEFAULT_SKIP, progress=progress)
         try:
             job = executor.spawn(spec)
         except TargetUnreachable as e:
             if not getattr(e, "sent", True):  # the launcher never reached the target
                 raise
-            job = _after_cut_spawn(executor, record, runs_dir, spec, e)
+            job = _after_cut_spawn(executor, record, place, spec, e)
     except _Settled:
         raise
     except OverbrainerError as e:
-        fail(runs_dir, record, f"the job could not start: {e}")
+        fail(record, place, f"the job could not start: {e}")
         raise
-    _record_job(executor, record, runs_dir, job)
+    _record_job(executor, record, place, job)
     return record
 
 
-def _after_cut_spawn(executor, record: RunRecord, runs_dir: Path, spec, error: TargetUnreachable):
+def _after_cut_spawn(executor: Executor, record: RunRecord, place: RunPlace, spec: JobSpec,
+                     error: TargetUnreachable) -> JobId:
     """The job the cut spawn may have started, from its job.pid; else the run is saved `failed` (the
     target has none) or `running` unconfirmed (the target is out of reach), and an error raised."""
     rid = record.id
@@ -118,7 +121,7 @@ def _after_cut_spawn(executor, record: RunRecord, runs_dir: Path, spec, error: T
         record.message = (f"the start of the job of run {rid} could not be confirmed ({e}): it may be running "
                           f"on target `{record.target}`; `overbrainer train attach {rid}` follows it once the "
                           f"target is reachable, `overbrainer train cancel {rid}` stops it")
-        save(runs_dir, record)
+        place.save(record)
         raise _Settled(record.message, cause=e) from e
     if job is None:
         raise error
@@ -130,7 +133,7 @@ class _Settled(OverbrainerError):
     """A start whose record already says how it ended (not to be saved `failed`)."""
 
 
-def find_job(executor, job_dir: str, container, wait: float | None = None):
+def find_job(executor: Executor, job_dir: str, container: Container | None, wait: float | None = None) -> JobId | None:
     """The JobId from `<job_dir>/job.pid` (written by the job's wrapper), looked for up to `wait`
     seconds; None when the target answers without one. Raises TargetUnreachable when the last
     look could not reach the target."""
@@ -150,16 +153,16 @@ def find_job(executor, job_dir: str, container, wait: float | None = None):
         time.sleep(min(1.0, max(deadline - time.monotonic(), 0.05)))
 
 
-def settle(executor, record: RunRecord, runs_dir: Path, container) -> None:
+def settle(executor: Executor, record: RunRecord, place: RunPlace, container: Container | None) -> None:
     """A run saved `running` without a job (its start could not be confirmed): record the job its
     job.pid names, or save the run `failed` and raise when the target has none."""
     job = find_job(executor, record.remote_dir, container)
     if job is None:
-        fail(runs_dir, record, "the job never started: the target has no job.pid for it")
+        fail(record, place, "the job never started: the target has no job.pid for it")
         raise OverbrainerError(f"run {record.id} failed: {record.message}")
     log.info("train: found the job of run %s on the target, pid %d", record.id, job.pid)
     record.message = None
-    _record_job(executor, record, runs_dir, job)
+    _record_job(executor, record, place, job)
 
 
 def unconfirmed(record: RunRecord) -> bool:
@@ -167,12 +170,12 @@ def unconfirmed(record: RunRecord) -> bool:
     return record.job is None and record.state == RUNNING
 
 
-def _record_job(executor, record: RunRecord, runs_dir: Path, job) -> None:
+def _record_job(executor: Executor, record: RunRecord, place: RunPlace, job: JobId) -> None:
     """Save the record `running` with its job; cancel the job when the record cannot be saved."""
     record.job = job
     record.state = RUNNING
     try:
-        save(runs_dir, record)
+        place.save(record)
     except OverbrainerError:
         log.warning("cannot record the job of run %s: cancelling it, since nothing could find it again",
                     record.id)
@@ -183,10 +186,11 @@ def _record_job(executor, record: RunRecord, runs_dir: Path, job) -> None:
         raise
 
 
-def fail(runs_dir: Path, record: RunRecord, message: str) -> None:
+def fail(record: RunRecord, place: RunPlace, message: str) -> None:
+    """Save the run `failed` with `message` (a warning when it cannot be saved)."""
     record.state = FAILED
     record.message = message
     try:
-        save(runs_dir, record)
+        place.save(record)
     except OverbrainerError as e:
         log.warning("cannot record run %s as failed: %s", record.id, e)

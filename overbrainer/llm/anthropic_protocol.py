@@ -58,8 +58,12 @@ def parse_chat(doc: Any) -> ChatResponse:
     content, thought, kind = reasoning.from_anthropic_blocks(blocks)
     finish = _FINISH.get(doc.get("stop_reason"), OTHER)
     usage = doc.get("usage")
+    cached = 0
     if isinstance(usage, dict):
-        tokens = Usage(_int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+        # input_tokens leaves out what the prompt cache served or stored: counted as input here
+        cached = _int(usage.get("cache_read_input_tokens"))
+        written = _int(usage.get("cache_creation_input_tokens"))
+        tokens = Usage(_int(usage.get("input_tokens")) + cached + written, _int(usage.get("output_tokens")))
     else:
         tokens = Usage()
-    return ChatResponse(content, thought, kind, finish, tokens)
+    return ChatResponse(content, thought, kind, finish, tokens, cached_tokens=cached)

@@ -41,7 +41,7 @@ class AnthropicBatches:
     api = ANTHROPIC
     limits = LIMITS[ANTHROPIC]
 
-    def __init__(self, client):
+    def __init__(self, client: Any) -> None:  # an llm.client.LlmClient
         self.client = client
 
     def encode(self, custom_id: str, body: dict) -> bytes:

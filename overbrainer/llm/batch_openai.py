@@ -31,7 +31,7 @@ class OpenAIBatches:
     api = OPENAI
     limits = LIMITS[OPENAI]
 
-    def __init__(self, client):
+    def __init__(self, client: Any) -> None:  # an llm.client.LlmClient
         self.client = client  # llm/client.LlmClient of the stage's role
 
     def encode(self, custom_id: str, body: dict) -> bytes:

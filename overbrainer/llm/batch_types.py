@@ -5,7 +5,8 @@ temporary file, then parsed a line at a time: never whole in memory).
 
 OpenAI (dialect `openai`): the Files API (`purpose = "batch"`) and the Batch API, at most 50,000
 requests and 200 MB per input file. Anthropic (protocol `anthropic`): Message Batches, at most
-100,000 requests or 256 MB per batch. Both bill half the online price.
+100,000 requests or 256 MB per batch. Both bill half the online price (llm/prices.BATCH_SHARE,
+unless the database or the configuration gives a batch price).
 """
 
 from __future__ import annotations
@@ -26,9 +27,6 @@ from overbrainer.llm.dialects import batch_api as batch_api  # which providers h
 __all__ = ["ANTHROPIC", "OPENAI", "batch_api"]  # re-exported beside this module's own names
 from overbrainer.llm.errors import AnswerLost, LlmError, invalid
 from overbrainer.llm.types import ChatResponse
-
-DISCOUNT = 0.5  # a batch request costs this share of the listed (online) price
-
 
 @dataclass(frozen=True)
 class Limits:

@@ -5,8 +5,9 @@ provider's dialect (llm/dialects.py), and decides what an error answer means for
 moderation flag is an answer (`ChatResponse.flagged`), a 402 that names an affordable limit is
 retried once with it, money errors stop everything (`credits: …`).
 
-The model's price is looked up beside the work (PriceBook.lookup): the first request never waits
-for the provider's model listing; a cost is computed once the listing has been read."""
+The model's price is the configured one (`price` on the role or its provider), else it is looked up
+beside the work (PriceBook.lookup: the provider's listing, then the genai-prices database): the
+first request never waits for it; a cost is computed once it is known."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ import threading
 from typing import Any, BinaryIO, Callable
 
 from overbrainer.errors import ConfigError
-from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, thinking
+from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, price_db, thinking
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, KeyRefused, LlmError, Moderated, unsupported
 from overbrainer.llm.http import Channel, LlmSession, Reading, send
-from overbrainer.llm.prices import PendingPrice, Price, PriceBook
+from overbrainer.llm.prices import PendingPrice, Price, PriceBook, configured_price
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
 from overbrainer.llm.types import CONTENT_FILTER, NONE, ChatRequest, ChatResponse
@@ -94,8 +95,13 @@ class LlmClient:
             self._price = self._price.get()
         return self._price
 
+    def priced(self, batch: bool = False) -> Price | None:
+        """The price of a request sent online, or through the batch API (`batch`)."""
+        price = self.price
+        return price.batched() if price is not None and batch else price
+
     def cost(self, usage) -> float | None:
-        """The listed-price estimate of one request that used `usage`."""
+        """The estimate of one request that used `usage`."""
         price = self.price
         return None if price is None else price.cost(usage)
 
@@ -103,23 +109,25 @@ class LlmClient:
         """The output limit `req` is sent with."""
         return req.max_tokens or self._max_tokens
 
-    def bound(self, req: ChatRequest) -> float:
-        """The most `req` can cost at the listed prices: its prompt counted a token per byte (a
-        token is never shorter than a byte), plus its framing, plus `max_tokens` of output;
-        infinite when the model's price is unknown."""
-        price = self.price
+    def bound(self, req: ChatRequest, batch: bool = False) -> float:
+        """The most `req` can cost (sent online, or in a batch): its prompt counted a token per
+        byte (a token is never shorter than a byte), plus its framing, plus `max_tokens` of
+        output; infinite when the model's price is unknown."""
+        price = self.priced(batch)
         if price is None:
             return math.inf
         prompt = len(req.user.encode()) + len((req.system or "").encode()) + PROMPT_FRAMING
         return price.bound(prompt, self.max_tokens(req))
 
-    def spend(self, response: ChatResponse) -> Spend:
-        """What `response` cost: the provider's bill when its dialect reports one, else the
-        estimate from the listed prices (kept beside the bill). A flagged input cost nothing."""
+    def spend(self, response: ChatResponse, batch: bool = False) -> Spend:
+        """What `response` cost (an answer of the batch API when `batch`): the provider's bill
+        when its dialect reports one, else the estimate from the model's price (kept beside the
+        bill). A flagged input cost nothing."""
         if response.flagged is not None:
             return Spend(0.0, 0.0)
-        price = self.price
-        estimate = None if price is None else price.cost(response.usage, response.reasoning_tokens)
+        price = self.priced(batch)
+        estimate = None if price is None else price.cost(response.usage, response.reasoning_tokens,
+                                                         response.cached_tokens)
         billed = response.billed if self._dialect is not None and self._dialect.billed_cost else None
         if billed is not None:
             return Spend(billed, estimate, True)
@@ -266,10 +274,11 @@ def connect(
     llm: LlmSession,
     prices: PriceBook | None = None,
     stop: threading.Event | None = None,
+    role_key: str = "roles.<role>",
 ) -> LlmClient:
-    """The client of `role` on `provider` (config.model records), on `llm`'s channel of the
-    provider (its owner closes it). Resolves the API key (registering it with the redactor) and
-    reads the model's price (once per provider per book)."""
+    """The client of `role` on `provider` (config.model records), on `llm`'s channel of the provider
+    (its owner closes it), its API key registered with the redactor, its price the configured one
+    (`role_key`: `roles.parent`), else the provider's listing's (once per book), else the database's."""
     name = provider.name
     protocol = _protocol_name(provider.protocol)
     if protocol not in PROTOCOLS:
@@ -294,9 +303,8 @@ def connect(
     channel = llm.channel(name, base_url, concurrency)
     _announce(channel, protocol, dialect, provider)
     channel.breaker.configure(concurrency, float(pipeline.request_timeout_secs))
-    wire = PROTOCOLS[protocol]
-    book = prices if prices is not None else PriceBook()
-    price = book.lookup(channel, wire.headers(api_key), role.model)
+    price = configured_price(provider, role, role_key) or _look_up(
+        prices or PriceBook(), channel, PROTOCOLS[protocol].headers(api_key), provider, dialect, role.model)
     return LlmClient(
         provider_name=name,
         protocol=protocol,
@@ -308,6 +316,18 @@ def connect(
         stop=stop,
         dialect=dialect,
     )
+
+
+def _look_up(book: PriceBook, channel: Channel, headers: dict[str, str], provider: ProviderSettings,
+             dialect: str | None, model: str) -> PendingPrice:
+    """The price found beside the work: the provider's listing (when it can carry prices), then
+    the genai-prices database."""
+    protocol = _protocol_name(provider.protocol)
+
+    def database() -> Price | None:
+        return price_db.lookup(model, protocol, dialect, provider.base_url)
+
+    return book.lookup(channel, headers, model, lists=dialects.lists_prices(protocol, dialect), database=database)
 
 
 def _dialect(provider: ProviderSettings, protocol: str, role: RoleSettings, base_url: str) -> str | None:

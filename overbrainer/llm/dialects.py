@@ -108,6 +108,15 @@ def guess(base_url: str | None) -> str:
 
 
 OPENAI_BATCH, ANTHROPIC_BATCH = "openai", "anthropic"  # the batch APIs (llm/batch_types.py)
+# The servers whose model listing can carry prices (OpenRouter's, NanoGPT's, a reseller's): OpenAI's
+# and Anthropic's list ids only, and a self-hosted server (llama.cpp, Ollama, vLLM) none.
+LISTS_PRICES = frozenset({OPENROUTER, GENERIC})
+SELF_HOSTED = frozenset({LLAMACPP, OLLAMA, VLLM})
+
+
+def lists_prices(protocol: str, dialect: str | None) -> bool:
+    """Whether the provider's model listing may give prices (llm/prices.py reads it then)."""
+    return str(protocol) == "openai" and (dialect or GENERIC) in LISTS_PRICES
 
 
 def batch_api(protocol: str, dialect: str | None) -> str | None:

@@ -106,6 +106,11 @@ def _reasoning_tokens(usage: Any) -> int:
     return _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
 
 
+def _cached_tokens(usage: Any) -> int:
+    details = usage.get("prompt_tokens_details")
+    return _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+
+
 def parse_chat(doc: Any) -> ChatResponse:
     if not isinstance(doc, dict):
         raise invalid("not a JSON object")
@@ -133,7 +138,7 @@ def parse_chat(doc: Any) -> ChatResponse:
         finish = _FINISH.get(choice.get("finish_reason"), OTHER)
     usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
     return ChatResponse(content, thought, kind, finish, parse_usage(doc), billed=_billed(usage),
-                        reasoning_tokens=_reasoning_tokens(usage))
+                        reasoning_tokens=_reasoning_tokens(usage), cached_tokens=_cached_tokens(usage))
 
 
 def embed_body(model: str, texts: list[str]) -> dict:

@@ -1,8 +1,11 @@
-"""Model prices from a provider's model listing.
+"""Model prices (docs/llm-requests.md#prices): `Price`, and where a role's comes from, first that
+gives one: the configuration (`price` on the role, else on its provider: `configured`), the
+provider's model listing, the genai-prices database (llm/price_db.py).
 
 One `PriceBook` per command, shared by every role: each provider's listing is fetched at most once,
 when the first role on it connects, within 10 s, on a thread of its own (`lookup`) so that no
-request waits for it. Unknown prices never fail anything.
+request waits for it; only a provider whose listing can carry prices (llm/dialects.lists_prices) is
+asked. Unknown prices never fail anything by themselves (a spend cap refuses them: pipeline/).
 """
 
 from __future__ import annotations
@@ -11,10 +14,9 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from overbrainer.llm.errors import LlmError
-from overbrainer.llm.http import request_once
 from overbrainer.support.failure import FailureKind
 from overbrainer.support.threads import in_daemon
 
@@ -22,38 +24,143 @@ log = logging.getLogger(__name__)
 
 LISTING_PATH = "/models?detailed=true"
 LISTING_TIMEOUT = 10.0
+LISTING = "the provider's listing"  # a Price's `source` when its listing gave it
+# The published batch rate of both batch APIs (OpenAI's Batch API, Anthropic's Message Batches): a
+# share of the online price, used when neither the database nor the configuration gives one.
+BATCH_SHARE = 0.5
 _MISSING = object()
+
+
+@dataclass(frozen=True)
+class Tier:
+    """Rates that apply to a whole request once its input passes `start` tokens (a long-context
+    price, as genai-prices gives it): USD per million tokens."""
+
+    start: int
+    input: float
+    output: float
+    cached: float | None = None
 
 
 @dataclass(frozen=True)
 class Price:
     """USD per million tokens; `request`: USD per request (OpenRouter's `pricing.request`);
     `reasoning_per_million`: the price of reasoning tokens when the listing gives one apart
-    (`pricing.internal_reasoning`), else they cost what output tokens cost."""
+    (`pricing.internal_reasoning`), else they cost what output tokens cost;
+    `cached_per_million`: an input token the provider served from its prompt cache (None: the
+    input price); `batch`: the price of a request sent through a batch API when the source gives
+    one (else `BATCH_SHARE` of this one); `tiers`: dearer rates past an input size; `source`: where
+    the price comes from (`LISTING`, `genai-prices 0.2.3`, `roles.parent.price`)."""
 
     input_per_million: float
     output_per_million: float
     request: float = 0.0
     reasoning_per_million: float | None = None
+    cached_per_million: float | None = None
+    batch: "Price | None" = None
+    tiers: tuple[Tier, ...] = ()
+    source: str = LISTING
 
-    def cost(self, usage, reasoning_tokens: int = 0) -> float:
-        """The estimate of one request that used `usage`, `reasoning_tokens` of its output
-        spent on reasoning."""
+    def _rates(self, input_tokens: int) -> tuple[float, float, float]:
+        """(input, output, cached input) per million tokens for a request of `input_tokens`."""
+        rates = (self.input_per_million, self.output_per_million, self.cached_per_million)
+        for tier in self.tiers:  # by start, ascending
+            if input_tokens > tier.start:
+                rates = (tier.input, tier.output, tier.cached)
+        return rates[0], rates[1], rates[0] if rates[2] is None else rates[2]
+
+    def cost(self, usage, reasoning_tokens: int = 0, cached_tokens: int = 0, requests: int = 1) -> float:
+        """The estimate of `requests` requests (one by default) that used `usage` in all,
+        `reasoning_tokens` of their output spent on reasoning, `cached_tokens` of their input read
+        from the provider's cache (the tier: that of their mean input)."""
+        input_rate, output_rate, cached_rate = self._rates(usage.input_tokens // max(1, requests))
         reasoning = 0
         if self.reasoning_per_million is not None:
             reasoning = max(0, min(int(reasoning_tokens), usage.output_tokens))
             reasoning_cost = reasoning * self.reasoning_per_million
         else:
             reasoning_cost = 0.0
-        tokens = (usage.input_tokens * self.input_per_million
-                  + (usage.output_tokens - reasoning) * self.output_per_million + reasoning_cost)
-        return tokens / 1e6 + self.request
+        cached = max(0, min(int(cached_tokens), usage.input_tokens))
+        tokens = ((usage.input_tokens - cached) * input_rate + cached * cached_rate
+                  + (usage.output_tokens - reasoning) * output_rate + reasoning_cost)
+        return tokens / 1e6 + self.request * requests
 
-    def bound(self, input_tokens: int, max_tokens: int) -> float:
-        """The most one request can cost: `input_tokens` in and `max_tokens` out, every output
-        token at the dearer of the output and reasoning prices."""
-        out = max(self.output_per_million, self.reasoning_per_million or 0.0)
-        return (input_tokens * self.input_per_million + max_tokens * out) / 1e6 + self.request
+    def bound(self, input_tokens: int, max_tokens: int, requests: int = 1) -> float:
+        """The most `requests` requests (one by default) can cost: `input_tokens` in all (none of
+        them cached; the tier: that of their mean) and `max_tokens` out in all, every output token
+        at the dearer of the output and reasoning prices."""
+        input_rate, output_rate, _ = self._rates(input_tokens // max(1, requests))
+        out = max(output_rate, self.reasoning_per_million or 0.0)
+        return (input_tokens * input_rate + max_tokens * out) / 1e6 + self.request * requests
+
+    @property
+    def free(self) -> bool:
+        return self.bound(1, 1) == 0 and self.batched().bound(1, 1) == 0
+
+    def batched(self) -> "Price":
+        """The price of a request sent through a batch API: the one the source gives, else
+        `BATCH_SHARE` of this one."""
+        if self.batch is not None:
+            return self.batch
+        share = BATCH_SHARE
+
+        def part(x: float | None) -> float | None:
+            return None if x is None else x * share
+
+        return Price(self.input_per_million * share, self.output_per_million * share, self.request * share,
+                     part(self.reasoning_per_million), part(self.cached_per_million), None,
+                     tuple(Tier(t.start, t.input * share, t.output * share, part(t.cached)) for t in self.tiers),
+                     self.source)
+
+    def text(self) -> str:
+        """`$2.50 in, $10.00 out per million tokens (cached input $1.25; batch $1.25 in, $5.00 out)`."""
+        if self.free:
+            return "free"
+        extra = []
+        if self.cached_per_million is not None:
+            extra.append(f"cached input ${_usd(self.cached_per_million)}")
+        if self.reasoning_per_million is not None:
+            extra.append(f"reasoning ${_usd(self.reasoning_per_million)}")
+        if self.request:
+            extra.append(f"${_usd(self.request)} a request")
+        if self.tiers:
+            extra.append("dearer past " + ", ".join(f"{t.start} input tokens" for t in self.tiers))
+        batch = self.batched()
+        extra.append(f"batch ${_usd(batch.input_per_million)} in, ${_usd(batch.output_per_million)} out")
+        return (f"${_usd(self.input_per_million)} in, ${_usd(self.output_per_million)} out per million tokens "
+                f"({'; '.join(extra)})")
+
+
+def _usd(x: float) -> str:
+    """A price without noise: two decimals at least, up to six (`2.50`, `0.075`, `0.000125`)."""
+    text = f"{x:.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def configured(setting, source: str) -> Price:
+    """The Price of a `price` setting (config.model.PriceSetting) found at `source`
+    (`roles.parent.price`): its batch prices when set (a cached input token in batch at the lower
+    of the batch input and cached input prices), else the published batch rate."""
+    batch = None
+    if setting.batch_input is not None and setting.batch_output is not None:
+        cached = setting.cached_input
+        batch = Price(setting.batch_input, setting.batch_output,
+                      cached_per_million=None if cached is None else min(cached, setting.batch_input),
+                      source=source)
+    return Price(setting.input, setting.output, cached_per_million=setting.cached_input, batch=batch,
+                 source=source)
+
+
+def configured_price(provider, role, role_key: str) -> Price | None:
+    """The price the configuration gives a role (llm/settings.py protocols): its own `price`
+    (`role_key`: where it is configured, `roles.parent`), else its provider's; None when neither
+    is set."""
+    if role.price is not None:
+        return configured(role.price, f"{role_key}.price")
+    if provider.price is not None:
+        return configured(provider.price, f"providers.{provider.name}.price")
+    return None
 
 
 def _per_million(value: Any, unit: Any) -> float | None:
@@ -106,8 +213,9 @@ def price_in(listing: list, model: str) -> Price | None:
         if prompt is None or completion is None:
             return None
         reasoning = _per_million(pricing.get("internal_reasoning"), unit)
+        cached = _per_million(pricing.get("input_cache_read"), unit)
         return Price(prompt, completion, _per_request(pricing.get("request")),
-                     reasoning if reasoning else None)
+                     reasoning if reasoning else None, cached if cached else None)
     return None
 
 
@@ -151,6 +259,9 @@ class PriceBook:
             return cached
 
     def _fetch(self, channel, headers: dict[str, str]) -> list | None:
+        # lazy: the HTTP stack, only when a listing is read (`config check` shows prices without it)
+        from overbrainer.llm.http import request_once
+
         try:
             doc = request_once(
                 channel, "GET", LISTING_PATH, headers=headers, timeout=self.timeout,
@@ -167,17 +278,23 @@ class PriceBook:
             log.warning("cannot read model prices (invalid response: no model list); showing tokens only")
         return found
 
-    def lookup(self, channel, headers: dict[str, str], model: str) -> PendingPrice:
+    def lookup(self, channel, headers: dict[str, str], model: str, *, lists: bool = True,
+               database: Callable[[], Price | None] | None = None) -> PendingPrice:
         """`price(...)` fetched beside the caller's work."""
-        return PendingPrice(lambda: self.price(channel, headers, model))
+        return PendingPrice(lambda: self.price(channel, headers, model, lists=lists, database=database))
 
-    def price(self, channel, headers: dict[str, str], model: str) -> Price | None:
-        listing = self.listing(channel, headers)
-        if listing is None:
-            return None
-        found = price_in(listing, model)
+    def price(self, channel, headers: dict[str, str], model: str, *, lists: bool = True,
+              database: Callable[[], Price | None] | None = None) -> Price | None:
+        """The model's price from the provider's listing (read when it `lists` prices), else from
+        `database` (llm/price_db.py), else None."""
+        found = None
+        if lists:
+            listing = self.listing(channel, headers)
+            found = None if listing is None else price_in(listing, model)
+        if found is None and database is not None:
+            found = database()
         if found is None and self._first_unlisted((channel.name, channel.base, model)):
-            log.info("no price listed for model %s; showing tokens only", model)
+            log.info("no price known for model %s; showing tokens only", model)
         return found
 
     def _first_unlisted(self, key: tuple[str, str, str]) -> bool:

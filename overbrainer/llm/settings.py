@@ -13,6 +13,21 @@ class Key(Protocol):
     def resolve(self) -> str: ...
 
 
+class PriceSettings(Protocol):
+    """A `price` setting (`config.model.PriceSetting`): USD per million tokens."""
+
+    @property
+    def input(self) -> float: ...
+    @property
+    def output(self) -> float: ...
+    @property
+    def cached_input(self) -> float | None: ...
+    @property
+    def batch_input(self) -> float | None: ...
+    @property
+    def batch_output(self) -> float | None: ...
+
+
 class RoleSettings(Protocol):
     """A role (`[roles.<name>]`): its model and how it is asked."""
 
@@ -30,6 +45,8 @@ class RoleSettings(Protocol):
     def thinking_budget(self) -> int | None: ...
     @property
     def thinking(self) -> str | None: ...
+    @property
+    def price(self) -> PriceSettings | None: ...
 
 
 class ProviderSettings(Protocol):
@@ -47,6 +64,8 @@ class ProviderSettings(Protocol):
     def dialect(self) -> str | None: ...
     @property
     def dialect_guessed(self) -> bool: ...
+    @property
+    def price(self) -> PriceSettings | None: ...
 
 
 class PipelineSettings(Protocol):

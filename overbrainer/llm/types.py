@@ -46,6 +46,7 @@ class ChatRequest:
 class ChatResponse:
     """`billed`: what the provider says this answer cost (USD, OpenRouter's `usage.cost`), None
     when it does not say; `reasoning_tokens`: the part of the output tokens spent on reasoning;
+    `cached_tokens`: the part of the input tokens the provider read from its prompt cache;
     `flagged`: the provider's moderation refused the input (its reasons), an answer with no
     content and finish reason `content_filter` that was never generated."""
 
@@ -57,3 +58,4 @@ class ChatResponse:
     billed: float | None = None
     reasoning_tokens: int = 0
     flagged: str | None = None
+    cached_tokens: int = 0

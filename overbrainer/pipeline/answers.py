@@ -16,11 +16,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from overbrainer.config.model import Role, Topic
 from overbrainer.config.ready import refuse_hidden_reasoning
 from overbrainer.dataset.quality.gate_rules import Rules
-from overbrainer.dataset.records import Example, Message, Meta
+from overbrainer.dataset.records import Example, Message, Meta, Question
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.hidden import hides
-from overbrainer.llm.types import ChatRequest
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.common import (
     Output,
     ask,
@@ -42,13 +45,13 @@ log = logging.getLogger(__name__)
 STAGE = "answers"
 
 
-def run_answers(ctx: StageContext, topics: list, *, force: bool = False,
+def run_answers(ctx: StageContext, topics: list[Topic], *, force: bool = False,
                 retry_excluded: bool = False) -> StageResult:
     refuse_hidden_reasoning(ctx.config)  # before anything is removed or spent
     return execute(ctx, STAGE, "parent", lambda run: _body(ctx, run, topics, force, retry_excluded))
 
 
-def classify(response, reasoning: bool) -> str | None:
+def classify(response: ChatResponse, reasoning: bool) -> str | None:
     """The exclusion reason of an answer, or None when it is usable (the order matters)."""
     finish_reason = response.finish_reason
     if finish_reason == "length":
@@ -62,7 +65,8 @@ def classify(response, reasoning: bool) -> str | None:
     return None
 
 
-def build_example(question, response, *, model: str, system: str | None, reasoning: bool, hides: bool):
+def build_example(question: Question, response: ChatResponse, *, model: str, system: str | None, reasoning: bool,
+                  hides: bool) -> Example:
     kind = response.reasoning_kind
     if hides and kind == "raw":
         kind = "summary"  # a parent that hides its thoughts is never trusted to return them
@@ -81,11 +85,11 @@ def build_example(question, response, *, model: str, system: str | None, reasoni
     return Example(question.id, question.topic, question.subtopic, messages, meta)
 
 
-def _with_kind(response, kind: str):
+def _with_kind(response: ChatResponse, kind: str) -> ChatResponse:
     return dataclasses.replace(response, reasoning_kind=kind)
 
 
-def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_excluded: bool) -> StageResult:
+def _body(ctx: StageContext, run: StageRun, topics: list[Topic], force: bool, retry_excluded: bool) -> StageResult:
     names = {t.name for t in topics}
     figures = stage_figures(ctx, force)
     if figures is not None:
@@ -107,11 +111,11 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
     noting = figures if not retry_excluded else None
     rules, watch = Rules(ctx.config.gate), EarlyStop(STAGE, ctx.config.gate)
 
-    def send(q):
+    def send(q: Question) -> tuple[ChatResponse, Spend]:
         return ask(proc, client, ChatRequest(user=q.text, system=systems[q.topic]),
                    lambda m: run.retrying(q.id, m))
 
-    def keep(q, value) -> None:
+    def keep(q: Question, value: tuple[ChatResponse, Spend]) -> None:
         response, spent = value
         example = build_example(q, response, model=client.model,
                                 system=systems[q.topic] if include_system else None,
@@ -124,7 +128,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
             log.warning("answers: %s: the provider's moderation flagged the question (%s); "
                         "excluded as refused", q.id, response.flagged)
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
-        run.item_done(q.id, response.usage, spent.cost, excluded=example.meta.excluded is not None)
+        run.item_done(q.id, response.usage, spent.cost, excluded=example.excluded is not None)
         stop = watch.note(rejection(example, rules))
         if stop is not None:
             proc.halt(stop)
@@ -133,7 +137,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool, retry_exc
         return process(run, proc, Work(pending, send, keep, ident=lambda q: q.id, count=count))
 
 
-def parent_client(ctx: StageContext):
+def parent_client(ctx: StageContext) -> tuple[LlmClient, Role, bool]:
     """The parent's client and role, and whether it hides its raw reasoning (said once)."""
     client = ctx.connect("parent")
     role = ctx.role("parent")
@@ -147,8 +151,8 @@ def parent_client(ctx: StageContext):
 def rejection(example: Example, rules: Rules) -> str | None:
     """Why the early stop counts `example` as rejected: its exclusion, or the first rule of
     [gate] it breaks (the `gate` stage records that verdict later); None when it is kept."""
-    if example.meta.excluded is not None:
-        return example.meta.excluded
+    if example.excluded is not None:
+        return example.excluded
     broken = rules.check(example) if rules.active else None
     return broken[0] if broken is not None else None
 
@@ -157,7 +161,7 @@ def _hides(protocol: str, model: str) -> bool:
     return hides(protocol, model)
 
 
-def system_prompts(ctx: StageContext, topics: list) -> dict[str, str]:
+def system_prompts(ctx: StageContext, topics: list[Topic]) -> dict[str, str]:
     templates = ctx.templates("answer_system.txt")
     return {t.name: templates.render("answer_system.txt", topic=t.name, description=t.description)
             for t in topics}

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import itertools
 import logging
+from typing import Iterator
 
+from overbrainer.config.model import Topic
 from overbrainer.config.ready import refuse_hidden_reasoning
-from overbrainer.dataset.records import Example
+from overbrainer.dataset.records import Example, Question
 from overbrainer.dataset.batch_journal import COLLECTED, SUBMITTED, Journal, Submission, failures, in_flight
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm.batch_anthropic import AnthropicBatches
 from overbrainer.llm.batch_openai import OpenAIBatches
-from overbrainer.llm.batch_types import ANTHROPIC, DISCOUNT, BatchStatus, batch_api
+from overbrainer.llm.batch_types import ANTHROPIC, BatchStatus, batch_api
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.types import ChatResponse
 from overbrainer.pipeline.answers import build_example, parent_client, system_prompts
-from overbrainer.pipeline.batch_submit import recover, submit
+from overbrainer.pipeline.batch_submit import BatchApi, recover, submit
 from overbrainer.pipeline.common import Output, execute, finish, keeping_figures, stage_figures
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.pending import PendingQuestions
@@ -32,7 +36,7 @@ STAGE = "answers"
 POLL_FIRST, POLL_MAX = 2.0, 60.0  # --wait: seconds between looks, growing ×1.5 to the cap
 
 
-def batches_for(client):
+def batches_for(client: LlmClient) -> BatchApi:
     """The batch API of a connected client (ConfigError-free: config/build.py refused the rest)."""
     api = batch_api(client.protocol, client.dialect)
     if api is None:
@@ -40,13 +44,13 @@ def batches_for(client):
     return AnthropicBatches(client) if api == ANTHROPIC else OpenAIBatches(client)
 
 
-def run_answers_batch(ctx: StageContext, topics: list, *, wait: bool = False) -> StageResult:
+def run_answers_batch(ctx: StageContext, topics: list[Topic], *, wait: bool = False) -> StageResult:
     refuse_hidden_reasoning(ctx.config)
     return execute(ctx, STAGE, "parent", lambda run: BatchAnswers(ctx, run, topics).run(wait))
 
 
 class BatchAnswers:
-    def __init__(self, ctx: StageContext, run: StageRun, topics: list):
+    def __init__(self, ctx: StageContext, run: StageRun, topics: list[Topic]):
         self.ctx, self.run_, self.names = ctx, run, {t.name for t in topics}
         self.journal = Journal(ctx.paths.batches)
         self.client, self.role, self.hides = parent_client(ctx)
@@ -100,14 +104,14 @@ class BatchAnswers:
         return [s for s in self.journal.all(STAGE) if s.open]
 
     def _ended(self, sub: Submission) -> bool:
-        status = self.api.status(sub)
+        status: BatchStatus = self.api.status(sub)
         if status.status != sub.status:
             sub.status = status.status
             self.journal.write(sub)
         self.statuses[sub.id] = status  # kept for collect
         return status.ended
 
-    def _pending(self, names: set[str] | None = None):
+    def _pending(self, names: set[str] | None = None) -> Iterator[Question]:
         """The questions with no answer (of `names`, default the selected topics)."""
         return (q for q in PendingQuestions(self.ctx.paths, names or self.names, self.output.records())
                 if q.id not in self.answered)
@@ -119,7 +123,7 @@ class BatchAnswers:
         for sub in ended:
             self._collect(sub, questions)
 
-    def _collect(self, sub: Submission, questions: dict) -> None:
+    def _collect(self, sub: Submission, questions: dict[str, Question]) -> None:
         """Its results, read twice a line at a time (never whole in memory): every custom_id
         checked first (one it never sent: nothing is collected), then each answer appended."""
         cost, errors = 0.0, {}
@@ -146,10 +150,11 @@ class BatchAnswers:
         sub.state, sub.cost = COLLECTED, round(cost, 8)
         self.journal.write(sub)
         held = self.reserved.pop(sub.id, None)
-        if held is not None:  # sent by this command (--wait): its bound gives way to its cost
-            self.ctx.budget.settle(held, cost)
+        budget = self.ctx.budget
+        if held is not None and budget is not None:  # sent by this command (--wait): its bound gives way to its cost
+            budget.settle(held, cost)
 
-    def _keep(self, q, response) -> float | None:
+    def _keep(self, q: Question, response: ChatResponse) -> float | None:
         example = build_example(q, response, model=self.client.model,
                                 system=self.systems[q.topic] if self.include_system else None,
                                 reasoning=bool(self.role.reasoning), hides=self.hides)
@@ -159,10 +164,9 @@ class BatchAnswers:
             self.figures.note_answer(q.topic, q.text, example.meta)
         run = self.run_
         run.wrote()
-        spent = self.client.spend(response)
-        cost = None if spent.cost is None else spent.cost * DISCOUNT
+        cost = self.client.spend(response, batch=True).cost  # at the batch price (llm/prices.Price.batched)
         run.spend(response.usage, cost)
-        run.item_done(q.id, response.usage, cost, excluded=example.meta.excluded is not None)
+        run.item_done(q.id, response.usage, cost, excluded=example.excluded is not None)
         return cost
 
     def send(self) -> None:
@@ -171,7 +175,7 @@ class BatchAnswers:
         reasons = {i: e for s in subs for i, e in s.errors.items()}
         budget = self.ctx.budget
 
-        def fresh():
+        def fresh() -> Iterator[Question]:
             for q in self._pending():
                 if q.id in busy:
                     continue
@@ -189,7 +193,7 @@ class BatchAnswers:
         self.capped = sent.capped
         self.capped_bound = sent.capped_bound
         for sub in sent.submissions if budget is not None else ():
-            if budget.reserve(sub.reserved_usd or 0.0, lambda: True):
+            if budget is not None and budget.reserve(sub.reserved_usd or 0.0, lambda: True):
                 self.reserved[sub.id] = sub.reserved_usd or 0.0
         if sent.capped:
             log.warning("answers: %d question(s) not submitted: their bounds would pass the spend cap "

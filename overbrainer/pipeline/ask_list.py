@@ -16,11 +16,13 @@ import logging
 from typing import Callable
 
 from overbrainer.config.model import DEFAULT_MAX_TOKENS
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.listparse import string_array
 from overbrainer.llm.types import LENGTH, ChatRequest
 from overbrainer.pipeline.common import ask
 from overbrainer.support import retry
+from overbrainer.support.processor import Processor
 from overbrainer.support.retry import Again, Policy
 from overbrainer.support.usage import Usage
 
@@ -52,15 +54,18 @@ def request_counts(missing: int, per_request: int) -> list[int]:
     return [min(per_request, missing - k) for k in range(0, max(0, missing), per_request)]
 
 
+Spent = Callable[[Usage, float | None, float | None, bool], None]  # llm.spend.Spend's fields
+
+
 def ask_list(
-    client,
+    client: LlmClient,
     prompt: str,
     *,
     max_tokens: int,
     max_retries: int,
-    spend: Callable[[Usage, float | None, float | None, bool], None],
+    spend: Spent,
     retrying: Callable[[str], None],
-    proc,
+    proc: Processor,
     refused: Callable[[], None] | None = None,
 ) -> tuple[list[str], Usage, float | None]:
     """Return (items, usage of every attempt, cost or None). Raises LlmError: fatal, or an item
@@ -83,7 +88,8 @@ class _Asking:
     """One list request's attempts: the token limit (doubled when the list was cut short, up to
     4×), and the usage and cost of every attempt."""
 
-    def __init__(self, client, prompt: str, max_tokens: int, spend, retrying, proc, refused=None):
+    def __init__(self, client: LlmClient, prompt: str, max_tokens: int, spend: Spent,
+                 retrying: Callable[[str], None], proc: Processor, refused: Callable[[], None] | None = None):
         self.client, self.prompt, self.max_tokens, self.proc = client, prompt, max_tokens, proc
         self.spend, self.retrying, self.refused = spend, retrying, refused
         self.limit, self.cap = max_tokens, max_tokens * 4

@@ -5,7 +5,7 @@ failure)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTING, Journal, Submission
 from overbrainer.errors import UsageError
@@ -26,17 +26,17 @@ def _line(sub: Submission) -> str:
             f"{sub.provider}/{sub.model}  {where}  since {sub.since()}{extra}{cost}{cancel}")
 
 
-def _data(sub: Submission) -> dict:
+def _data(sub: Submission) -> dict[str, Any]:
     return {"id": sub.id, "stage": sub.stage, "state": sub.state, "status": sub.status, "api": sub.api,
             "provider": sub.provider, "model": sub.model, "batch_id": sub.batch_id, "file_id": sub.file_id,
             "requests": len(sub.items), "since": sub.since(), "round": sub.round, "unresolved": len(sub.unresolved),
             "reserved_usd": sub.reserved_usd, "cost": sub.cost, "cancel_requested": sub.cancel_requested}
 
 
-def ls_flow(session: "Session", config) -> None:
+def ls_flow(session: "Session") -> None:
     """Every submission, oldest first; the open ones' status asked of the provider (shown only:
     a reader takes no lock, so it writes nothing)."""
-    with StageContext(session.project_dir, config) as ctx:  # its end closes the provider's connections
+    with StageContext(session.project_dir, session.config) as ctx:  # its end closes the provider's connections
         subs = Journal(ctx.paths.batches).all()
         api = batches_for(ctx.client("parent")) if any(s.open and s.batch_id for s in subs) else None
         for sub in subs:
@@ -49,11 +49,11 @@ def ls_flow(session: "Session", config) -> None:
     session.report(text, {"submissions": [_data(s) for s in subs]})
 
 
-def cancel_flow(session: "Session", config, sub_id: str | None, every: bool) -> None:
+def cancel_flow(session: "Session", sub_id: str | None, every: bool) -> None:
     """Cancel one open submission (or every one) on the provider, and record it."""
     if (sub_id is None) == (not every):
         raise UsageError("name one submission (see `overbrainer batches ls`) or give --all")
-    with StageContext(session.project_dir, config) as ctx:  # its end closes the provider's connections
+    with StageContext(session.project_dir, session.config) as ctx:  # its end closes the provider's connections
         journal = Journal(ctx.paths.batches)
         subs = [s for s in journal.all() if s.open and (every or s.id == sub_id)]
         if sub_id is not None and not subs:

@@ -12,17 +12,22 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 from overbrainer.dataset.batch_journal import LOST, SUBMITTED, SUBMITTING, Journal, Submission, new_id
+from overbrainer.dataset.records import Question
 from overbrainer.llm.batch_anthropic import Ambiguous
-from overbrainer.llm.batch_types import DISCOUNT, custom_id, tag_of
+from overbrainer.llm.batch_types import custom_id, tag_of
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import AnswerLost
 from overbrainer.llm.types import ChatRequest
 
 log = logging.getLogger(__name__)
 
+BatchApi = Any  # llm.batch_anthropic.AnthropicBatches or llm.batch_openai.OpenAIBatches (their `send` differ)
 
-def recover(api, journal: Journal, subs: list[Submission]) -> list[str]:
+
+def recover(api: BatchApi, journal: Journal, subs: list[Submission]) -> list[str]:
     """Settle every submission left `submitting`: the file or batch a crashed command sent is
     found and recorded (never sent again); one the provider never got is `lost` (its items are
     free again). Returns the problems of those that could not be settled (still `submitting`:
@@ -70,7 +75,7 @@ class Packer:
     the spend cap leaves (`room` None: no cap). Each submission's id is drawn before its first
     request is encoded: its custom_ids carry its tag."""
 
-    def __init__(self, api, client, systems: dict[str, str], room: float | None):
+    def __init__(self, api: BatchApi, client: LlmClient, systems: dict[str, str], room: float | None):
         self.api, self.client, self.systems, self.room = api, client, systems, room
         self.sub_id = new_id()
         self.lines: list[bytes] = []
@@ -80,13 +85,13 @@ class Packer:
         self.bound = 0.0
         self.reserved = 0.0
 
-    def line(self, q) -> tuple[bytes, float]:
+    def line(self, q: Question) -> tuple[bytes, float]:
         req = ChatRequest(user=q.text, system=self.systems[q.topic])
         tag = tag_of(self.sub_id)
         cid = custom_id(q.id, tag)
         if cid != f"{tag}-{q.id}":
             self.custom[cid] = q.id
-        return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req) * DISCOUNT
+        return self.api.encode(cid, self.client.chat_body(req)), self.client.bound(req, batch=True)
 
     def fits_cap(self, bound: float) -> bool:
         return self.room is None or self.reserved + self.bound + bound <= self.room
@@ -95,7 +100,7 @@ class Packer:
         limits = self.api.limits
         return bool(self.items) and (len(self.items) >= limits.requests or self.used + size + 1 > limits.bytes)
 
-    def add(self, q, line: bytes, bound: float) -> None:
+    def add(self, q: Question, line: bytes, bound: float) -> None:
         self.lines.append(line)
         self.items.append(q.id)
         self.used += len(line) + 1
@@ -109,8 +114,8 @@ class Packer:
         return out
 
 
-def submit(api, client, journal: Journal, questions, *, stage: str, systems: dict[str, str],
-           room: float | None, round_of) -> Sent:
+def submit(api: BatchApi, client: LlmClient, journal: Journal, questions: Iterable[Question], *, stage: str,
+           systems: dict[str, str], room: float | None, round_of: Callable[[Question], int]) -> Sent:
     """Send `questions` (an iterable, read once) in as many submissions as the limits need; each
     written `submitting` to the journal before its send. `round_of(q)`: 0, or 1 for a resend."""
     sent, packer = Sent(), Packer(api, client, systems, room)
@@ -139,7 +144,8 @@ def unsettled(sub: Submission, error: AnswerLost) -> str:
             "provider before anything is sent again (the next call, or the next look of --wait): never sent twice")
 
 
-def _send(api, client, journal: Journal, packer: Packer, stage: str, round_: int, sent: Sent) -> None:
+def _send(api: BatchApi, client: LlmClient, journal: Journal, packer: Packer, stage: str, round_: int,
+          sent: Sent) -> None:
     sub_id, lines, items, custom, bound = packer.take()
     sub = Submission(id=sub_id, stage=stage, api=api.api, provider=client.provider_name, model=client.model,
                      created_at=time.time(), items=items, round=round_, custom_ids=custom, tag=tag_of(sub_id),

@@ -15,18 +15,22 @@ import contextlib
 import logging
 import threading
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from overbrainer.dataset.accounting.history import HistoryRecorder
+from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.dataset.jsonl import Appender, iter_records, read_records, rewriting
 from overbrainer.dataset.records import Rejected
 from overbrainer.errors import Interrupted
+from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import LlmError
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Work, error_text
+from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Tally, Work, error_text
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,7 @@ def execute(ctx: StageContext, name: str, role: str | None,
     return result
 
 
-def result_of(run: StageRun, stats, error: BaseException | None = None, *,
+def result_of(run: StageRun, stats: StageStats, error: BaseException | None = None, *,
               interrupted: bool = False) -> StageResult:
     return StageResult(run.name, stats, error=error, total=run.total, written=run.written,
                        handled=run.handled, interrupted=interrupted, abandoned=run.abandoned,
@@ -61,7 +65,7 @@ def finish(run: StageRun, error: BaseException | None = None) -> StageResult:
     return result_of(run, run.finished(error), error)
 
 
-def force_rewrite(path, cls, topics: set[str]) -> None:
+def force_rewrite(path: Path, cls: type[Any], topics: set[str]) -> None:
     """`--force`: drop the selected topics' records from a stage's output, atomically, streaming
     the file into its rewrite (a line in memory, not the file). Unchanged when none goes."""
     removed = 0
@@ -87,37 +91,37 @@ class Output:
     Thread-safe.
     """
 
-    def __init__(self, path, cls, forced: set[str] | None = None):
+    def __init__(self, path: Path, cls: type[Any], forced: set[str] | None = None):
         self.path = path
         self._cls = cls
         self._forced = set(forced) if forced else None
         self._appender: Appender | None = None
         self._lock = threading.Lock()
 
-    def records(self) -> Iterator:
+    def records(self) -> Iterator[Any]:
         """The records the stage starts from (the forced topics' left out), one at a time."""
         forced = self._forced
         for record in iter_records(self.path, self._cls):
             if forced is None or record.topic not in forced:
                 yield record
 
-    def confirm(self) -> None:
-        """The provider answered: apply `--force` now (once), and open the file for appending."""
+    def confirm(self) -> Appender:
+        """The provider answered: apply `--force` now (once), and open the file for appending
+        (its appender)."""
         with self._lock:
             if self._appender is not None:
-                return
+                return self._appender
             if self._forced is not None:
                 force_rewrite(self.path, self._cls, self._forced)
             self._appender = Appender(self.path)
+            return self._appender
 
-    def append(self, record) -> None:
-        self.confirm()
-        self._appender.append(record)
+    def append(self, record: Any) -> None:
+        self.confirm().append(record)
 
-    def append_all(self, records: list) -> None:
+    def append_all(self, records: list[Any]) -> None:
         """A batch of records in one write (dataset/jsonl.Appender.append_all)."""
-        self.confirm()
-        self._appender.append_all(records)
+        self.confirm().append_all(records)
 
     def close(self) -> None:
         with self._lock:
@@ -127,7 +131,7 @@ class Output:
     def __enter__(self) -> "Output":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -165,7 +169,7 @@ def _keep(ctx: StageContext, run: StageRun, figures: Figures | None) -> None:
         dataset_state.forget(ctx.paths)
 
 
-def rejected_of(ctx: StageContext, kind: str) -> list:
+def rejected_of(ctx: StageContext, kind: str) -> list[Rejected]:
     return [r for r in read_records(ctx.paths.rejected, Rejected) if r.kind == kind]
 
 
@@ -177,7 +181,7 @@ def classify(e: BaseException) -> str:
     return FATAL if e.fatal else ITEM
 
 
-def processor(ctx: StageContext, run: StageRun, tally=None) -> Processor:
+def processor(ctx: StageContext, run: StageRun, tally: Tally | None = None) -> Processor:
     """The stage's request processor (support/processor.py): `[pipeline] concurrency` in
     flight, the user's interrupt (a second one abandons the requests in flight), the provider's
     errors classified by `classify`, `[pipeline] stop_grace_secs` for the requests in flight on
@@ -187,7 +191,8 @@ def processor(ctx: StageContext, run: StageRun, tally=None) -> Processor:
                      abandon=ctx.abandon_event, budget=ctx.budget)
 
 
-def ask(proc: Processor, client, request, on_retry=None):
+def ask(proc: Processor, client: LlmClient, request: ChatRequest,
+        on_retry: Callable[[str], None] | None = None) -> tuple[ChatResponse, Spend]:
     """One chat under the stage's processor: admitted (its upper bound held under the spend
     cap, computed only when there is one), sent, and settled with what it cost. Returns the
     response and its `llm.spend.Spend`."""
@@ -202,7 +207,7 @@ def ask(proc: Processor, client, request, on_retry=None):
     return response, spent
 
 
-def process(run: StageRun, proc: Processor, work: Work) -> StageResult:
+def process(run: StageRun, proc: Processor, work: Work[Any]) -> StageResult:
     """Run the stage's work to its end: its result, stopped by a fatal error when one came;
     raises Interrupted (after keeping every result that arrived) on the user's interrupt."""
     ending = proc.run(work)
@@ -237,7 +242,7 @@ class StageRecorder:
         self.project_dir = Path(project_dir)
 
     @contextlib.contextmanager
-    def recording(self, run: StageRun, result_box: list) -> Iterator[StageRun]:
+    def recording(self, run: StageRun, result_box: list[StageResult]) -> Iterator[StageRun]:
         recorder = HistoryRecorder(self.project_dir)
         recorder.begin(run.name, run.provider if run.model is not None else None, run.model)
         try:

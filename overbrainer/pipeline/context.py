@@ -10,15 +10,22 @@ import logging
 import shlex
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
 
-from overbrainer.config.templates import load_templates
+from overbrainer.config.model import Config, Pipeline, Role, Topic
+from overbrainer.config.templates import Templates, load_templates
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
-from overbrainer.llm.client import connect
+from overbrainer.llm.client import LlmClient, connect
 from overbrainer.llm.http import LlmSession
+from overbrainer.llm.price_db import unpriced
 from overbrainer.llm.prices import PriceBook
 from overbrainer.support.budget import Budget
 from overbrainer.support.threads import Signal
+
+if TYPE_CHECKING:
+    from overbrainer.front.bus import EventBus
+    from overbrainer.front.interrupt import Interrupt
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +52,8 @@ class StageContext:
     """`interrupt` is an overbrainer.front.interrupt.Interrupt, a bare threading.Event, or None;
     `max_cost` (USD, `--max-cost`) overrides `[pipeline] max_cost_usd`."""
 
-    def __init__(self, project_dir, config, *, bus=None, interrupt=None, prices=None,
+    def __init__(self, project_dir: str | Path, config: Config, *, bus: EventBus | None = None,
+                 interrupt: Interrupt | threading.Event | None = None, prices: PriceBook | None = None,
                  max_cost: float | None = None):
         self.project_dir = Path(project_dir)
         self.paths = ProjectPaths(self.project_dir)
@@ -64,7 +72,7 @@ class StageContext:
         self.budget = _budget(None, max_cost or config.pipeline.max_cost_usd)
         self._prices = prices
         self.llm = LlmSession()
-        self._clients: dict[str, object] = {}
+        self._clients: dict[str, LlmClient] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -74,12 +82,12 @@ class StageContext:
     def __enter__(self) -> "StageContext":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- configuration ---------------------------------------------------------------------
 
-    def replace_config(self, config) -> None:
+    def replace_config(self, config: Config) -> None:
         """A reloaded configuration (run, between stages): clients are rebuilt on next use,
         the price listing and the channels are kept (once per provider per command)."""
         with self._lock:
@@ -88,10 +96,10 @@ class StageContext:
         self.budget = _budget(self.budget, self._max_cost or config.pipeline.max_cost_usd)
 
     @property
-    def pipeline(self):
+    def pipeline(self) -> Pipeline:
         return self.config.pipeline
 
-    def select_topics(self, name: str | None) -> list:
+    def select_topics(self, name: str | None) -> list[Topic]:
         """All configured topics, or the one named by --topic (else `unknown topic`)."""
         topics = list(self.config.topics)
         if name is None:
@@ -101,15 +109,21 @@ class StageContext:
     # --- clients ---------------------------------------------------------------------------
 
     @property
-    def prices(self):
+    def prices(self) -> PriceBook:
         if self._prices is None:
             self._prices = PriceBook()
         return self._prices
 
-    def role(self, role_name: str):
+    @overload
+    def role(self, role_name: Literal["generator", "parent"]) -> Role: ...
+
+    @overload
+    def role(self, role_name: str) -> Role | None: ...
+
+    def role(self, role_name: str) -> Role | None:
         return getattr(self.config.roles, role_name, None)
 
-    def client(self, role_name: str):
+    def client(self, role_name: str) -> LlmClient:
         """The client of `roles.<role_name>` (connected on first use, once per command)."""
         with self._lock:
             client = self._clients.get(role_name)
@@ -117,20 +131,21 @@ class StageContext:
                 return client
         provider, role = self.config.provider_for(role_name)
         client = connect(provider, role, self.config.pipeline, llm=self.llm, prices=self.prices,
-                         stop=self.stop_event)
+                         stop=self.stop_event, role_key=role_key(self.config, role_name))
         with self._lock:
             self._clients.setdefault(role_name, client)
             return self._clients[role_name]
 
-    def connect(self, role_name: str):
+    def connect(self, role_name: str) -> LlmClient:
         """The client of a role whose chats the spend cap bounds: with a cap set, its model's
         price must be known (ConfigError otherwise: no request could be bounded)."""
         client = self.client(role_name)
         if self.budget is not None and client.price is None:
-            raise ConfigError(unpriced(role_name, client.provider_name, client.model))
+            provider, _ = self.config.provider_for(role_name)
+            raise ConfigError(unpriced(role_key(self.config, role_name), provider, client.model))
         return client
 
-    def templates(self, *names: str):
+    def templates(self, *names: str) -> Templates:
         return load_templates(self.project_dir, list(names))
 
     # --- interrupt -------------------------------------------------------------------------
@@ -143,13 +158,14 @@ class StageContext:
             raise Interrupted(INTERRUPTED)
 
 
-def unpriced(role_name: str, provider: str, model: str) -> str:
-    return (f"max_cost_usd is set, but no price is known for roles.{role_name} ({model} on provider "
-            f"{provider}): its model listing gives none, so no request can be bounded; unset "
-            f"[pipeline] max_cost_usd and --max-cost to run without a cap")
+def role_key(config: Config, role_name: str) -> str:
+    """Where a role is configured: `roles.<name>`, the parent's for a judge that is not set."""
+    if role_name == "judge" and config.roles.judge is None:
+        return "roles.parent"
+    return f"roles.{role_name}"
 
 
-def _budget(budget, cap: float | None):
+def _budget(budget: Budget | None, cap: float | None) -> Budget | None:
     """The command's spend cap (support/budget.py) for `cap`, keeping what `budget` counted."""
     if cap is None:
         return None

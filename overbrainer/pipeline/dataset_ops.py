@@ -1,9 +1,9 @@
 """The flows of `history` and `dataset stats|gated|reject`: read or prune the data files and report
-the result through the session, `flow(session, config, *, options)` like every flow."""
+the result through the session, `flow(session, *, options)` like every flow."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.answer_index import index_answers
 from overbrainer.dataset.accounting.history import format_history_lines, history_report, read_history
@@ -18,11 +18,10 @@ if TYPE_CHECKING:
     from overbrainer.front.session import Session
 
 
-def history_flow(session: "Session", config=None, *, all_runs: bool = False,
-                 pods: tuple[str, dict] | None = None) -> None:
+def history_flow(session: "Session", *, all_runs: bool = False, pods: tuple[str, dict[str, Any]] | None = None) -> None:
     """`history [--all]`: totals per stage (or one line per execution), then `pods` (what the
     training pods cost: a line and its fields) when given. Reads only, and reads no configuration
-    (`config` may be None: history works even when overbrainer.toml does not)."""
+    (the session may have none: history works even when overbrainer.toml does not)."""
     entries = read_history(session.project_dir)
     text = "\n".join(format_history_lines(entries, all=all_runs))
     data = history_report(entries, all=all_runs)
@@ -32,16 +31,17 @@ def history_flow(session: "Session", config=None, *, all_runs: bool = False,
     session.report(text, data)
 
 
-def stats_flow(session: "Session", config) -> None:
+def stats_flow(session: "Session") -> None:
     """`dataset stats`: per topic subtopics, questions, answered, excluded by reason; tokens and
     cost so far. Reads only (no lock)."""
-    gate = gate_settings(config, session.project_dir) if config is not None else None
-    stats = dataset_stats(session.project_dir, list(config.topics) if config is not None else None, gate)
+    config = session.config
+    stats = dataset_stats(session.project_dir, list(config.topics), gate_settings(config, session.project_dir))
     session.report("\n".join(stats.lines()), stats.to_dict())
 
 
-def gated_flow(session: "Session", config, *, topic: str | None = None) -> None:
+def gated_flow(session: "Session", *, topic: str | None = None) -> None:
     """`dataset gated [--topic NAME]`: the answers the gate dropped, with their reasons. Reads only."""
+    config = session.config
     if topic is not None:
         config.topic(topic)  # `unknown topic` first
     paths = ProjectPaths(session.project_dir)
@@ -56,7 +56,7 @@ def gated_flow(session: "Session", config, *, topic: str | None = None) -> None:
     session.report("\n".join(lines), data)
 
 
-def reject_flow(session: "Session", config, *, item_id: str) -> None:
+def reject_flow(session: "Session", *, item_id: str) -> None:
     """`dataset reject ID`: the caller holds the project lock."""
     result = reject(session.project_dir, item_id)
     session.report(result.line(), result.to_dict())

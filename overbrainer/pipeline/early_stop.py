@@ -7,6 +7,7 @@ share of `stop_after`, so an execution that judges fewer answers never stops for
 
 from __future__ import annotations
 
+from overbrainer.config.model import Gate
 from overbrainer.errors import OverbrainerError
 
 
@@ -21,7 +22,7 @@ class StoppedEarly(OverbrainerError):
 class EarlyStop:
     """Note each judged answer's rejection reason (None: kept) in the order they come."""
 
-    def __init__(self, stage: str, gate):
+    def __init__(self, stage: str, gate: Gate):
         self.stage = stage
         self.limit = int(gate.stop_after)
         self.share = float(gate.stop_share)

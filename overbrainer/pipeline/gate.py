@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from array import array
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
 
+from overbrainer.config.model import Config, Topic
 from overbrainer.config.templates import load_templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.answer_index import AnswerIndex, index_answers
@@ -44,10 +48,11 @@ from overbrainer.dataset.quality.verdicts import (
     settings_digest,
 )
 from overbrainer.dataset.records import Example
-from overbrainer.llm.types import ChatRequest
+from overbrainer.llm.spend import Spend
+from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.common import Output, ask, execute, finish, process, processor
 from overbrainer.pipeline.context import StageContext
-from overbrainer.pipeline.early_stop import EarlyStop
+from overbrainer.pipeline.early_stop import EarlyStop, StoppedEarly
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.support.processor import Work
 from overbrainer.support.usage import Usage
@@ -61,7 +66,7 @@ _OBJECT = re.compile(r"\{.*\}", re.S)
 _SCORE = re.compile(r'"score"\s*:\s*"?(\d+(?:\.\d+)?)')
 
 
-def gate_settings(config, project_dir) -> dict[str, str]:
+def gate_settings(config: Config, project_dir: Path) -> dict[str, str]:
     """check -> digest of what decides its verdicts, for the configured checks only: `rules`
     when a rule of [gate] is set, `grader` when roles.grader is (its rubric, provider, model
     and the threshold)."""
@@ -77,12 +82,12 @@ def gate_settings(config, project_dir) -> dict[str, str]:
     return out
 
 
-def gate_configured(config) -> bool:
+def gate_configured(config: Config) -> bool:
     """Whether `gate` has any check to make (`run` leaves it out otherwise)."""
     return Rules(config.gate).active or config.roles.grader is not None
 
 
-def run_gate(ctx: StageContext, topics: list) -> StageResult:
+def run_gate(ctx: StageContext, topics: list[Topic]) -> StageResult:
     role = "grader" if ctx.config.roles.grader is not None else None
     return execute(ctx, STAGE, role, lambda run: _body(ctx, run, {t.name for t in topics}))
 
@@ -98,9 +103,9 @@ class _Gate:
     index: AnswerIndex
     output: Output
     watch: EarlyStop
-    done: set = field(default_factory=set)  # judged_key of the verdicts with the current settings
-    todo: array = field(default_factory=lambda: array("I"))
-    to_grade: array = field(default_factory=lambda: array("I"))
+    done: set[int] = field(default_factory=set)  # judged_key of the verdicts with the current settings
+    todo: array[int] = field(default_factory=lambda: array("I"))
+    to_grade: array[int] = field(default_factory=lambda: array("I"))
 
     def verdict(self, ex: Example, digest: str, check: str, drop: tuple[str, str] | None, *,
                 detail: str | None = None, score: float | None = None, model: str | None = None,
@@ -136,27 +141,53 @@ def _body(ctx: StageContext, run: StageRun, names: set[str]) -> StageResult:
     return result
 
 
+def _selected(answers: Path, index: AnswerIndex, names: set[str],
+              drops: dict[Any, tuple[str, str]]) -> Iterator[tuple[int, Example, str, bool]]:
+    """(number, answer, digest, dropped) of each latest answer of the topics `names` that
+    `answers` kept; `dropped`: a check dropped it with the current settings."""
+    for offset, ex in iter_records(answers, Example, offsets=True):
+        n = index.number[packed(ex.id)]
+        if index.offset[n] != offset or ex.topic not in names or ex.excluded is not None:
+            continue  # superseded, not selected, or excluded by `answers` already
+        digest = answer_digest(ex)
+        dropped = drops.get(packed(ex.id))
+        yield n, ex, digest, dropped is not None and dropped[0] == digest
+
+
 def _pending(g: _Gate, names: set[str]) -> int:
     """Fill g.todo with the numbers of the answers some check has to judge; the count of the
     others (judged already by every check, or dropped)."""
     done = g.done = judged(g.ctx.paths.gate, g.settings)
-    drops = gate_drops(g.ctx.paths.gate, g.settings)
-    index, skipped = g.index, 0
-    for offset, ex in iter_records(g.ctx.paths.answers, Example, offsets=True):
-        n = index.number[packed(ex.id)]
-        if index.offset[n] != offset or ex.topic not in names or ex.meta.excluded is not None:
-            continue  # superseded, not selected, or excluded by `answers` already
-        digest = answer_digest(ex)
-        dropped = drops.get(packed(ex.id))
-        if (dropped is not None and dropped[0] == digest) or all(
-                judged_key(ex.id, digest, check, s) in done for check, s in g.settings.items()):
+    skipped = 0
+    for n, ex, digest, dropped in _selected(g.ctx.paths.answers, g.index, names,
+                                            gate_drops(g.ctx.paths.gate, g.settings)):
+        if dropped or all(judged_key(ex.id, digest, check, s) in done for check, s in g.settings.items()):
             skipped += 1
         else:
             g.todo.append(n)
     return skipped
 
 
-def _apply_rules(g: _Gate):
+def to_grade(ctx: StageContext, names: set[str]) -> tuple[int, int]:
+    """(answers, the bytes of their questions and answers): the answers of topics `names` that
+    `gate` would send the grader (roles.grader), at most: those it has not graded with the current
+    settings and no check dropped (the rule checks may still keep some from it). `--plan` prices
+    them; (0, 0) without a grader or when nothing changed since the last complete gate."""
+    settings = gate_settings(ctx.config, ctx.project_dir)
+    if "grader" not in settings or not os.path.exists(ctx.paths.answers):
+        return 0, 0
+    if dataset_state.unchanged_gate(ctx.paths, dataset_state.gate_key(ctx.paths, settings, names)) is not None:
+        return 0, 0
+    done, count, size = judged(ctx.paths.gate, settings), 0, 0
+    for _, ex, digest, dropped in _selected(ctx.paths.answers, index_answers(ctx.paths.answers), names,
+                                            gate_drops(ctx.paths.gate, settings)):
+        if not dropped and judged_key(ex.id, digest, "grader", settings["grader"]) not in done:
+            count += 1
+            size += len(_question(ex).encode()) + len(answer_text(ex).encode())
+    return count, size
+
+
+def _apply_rules(g: _Gate) -> StoppedEarly | None:
     """The rules on every answer to judge; those they keep go to the grader (when it is set
     and has not graded them). The early stop's error, or None."""
     done, rules_on = g.done, "rules" in g.settings
@@ -187,17 +218,17 @@ def _grade(g: _Gate) -> StageResult:
     threshold = ctx.config.gate.grader_threshold
     proc = processor(ctx, run)
 
-    def items():
+    def items() -> Iterator[Example]:
         with LineReader(ctx.paths.answers) as source:
             for n in g.to_grade:
                 yield source.record_at(g.index.offset[n], Example)
 
-    def send(ex: Example):
+    def send(ex: Example) -> tuple[ChatResponse, Spend]:
         prompt = templates.render(TEMPLATE, topic=ex.topic, subtopic=ex.subtopic, question=_question(ex),
                                   answer=answer_text(ex))
         return ask(proc, client, ChatRequest(user=prompt), lambda m: run.retrying(ex.id, m))
 
-    def keep(ex: Example, value) -> None:
+    def keep(ex: Example, value: tuple[ChatResponse, Spend]) -> None:
         response, spent = value
         run.spend(response.usage, spent.cost, spent.estimate, spent.billed)
         score, why = parse_grade(response.content or "")
@@ -237,5 +268,5 @@ def parse_grade(text: str) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _valid(score) -> bool:
+def _valid(score: object) -> bool:
     return isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 10

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import stalls as dataset_stalls
 from overbrainer.dataset.stalls import Stall
+from overbrainer.pipeline.context import StageContext
 
 TEMPLATES = {"subtopics": "subtopics.txt", "questions": "questions.txt"}
 HINT = ("edit the topic's description or counts, the prompt (prompts/{template}) or the generator's model "
@@ -19,7 +21,7 @@ HINT = ("edit the topic's description or counts, the prompt (prompts/{template})
 class Held:
     """`kind`: "subtopics" or "questions". Templates are read only when a stall needs its key."""
 
-    def __init__(self, ctx, kind: str, force: bool = False):
+    def __init__(self, ctx: StageContext, kind: str, force: bool = False):
         self.kind = kind
         self._ctx = ctx
         self.force = force
@@ -29,7 +31,7 @@ class Held:
         self.count = 0  # items held back so far (`hold`)
         self.latest: str | None = None  # the latest date among them
 
-    def key(self, topic) -> str:
+    def key(self, topic: Topic) -> str:
         key = self._keys.get(topic.name)
         if key is None:
             if self._source is None:
@@ -39,7 +41,7 @@ class Held:
             key = self._keys[topic.name] = dataset_stalls.prompt_key(topic, self._source, role.provider, role.model)
         return key
 
-    def stall(self, topic, item: str | None = None) -> Stall | None:
+    def stall(self, topic: Topic, item: str | None = None) -> Stall | None:
         """The recorded stall of `item` (default: the topic itself) under its prompt's current key."""
         if self.force:
             return None
@@ -48,7 +50,7 @@ class Held:
             return None
         return self.stalls.held(self.kind, item, self.key(topic))
 
-    def of_topic(self, topic) -> list[Stall]:
+    def of_topic(self, topic: Topic) -> list[Stall]:
         """questions: the topic's held subtopics (their stalls under the current key)."""
         if self.force:
             return []
@@ -60,7 +62,7 @@ class Held:
         if self.latest is None or stall.at > self.latest:
             self.latest = stall.at
 
-    def record(self, topic, item: str, have: int) -> None:
+    def record(self, topic: Topic, item: str, have: int) -> None:
         self.stalls.record(self.kind, item, topic.name, self.key(topic), have)
 
     def clear(self, item: str) -> None:
@@ -74,6 +76,6 @@ def hint(kind: str) -> str:
     return HINT.format(template=TEMPLATES[kind])
 
 
-def fills(stalls: list[Stall]) -> Counter:
+def fills(stalls: list[Stall]) -> Counter[int]:
     """How many of `stalls` had each number of items."""
     return Counter(s.have for s in stalls)

@@ -12,15 +12,20 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures
 from overbrainer.pipeline.ask_list import items_per_request, request_counts
+from overbrainer.pipeline.context import StageContext
+from overbrainer.pipeline.gate import TEMPLATE, to_grade
 from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.subtopics import EXISTING_BYTES, EXISTING_NAMES
 
-ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent"}
+ROLES = {"subtopics": "generator", "questions": "generator", "answers": "parent", "gate": "grader"}
 # A question's size in bytes when the project has none to measure yet.
 QUESTION_BYTES = 100
+# An answer's size in bytes when it is still to come: a typical 1,000 tokens (pipeline/plan.py).
+ANSWER_BYTES = 4000
 
 
 @dataclass
@@ -47,10 +52,11 @@ class _Coming:
 
     subtopics: dict[str, int] = field(default_factory=dict)
     questions: dict[str, int] = field(default_factory=dict)
+    answers: int = 0
 
 
-def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_excluded: bool = False,
-          figures: Figures | None = None) -> list[Need]:
+def needs(ctx: StageContext, stages: list[str], topics: list[Topic], *, force: bool = False,
+          retry_excluded: bool = False, figures: Figures | None = None) -> list[Need]:
     """The needs of `stages` (in order; `split` has none) for `topics`, each counting what the
     stages before it in the list will add. `force`: as if the selected topics' output of each
     stage were gone. Computed from the dataset's figures (dataset/state.py: the saved ones, or
@@ -67,10 +73,12 @@ def needs(ctx, stages: list[str], topics: list, *, force: bool = False, retry_ex
             out.append(_questions(ctx, figures, topics, forced, coming))
         elif stage == "answers":
             out.append(_answers(ctx, figures, topics, forced, retry_excluded, coming))
+        elif stage == "gate" and ctx.config.roles.grader is not None:
+            out.append(_gate(ctx, figures, topics, coming))
     return out
 
 
-def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+def _subtopics(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], coming: _Coming) -> Need:
     """A topic missing subtopics asks for them in requests of at most `items_per_request` names
     (pipeline/ask_list.request_counts): all of that size but the last. A topic held back
     (its last round added nothing) asks nothing. Each prompt lists the names so far, counted
@@ -104,7 +112,7 @@ def _subtopics(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
     return need
 
 
-def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _Coming) -> Need:
+def _questions(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], coming: _Coming) -> Need:
     stored = [f for name, f in figures.topics.items() if name not in forced]
     size = _mean(sum(f.question_bytes for f in stored), sum(f.questions for f in stored), QUESTION_BYTES) + 3
     batch = max(1, min(ctx.pipeline.question_batch_size, items_per_request(ctx.role("generator").max_tokens)))
@@ -142,7 +150,7 @@ def _questions(ctx, figures: Figures, topics: list, forced: set[str], coming: _C
     return need
 
 
-def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_excluded: bool,
+def _answers(ctx: StageContext, figures: Figures, topics: list[Topic], forced: set[str], retry_excluded: bool,
              coming: _Coming) -> Need:
     names = [t.name for t in topics]
     need = Need("answers", estimated=any(coming.questions.get(n) for n in names))
@@ -165,6 +173,27 @@ def _answers(ctx, figures: Figures, topics: list, forced: set[str], retry_exclud
     need.requests = need.items = sum(n for n, _ in pending.values()) + sum(coming.questions.get(n, 0) for n in names)
     need.prompt_bytes = sum(systems[n] * count + size_ for n, (count, size_) in pending.items())
     need.prompt_bytes += sum((systems[n] + size) * coming.questions.get(n, 0) for n in names)
+    coming.answers = need.requests
+    return need
+
+
+def _gate(ctx: StageContext, figures: Figures, topics: list[Topic], coming: _Coming) -> Need:
+    """The grader's requests: one per answer it has not graded (pipeline/gate.to_grade), and one
+    per answer the command's answers stage will add (estimated, at a typical size): at most, as
+    the rule checks of [gate] and the answers stage's exclusions may keep some from it."""
+    count, size = to_grade(ctx, {t.name for t in topics})
+    need = Need("gate", estimated=bool(coming.answers))
+    need.requests = need.items = count + coming.answers
+    if not need.requests:
+        return need
+    templates = ctx.templates(TEMPLATE)
+    base = max(len(templates.render(TEMPLATE, topic=t.name, subtopic="", question="", answer="").encode())
+               for t in topics)
+    selected = [figures.get(t.name) for t in topics]
+    question = _mean(sum(f.question_bytes for f in selected), sum(f.questions for f in selected), QUESTION_BYTES)
+    subtopic = _mean(sum(f.subtopic_bytes for f in selected), sum(f.subtopics for f in selected), 30)
+    need.prompt_bytes = ((base + subtopic) * need.requests + size
+                         + coming.answers * (question + ANSWER_BYTES))
     return need
 
 

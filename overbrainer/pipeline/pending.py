@@ -26,18 +26,18 @@ class PendingQuestions:
         self._retry = retry_excluded
         self._unique = unique  # no question ID stands twice in questions.jsonl: nothing to skip
         if retry_excluded:
-            latest: dict = {}
+            latest: dict[int | str, bool] = {}
             for ex in answers:
-                latest[packed(ex.id)] = ex.meta.excluded is not None
+                latest[packed(ex.id)] = ex.excluded is not None
             self._keys = {key for key, excluded in latest.items() if excluded}
         else:
             self._keys = {packed(ex.id) for ex in answers}
 
-    def _asks(self, key) -> bool:
+    def _asks(self, key: int | str) -> bool:
         return (key in self._keys) if self._retry else (key not in self._keys)
 
     def _walk(self, counted: list[int] | None = None) -> Iterator[Question]:
-        taken: set | None = None if self._unique else set()
+        taken: set[int | str] | None = None if self._unique else set()
         for q in iter_records(self._paths.questions, Question):
             if q.topic not in self._names:
                 continue

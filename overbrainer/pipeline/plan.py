@@ -8,25 +8,33 @@ else from the prompts' sizes and stated typical figures: a prompt counts a token
 list answer a token per 4 bytes of the items it should hold (32 tokens an item when the project
 has none to measure), an answer a typical 1,000 output tokens (`max_tokens` when lower; basis
 `typical`). The bound counts every prompt byte as a token (as the spend cap does), plus
-`max_tokens` of output per request. Prices are the provider's listing (llm/prices.py: one read
-per provider, not a generation request); a model with no listed price says so. Training, when
-the command would train: pipeline/plan_train.py.
+`max_tokens` of output per request. Prices are the role's (llm/prices.py: the configuration, the
+provider's listing read once per provider, not a generation request, or the genai-prices
+database), each stage saying where its role's comes from; a model with no price says so. Under a
+spend cap, a role that will send and has no price is refused before anything is printed, exactly
+as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
+grader too. Training, when the command would train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from overbrainer.config.model import Topic
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.accounting.history import kept_share, read_history
+from overbrainer.dataset.accounting.history import HistoryEntry, kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
-from overbrainer.llm.batch_types import DISCOUNT
+from overbrainer.front.session import Session
 from overbrainer.llm.client import PROMPT_FRAMING
-from overbrainer.pipeline.context import StageContext
+from overbrainer.llm.price_db import missing, price_fix
+from overbrainer.llm.prices import Price
+from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
-from overbrainer.pipeline.plan_train import after_plans, train_plan
+from overbrainer.pipeline.plan_train import TrainPlan, after_plans, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
 from overbrainer.support.usage import Usage
 
@@ -37,7 +45,9 @@ LIST_ITEM_TOKENS = 32
 # An answer's output tokens when the project has none to measure yet (its reasoning included):
 # a typical figure, not a bound (the bound is max_tokens).
 TYPICAL_ANSWER_TOKENS = 1000
-UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question"}
+# A grader's reply: a JSON object with a score and one sentence.
+TYPICAL_GRADE_TOKENS = 100
+UNITS = {"subtopics": "topic", "questions": "subtopic", "answers": "question", "gate": "answer"}
 
 
 @dataclass
@@ -52,6 +62,7 @@ class StagePlan:
     cost: float | None = None
     cost_max: float | None = None
     unpriced: str | None = None  # why the cost is unknown
+    price_source: str | None = None  # where the role's price comes from (llm/prices.Price.source)
     mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
 
@@ -67,11 +78,13 @@ class StagePlan:
         basis = "from this project's history" if self.basis == "history" else "from the prompts' sizes"
         if self.basis == "typical":
             basis += f" and a typical {self.output_tokens // max(1, n.requests)} tokens an answer: no answer yet"
+        if self.basis == "typical" and n.stage == "gate":
+            basis = f"from the prompts' sizes and a typical {TYPICAL_GRADE_TOKENS} tokens a grade: none yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}{_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}{_held(n)}")
 
     def _sides(self) -> str:
         if self.sides is None:
@@ -80,15 +93,16 @@ class StagePlan:
         return (f"; online ${o:.4f} (at most ${om:.4f}), batch ${b:.4f} (at most ${bm:.4f}); "
                 f"{self.mode} mode counted")
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         n = self.need
         return {"stage": n.stage, "requests": n.requests, "estimated": n.estimated, "role": n.role,
                 "provider": self.provider or None, "model": self.model or None,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
-                "price_known": self.unpriced is None, "held": n.held, **self._sides_data()}
+                "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
+                **self._sides_data()}
 
-    def _sides_data(self) -> dict:
+    def _sides_data(self) -> dict[str, Any]:
         if self.sides is None:
             return {"mode": self.mode} if self.need.stage == "answers" else {}
         o, om, b, bm = (_rounded(x) for x in self.sides)
@@ -104,7 +118,7 @@ def _held(need: Need) -> str:
             "change the prompt or the config to ask again")
 
 
-def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
+def stage_plans(ctx: StageContext, stages: list[str], topics: list[Topic], *, force: bool = False,
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
     figures = dataset_state.current(ctx.paths)
@@ -112,8 +126,10 @@ def stage_plans(ctx, stages: list[str], topics: list, *, force: bool = False,
             for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
 
 
-def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
+def _priced(ctx: StageContext, need: Need, history: list[HistoryEntry], figures: Figures) -> StagePlan:
     role = ctx.role(need.role)
+    if role is None:  # needs() names only the roles the stages use, configured
+        raise ValueError(f"roles.{need.role} is not configured")
     plan = StagePlan(need, model=role.model, provider=role.provider,
                      max_tokens=role.max_tokens)
     if not need.requests:
@@ -124,19 +140,27 @@ def _priced(ctx, need: Need, history, figures: Figures) -> StagePlan:
     if price is None:
         plan.unpriced = why
         return plan
-    fees = (need.requests - 1) * price.request
-    plan.cost = price.cost(Usage(plan.input_tokens, plan.output_tokens)) + fees
-    plan.cost_max = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING,
-                                need.requests * plan.max_tokens) + fees
+    plan.price_source = price.source
+    plan.cost, plan.cost_max = _costs(price, plan)
     if need.stage == "answers":
-        plan.sides = (plan.cost, plan.cost_max, plan.cost * DISCOUNT, plan.cost_max * DISCOUNT)
+        plan.sides = (plan.cost, plan.cost_max, *_costs(price.batched(), plan))
         plan.mode = ctx.pipeline.stage_mode("answers")
         if plan.mode == "batch":
             plan.cost, plan.cost_max = plan.sides[2], plan.sides[3]
     return plan
 
 
-def _expect(plan: StagePlan, history, figures: Figures) -> None:
+def _costs(price: Price, plan: StagePlan) -> tuple[float, float]:
+    """(expected cost, upper bound) of the plan's requests at `price` (a long-context tier: that
+    of the mean request)."""
+    need = plan.need
+    cost = price.cost(Usage(plan.input_tokens, plan.output_tokens), requests=need.requests)
+    bound = price.bound(need.prompt_bytes + need.requests * PROMPT_FRAMING, need.requests * plan.max_tokens,
+                        requests=need.requests)
+    return cost, bound
+
+
+def _expect(plan: StagePlan, history: list[HistoryEntry], figures: Figures) -> None:
     """The expected tokens: the project's own figures per item, else the prompts' sizes."""
     need = plan.need
     per = _measured(need.stage, history, figures)
@@ -145,14 +169,15 @@ def _expect(plan: StagePlan, history, figures: Figures) -> None:
         plan.input_tokens, plan.output_tokens = round(per[0] * need.items), round(per[1] * need.items)
         return
     plan.input_tokens = -(-need.prompt_bytes // BYTES_PER_TOKEN)
-    if need.stage == "answers":
+    if need.stage in ("answers", "gate"):
         plan.basis = "typical"
-        plan.output_tokens = need.requests * min(TYPICAL_ANSWER_TOKENS, plan.max_tokens)
+        typical = TYPICAL_ANSWER_TOKENS if need.stage == "answers" else TYPICAL_GRADE_TOKENS
+        plan.output_tokens = need.requests * min(typical, plan.max_tokens)
     else:
         plan.output_tokens = need.list_items * _item_tokens(need.stage, figures)
 
 
-def _measured(stage: str, history, figures: Figures) -> tuple[float, float] | None:
+def _measured(stage: str, history: list[HistoryEntry], figures: Figures) -> tuple[float, float] | None:
     """(input, output) tokens per item as this project spent them, or None."""
     if stage == "answers":
         n, i, o = figures.answer_tokens  # the latest answer of each question that used tokens
@@ -177,19 +202,22 @@ def _item_tokens(stage: str, figures: Figures) -> int:
     return -(-size // (count * BYTES_PER_TOKEN)) + 2  # quotes and a comma
 
 
-def _price(ctx, role_name: str):
-    """(Price, None) from the provider's listing, or (None, why it is unknown)."""
+def _price(ctx: StageContext, role_name: str) -> tuple[Price | None, str | None]:
+    """(Price, None), or (None, why it is unknown and how to give one)."""
     try:
         client = ctx.client(role_name)
     except OverbrainerError as e:
         return None, str(e)
     price = client.price
     if price is None:
-        return None, f"no price listed for {client.model} by provider {client.provider_name}"
+        provider, _ = ctx.config.provider_for(role_name)
+        key = role_key(ctx.config, role_name)
+        return None, f"no price for {client.model} on provider {client.provider_name}: {missing(provider)}; " \
+                     f"{price_fix(key)}"
     return price, None
 
 
-def totals(plans: list[StagePlan], train=None) -> dict:
+def totals(plans: list[StagePlan], train: TrainPlan | None = None) -> dict[str, Any]:
     """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
     known = [p for p in plans if p.unpriced is None]
     cost = sum(p.cost or 0.0 for p in known)  # known: priced
@@ -206,7 +234,7 @@ def totals(plans: list[StagePlan], train=None) -> dict:
             "cost_max_usd": _rounded(cost_max), "complete": complete}
 
 
-def total_line(total: dict, cap: float | None) -> str:
+def total_line(total: dict[str, Any], cap: float | None) -> str:
     about = "about " if total["estimated"] else ""
     plus = "" if total["complete"] else " + what is unknown above"
     line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
@@ -224,24 +252,29 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 8)
 
 
-# The stages each command plans: `questions` asks first for the subtopics of topics with none.
+# The stages each command plans: `questions` asks first for the subtopics of topics with none;
+# `gate` only with roles.grader (needs.py).
 COMMAND_STAGES = {"subtopics": ["subtopics"], "questions": ["subtopics", "questions"], "answers": ["answers"],
-                  "run": ["subtopics", "questions", "answers", "split"]}
+                  "run": ["subtopics", "questions", "answers", "gate", "split"]}
 
 
-def plan_flow(session, config, command: str, *, topic: str | None = None, force: bool = False,
-              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict:
+def plan_flow(session: Session, command: str, *, topic: str | None = None, force: bool = False,
+              retry_excluded: bool = False, max_cost: float | None = None, retrain: bool = False) -> dict[str, Any]:
     """`<command> --plan`: one line per stage (training too when `run` has [training]: whether it
     would train, and what that may cost), then the total; nothing is sent but the providers' model
     listings (and Runpod's GPU catalog). `retrain`: `run --retrain`'s plan."""
-    with StageContext(session.project_dir, config, max_cost=max_cost) as ctx:
-        return _plan(ctx, session, config, command, topic=topic, force=force, retry_excluded=retry_excluded,
+    with StageContext(session.project_dir, session.config, max_cost=max_cost) as ctx:
+        return _plan(ctx, session, command, topic=topic, force=force, retry_excluded=retry_excluded,
                      retrain=retrain)
 
 
-def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None, force: bool,
-          retry_excluded: bool, retrain: bool) -> dict:
-    plans = command_plans(ctx, command, ctx.select_topics(topic), force=force, retry_excluded=retry_excluded)
+def _plan(ctx: StageContext, session: Session, command: str, *, topic: str | None, force: bool,
+          retry_excluded: bool, retrain: bool) -> dict[str, Any]:
+    config = ctx.config
+    topics = ctx.select_topics(topic)
+    # Under a cap, what the command would refuse the plan refuses, with the same line (exit 2).
+    refuse_unpriced(ctx, COMMAND_STAGES[command], topics, force=force, retry_excluded=retry_excluded)
+    plans = command_plans(ctx, command, topics, force=force, retry_excluded=retry_excluded)
     for p in plans:
         session.report(p.line(), p.data())
     if command == "run":
@@ -258,7 +291,7 @@ def _plan(ctx: StageContext, session, config, command: str, *, topic: str | None
     return total
 
 
-def command_plans(ctx, command: str, topics: list, *, force: bool = False,
+def command_plans(ctx: StageContext, command: str, topics: list[Topic], *, force: bool = False,
                   retry_excluded: bool = False) -> list[StagePlan]:
     """The plans of the LLM stages `command` runs (`questions`: the subtopics of topics with none
     first); `totals(plans)` sums them (the TUI's start dialog says it)."""
@@ -270,7 +303,7 @@ def command_plans(ctx, command: str, topics: list, *, force: bool = False,
     return plans + stage_plans(ctx, stages, topics, force=force, retry_excluded=retry_excluded)
 
 
-def _split_line(project_dir) -> tuple[str, dict]:
+def _split_line(project_dir: Path) -> tuple[str, dict[str, Any]]:
     """`split: no request`, and the kept share so far (history.kept_share) once a split counted it."""
     data = {"stage": "split", "requests": 0, "cost_usd": 0, "cost_max_usd": 0}
     share = kept_share(read_history(project_dir))
@@ -279,10 +312,14 @@ def _split_line(project_dir) -> tuple[str, dict]:
     return f"split: no request; so far {share.text()}", {**data, **share.data()}
 
 
-def refuse_unpriced(ctx, stages: list[str], topics: list, **kw) -> None:
+def refuse_unpriced(ctx: StageContext, stages: list[str], topics: list[Topic], **kw: Any) -> None:
     """Under a spend cap, before anything is sent: every role that will send (its stage has
-    requests to make) must have a known price, else ConfigError (exit 2) saying which."""
+    requests to make; the gate's grader whenever it is set) must have a known price, else
+    ConfigError (exit 2) naming the role and its `price` key. `run` and `run --plan` both call it."""
     if ctx.budget is None:
         return
-    for role in sorted({n.role for n in needs(ctx, stages, topics, **kw) if n.requests}):
+    roles = {n.role for n in needs(ctx, [s for s in stages if s != "gate"], topics, **kw) if n.requests}
+    if "gate" in stages and ctx.config.roles.grader is not None:
+        roles.add("grader")
+    for role in sorted(roles):
         ctx.connect(role)

@@ -24,8 +24,9 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from overbrainer.config.model import Config
+from overbrainer.config.model import Config, RunpodTarget, Training
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import catalog
@@ -64,7 +65,7 @@ class TrainPlan:
         expected = f"expected ${self.cost:.2f}" if self.cost is not None else "no expected cost"
         return f"{head}; {pod}; {expected}; {bound} ({self.basis})"
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         return {"stage": "train", "requests": 0, "target": self.target, "kind": self.kind, "tokens": self.tokens,
                 "gpu": self.gpu, "rate_per_hour": self.rate, "max_hours": self.max_hours,
                 "cost_usd": None if self.cost is None else round(self.cost, 4),
@@ -72,17 +73,20 @@ class TrainPlan:
                 "trains": self.skip is None, "run_id": self.run_id}
 
 
-def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool = False) -> TrainPlan:
+def train_plan(project_dir: Path, config: Config, *, retrain: bool = False, data_changes: bool = False) -> TrainPlan:
     """The training part of `run --plan`. `data_changes`: the LLM stages would send requests, so
     the split (and what training would get) changes."""
-    name = config.training.target
+    training = config.training
+    if training is None:  # `run --plan` plans training only with [training]
+        raise ValueError("no [training] to plan")
+    name = training.target
     target = config.target(name)
     train = ProjectPaths(project_dir).train
     size = train.stat().st_size if train.is_file() else None
     plan = TrainPlan(name, target.kind, tokens=None if size is None else -(-size // BYTES_PER_TOKEN))
-    if size and not (retrain or data_changes) and _skipped(plan, Path(project_dir), config.training):
+    if size and not (retrain or data_changes) and _skipped(plan, Path(project_dir), training):
         return plan
-    if target.kind != "runpod":
+    if target.kind != "runpod" or not isinstance(target, RunpodTarget):
         plan.cost = plan.cost_max = 0.0
         plan.basis = "no rent"
         return plan
@@ -107,13 +111,13 @@ def train_plan(project_dir, config, *, retrain: bool = False, data_changes: bool
     return plan
 
 
-def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
+def _skipped(plan: TrainPlan, project_dir: Path, training: Training) -> bool:
     """Whether `run` would not train on the data as it is (its reason set on `plan`)."""
     found = verdict(ProjectPaths(project_dir).runs, fingerprint(ProjectPaths(project_dir).data, training))
     if found.trains:
         return False
     plan.cost = plan.cost_max = 0.0
-    plan.run_id = found.run.id
+    plan.run_id = found.by.id
     plan.basis = "no training"
     if found.kind == "failed":
         plan.skip = f"train: `run` would stop without training: {found.refusal()}"
@@ -122,10 +126,10 @@ def _skipped(plan: TrainPlan, project_dir: Path, training) -> bool:
     return True
 
 
-def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
+def _dearest(config: Config, target: RunpodTarget) -> tuple[str | None, float | None, str | None]:
     """(GPU type, USD/h of the pod, None) for the dearest type the pod may land on, or
     (None, None, why) when the catalog cannot say."""
-    nodes = getattr(target, "nodes", 1)  # an Instant Cluster: that many pods, each of gpu_count GPUs
+    nodes = target.nodes  # an Instant Cluster: that many pods, each of gpu_count GPUs
     try:
         with RunpodClient.from_config(config) as client:
             types = client.gpu_types(target.gpu_count, cluster=nodes > 1)
@@ -138,7 +142,7 @@ def _dearest(config, target) -> tuple[str | None, float | None, str | None]:
     dearest = max(priced, key=lambda c: c.price_per_gpu or 0.0)  # all priced
     why = None if len(priced) == len(candidates) else "some GPU types have no list price"
     label = f"{dearest.gpu_type} × {target.gpu_count}" + (f" × {nodes} pods" if nodes > 1 else "")
-    return label, dearest.price_per_gpu * target.gpu_count * nodes, why
+    return label, (dearest.price_per_gpu or 0.0) * target.gpu_count * nodes, why
 
 
 def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float] | None:
@@ -161,7 +165,7 @@ def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float
     return None
 
 
-def after_plans(config: Config) -> list[tuple[str, dict]]:
+def after_plans(config: Config) -> list[tuple[str, dict[str, Any]]]:
     """The lines of `run --plan` for what `run` does after the training (see the module docstring)."""
     out = []
     export = config.export

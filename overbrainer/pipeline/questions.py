@@ -11,13 +11,18 @@ import logging
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 from overbrainer.config.model import Topic
+from overbrainer.config.templates import Templates
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.figures import Figures, TopicFigures
 from overbrainer.dataset.ids import packed, question_id
 from overbrainer.dataset.jsonl import iter_records
-from overbrainer.dataset.records import Question, Subtopic
+from overbrainer.dataset.quality.embed_dedup import Embed
+from overbrainer.dataset.records import Question, Rejected, Subtopic
+from overbrainer.dataset.stalls import Stall
+from overbrainer.llm.client import LlmClient
 from overbrainer.pipeline.ask_list import ask_list, items_per_request
 from overbrainer.pipeline.common import (
     Output,
@@ -34,7 +39,7 @@ from overbrainer.pipeline.held import Held, fills
 from overbrainer.pipeline.stage import StageResult, StageRun
 from overbrainer.pipeline.subtopics import EXISTING_NAMES, existing_names
 from overbrainer.pipeline.topic_dedups import TopicDedup, TopicDedups, TopicState
-from overbrainer.support.processor import Work
+from overbrainer.support.processor import Processor, Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -42,12 +47,12 @@ log = logging.getLogger(__name__)
 STAGE = "questions"
 
 
-def topics_without_subtopics(ctx: StageContext, topics: list) -> list:
+def topics_without_subtopics(ctx: StageContext, topics: list[Topic]) -> list[Topic]:
     figures = dataset_state.current(ctx.paths)
     return [t for t in topics if not figures.get(t.name).subtopics]
 
 
-def run_questions(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
+def run_questions(ctx: StageContext, topics: list[Topic], *, force: bool = False) -> StageResult:
     return execute(ctx, STAGE, "generator", lambda run: _body(ctx, run, topics, force))
 
 
@@ -60,19 +65,19 @@ class _Job:
     topic: Topic
     subtopic: Subtopic
     have: int = 0
-    accepted: deque = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
+    accepted: deque[str] = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
     state: TopicState | None = None  # its topic's deduplicator, while it is filled
     stalled: bool = False  # stopped after max(1, max_retries) batches in a row that added nothing
 
 
-def short_of(f: TopicFigures, topic, held: list) -> int:
+def short_of(f: TopicFigures, topic: Topic, held: list[Stall]) -> int:
     """The topic's subtopic records short of questions, less those held back (`held`: the
     topic's stalls, matched by the number of questions they held)."""
     kept = fills(held)
     return sum(max(0, k - kept.get(n, 0)) for n, k in f.fill.items() if n < topic.questions_per_subtopic)
 
 
-def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
+def _body(ctx: StageContext, run: StageRun, topics: list[Topic], force: bool) -> StageResult:
     figures = stage_figures(ctx, force)
     held = Held(ctx, STAGE, force)
     if figures is not None and _nothing_to_do(run, figures, topics, held):
@@ -86,7 +91,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
     client = ctx.connect("generator")
     embedder = ctx.client("embedder") if ctx.role("embedder") is not None else None
     templates = ctx.templates("questions.txt")
-    rejected: dict[str, list] = {}
+    rejected: dict[str, list[Rejected]] = {}
     for r in rejected_of(ctx, "question"):
         if r.topic in offsets:
             rejected.setdefault(r.topic, []).append(r)
@@ -104,7 +109,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     filler = _Filler(ctx, run, proc, output, client, templates, dedups, write)
 
-    def keep(job: _Job, value) -> None:
+    def keep(job: _Job, value: tuple[Usage, float | None]) -> None:
         usage, cost = value
         if job.stalled:
             held.record(job.topic, job.subtopic.id, job.have)
@@ -120,7 +125,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
         held.save()
 
 
-def _nothing_to_do(run: StageRun, figures: Figures, topics: list, held: Held) -> bool:
+def _nothing_to_do(run: StageRun, figures: Figures, topics: list[Topic], held: Held) -> bool:
     """Every subtopic is full or held back, by the figures: the stage starts with none."""
     stalls = {t.name: held.of_topic(t) for t in topics}
     if any(short_of(figures.get(t.name), t, stalls[t.name]) for t in topics):
@@ -134,15 +139,15 @@ def _nothing_to_do(run: StageRun, figures: Figures, topics: list, held: Held) ->
     return True
 
 
-def _pending(ctx: StageContext, run: StageRun, topics: list, forced: set[str] | None,
-             held: Held) -> tuple[list[_Job], dict[str, array]]:
+def _pending(ctx: StageContext, run: StageRun, topics: list[Topic], forced: set[str] | None,
+             held: Held) -> tuple[list[_Job], dict[str, array[int]]]:
     """The selected topics' subtopics still short of questions (the stage's items, topic by
     topic; full ones are skipped, held ones held back), each with how many it has, and per
     selected topic the byte offsets of its stored questions (its deduplicator's seed, read when
     it is made); two streaming passes, counts and offsets only."""
     by_topic = {t.name: t for t in topics}
     counts: dict[str, int] = {}
-    offsets: dict[str, array] = {name: array("Q") for name in by_topic}
+    offsets: dict[str, array[int]] = {name: array("Q") for name in by_topic}
     for offset, q in iter_records(ctx.paths.questions, Question, offsets=True):
         if forced is not None and q.topic in forced:
             continue
@@ -170,11 +175,11 @@ def _pending(ctx: StageContext, run: StageRun, topics: list, forced: set[str] | 
     return jobs, offsets
 
 
-def _embed(ctx: StageContext, embedder, name: str):
+def _embed(ctx: StageContext, embedder: LlmClient | None, name: str) -> Embed | None:
     if embedder is None:
         return None
 
-    def embed(texts):
+    def embed(texts: list[str]) -> list[list[float]]:
         return embedder.embed(texts, on_retry=lambda m: log.debug("questions: %s: %s", name, m), stop=ctx.stop_event)
     return embed
 
@@ -184,8 +189,8 @@ class _Filler:
     generator stalls, each batch's survivors (after its topic's deduplicator) handed to the keeping
     thread's `write(topic, before, questions)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, client, templates, dedups: TopicDedups,
-                 write):
+    def __init__(self, ctx: StageContext, run: StageRun, proc: Processor, output: Output, client: LlmClient,
+                 templates: Templates, dedups: TopicDedups, write: Callable[[str, int, list[Question]], None]):
         self.run, self.proc, self.output = run, proc, output
         self.client, self.templates, self.dedups = client, templates, dedups
         self.write = write
@@ -219,7 +224,7 @@ class _Filler:
                         "held back until its prompt changes", job.subtopic.name, job.have, target)
         return usage, cost
 
-    def _ask(self, job: _Job, count: int):
+    def _ask(self, job: _Job, count: int) -> tuple[list[str], Usage, float | None]:
         topic, sub = job.topic, job.subtopic
         prompt = self.templates.render("questions.txt", topic=topic.name, description=topic.description,
                                        subtopic=sub.name, count=count, accepted=existing_names(job.accepted))
@@ -235,8 +240,11 @@ class _Filler:
         topic = job.topic.name
         new: list[Question] = []
         state = job.state
-        with state.dedup.lock:
-            for text in state.dedup.filter(candidates):
+        dedup = state.dedup if state is not None else None
+        if state is None or dedup is None:  # fill() holds it: built, or acquire() raised
+            raise RuntimeError(f"subtopic {job.subtopic.id}: its topic's deduplicator is not held")
+        with dedup.lock:
+            for text in dedup.filter(candidates):
                 q = _question(topic, job.subtopic, text)
                 key = packed(q.id)
                 if key not in state.known:
@@ -250,6 +258,6 @@ class _Filler:
         return len(new)
 
 
-def _question(topic: str, sub, text: str):
+def _question(topic: str, sub: Subtopic, text: str) -> Question:
     return Question(id=question_id(sub.id, text), topic=topic, subtopic_id=sub.id, subtopic=sub.name, text=text)
 

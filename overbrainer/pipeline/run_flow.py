@@ -9,25 +9,29 @@ data or the settings changed since the last run on them (runs/flow.train_if_chan
 `retrain=True`: `run --retrain`), then the push `[hub] after_training` asks for. The front ends
 only pick the front end (the session) and the options.
 
-Like every flow they take `(session, config, *, options)` (front/session.py) and build their
-StageContext on the session's front end. Each stage's summary goes through `session.report` as
-soon as the stage ends; a stage that failed stops here with its error (fatal provider error, or
-ItemsFailed after its summary).
+Like every flow they take `(session, *, options)` (front/session.py) and build their
+StageContext on the session's parts: its configuration, its front end. Each stage's summary goes
+through `session.report` as soon as the stage ends; a stage that failed stops here with its
+error (fatal provider error, or ItemsFailed after its summary).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
-from overbrainer.config.dotenv import stamp
+from overbrainer.config import templates
+from overbrainer.config.dotenv import DotenvState, stamp
+from overbrainer.config.model import Config, Topic
 from overbrainer.config.ready import refuse_unrunnable
 from overbrainer.dataset.accounting.history import kept_share, read_history
 from overbrainer.dataset.accounting.stages import STAGES
 from overbrainer.dataset.batch_journal import Journal
 from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.errors import ConfigError, ItemsFailed, ItemsRefused, UsageError
+from overbrainer.front.session import Session
 from overbrainer.hub.after_training import push_after_training, require_hub, warn_missing_token
 from overbrainer.pipeline.answers import run_answers
 from overbrainer.pipeline.answers_batch import run_answers_batch
@@ -42,26 +46,24 @@ from overbrainer.runs.flow import TrainResult, train_if_changed
 from overbrainer.runs.post_train import PostTrain
 from overbrainer.support.budget import Budget, SpendCapReached
 
-if TYPE_CHECKING:
-    from overbrainer.front.session import Session
-
 log = logging.getLogger(__name__)
 
-Report = Callable[[str, dict], None]
+Report = Callable[[str, dict[str, Any]], None]
 
 
 @contextlib.contextmanager
-def stage_context(session: "Session", config, *, max_cost: float | None = None) -> Iterator[StageContext]:
-    """A StageContext on the session's front end: its bus rendering and its Interrupt catching
-    Ctrl-C (and SIGTERM) while the flow runs; `max_cost` (`--max-cost`) over `[pipeline]
-    max_cost_usd`. The context (its providers' connections) is closed when the flow ends."""
+def stage_context(session: Session, *, max_cost: float | None = None) -> Iterator[StageContext]:
+    """A StageContext on the session's configuration and front end: its bus rendering and its
+    Interrupt catching Ctrl-C (and SIGTERM) while the flow runs; `max_cost` (`--max-cost`) over
+    `[pipeline] max_cost_usd`. The context (its providers' connections) is closed when the flow
+    ends."""
     guard = session.front.open_bus()
-    interrupt = session.front.interrupt()
     try:
-        with StageContext(session.project_dir, config, bus=guard.bus, interrupt=interrupt, max_cost=max_cost) as ctx:
+        with (session.interruptible() as interrupt,
+              StageContext(session.project_dir, session.config, bus=guard.bus, interrupt=interrupt,
+                           max_cost=max_cost) as ctx):
             yield ctx
     finally:
-        interrupt.restore()
         guard.close()
 
 
@@ -112,7 +114,7 @@ def raise_stalled(results: list[StageResult]) -> None:
         raise error
 
 
-def answers_flow(ctx: StageContext, topics: list, *, force: bool = False, retry_excluded: bool = False,
+def answers_flow(ctx: StageContext, topics: list[Topic], *, force: bool = False, retry_excluded: bool = False,
                  wait: bool = False) -> StageResult:
     """The answers stage, online or in batch mode (`[pipeline] mode`, `answers_mode`: docs/batch.md)."""
     if ctx.pipeline.stage_mode("answers") != "batch":
@@ -134,12 +136,12 @@ def refuse_open_batches(ctx: StageContext) -> None:
                          "cancel --all` ends them sooner), then answer online")
 
 
-def run_stage(session: "Session", config, stage: str, *, topic: str | None = None, force: bool = False,
+def run_stage(session: Session, stage: str, *, topic: str | None = None, force: bool = False,
               retry_excluded: bool = False, max_cost: float | None = None, wait: bool = False) -> list[StageResult]:
     """One stage command (`subtopics`, `questions`, `answers`, `gate`, `split`); `retry_excluded`:
     `answers --retry-excluded`; `max_cost`: `--max-cost`; `wait`: batch mode waits for its batches.
     Ends with ItemsFailed when a round added nothing (`stalled_error`)."""
-    with stage_context(session, config, max_cost=max_cost) as ctx:
+    with stage_context(session, max_cost=max_cost) as ctx:
         results = _stage(ctx, stage, session.report, topic, force, retry_excluded, wait)
     raise_stalled(results)
     return results
@@ -182,17 +184,17 @@ class ConfigWatch:
     their mtime or size changed. `config` is the last configuration reloaded (None while none
     was)."""
 
-    def __init__(self, project_dir, load: Callable[[], object], dotenv=None):
+    def __init__(self, project_dir: str | Path, load: Callable[[], Config], dotenv: DotenvState | None = None):
         self.project_dir = project_dir
         self._load = load
         self._dotenv = dotenv
         self._stamp = stamp(project_dir)
-        self.config = None
+        self.config: Config | None = None
 
     def changed(self) -> bool:
         return stamp(self.project_dir) != self._stamp
 
-    def reload(self):
+    def reload(self) -> Config:
         """The new configuration; ConfigError (the run stops) when it cannot be used."""
         self._stamp = stamp(self.project_dir)
         try:
@@ -207,7 +209,7 @@ class ConfigWatch:
         return config
 
 
-def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
+def run_all(session: Session, *, watch: ConfigWatch | None = None,
             max_cost: float | None = None, wait: bool = False) -> list[StageResult]:
     """`run`: subtopics → questions → answers → gate (when configured) → split on every topic, stopping at the first
     stage that fails. Training (the command's next flow) should use `watch.config` when the
@@ -215,9 +217,11 @@ def run_all(session: "Session", config, *, watch: ConfigWatch | None = None,
     A round that added nothing does not stop the run: the command ends with
     `raise_stalled(results)` once everything else is done. A stage whose batches are still out
     (batch mode, `StageResult.pending`) ends the stages there: the later ones wait for it."""
+    config = session.config
     refuse_unrunnable(config)  # no topics, hidden reasoning: before the first stage spends anything
+    templates.refuse_broken(session.project_dir)  # a typo in a prompt: before anything is paid
     benchmark_files.check(session.project_dir, config.pipeline.decontaminate)
-    with stage_context(session, config, max_cost=max_cost) as ctx:
+    with stage_context(session, max_cost=max_cost) as ctx:
         return _all(ctx, session.report, watch, wait)
 
 
@@ -265,7 +269,7 @@ class RunOutcome:
         self.training = training
 
 
-def report_kept(session: "Session") -> None:
+def report_kept(session: Session) -> None:
     """`kept: K of P paid output tokens (x%) are in train/eval examples` (history.kept_share), once
     a split counted them."""
     share = kept_share(read_history(session.project_dir))
@@ -273,29 +277,30 @@ def report_kept(session: "Session") -> None:
         session.report(f"kept: {share.text()}", {"stage": "kept", **share.data()})
 
 
-def run_project(session: "Session", config: Any, *, watch: ConfigWatch | None = None,
+def run_project(session: Session, *, watch: ConfigWatch | None = None,
                 max_cost: float | None = None, retrain: bool = False,
                 after: Sequence[PostTrain] = (), wait: bool = False) -> RunOutcome:
     """`overbrainer run`: the stages, then training only on change (or `retrain`), then the
     after-training push. `watch`: the reload rule between stages; `after`: what plugs into the
     training job (the command line's `InJobExport`); `wait`: batch mode waits for its batches.
     A missing `hub` extra that the push needs stops it before the first stage (exit 2)."""
-    if config.training is not None:
-        require_hub(config)
-    results = run_all(session, config, watch=watch, max_cost=max_cost, wait=wait)
+    if session.config.training is not None:
+        require_hub(session.config)
+    results = run_all(session, watch=watch, max_cost=max_cost, wait=wait)
     if results and results[-1].pending:
         log.info("batches are still out: the later stages and training wait for the next run")
         raise_stalled(results)  # a round that added nothing still says so
         return RunOutcome(results, None)
     report_kept(session)
-    config = (watch.config if watch is not None else None) or config  # reloaded before training
+    if watch is not None and watch.config is not None:  # reloaded before training
+        session = session.with_config(watch.config)
     trained = None
-    if config.training is None:
+    if session.config.training is None:
         log.info("no [training] section: run stops after split")
     else:
-        warn_missing_token(config)
-        trained = train_if_changed(session, config, retrain=retrain, after=after)
+        warn_missing_token(session.config)
+        trained = train_if_changed(session, retrain=retrain, after=after)
         if trained is not None:
-            push_after_training(session, config, trained)
+            push_after_training(session, trained)
     raise_stalled(results)  # a round that added nothing: exit 1, once everything else ran
     return RunOutcome(results, trained)

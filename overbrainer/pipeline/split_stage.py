@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
+from overbrainer.config.model import Pipeline
 from overbrainer.dataset.quality import benchmarks as benchmark_files
 from overbrainer.dataset import state as dataset_state
-from overbrainer.dataset.split import ORPHANED_WARNING, run_split
+from overbrainer.dataset.split import ORPHANED_WARNING, SplitResult, run_split
 from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.events import StageFinished, StageStarted
@@ -47,7 +49,7 @@ def _body(ctx: StageContext, run: StageRun, topic: str | None) -> StageResult:
                       written_train=result.written_train, written_eval=result.written_eval)
 
 
-def _split(ctx: StageContext, topic: str | None):
+def _split(ctx: StageContext, topic: str | None) -> SplitResult:
     """Split, or, when the inputs, the settings and the files written are those of the last
     split (dataset/state.py), only its counts again: nothing to read or write."""
     pipeline = ctx.pipeline
@@ -72,7 +74,7 @@ def _split(ctx: StageContext, topic: str | None):
     return result
 
 
-def decontamination(pipeline) -> dict:
+def decontamination(pipeline: Pipeline) -> dict[str, Any]:
     """The decontamination settings, as the split key and the model card keep them."""
     return {"ngram": pipeline.decontaminate_ngram, "eval": pipeline.decontaminate_eval,
             "benchmarks": [[b.path, list(b.fields)] for b in pipeline.decontaminate]}
@@ -91,11 +93,11 @@ class TopicSplit(StageResult):
         return (f"{STAGE}: topic {self.topic}: {counts}; wrote {plural(self.written_train, 'train example')} and "
                 f"{plural(self.written_eval, 'eval example')} of all topics to data/train.jsonl and data/eval.jsonl")
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         return dict(super().data(), topic=self.topic, written={"train": self.written_train, "eval": self.written_eval})
 
 
-def _nothing_to_train(result) -> OverbrainerError | None:
+def _nothing_to_train(result: SplitResult) -> OverbrainerError | None:
     """Exit 1 when data/train.jsonl was written empty, saying why."""
     if result.written_train:
         return None

@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.dataset.quality.verdicts import GATE_REASONS
 from overbrainer.dataset.split import split_summary
 from overbrainer.front.events import (
+    Event,
     ItemDone,
     ItemFailed,
     StageFinished,
@@ -23,6 +25,9 @@ from overbrainer.front.events import (
 from overbrainer.llm.spend import divergence
 from overbrainer.support.usage import Usage
 
+if TYPE_CHECKING:
+    from overbrainer.front.bus import EventBus
+
 log = logging.getLogger(__name__)
 
 EXCLUSION_REASONS = ("truncated", "empty", "refused", "no_raw_reasoning")
@@ -31,7 +36,7 @@ EXCLUSION_REASONS = ("truncated", "empty", "refused", "no_raw_reasoning")
 class StageRun:
     """Counts and events of one stage. `bus` may be None (nothing is published)."""
 
-    def __init__(self, name: str, bus=None):
+    def __init__(self, name: str, bus: EventBus | None = None):
         self.name = name
         self._bus = bus
         self._lock = threading.Lock()
@@ -58,7 +63,7 @@ class StageRun:
 
     # --- events ----------------------------------------------------------------------------
 
-    def publish(self, ev) -> None:
+    def publish(self, ev: Event) -> None:
         if self._bus is not None:
             self._bus.publish(ev)
 
@@ -218,7 +223,7 @@ class StageResult:
     stalled: list[str] = field(default_factory=list)  # items whose round added nothing
     held: int = 0  # items held back: their last round added nothing (at `held_at`)
     held_at: str | None = None
-    batch: dict | None = None  # batch mode (pipeline/answers_batch.py): what is pending, and since when
+    batch: dict[str, Any] | None = None  # batch mode (pipeline/answers_batch.py): what is pending, and since when
 
     @property
     def pending(self) -> bool:
@@ -234,7 +239,7 @@ class StageResult:
             return split_line(self.split)
         return summary_line(self) + (self.batch.get("note", "") if self.batch else "")
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         if self.split is not None:
             s = self.split
             return {"stage": "split", "train": s.train, "eval": s.eval, "orphaned": s.orphaned,

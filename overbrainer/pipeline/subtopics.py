@@ -10,13 +10,15 @@ fails (once) when one of its requests failed; its later requests are not sent.""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 from overbrainer.config.model import Topic
 from overbrainer.dataset.ids import subtopic_id
-from overbrainer.dataset.records import Subtopic
+from overbrainer.dataset.records import Rejected, Subtopic
 from overbrainer.pipeline.ask_list import ask_list, items_per_request, request_counts
 from overbrainer.pipeline.common import (
     Output,
@@ -31,7 +33,7 @@ from overbrainer.pipeline.common import (
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.held import Held
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.processor import Work
+from overbrainer.support.processor import Processor, Work
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -44,11 +46,11 @@ EXISTING_NAMES = 200
 EXISTING_BYTES = 16_000
 
 
-def run_subtopics(ctx: StageContext, topics: list, *, force: bool = False) -> StageResult:
+def run_subtopics(ctx: StageContext, topics: list[Topic], *, force: bool = False) -> StageResult:
     return execute(ctx, STAGE, "generator", lambda run: _body(ctx, run, topics, force))
 
 
-def existing_names(names) -> list[str]:
+def existing_names(names: Iterable[str]) -> list[str]:
     """The names a prompt lists (oldest first): the last EXISTING_NAMES of `names` whose bytes
     (each with 3 for its quoting) fit EXISTING_BYTES."""
     out: list[str] = []
@@ -71,7 +73,7 @@ class _Topic:
     have: int
     counts: list[int]
     known: set[str] = field(default_factory=set)
-    names: deque = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
+    names: deque[str] = field(default_factory=lambda: deque(maxlen=EXISTING_NAMES))
     added: int = 0
     stalled: bool = False  # an answer held no new name: the topic stops (worker side)
 
@@ -80,7 +82,8 @@ class _Topic:
         return sum(self.counts)
 
 
-def _states(topics: list, stored, rejected, per_request: int) -> dict[str, _Topic]:
+def _states(topics: list[Topic], stored: Iterable[Subtopic], rejected: Iterable[Rejected],
+            per_request: int) -> dict[str, _Topic]:
     """The topics short of subtopics, by name, each knowing its stored and rejected IDs and its
     last stored names. `stored` is read once, as it streams."""
     states = {t.name: _Topic(t, 0, []) for t in topics}
@@ -95,13 +98,13 @@ def _states(topics: list, stored, rejected, per_request: int) -> dict[str, _Topi
             del states[name]
         else:
             state.counts = request_counts(state.topic.subtopics - state.have, per_request)
-    for r in rejected:
-        if r.topic in states:
-            states[r.topic].known.add(r.id)
+    for rej in rejected:
+        if rej.topic in states:
+            states[rej.topic].known.add(rej.id)
     return states
 
 
-def _open(topics: list, held: Held, run: StageRun) -> list:
+def _open(topics: list[Topic], held: Held, run: StageRun) -> list[Topic]:
     """The topics not held back (their last round added nothing, and its prompt is the same)."""
     out = []
     for t in topics:
@@ -114,7 +117,7 @@ def _open(topics: list, held: Held, run: StageRun) -> list:
     return out
 
 
-def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageResult:
+def _body(ctx: StageContext, run: StageRun, topics: list[Topic], force: bool) -> StageResult:
     figures = stage_figures(ctx, force)
     held = Held(ctx, STAGE, force)
     topics = _open(topics, held, run)
@@ -138,7 +141,7 @@ def _body(ctx: StageContext, run: StageRun, topics: list, force: bool) -> StageR
 
     asker = _Asker(ctx, run, proc, output, write)
 
-    def keep(state: _Topic, value) -> None:
+    def keep(state: _Topic, value: tuple[Usage, float | None]) -> None:
         _done(run, held, state, *value)
 
     try:
@@ -170,7 +173,8 @@ class _Asker:
     """Asks one topic's requests in order (a worker's item), each prompt listing the names so
     far, and hands each answer's new names to the keeping thread's `write(names)`."""
 
-    def __init__(self, ctx: StageContext, run: StageRun, proc, output, write):
+    def __init__(self, ctx: StageContext, run: StageRun, proc: Processor, output: Output,
+                 write: Callable[[list[Subtopic]], None]):
         self.run, self.proc, self.output, self.write = run, proc, output, write
         self.client = ctx.connect("generator")
         self.templates = ctx.templates("subtopics.txt")
@@ -196,7 +200,7 @@ class _Asker:
             self.output.confirm()
             new = _new_names(state, names, count)
             if new:
-                self.proc.hand(lambda new=new: self.write(new))
+                self.proc.hand(functools.partial(self.write, new))
             else:
                 state.stalled = True  # the same prompt would bring nothing new either
                 break

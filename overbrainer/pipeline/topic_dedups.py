@@ -21,12 +21,13 @@ import logging
 import threading
 from array import array
 from collections import Counter
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from overbrainer.dataset.ids import packed
 from overbrainer.dataset.jsonl import LineReader
 from overbrainer.dataset.quality.dedup import LexicalDedup
-from overbrainer.dataset.quality.embed_dedup import EmbeddingDedup
+from overbrainer.dataset.quality.embed_dedup import Embed, EmbeddingDedup
 from overbrainer.dataset.records import Question
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class TopicState:
     def __init__(self) -> None:
         self.build_lock = threading.Lock()
         self.dedup: TopicDedup | None = None
-        self.known: set = set()
+        self.known: set[Any] = set()
         self.error: BaseException | None = None
 
 
@@ -51,8 +52,8 @@ class TopicDedups:
     read while their topic is seeded: the prompt lists them). `make(topic)` makes an empty
     TopicDedup."""
 
-    def __init__(self, questions_path, jobs: list, offsets: dict[str, array], rejected: dict[str, list],
-                 make) -> None:
+    def __init__(self, questions_path: Path, jobs: list[Any], offsets: dict[str, array[int]],
+                 rejected: dict[str, list[Any]], make: Callable[[str], TopicDedup]) -> None:
         self._path = questions_path
         self._remaining = Counter(j.topic.name for j in jobs)
         self._offsets = offsets
@@ -65,7 +66,7 @@ class TopicDedups:
         self._lock = threading.Lock()
         self._states: dict[str, TopicState] = {}
 
-    def acquire(self, job) -> TopicState:
+    def acquire(self, job: Any) -> TopicState:
         name = job.topic.name
         with self._lock:
             state = self._states.get(name)
@@ -81,7 +82,7 @@ class TopicDedups:
                 raise state.error
         return state
 
-    def release(self, job) -> None:
+    def release(self, job: Any) -> None:
         name = job.topic.name
         with self._lock:
             self._remaining[name] -= 1
@@ -119,7 +120,8 @@ class TopicDedup:
 
     `embed(texts) -> vectors` (None without an embedder) runs the embedder with its retries."""
 
-    def __init__(self, topic: str, dedup_threshold: float, embed=None, embedding_threshold: float = 0.9):
+    def __init__(self, topic: str, dedup_threshold: float, embed: Embed | None = None,
+                 embedding_threshold: float = 0.9):
         self.topic = topic
         self.lock = threading.Lock()
         self.lexical = LexicalDedup(dedup_threshold)
@@ -157,6 +159,6 @@ class TopicDedup:
         self.lexical.record(kept)
         return kept
 
-    def _log(self, dropped, how: str) -> None:
+    def _log(self, dropped: Iterable[tuple[str, str]], how: str) -> None:
         for text, dup in dropped:
             log.debug("questions: %s: dropped %r, %s %r", self.topic, text, how, dup)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.runpod import catalog, cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.gone import look_up_all
@@ -106,7 +108,7 @@ def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by
     return done
 
 
-def rm_flow(session, config, owners: Owners, *, run_id: str, force: bool) -> None:
+def rm_flow(session: Session, owners: Owners, *, run_id: str, force: bool) -> None:
     """`pod rm ID`: ID is a run, or a side job that ran on a pod of its own (`export_…`,
     `compare_…`: it lives only while its command runs, and this command holds the project, so
     its pod is deleted whatever its state; one in progress is failed). `owners`: the project's
@@ -125,7 +127,7 @@ def rm_flow(session, config, owners: Owners, *, run_id: str, force: bool) -> Non
         raise PodRmRefused(f"run {run_id} is still starting: nothing deleted (any of its pods may become "
                            f"its training pod); stop it with `overbrainer train cancel {run_id}` first, "
                            f"or pass --force")
-    with RunpodClient.from_config(config) as client:
+    with RunpodClient.from_config(session.config) as client:
         training_kept = running and not force and rec is not None and rec.live
         done = delete_run_pods(client, run_id, rec, Timing.default(), keep_training=training_kept, by="pod_rm")
         if training_kept:
@@ -145,13 +147,13 @@ def rm_flow(session, config, owners: Owners, *, run_id: str, force: bool) -> Non
     _raise_unconfirmed(run_id, done.failed)
 
 
-def cancel_stopped(session, config, record, owner: Owner) -> str:
+def cancel_stopped(session: Session, record: Any, owner: Owner) -> str:
     """`train cancel` of a run still `preparing` that has a pod.json (the caller holds the project,
     so its process is gone): delete and confirm its pods, fail it; returns the line reported.
     `owner`: the run's place (runpod.owners)."""
     run_dir = owner.dir
     rec = PodRecord.load(PodRecord.path_in(run_dir))
-    with RunpodClient.from_config(config) as client:
+    with RunpodClient.from_config(session.config) as client:
         done = delete_run_pods(client, record.id, rec, Timing.default(), keep_training=False, by="client")
         if not done.failed and rec.no_pod_left:
             forget_run(client, run_dir, record.id)
@@ -178,13 +180,13 @@ def _age(rec) -> float | None:
 
 # --- pod ls ----------------------------------------------------------------------------------------
 
-def ls_flow(session, config, owners: Owners) -> None:
+def ls_flow(session: Session, owners: Owners) -> None:
     """`pod ls`: every overbrainer pod of the account and every recorded pod the list lacks (looked
     at by the gone rule), then the spend so far; never deletes a pod. `owners`: the project's
     runs and side jobs."""
     timing = Timing.default()
     stale = not holder_alive(session.project_dir)
-    with RunpodClient.from_config(config) as client:
+    with RunpodClient.from_config(session.config) as client:
         rows = account_rows(client, owners,
                             look=lambda c, ids, unit: look_up_all(c, ids, timing, unit=unit), stale=stale)
     total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
@@ -203,9 +205,9 @@ def _report(session, header: list[str], rows: list[list[str]], data: dict, empty
     session.report("\n".join(table([header] + rows)) if rows else empty, data)
 
 
-def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
+def gpus_flow(session: Session, *, count: int = 1, min_vram=None, max_price=None, in_stock: bool = False,
               data_center=None) -> None:
-    with RunpodClient.from_config(config) as client:
+    with RunpodClient.from_config(session.config) as client:
         gpus = catalog.for_listing(client.gpu_types(count), min_vram_gb=min_vram, max_price=max_price,
                                    in_stock=in_stock, data_center=data_center)
     rows, data = [], []
@@ -220,8 +222,8 @@ def gpus_flow(session, config, *, count: int = 1, min_vram=None, max_price=None,
             "pod: no GPU type matches")
 
 
-def datacenters_flow(session, config) -> None:
-    with RunpodClient.from_config(config) as client:
+def datacenters_flow(session: Session) -> None:
+    with RunpodClient.from_config(session.config) as client:
         dcs = client.data_centers()
     rows = [[d.id, d.name or "-", d.region or "-", ", ".join(d.gpu_types_in_stock) or "-"] for d in dcs]
     data = [{"id": d.id, "name": d.name, "region": d.region, "gpu_types_in_stock": list(d.gpu_types_in_stock)}
@@ -230,8 +232,8 @@ def datacenters_flow(session, config) -> None:
             "pod: no data center listed")
 
 
-def volumes_flow(session, config) -> None:
-    with RunpodClient.from_config(config) as client:
+def volumes_flow(session: Session) -> None:
+    with RunpodClient.from_config(session.config) as client:
         vols = client.volumes()
     rows = [[v.id, v.name or "-", str(v.size_gb) if v.size_gb is not None else "-", v.data_center or "-"]
             for v in vols]

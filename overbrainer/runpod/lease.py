@@ -50,6 +50,7 @@ from typing import Any, Callable, Iterator
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.exec.nodes import Node, NodeLost, NodesExecutor
 from overbrainer.front.interrupt import Flag, Interrupt
+from overbrainer.front.session import Session
 from overbrainer.runpod import cost
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import RunpodError, run_message
@@ -178,17 +179,19 @@ class PodLease:
 
 
 @contextmanager
-def pod_lease(session, config, target: Any, record, *, owners: Owners, interrupt, start: bool,
+def pod_lease(session: Session, target: Any, record, *, owners: Owners, start: bool,
               options: Options) -> Iterator[PodLease]:
     """The pod of `record` on the Runpod `target` for the block (see the module docstring and
-    runpod.owners.Options); `owners`: the project's runs and side jobs."""
+    runpod.owners.Options), under the session's configuration and its flow's Interrupt; `owners`:
+    the project's runs and side jobs."""
     if options.retrieved is None:
         raise ValueError("a Runpod lease needs the rule saying whether a run's results are home")
+    interrupt = session.interrupt
     guard = session.front.open_bus()
     client = None
     executor = None
     try:
-        client = RunpodClient.from_config(config)
+        client = RunpodClient.from_config(session.config)
         owner = options.home or owners.run(record.id)
         ctx = PodContext(client, owner, owners.project_dir, Timing.default(), guard.bus.publish, options.retrieved)
         if start:
@@ -231,19 +234,16 @@ def _end_retrieved(ctx: PodContext, owners: Owners, run_id: str | None, interrup
                          note="deleting the pods of runs that ended")
 
 
-def end_left_pod(session, config, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
+def end_left_pod(session: Session, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
     """`train attach` of a run that ended with its results home (`retrieved(record, run_dir)`):
     delete its pod if pod.json shows one left (nothing to do, and no API key needed, otherwise)."""
     if not retrieved_but_not_deleted(owners, retrieved, run_id):
         return
-    interrupt = session.front.interrupt()
-    try:
-        with RunpodClient.from_config(config) as client, session.front.open_bus() as guard:
-            ctx = PodContext(client, owners.run(run_id), owners.project_dir, Timing.default(), guard.bus.publish,
-                             retrieved)
-            _end_retrieved(ctx, owners, run_id, interrupt)
-    finally:
-        interrupt.restore()
+    with (session.interruptible() as interrupt, RunpodClient.from_config(session.config) as client,
+          session.front.open_bus() as guard):
+        ctx = PodContext(client, owners.run(run_id), owners.project_dir, Timing.default(), guard.bus.publish,
+                         retrieved)
+        _end_retrieved(ctx, owners, run_id, interrupt)
 
 
 # --- provisioning ---------------------------------------------------------------------------------

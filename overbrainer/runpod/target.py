@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from overbrainer.errors import OverbrainerError
+from overbrainer.front.session import Session
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.commands import cancel_stopped
 from overbrainer.runpod.lease import PodLease, end_left_pod, pod_lease
@@ -31,11 +32,10 @@ class RunpodKind:
 
     made_for_job = True  # a pod per job: nothing to connect to before its lease
 
-    def lease(self, session: Any, config: Any, name: str, target: Any, record: Any, *, owners: Owners,
-              interrupt: Any, start: bool, options: Options) -> AbstractContextManager[PodLease]:
+    def lease(self, session: Session, name: str, target: Any, record: Any, *, owners: Owners,
+              start: bool, options: Options) -> AbstractContextManager[PodLease]:
         """The pod of `record`: created (`start`) or found again (runpod.lease.pod_lease)."""
-        return pod_lease(session, config, target, record, owners=owners, interrupt=interrupt, start=start,
-                         options=options)
+        return pod_lease(session, target, record, owners=owners, start=start, options=options)
 
     def check(self, config: Any) -> None:
         """Before a side job claims anything: the API key resolves (ConfigError otherwise)."""
@@ -58,14 +58,14 @@ class RunpodKind:
         return (f"; a pod of it may be left: check `overbrainer pod ls` (`overbrainer pod rm {owner.key}` "
                 "removes it)")
 
-    def end_left(self, session: Any, config: Any, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
+    def end_left(self, session: Session, owners: Owners, run_id: str, retrieved: Retrieved) -> None:
         """An ended run with its results home: delete the pod it may have left."""
-        end_left_pod(session, config, owners, run_id, retrieved)
+        end_left_pod(session, owners, run_id, retrieved)
 
-    def cancel_stopped(self, session: Any, config: Any, record: Any, owner: Owner) -> str:
+    def cancel_stopped(self, session: Session, record: Any, owner: Owner) -> str:
         """A run still `preparing` whose process is gone (`train cancel`): its pods deleted, the run
         failed; the line reported."""
-        return cancel_stopped(session, config, record, owner)
+        return cancel_stopped(session, record, owner)
 
 
 RUNPOD = RunpodKind()

@@ -78,6 +78,13 @@ class Verdict:
     changed: tuple[str, ...] = ()  # train: what differs from `run`, the newest run that recorded a fingerprint
 
     @property
+    def by(self) -> RunRecord:
+        """The run a `done`, `running` or `failed` verdict is about (each of them names one)."""
+        if self.run is None:
+            raise ValueError(f"a `{self.kind}` verdict names no run")
+        return self.run
+
+    @property
     def trains(self) -> bool:
         return self.kind == "train"
 
@@ -99,7 +106,7 @@ class Verdict:
 
     def refusal(self) -> str:
         """Why `run` does not retry a run that ended badly on the same data, and what does."""
-        run = self.run
+        run = self.by
         rid = run.id
         if run.state == STOPPED and run.snapshot is not None:
             what = f"run {rid} was stopped at step {run.snapshot.step}"
@@ -135,7 +142,7 @@ def verdict(runs_dir: Path, fp: Fingerprint) -> Verdict:
         return Verdict("failed", ended[-1])
     for record in reversed(runs):
         if recorded(record) is not None:
-            parts = record.fingerprint
+            parts = record.fingerprint or {}
             return Verdict("train", record, tuple(PARTS[k] for k in PARTS if parts.get(k) != getattr(fp, k)))
     return Verdict("train")
 

@@ -22,19 +22,21 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from overbrainer.config.model import Config, Training
+from overbrainer.config.model import Config, Target, Training
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
-from overbrainer.jobs import ids
+from overbrainer.exec.base import Executor
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs.follow import attach_hint, job_id
 from overbrainer.jobs.kinds import LeaseOptions
-from overbrainer.jobs.lease import cancel_stopped, end_left, is_pod, lease
+from overbrainer.jobs.lease import Lease, cancel_stopped, end_left, is_pod, lease
 from overbrainer.jobs.publishing import events, transfer_progress
-from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunRecord, load
+from overbrainer.jobs.run_record import CANCELLED, FAILED, PREPARING, RUNNING, STOPPED, SUCCEEDED, RunPlace, RunRecord
 from overbrainer.jobs.start import create_run, fail, release_claim, settle, start_job, unconfirmed
 from overbrainer.jobs.status import to_status
 from overbrainer.jobs.targets import pick_target, record_target
@@ -42,7 +44,7 @@ from overbrainer.runs.fingerprint import fingerprint, verdict
 from overbrainer.runs.job_spec import job_spec
 from overbrainer.runs.post_train import PostTrain, fetched
 from overbrainer.runs.preflight import checked_executor, raced_check
-from overbrainer.runs.prepare import fill_run_dir, job_root, resume_source
+from overbrainer.runs.prepare import ResumeSource, fill_run_dir, job_root, resume_source
 from overbrainer.runs.progress import local_summary
 from overbrainer.runs.retrieve import collect, finish, is_retrieved, retrieve
 from overbrainer.runs.states import Outcome
@@ -50,6 +52,7 @@ from overbrainer.runs.stop_limits import StopLimits
 from overbrainer.train.axolotl_config import recorded_adapter, require_examples, template_warning
 
 if TYPE_CHECKING:
+    from overbrainer.front.frontend import Frontend
     from overbrainer.front.session import Session
 
 log = logging.getLogger(__name__)
@@ -69,8 +72,9 @@ class TrainResult:
     lines: list[str] = field(default_factory=list)
 
 
-def _runs_dir(session: Session) -> Path:
-    return ProjectPaths(session.project_dir).runs
+def _place(session: Session, run_id: str) -> RunPlace:
+    """Where the run `run_id` of the session's project is kept."""
+    return RunPlace(ProjectPaths(session.project_dir).runs, run_id)
 
 
 def _keeps_running(record: RunRecord) -> str:
@@ -87,10 +91,11 @@ def _require_training(config: Config) -> Training:
 
 # --- train ------------------------------------------------------------------------------------
 
-def train_flow(session: Session, config, *, target: str | None = None, resume_from: str | None = None,
+def train_flow(session: Session, *, target: str | None = None, resume_from: str | None = None,
                detach: bool = False, keep_pod: bool = False, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Create a run, start its job, follow it and bring its results home (or detach). `keep_pod`:
     a Runpod target's pod is kept once the job ended (only `overbrainer pod rm` deletes it)."""
+    config = session.config
     training = _require_training(config)
     name, tgt = pick_target(config, target)
     if keep_pod and not is_pod(tgt):
@@ -99,16 +104,14 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
     runs_dir = paths.runs
     resume = None
     if resume_from:
-        resume = resume_source(runs_dir, resume_from, training)
+        resume = resume_source(RunPlace(runs_dir, resume_from), training)
     else:
         require_examples(paths.train, "data/train.jsonl")
     warning = template_warning(training)
     if warning:
         log.warning("%s", warning)
     fp = fingerprint(resume.run_dir / "data" if resume else paths.data, training)
-    front = session.front
-    interrupt = front.interrupt()
-    try:
+    with session.interruptible() as interrupt:
         secrets = interrupt.race(_job_secrets, config)
         if secrets is None:
             raise Interrupted("interrupted before the run started")
@@ -120,11 +123,8 @@ def train_flow(session: Session, config, *, target: str | None = None, resume_fr
                 checked.close()
             raise
         options = LeaseOptions(is_retrieved, keep=keep_pod, executor=checked)
-        with lease(session, config, name, tgt, record, interrupt=interrupt, start=True, options=options) as held:
-            return _start_and_follow(session, config, interrupt, held, record, tgt, secrets, resume, detach,
-                                     after)
-    finally:
-        interrupt.restore()
+        with lease(session, name, tgt, record, start=True, options=options) as held:
+            return _start_and_follow(session, held, record, tgt, secrets, resume, detach, after)
 
 
 def _job_secrets(config: Config) -> dict[str, str]:
@@ -138,13 +138,13 @@ def _job_secrets(config: Config) -> dict[str, str]:
     return secrets
 
 
-def _start_and_follow(session: Session, config, interrupt, held, record: RunRecord, tgt, secrets, resume,
-                      detach: bool, after: Sequence[PostTrain]) -> TrainResult:
+def _start_and_follow(session: Session, held: Lease, record: RunRecord, tgt: Target, secrets: dict[str, str],
+                      resume: ResumeSource | None, detach: bool, after: Sequence[PostTrain]) -> TrainResult:
     """Inside the lease: fill the run directory, start the job (shielded), then follow or detach."""
-    executor = held.executor
-    front, runs_dir, name = session.front, _runs_dir(session), record.target
-    run_dir = ids.run_dir(runs_dir, record.id)
-    if record.resumed_from:
+    executor, config, interrupt = held.executor, session.config, session.interrupt
+    front, place, name = session.front, _place(session, record.id), record.target
+    run_dir = place.dir
+    if resume is not None:  # (record.resumed_from names it)
         log.info("train: run %s resumes run %s from its %s", record.id, record.resumed_from,
                  resume.checkpoint)
     try:
@@ -162,13 +162,13 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
             release_claim(executor, record.remote_dir, run_dir)
         raise
     except OverbrainerError as e:
-        fail(runs_dir, record, str(e))
+        fail(record, place, str(e))
         raise
     front.run_created(record.id)
     log.info("train: run %s on target `%s`, in %s", record.id, name, record.remote_dir)
     try:
         with events(front) as bus:
-            interrupt.shield(start_job, executor, record, run_dir, runs_dir, spec,
+            interrupt.shield(start_job, executor, record, place, spec,
                              transfer_progress(bus, record.id, "upload"),
                              note=f"starting the job of run {record.id}")
     finally:
@@ -183,26 +183,28 @@ def _start_and_follow(session: Session, config, interrupt, held, record: RunReco
         log.info("train: run %s detached; collect it with `overbrainer train attach %s`",
                  record.id, record.id)
         return TrainResult(record.id, record.state, name, detached=True, lines=[text])
-    return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
+    return _follow_and_finish(session, held, record, after)
 
 
-def _follow_and_finish(front, interrupt, held, record: RunRecord, runs_dir: Path, after: Sequence[PostTrain],
+def _follow_and_finish(session: Session, held: Lease, record: RunRecord, after: Sequence[PostTrain],
                        stop_since: float | None = None) -> TrainResult:
+    front = session.front
     with events(front) as bus:  # a pod's: under the client's deadline, settled (shielded) on its side
-        followed = held.follow(record, bus, interrupt, limits=StopLimits(record.id, stop_since))
+        followed = held.follow(record, bus, limits=StopLimits(record.id, stop_since))
     if followed is None:
         raise Interrupted(_keeps_running(record))
-    run_dir = ids.run_dir(runs_dir, record.id)
+    place = _place(session, record.id)
     with events(front) as bus:  # a bus of its own: the follow's lines are all shown before retrieval's
-        interrupt.shield(finish, held.executor, record, run_dir, runs_dir, followed.status,
-                         followed.summary.lines, followed.notes, transfer_progress(bus, record.id, "download"),
-                         fetched(after), note=f"retrieving the results of run {record.id}")
-    return report_outcome(front, record, run_dir, after)
+        session.interrupt.shield(finish, held.executor, record, place, followed.status,
+                                 followed.summary.lines, followed.notes, transfer_progress(bus, record.id, "download"),
+                                 fetched(after), note=f"retrieving the results of run {record.id}")
+    return report_outcome(front, record, place.dir, after)
 
 
 # --- reporting ------------------------------------------------------------------------------
 
-def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[PostTrain] = ()) -> TrainResult:
+def report_outcome(front: Frontend, record: RunRecord, run_dir: Path,
+                   after: Sequence[PostTrain] = ()) -> TrainResult:
     """Report an ended run's summary (a succeeded run's with what its post-train steps made); raise
     for failed and cancelled runs (after the report)."""
     rid = record.id
@@ -248,52 +250,50 @@ def report_outcome(front, record: RunRecord, run_dir: Path, after: Sequence[Post
 
 # --- attach / stop / cancel -------------------------------------------------------------------
 
-def _lease(session: Session, config, record: RunRecord, interrupt):
+def _lease(session: Session, record: RunRecord) -> AbstractContextManager[Lease]:
     """The lease of a run that has a job (its target must still be configured)."""
-    return lease(session, config, record.target, record_target(config, record), record, interrupt=interrupt,
+    return lease(session, record.target, record_target(session.config, record), record,
                  options=LeaseOptions(is_retrieved))
 
 
-def attach_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
+def attach_flow(session: Session, run_id: str, *, after: Sequence[PostTrain] = ()) -> TrainResult:
     """Follow a running run again, or collect an ended one whose files are not all here."""
-    _require_training(config)
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    _require_training(session.config)
+    place = _place(session, run_id)
+    record = place.load()
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has no job: it stopped before the job started")
-    run_dir = ids.run_dir(runs_dir, run_id)
+    run_dir = place.dir
     front = session.front
     if record.ended and is_retrieved(record, run_dir):
-        end_left(session, config, run_id, is_retrieved)  # a pod a killed client never deleted
+        end_left(session, run_id, is_retrieved)  # a pod a killed client never deleted
         return report_outcome(front, record, run_dir, after)
-    interrupt = front.interrupt()
-    try:
-        with _lease(session, config, record, interrupt) as held:
-            if held.gone:  # its pod no longer exists: what the local files say
-                return report_outcome(front, load(runs_dir, run_id), run_dir, after)
-            _settle(interrupt, config, held.executor, record, runs_dir)
-            if record.ended:
-                with events(front) as bus:
-                    interrupt.shield(collect, held.executor, record, run_dir, runs_dir,
-                                     transfer_progress(bus, run_id, "download"), fetched(after),
-                                     note=f"retrieving the results of run {run_id}")
-                return report_outcome(front, record, run_dir, after)
-            return _follow_and_finish(front, interrupt, held, record, runs_dir, after)
-    finally:
-        interrupt.restore()
+    with session.interruptible() as interrupt, _lease(session, record) as held:
+        if held.gone:  # its pod no longer exists: what the local files say
+            return report_outcome(front, place.load(), run_dir, after)
+        _settle(session, held.executor, record)
+        if record.ended:
+            with events(front) as bus:
+                interrupt.shield(collect, held.executor, record, place,
+                                 transfer_progress(bus, run_id, "download"), fetched(after),
+                                 note=f"retrieving the results of run {run_id}")
+            return report_outcome(front, record, run_dir, after)
+        return _follow_and_finish(session, held, record, after)
 
 
 def _no_pod(record: RunRecord) -> OverbrainerError:
     return OverbrainerError(f"run {record.id} has no pod left: its job no longer runs anywhere")
 
 
-def _settle(interrupt, config, executor, record: RunRecord, runs_dir: Path) -> None:
+def _settle(session: Session, executor: Executor, record: RunRecord) -> None:
     """A run whose start could not be confirmed: find its job on the target (shielded: it saves)."""
     if not unconfirmed(record):
         return
+    config = session.config
     tgt = record_target(config, record)
     container = job_spec(tgt, record, config.training, executor.workdir, {}).container
-    interrupt.shield(settle, executor, record, runs_dir, container, note=f"looking for the job of run {record.id}")
+    session.interrupt.shield(settle, executor, record, _place(session, record.id), container,
+                             note=f"looking for the job of run {record.id}")
 
 
 def _check_stoppable(record: RunRecord) -> None:
@@ -304,71 +304,63 @@ def _check_stoppable(record: RunRecord) -> None:
         raise OverbrainerError(f"run {rid} already ended: {record.state}")
 
 
-def stop_flow(session: Session, config, run_id: str, *, holder_pid: int | None = None,
+def stop_flow(session: Session, run_id: str, *, holder_pid: int | None = None,
               after: Sequence[PostTrain] = ()) -> TrainResult | None:
     """Ask the job for a snapshot, then follow it to its end. With `holder_pid` (another process
     holds the project lock) only the request is written."""
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    place = _place(session, run_id)
+    record = place.load()
     _check_stoppable(record)
     front = session.front
-    interrupt = front.interrupt()
-    try:
-        with _lease(session, config, record, interrupt) as held:
-            if held.gone:
-                raise _no_pod(record)
-            request = f"{record.remote_dir.rstrip('/')}/snapshot.request"
-            interrupt.shield(held.executor.put_file, request, "requested")
-            asked = time.monotonic()
-            text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
-                    "its current step, then stops")
-            if holder_pid is not None or config.training is None:
-                who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
-                text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
-                         f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
-                front.report(text, {"run_id": run_id, "requested": True, "following": False})
-                return None
-            front.report(text, {"run_id": run_id, "requested": True, "following": True})
-            return _follow_and_finish(front, interrupt, held, record, runs_dir, after, stop_since=asked)
-    finally:
-        interrupt.restore()
+    with session.interruptible() as interrupt, _lease(session, record) as held:
+        if held.gone:
+            raise _no_pod(record)
+        request = f"{record.remote_dir.rstrip('/')}/snapshot.request"
+        interrupt.shield(held.executor.put_file, request, "requested")
+        asked = time.monotonic()
+        text = (f"train: snapshot of run {run_id} requested: its job saves a checkpoint at the end of "
+                "its current step, then stops")
+        if holder_pid is not None or session.config.training is None:
+            who = f"overbrainer (pid {holder_pid})" if holder_pid else "another overbrainer"
+            text += (f"\ntrain: {who} is using this project: if it follows run {run_id}, it collects the "
+                     f"snapshot; if not, collect it with `overbrainer train attach {run_id}`")
+            front.report(text, {"run_id": run_id, "requested": True, "following": False})
+            return None
+        front.report(text, {"run_id": run_id, "requested": True, "following": True})
+        return _follow_and_finish(session, held, record, after, stop_since=asked)
 
 
-def cancel_flow(session: Session, config, run_id: str, *, after: Sequence[PostTrain] = ()) -> str:
+def cancel_flow(session: Session, run_id: str, *, after: Sequence[PostTrain] = ()) -> str:
     """Cancel a run's job (shielded); a run still `preparing` (its `train` was killed) has its pods
     deleted and is failed. Returns the line reported."""
-    runs_dir = _runs_dir(session)
-    record = load(runs_dir, run_id)
+    place = _place(session, run_id)
+    record = place.load()
     if record.state == CANCELLED:
         raise OverbrainerError(f"run {run_id} already ended: cancelled")
     if record.state == PREPARING:  # we hold the project: the process that was preparing it is gone
-        return cancel_stopped(session, config, record)
+        return cancel_stopped(session, record)
     if record.job is None and not unconfirmed(record):
         raise OverbrainerError(f"run {run_id} has not started")
-    if config.training is None:
+    if session.config.training is None:
         raise ConfigError("cancel needs [training] to retrieve the run's artifacts: add a [training] "
                           "section to overbrainer.toml")
     if record.ended:
         log.info("train: run %s already ended: %s; stopping any job left on the target", run_id, record.state)
     front = session.front
-    interrupt = front.interrupt()
-    try:
-        with _lease(session, config, record, interrupt) as held:
-            if held.gone:
-                raise _no_pod(load(runs_dir, run_id))
-            _settle(interrupt, config, held.executor, record, runs_dir)
-            with events(front) as bus:
-                text, data = interrupt.shield(_cancel, held.executor, record, runs_dir,
-                                              transfer_progress(bus, run_id, "download"), fetched(after),
-                                              note=f"cancelling the job of run {run_id}")
-            front.report(text, data)
-            return text
-    finally:
-        interrupt.restore()
+    with session.interruptible() as interrupt, _lease(session, record) as held:
+        if held.gone:
+            raise _no_pod(place.load())
+        _settle(session, held.executor, record)
+        with events(front) as bus:
+            text, data = interrupt.shield(_cancel, held.executor, record, place,
+                                          transfer_progress(bus, run_id, "download"), fetched(after),
+                                          note=f"cancelling the job of run {run_id}")
+        front.report(text, data)
+        return text
 
 
-def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
-            extra: tuple[str, ...] = ()) -> tuple[str, dict]:
+def _cancel(executor: Executor, record: RunRecord, place: RunPlace, progress: Progress | None = None,
+            extra: tuple[str, ...] = ()) -> tuple[str, dict[str, Any]]:
     rid = record.id
     job = job_id(record)
     before = to_status(executor.status(job))
@@ -383,26 +375,26 @@ def _cancel(executor, record: RunRecord, runs_dir: Path, progress=None,
         text = (f"train: the job of run {rid} had already ended ({after.describe()}): collect it with "
                 f"`overbrainer train attach {rid}`")
         return text, {"run_id": rid, "cancelled": False, "job": after.describe()}
-    retrieve(executor, record, ids.run_dir(runs_dir, rid), runs_dir, Outcome(CANCELLED), progress, extra)
+    retrieve(executor, record, place, Outcome(CANCELLED), progress, extra)
     text = f"train: run {rid} cancelled" + (f" ({record.message_shown})" if record.message_shown else "")
     return text, {"run_id": rid, "cancelled": True, "state": record.state, "message": record.message_shown}
 
 
-def train_if_changed(session: Session, config, *, retrain: bool = False,
+def train_if_changed(session: Session, *, retrain: bool = False,
                      after: Sequence[PostTrain] = ()) -> TrainResult | None:
     """`train_flow` unless a run already trained (or is training) on this data with these
     settings; None when nothing was trained (the line saying so is reported)."""
     if retrain:
         log.info("train: --retrain: training whatever earlier runs did")
-        return train_flow(session, config, after=after)
+        return train_flow(session, after=after)
     paths = ProjectPaths(session.project_dir)
-    fp = fingerprint(paths.data, config.training)
+    fp = fingerprint(paths.data, _require_training(session.config))
     found = verdict(paths.runs, fp)
     if found.kind in ("done", "running"):
-        run = found.run
+        run = found.by
         session.report(found.line(), {"stage": "train", "up_to_date": True, "run_id": run.id, "state": run.state})
         return None
     if found.kind == "failed":
         raise OverbrainerError(found.refusal())
     log.info("train: %s; training", found.reason())
-    return train_flow(session, config, after=after)
+    return train_flow(session, after=after)

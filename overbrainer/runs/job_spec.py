@@ -21,7 +21,7 @@ from overbrainer.train.job import CONFIG_NAME, wants_merge
 
 
 def job_spec(target: Any, record: RunRecord, training: Any, workdir: str, secrets: dict[str, str],
-             after: Sequence[tuple[Any, dict[str, str]]] = ()):
+             after: Sequence[tuple[Any, dict[str, str]]] = ()) -> JobSpec:
     """The JobSpec of a training job: `axolotl train` (then `merge-lora` with merge = true, then
     each post-train step of `after` with its environment: the in-job export), built for the
     target's runtime; secrets travel by name only."""

@@ -13,18 +13,23 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from overbrainer.config.model import Config
 from overbrainer.errors import ConfigError, OverbrainerError
+from overbrainer.exec.base import Executor
+from overbrainer.front.interrupt import Interrupt
 from overbrainer.exec import scripts
 from overbrainer.jobs import polling
 from overbrainer.jobs.records import reader
-from overbrainer.jobs.run_record import load
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.jobs.targets import record_target
 from overbrainer.support.lines import LineReader
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Race = Callable[..., Any]  # Interrupt.race: fn(*args)'s result, or None once Ctrl-C came
 
 CHUNK = 64 * 1024
 
@@ -56,15 +61,15 @@ class LocalLog:
 class RemoteLog:
     """`path` on the target. `race` runs each request (Interrupt.race: None means Ctrl-C)."""
 
-    def __init__(self, executor, path: str, race: Callable | None = None):
+    def __init__(self, executor: Executor, path: str, race: Race | None = None):
         self.executor = executor
         self.path = path
         self.race = race
 
-    def _call(self, fn, *args):
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self.race is None:
             return fn(*args)
-        out = self.race(fn, *args)
+        out: T | None = self.race(fn, *args)
         if out is None:
             raise Stopped()
         return out
@@ -86,7 +91,7 @@ class LogReader:
     reader (support/lines.py, bytes mode). An unterminated last line waits in `pending` for the
     next read, until `finish()` gives it out."""
 
-    def __init__(self, source):
+    def __init__(self, source: LocalLog | RemoteLog):
         self.source = source
         self._lines = LineReader()
 
@@ -145,7 +150,7 @@ class LogReader:
         return self._lines.finish()
 
 
-def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str) -> Iterator[bytes]:
+def follow(reader: LogReader, ended: Callable[[], bool], interrupt: Interrupt, run_id: str) -> Iterator[bytes]:
     """New lines until Ctrl-C, or until `ended()` and the log has stopped growing. A read that
     fails (the target out of reach) is retried with a warning; after `polling.FAILURE_BUDGET` such
     retries in a row the next failure ends the follow with an error."""
@@ -173,9 +178,9 @@ def follow(reader: LogReader, ended: Callable[[], bool], interrupt, run_id: str)
             return
 
 
-def run_ended(runs_dir: Path, run_id: str) -> bool:
+def run_ended(place: RunPlace) -> bool:
     try:
-        return load(runs_dir, run_id).ended
+        return place.load().ended
     except Exception:  # noqa: BLE001 - a record being rewritten; look again later
         return False
 
@@ -184,21 +189,20 @@ def run_ended(runs_dir: Path, run_id: str) -> bool:
 
 @dataclass
 class OpenedLog:
-    source: Any
-    executor: Any = None  # to close when done (the log is on the target)
+    source: LocalLog | RemoteLog
+    executor: Executor | None = None  # to close when done (the log is on the target)
 
 
-def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, *,
-             race: Callable | None = None) -> OpenedLog:
+def open_log(config: Config | None, place: RunPlace, *, race: Race | None = None) -> OpenedLog:
     """The run's job.log: local for a local target and for an ended run whose log is here; on
     the target while an SSH run has not ended (or its log never came home). `config` is None
     when it does not load: the local log then. Unreachable: the local log with a warning if
     there is one, else `cannot reach target `<n>`: …`."""
-    path = run_dir / "job.log"
+    path = place.dir / "job.log"
     local = LocalLog(path)
     here = path.exists()
     try:
-        record = load(runs_dir, run_id)
+        record = place.load()
     except OverbrainerError:
         return OpenedLog(local)  # no readable run.json: what is here is all there is
     if config is None or (record.ended and here):
@@ -206,7 +210,7 @@ def open_log(config: Config | None, runs_dir: Path, run_dir: Path, run_id: str, 
     if record.target not in config.targets and here:
         return OpenedLog(local)
     target = record_target(config, record)
-    opener = reader(config, target, record, runs_dir)
+    opener = reader(config, target, record, place)
     if opener is None:
         return OpenedLog(local)
     call = race or (lambda fn, *a: fn(*a))

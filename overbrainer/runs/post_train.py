@@ -7,16 +7,20 @@ list (`train_flow(..., after=…)`), so the run flow never names a step of anoth
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Iterable, Protocol
+
+from overbrainer.config.model import Config, Target
+from overbrainer.exec.runtime import Step
 
 
 class PostTrain(Protocol):
     #: files of the run directory the step leaves, brought home (verified) with the run's results
     fetch: tuple[str, ...]
 
-    def prepare(self, config: Any, run_dir: Path, run_id: str, target: Any, workdir: str) -> tuple[Any, dict] | None:
-        """Write what the step needs into the new run's directory; the job's step (an
-        exec.runtime.Step) and its environment, or None when the configuration does not ask for it."""
+    def prepare(self, config: Config, run_dir: Path, run_id: str, target: Target,
+                workdir: str) -> tuple[Step, dict[str, str]] | None:
+        """Write what the step needs into the new run's directory; the job's step and its
+        environment, or None when the configuration does not ask for it."""
 
     def deliver(self, run_dir: Path, run_id: str) -> list[str]:
         """After a succeeded run's retrieval: what the step made, made usable here, as lines to

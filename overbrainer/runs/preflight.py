@@ -10,12 +10,15 @@ it; a target that cannot be reached stays the executor's own error (exit 1).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from overbrainer.config.model import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV, Target
+from overbrainer.config.model import DEFAULT_IMAGE, DEFAULT_RUNPOD_IMAGE, DEFAULT_RUNPOD_VENV, Config, Target
 from overbrainer.errors import ConfigError, Interrupted, OverbrainerError
+from overbrainer.exec.base import Executor
 from overbrainer.exec.runtime import Runtime
+from overbrainer.front.interrupt import Interrupt
 from overbrainer.jobs.lease import connect
 from overbrainer.support.redact import redact, strip_controls
 
@@ -52,7 +55,7 @@ def check_script(target: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_axolotl(executor, name: str, target: Any) -> str:
+def check_axolotl(executor: Executor, name: str, target: Any) -> str:
     """Run the check on `executor` (the target `name`'s); the version line Axolotl printed, or
     AxolotlMissing saying what installs it."""
     runtime = Runtime.from_target(target)
@@ -76,7 +79,7 @@ def check_axolotl(executor, name: str, target: Any) -> str:
     raise AxolotlMissing(_missing(name, target, runtime, code, said))
 
 
-def _missing(name: str, target: Target, runtime, code: str, said: str) -> str:
+def _missing(name: str, target: Target, runtime: Runtime, code: str, said: str) -> str:
     where = f"target `{name}`"
     detail = f" ({said})" if said else ""
     if code == _NO_ENGINE:
@@ -95,7 +98,7 @@ def _missing(name: str, target: Target, runtime, code: str, said: str) -> str:
             f"set targets.{name}.venv = \"~/.venvs/axolotl\"")
 
 
-def raced_check(executor, name: str, target: Any, interrupt) -> str:
+def raced_check(executor: Executor, name: str, target: Any, interrupt: Interrupt) -> str:
     """`check_axolotl` raced against Ctrl-C (a check is safe to abandon)."""
     said = interrupt.race(check_axolotl, executor, name, target)
     if said is None:
@@ -103,7 +106,7 @@ def raced_check(executor, name: str, target: Any, interrupt) -> str:
     return said
 
 
-def checked_executor(config, name: str, target: Any, runs_dir, interrupt):
+def checked_executor(config: Config, name: str, target: Target, runs_dir: Path, interrupt: Interrupt) -> Executor:
     """A local or SSH target, connected (raced), on which `axolotl` runs: checked before the run
     is created, so that a target without it leaves nothing behind (AxolotlMissing, exit 2)."""
     executor = connect(config, name, target, runs_dir, interrupt)

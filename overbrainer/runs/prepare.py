@@ -9,14 +9,13 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.dataset.state import decontamination_facts
 from overbrainer.errors import OverbrainerError
 from overbrainer.exec.runtime import Runtime
-from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import STOPPED, RunRecord, load
+from overbrainer.jobs.run_record import STOPPED, RunPlace, RunRecord
 from overbrainer.support.atomic import atomic_write_bytes
 from overbrainer.support.files import link_or_copy
 from overbrainer.train.axolotl_config import (
@@ -44,7 +43,10 @@ class ResumeSource:
 
     @property
     def checkpoint(self) -> str:  # "output/checkpoint-N"
-        return self.record.snapshot.checkpoint
+        snapshot = self.record.snapshot
+        if snapshot is None:  # resume_source takes only a stopped run with its snapshot
+            raise ValueError(f"run {self.record.id} has no snapshot")
+        return snapshot.checkpoint
 
     @property
     def checkpoint_name(self) -> str:  # "checkpoint-N"
@@ -56,14 +58,16 @@ def job_root(target: Any, remote_dir: str) -> str:
     return Runtime.from_target(target).root(remote_dir)
 
 
-def resume_source(runs_dir: Path, run_id: str, training: Any) -> ResumeSource:
-    """Check that `run_id` can be resumed with these settings: stopped, its checkpoint here, same config."""
-    record = load(runs_dir, run_id)
+def resume_source(place: RunPlace, training: Any) -> ResumeSource:
+    """Check that the run at `place` can be resumed with these settings: stopped, its checkpoint
+    here, same config."""
+    record = place.load()
+    run_id = place.run_id
     what = f"cannot resume from run {run_id}"
     if record.state != STOPPED or record.snapshot is None:
         raise OverbrainerError(f"{what}: it is {record.state}, not stopped with a snapshot "
                                "(see `overbrainer train stop`)")
-    run_dir = ids.run_dir(runs_dir, run_id)
+    run_dir = place.dir
     src = ResumeSource(record, run_dir)
     checkpoint = run_dir / src.checkpoint
     if not checkpoint.is_dir() or not any(p.is_file() for p in checkpoint.rglob("*")):
@@ -78,7 +82,7 @@ def resume_source(runs_dir: Path, run_id: str, training: Any) -> ResumeSource:
 
 
 def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
-                 resume: ResumeSource | None = None, check=lambda: None) -> dict[str, Any]:
+                 resume: ResumeSource | None = None, check: Callable[[], object] = lambda: None) -> dict[str, Any]:
     """Write axolotl.yaml, data/, plugin/ (and resume/checkpoint-N) into `run_dir`.
 
     `check()` is called between steps (it raises Interrupted after Ctrl-C). Returns the config.

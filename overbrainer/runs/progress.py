@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.jobs.run_record import RUNNING, RunRecord
-from overbrainer.train.metrics import summarize_file
+from overbrainer.train.metrics import MetricsSummary, summarize_file
 
 
-def local_summary(run_dir: Path):
+def local_summary(run_dir: Path) -> MetricsSummary:
     return summarize_file(Path(run_dir) / "metrics.jsonl")
 
 

@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
+from overbrainer.exec.base import Executor
+from overbrainer.exec.transfer import Progress
 from overbrainer.jobs.retrieve import JOB_FILES, fetch
 from overbrainer.jobs.run_record import (
     CANCELLED,
@@ -24,9 +25,8 @@ from overbrainer.jobs.run_record import (
     RUNNING,
     STOPPED,
     SUCCEEDED,
+    RunPlace,
     RunRecord,
-    load,
-    save,
 )
 from overbrainer.jobs.status import Status
 from overbrainer.runs.states import PROOF_LIMIT, Outcome, apply_proof, outcome
@@ -41,7 +41,7 @@ def retrieve_hint(run_id: str) -> str:
     return f"retrieve them with `overbrainer train attach {run_id}`"
 
 
-def read_proof(executor, record: RunRecord) -> bytes | None:
+def read_proof(executor: Executor, record: RunRecord) -> bytes | None:
     try:
         return executor.read_from(f"{record.remote_dir.rstrip('/')}/snapshot.json", 0, PROOF_LIMIT + 1)
     except OverbrainerError as e:
@@ -49,8 +49,8 @@ def read_proof(executor, record: RunRecord) -> bytes | None:
         return None
 
 
-def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: Status, plugin_lines: int,
-           notes: list[str] | None = None, progress=None, extra: tuple[str, ...] = ()) -> RunRecord:
+def finish(executor: Executor, record: RunRecord, place: RunPlace, status: Status, plugin_lines: int,
+           notes: list[str] | None = None, progress: Progress | None = None, extra: tuple[str, ...] = ()) -> RunRecord:
     """Outcome → snapshot proof → retrieval → saved record. Raises (record left `running`) when a
     succeeded/stopped run's files could not be brought home."""
     result = outcome(status, plugin_lines, record.id)
@@ -59,42 +59,43 @@ def finish(executor, record: RunRecord, run_dir: Path, runs_dir: Path, status: S
     if notes and result.state == CANCELLED and not result.message:
         result.message = notes[0]
     log.info("train: retrieving results")
-    retrieve(executor, record, run_dir, runs_dir, result, progress, extra)
+    retrieve(executor, record, place, result, progress, extra)
     return record
 
 
-def retrieve(executor, record: RunRecord, run_dir: Path, runs_dir: Path, result: Outcome,
-             progress=None, extra: tuple[str, ...] = ()) -> None:
+def retrieve(executor: Executor, record: RunRecord, place: RunPlace, result: Outcome,
+             progress: Progress | None = None, extra: tuple[str, ...] = ()) -> None:
     """Fetch the files the outcome calls for (their bytes to `progress`, one transfer per fetch; `extra`:
     what the post-train steps left) and save the final state (see module docstring)."""
-    rid = record.id
+    rid, run_dir = record.id, place.dir
+    stopped = result.snapshot if result.state == STOPPED else None  # a stopped outcome has its snapshot
     try:
         manifest = fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
-        if result.state == STOPPED:
-            fetch(executor, record.remote_dir, run_dir, [result.snapshot.checkpoint, "snapshot.json"],
+        if stopped is not None:
+            fetch(executor, record.remote_dir, run_dir, [stopped.checkpoint, "snapshot.json"],
                   progress=progress)
     except OverbrainerError as e:
         if result.state in (SUCCEEDED, STOPPED):
             record.state = RUNNING
-            save(runs_dir, record)
+            place.save(record)
             raise OverbrainerError(f"cannot retrieve the results of run {rid}: {e}; {retrieve_hint(rid)}",
                                    cause=e) from e
         record.state, record.snapshot = result.state, None
         record.message, record.retrieval_error = result.message, str(e)
-        save(runs_dir, record)
+        place.save(record)
         return
     record.state, record.message, record.snapshot = result.state, result.message, result.snapshot
     record.retrieval_error = None
     if result.state == SUCCEEDED and not any(p.startswith("output/") for p, _ in manifest):
         record.state = FAILED
         record.message = f"the job succeeded but left no output (see runs/{rid}/job.log)"
-    elif result.state == STOPPED:
-        ckpt = run_dir / result.snapshot.checkpoint
+    elif stopped is not None:
+        ckpt = run_dir / stopped.checkpoint
         if not ckpt.is_dir() or not any(p.is_file() for p in ckpt.rglob("*")):
             record.state, record.snapshot = FAILED, None
             record.message = (f"the job stopped with a snapshot but left no file in "
-                              f"{result.snapshot.checkpoint} (see runs/{rid}/job.log)")
-    save(runs_dir, record)
+                              f"{stopped.checkpoint} (see runs/{rid}/job.log)")
+    place.save(record)
 
 
 def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
@@ -110,9 +111,10 @@ def is_retrieved(record: RunRecord, run_dir: Path) -> bool:
     return True
 
 
-def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress=None,
+def collect(executor: Executor, record: RunRecord, place: RunPlace, progress: Progress | None = None,
             extra: tuple[str, ...] = ()) -> None:
     """Retrieve an ended run's files again; on success clear `retrieval_error` (the state is unchanged)."""
+    run_dir = place.dir
     try:
         fetch(executor, record.remote_dir, run_dir, (*ENTRIES, *extra), EXCLUDE, progress)
         if record.state == STOPPED and record.snapshot is not None:
@@ -121,21 +123,22 @@ def collect(executor, record: RunRecord, run_dir: Path, runs_dir: Path, progress
     except OverbrainerError as e:
         if record.state in (FAILED, CANCELLED):
             record.retrieval_error = str(e)
-            save(runs_dir, record)
+            place.save(record)
         raise OverbrainerError(f"cannot retrieve the results of run {record.id}: {e}; "
                                f"{retrieve_hint(record.id)}", cause=e) from e
     if record.retrieval_error is not None:
         record.retrieval_error = None
-        save(runs_dir, record)
+        place.save(record)
 
 
-def shippable(runs_dir: Path, run_id: str, done: str) -> RunRecord:
-    """The record of run `run_id` when its model may leave this machine: it ended succeeded or
-    stopped (its model then partial: the caller warns) and its results are home (`is_retrieved`).
+def shippable(place: RunPlace, done: str) -> RunRecord:
+    """The record of the run at `place` when its model may leave this machine: it ended succeeded
+    or stopped (its model then partial: the caller warns) and its results are home (`is_retrieved`).
     OverbrainerError saying why not; `done` words it (`exported`, `pushed`, `compared`, `evaluated`)."""
-    record = load(runs_dir, run_id)
+    record = place.load()
+    run_id = place.run_id
     if record.state not in (SUCCEEDED, STOPPED):
         raise OverbrainerError(f"run {run_id} is {record.state}: only a succeeded or stopped run can be {done}")
-    if not is_retrieved(record, ids.run_dir(runs_dir, run_id)):
+    if not is_retrieved(record, place.dir):
         raise OverbrainerError(f"the results of run {run_id} are not all here: {retrieve_hint(run_id)} first")
     return record

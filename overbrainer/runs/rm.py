@@ -15,12 +15,11 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs import ids
-from overbrainer.jobs.run_record import PREPARING, RECORD, RUN_JSON, RUNNING, RunRecord, load
+from overbrainer.jobs.run_record import PREPARING, RECORD, RUN_JSON, RUNNING, RunPlace, RunRecord
 from overbrainer.runpod.pod_record import PodRecord
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ class Removal:
             return f"runs rm: runs/{self.run_id} deleted" + (f"; {self.why}" if self.why else "")
         return f"runs rm: {self.run_id} not deleted: {self.why}"
 
-    def data(self) -> dict:
+    def data(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "deleted": self.deleted, "reason": self.why or None}
 
 
@@ -53,7 +52,13 @@ def rm_flow(session: Session, run_ids: list[str]) -> list[Removal]:
     runs_dir = ProjectPaths(session.project_dir).runs
     done: list[Removal] = []
     for run_id in dict.fromkeys(run_ids):
-        removal = _remove(runs_dir, run_id)
+        try:
+            place = RunPlace(runs_dir, run_id)
+            record = place.load()
+        except OverbrainerError as e:
+            removal = Removal(run_id, False, str(e))
+        else:
+            removal = _remove(place, record)
         session.report(removal.line(), removal.data())
         done.append(removal)
     kept = [r.run_id for r in done if not r.deleted]
@@ -62,17 +67,13 @@ def rm_flow(session: Session, run_ids: list[str]) -> list[Removal]:
     return done
 
 
-def _remove(runs_dir: Path, run_id: str) -> Removal:
-    try:
-        record = load(runs_dir, ids.validate(run_id))
-    except OverbrainerError as e:
-        return Removal(run_id, False, str(e))
-    run_dir = ids.run_dir(runs_dir, run_id)
+def _remove(place: RunPlace, record: RunRecord) -> Removal:
+    run_id, run_dir = place.run_id, place.dir
     why = refusal(record, run_dir)
     if why is not None:
         return Removal(run_id, False, why)
     left = _left_on_target(record, run_dir)
-    hidden = runs_dir / f".rm-{run_id}-{secrets.token_hex(4)}"
+    hidden = place.runs_dir / f".rm-{run_id}-{secrets.token_hex(4)}"
     try:
         run_dir.rename(hidden)
     except OSError as e:

@@ -16,7 +16,7 @@ from typing import Any
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs.records import run_costs
-from overbrainer.jobs.run_record import list_runs, load
+from overbrainer.jobs.run_record import RunPlace, list_runs
 from overbrainer.support import fmt
 from overbrainer.support.record_file import RecordFile
 from overbrainer.train.metrics import READ_LIMIT, MetricsSummary, line_reader
@@ -78,10 +78,10 @@ class MetricsCache:
         return seen.summary, seen.losses
 
 
-def progress(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tuple[MetricsSummary, list[float]]:
+def progress(place: RunPlace, cache: MetricsCache, live: Live) -> tuple[MetricsSummary, list[float]]:
     """The run's summary and losses: its local metrics file's, or the events' when they saw more."""
-    summary, losses = cache.get(Path(runs_dir) / run_id / "metrics.jsonl")
-    seen = live.runs.get(run_id)
+    summary, losses = cache.get(place.dir / "metrics.jsonl")
+    seen = live.runs.get(place.run_id)
     if seen is not None and (seen.summary.step > summary.step or len(seen.losses) > len(losses)):
         return seen.summary, seen.losses
     return summary, losses
@@ -112,26 +112,26 @@ def rows(runs_dir: Path, cache: MetricsCache, live: Live) -> list[RunRow]:
     """One row per readable run, newest first."""
     out = []
     for record in reversed(list_runs(runs_dir)):
-        summary, _ = progress(runs_dir, record.id, cache, live)
+        summary, _ = progress(RunPlace(runs_dir, record.id), cache, live)
         loss = f"{summary.last_train['loss']:.4f}" if summary.last_train else "-"
         out.append(RunRow(record.id, record.state, record.target, record.created, _step(summary), loss,
                           _eta(record, summary), _pod(Path(runs_dir) / record.id)[0]))
     return out
 
 
-def detail(runs_dir: Path, run_id: str, cache: MetricsCache, live: Live) -> tuple[list[str], list[float]]:
+def detail(place: RunPlace, cache: MetricsCache, live: Live) -> tuple[list[str], list[float]]:
     """The lines beside the run list for one run, and its loss series (for the chart)."""
     try:
-        record = load(runs_dir, run_id)
+        record = place.load()
     except OverbrainerError as e:
         return [str(e)], []
-    summary, losses = progress(runs_dir, run_id, cache, live)
-    seen = live.runs.get(run_id)
+    summary, losses = progress(place, cache, live)
+    seen = live.runs.get(place.run_id)
     lines = [f"run {record.id}: {record.state} on target `{record.target}`, created {record.created}"]
     phase = seen.phase() if seen is not None and seen.watched else None
     lines.append(f"progress: {summary.describe()}" + (f"; {phase}" if phase else ""))
     lines.append(f"time left: {_eta(record, summary)}")
-    pod_text, fields = _pod(Path(runs_dir) / run_id)
+    pod_text, fields = _pod(place.dir)
     if fields is not None:
         lines.append(f"pod: {fields.get('pod_id') or '-'} {fields.get('state') or ''}, spend {pod_text}")
     lines += _live_lines(seen)

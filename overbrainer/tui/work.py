@@ -13,6 +13,7 @@ from overbrainer.config.load import load_config
 from overbrainer.config.model import Config
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.export.in_job import InJobExport
+from overbrainer.front.session import Session
 from overbrainer.hub.after_training import push_after_training, warn_missing_token
 from overbrainer.pipeline.context import StageContext
 from overbrainer.pipeline.dataset_ops import reject_flow
@@ -43,6 +44,10 @@ class Workspace:
         self.config = load_config(self.project_dir, environ=self._environ())
         return self.config
 
+    def configured(self, session: Session) -> Session:
+        """A task's session on the configuration now (`load_config`), as a new command reads it."""
+        return session.with_config(self.load_config())
+
     def _environ(self) -> Mapping[str, str]:
         return os.environ if self.environ is None else self.environ
 
@@ -70,8 +75,8 @@ def plan_total(ws: Workspace, command: str) -> dict:
 
 def stage(ws: Workspace, name: str) -> Flow:
     """`overbrainer subtopics|questions|answers|split`."""
-    def flow(session):
-        return run_stage(session, ws.load_config(), name)
+    def flow(session: Session) -> Any:
+        return run_stage(ws.configured(session), name)
     return flow
 
 
@@ -79,51 +84,51 @@ def run_all(ws: Workspace) -> Flow:
     """`overbrainer run`: the command's own flow (pipeline/run_flow.run_project): every stage, the
     configuration re-read between them when it changed, then with `[training]` training only when
     the data or settings changed, then the after-training push."""
-    def flow(session):
+    def flow(session: Session) -> Any:
         watch = ConfigWatch(ws.project_dir, lambda: load_config(ws.project_dir, environ=ws._environ()),
                             dotenv=ws.dotenv)
-        return run_project(session, ws.load_config(), watch=watch, after=ws.post_train())
+        return run_project(ws.configured(session), watch=watch, after=ws.post_train())
     return flow
 
 
-def _train(ws: Workspace, session, config) -> Any:
-    warn_missing_token(config)
-    result = train_flow(session, config, after=ws.post_train())
-    push_after_training(session, config, result)
+def _train(ws: Workspace, session: Session) -> Any:
+    warn_missing_token(session.config)
+    result = train_flow(session, after=ws.post_train())
+    push_after_training(session, result)
     return result
 
 
 def train(ws: Workspace) -> Flow:
     """`overbrainer train` on the configured target."""
-    return lambda session: _train(ws, session, ws.load_config())
+    return lambda session: _train(ws, ws.configured(session))
 
 
 def attach(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train attach RUN_ID`."""
-    def flow(session):
-        config = ws.load_config()
-        result = attach_flow(session, config, run_id, after=ws.post_train())
-        push_after_training(session, config, result)
+    def flow(session: Session) -> Any:
+        session = ws.configured(session)
+        result = attach_flow(session, run_id, after=ws.post_train())
+        push_after_training(session, result)
         return result
     return flow
 
 
 def stop(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train stop RUN_ID` holding the lock: the snapshot asked for, then followed."""
-    def flow(session):
-        return stop_flow(session, ws.load_config(), run_id, after=ws.post_train())
+    def flow(session: Session) -> Any:
+        return stop_flow(ws.configured(session), run_id, after=ws.post_train())
     return flow
 
 
 def cancel(ws: Workspace, run_id: str) -> Flow:
     """`overbrainer train cancel RUN_ID`."""
-    def flow(session):
-        return cancel_flow(session, ws.load_config(), run_id, after=ws.post_train())
+    def flow(session: Session) -> Any:
+        return cancel_flow(ws.configured(session), run_id, after=ws.post_train())
     return flow
 
 
 def reject(ws: Workspace, item_id: str) -> Flow:
     """`overbrainer dataset reject ID`: the same code as the command."""
-    def flow(session):
-        return reject_flow(session, ws.load_config(), item_id=item_id)
+    def flow(session: Session) -> Any:
+        return reject_flow(ws.configured(session), item_id=item_id)
     return flow

@@ -20,9 +20,10 @@ PROTOCOLS = [("openai", "openai"), ("anthropic", None)]
 
 def _prepared(project, fake_provider, protocol="openai", dialect="openai", **pipeline):
     model = "claude-sonnet-4-5" if protocol == "anthropic" else PARENT
+    # OpenAI's and Anthropic's listings carry no prices: the price is configured.
     project.write(topics=1, subtopics=2, questions=3, protocol=protocol, dialect=dialect, parent_model=model,
-                  generator_model=model, pipeline={"concurrency": 1, **pipeline})
-    fake_provider.models = {model: (2.0, 8.0)}
+                  generator_model=model, pipeline={"concurrency": 1, **pipeline},
+                  parent={"price": {"input": 2.0, "output": 8.0}})
     texts, _, err = project.stage("questions")
     assert err is None, texts
     fake_provider.batches.shuffle = False

@@ -73,7 +73,7 @@ def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, ll
         "size": (run_dir / GGUF).stat().st_size, "created": "2026-12-01T11:00:00Z"}))
     (run_dir / "job.log").write_text("trained\n")  # its results are home
     remote_dir = run_dir.resolve() if target == "here" else remote / RUN
-    records.save(project.dir / "runs", records.RunRecord(
+    records.RunPlace(project.dir / "runs", RUN).save(records.RunRecord(
         id=RUN, target=target, created="2026-12-01T10:10:10Z", remote_dir=str(remote_dir), state="succeeded"))
     return run_dir
 

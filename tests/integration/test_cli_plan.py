@@ -83,7 +83,9 @@ def test_unknown_prices_say_so(project, fake_provider, cli):
     r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
     assert r.returncode == 0, r.stderr
     answers = r.stdout.splitlines()[2]
-    assert answers.endswith("; cost unknown (no price listed for deepseek/deepseek-r1 by provider fake)")
+    assert answers.endswith("; cost unknown (no price for deepseek/deepseek-r1 on provider fake: its model listing "
+                            "gives none; set roles.parent.price = { input = …, output = … } (USD per million tokens), "
+                            "or price = 0 for a self-hosted server)")
     assert r.stdout.splitlines()[-1].startswith("total: about 7 requests; expected $")
     assert "+ what is unknown above" in r.stdout.splitlines()[-1]
     total = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))[-1]

@@ -272,3 +272,22 @@ def test_ctrl_c_during_the_uploads_commits_nothing_and_a_rerun_finishes(pushable
     r = p.run("push", rid)
     assert r.returncode == 0, r.stderr
     assert sorted(fake_hub.repos["alice/train-demo"].files) == sorted(EXPECTED + ["README.md"])
+
+
+def test_a_push_leaves_ctrl_c_as_it_found_it(pushable, fake_hub):
+    """The push catches Ctrl-C while it sends; once it returned, the handler it installed is gone
+    (it was left installed, its watcher thread running, for whatever the command did next)."""
+    import io
+    import signal
+
+    from overbrainer.config.load import load_config
+    from overbrainer.front.frontend import Cli
+    from overbrainer.front.session import Session
+    from overbrainer.hub.flow import push_flow
+
+    p, rid = pushable
+    session = Session(p.dir, Cli(stdout=io.StringIO(), stderr=io.StringIO()), load_config(p.dir, environ=dict(p.env)))
+    before = signal.getsignal(signal.SIGINT)
+    result = push_flow(session, rid)
+    assert result["repo"] == "alice/train-demo" and fake_hub.repos["alice/train-demo"].commits
+    assert signal.getsignal(signal.SIGINT) is before

@@ -69,12 +69,13 @@ def test_a_cap_without_a_known_price_refuses_to_start(project, fake_provider, cl
     fake_provider.models = {"qwen/qwen3-235b": (1.0, 2.0)}  # the parent has no listed price
     before = (project.data / "questions.jsonl").read_bytes()
     history = project.history()
-    for args, env in ((["answers", "--max-cost", "5"], {}), (["run"], {"OVERBRAINER_PIPELINE__MAX_COST_USD": "5"})):
+    for args, env in ((["answers", "--max-cost", "5"], {}), (["answers", "--plan", "--max-cost", "5"], {}),
+                      (["run"], {"OVERBRAINER_PIPELINE__MAX_COST_USD": "5"}), (["run", "--plan", "--max-cost", "5"], {})):
         r = cli(["-C", project.dir, *args], env={**project.env, **env})
         assert r.returncode == 2, r.stderr
-        assert ("error: max_cost_usd is set, but no price is known for roles.parent (deepseek/deepseek-r1 on "
-                "provider fake): its model listing gives none, so no request can be bounded; unset "
-                "[pipeline] max_cost_usd and --max-cost to run without a cap") in r.stderr
+        assert ("error: roles.parent has no price (deepseek/deepseek-r1 on provider fake: its model listing gives "
+                "none), so the spend cap (max_cost_usd, --max-cost) cannot bound its requests; set roles.parent.price "
+                "= { input = …, output = … } (USD per million tokens), or price = 0 for a self-hosted server") in r.stderr
     assert fake_provider.chat_requests() == []
     assert not (project.data / "answers.jsonl").exists()
     assert (project.data / "questions.jsonl").read_bytes() == before and project.history() == history

@@ -13,7 +13,10 @@ from tests.fixtures.provider import Answer
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 def test_run_end_to_end_then_history(project, fake_provider, cli, protocol):
-    project.write(protocol=protocol)
+    # Anthropic's model listing carries no prices (nor does the fake's): there they are configured.
+    priced = protocol == "anthropic"
+    project.write(protocol=protocol, parent={"price": {"input": 1.0, "output": 2.0}} if priced else None,
+                  generator={"price": {"input": 0.5, "output": 0.5}} if priced else None)
     fake_provider.models = {"deepseek/deepseek-r1": (1.0, 2.0), "qwen/qwen3-235b": (0.5, 0.5)}
     r = cli(["-C", project.dir, "run"], env=project.env)
     assert r.returncode == 0, r.stderr
@@ -182,7 +185,7 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
             toml.write_text(toml.read_text().replace("concurrency = 4", "concurrency = 16"))
 
     with caplog.at_level(logging.INFO):
-        run_all(project.session(report), first, watch=watch)
+        run_all(project.session(report).with_config(first), watch=watch)
     assert seen == [("subtopics", 4), ("questions", 16), ("answers", 16), ("split", 16)]
     assert caplog.text.count("config reloaded") == 1
 
@@ -190,6 +193,6 @@ def test_run_reloads_the_config_between_stages(project, fake_provider, caplog):
         toml.write_text(toml.read_text().replace("concurrency = 16", "concurrency = 0"))
 
     with pytest.raises(ConfigError) as e:
-        run_all(project.session(breaking), project.config(), watch=ConfigWatch(project.dir, project.config))
+        run_all(project.session(breaking).with_config(project.config()), watch=ConfigWatch(project.dir, project.config))
     assert str(e.value).startswith("the configuration changed and cannot be used; the run stops")
     assert [h["stage"] for h in project.history()][-1] == "subtopics"

@@ -409,7 +409,7 @@ def test_unknown_prices_never_fail(fake_provider, caplog):
     book = PriceBook()
     for _ in range(2):  # a client rebuilt (the next stage of `run`) says it once
         assert make(fake_provider, model="unlisted", prices=book).cost(Usage(10, 10)) is None
-    assert caplog.text.count("no price listed for model unlisted; showing tokens only") == 1
+    assert caplog.text.count("no price known for model unlisted; showing tokens only") == 1
     fake_provider.script_models(Fault.server_error())
     assert make(fake_provider).cost(Usage(1, 1)) is None
     assert "cannot read model prices (HTTP 500: upstream exploded); showing tokens only" in caplog.text

@@ -60,3 +60,29 @@ def test_readme_first_command_runs_the_pipeline(tmp_path, fake_provider):
     models = {req.body["model"] for req in fake_provider.chat_requests()}
     assert models == {"qwen/qwen3-8b"}
     assert "cost unknown" not in r.stdout and "$" in r.stdout  # priced from the model listing
+
+
+def test_the_readme_local_server_line_makes_its_max_cost_advice_work(tmp_path, fake_provider, cli):
+    """The Quick start's llama.cpp line, pointed at the fake (as llama-server), with its advice
+    `--max-cost 0.50`: the plan and the run agree, and the run spends $0 (price = 0: free)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Quick start"):text.index("## How it works")]
+    assert "`--max-cost\n0.50`" in section or "--max-cost 0.50" in section
+    block = re.findall(r"```sh\n(.*?)```", section, re.S)[0]
+    (line,) = [line for line in block.splitlines() if line.startswith("export ") and "127.0.0.1:8080" in line]
+    variables = dict(word.split("=", 1) for word in shlex.split(line)[1:])
+    assert variables.pop("OVERBRAINER_PROVIDERS__LLM__BASE_URL") == "http://127.0.0.1:8080/v1"
+    fake_provider.dialect = "llamacpp"
+    env = {**variables, "OVERBRAINER_PROVIDERS__LLM__BASE_URL": fake_provider.url,
+           "OVERBRAINER_PROVIDERS__LLM__DIALECT": "llamacpp", "OVERBRAINER_ROLES__PARENT__REASONING": "false"}
+    assert cli(["init", tmp_path / "demo"]).returncode == 0
+    without = {k: v for k, v in env.items() if k != "OVERBRAINER_PROVIDERS__LLM__PRICE"}
+    plan = cli(["-C", tmp_path / "demo", "run", "--plan", "--max-cost", "0.50"], env=without)
+    run = cli(["-C", tmp_path / "demo", "run", "--max-cost", "0.50"], env=without)
+    assert plan.returncode == run.returncode == 2 and plan.stderr.splitlines()[-1] == run.stderr.splitlines()[-1]
+    assert fake_provider.chat_requests() == []
+    plan = cli(["-C", tmp_path / "demo", "run", "--plan", "--max-cost", "0.50"], env=env)
+    run = cli(["-C", tmp_path / "demo", "run", "--max-cost", "0.50"], env=env)
+    assert plan.returncode == run.returncode == 0, (plan.stderr, run.stderr)
+    assert "price from providers.llm.price" in plan.stdout and "cost unknown" not in run.stdout
+    assert fake_provider.chat_requests()

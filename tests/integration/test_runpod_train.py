@@ -236,7 +236,7 @@ def test_an_embedded_front_ends_abandon_stops_a_provisioning_and_leaves_no_pod(t
     fake.on_request = hook
     session = Session(p.dir, Embedded(EventBus(), detach, abandon, lambda report: None))
     with pytest.raises(Interrupted, match="^interrupted before the job started: it has no pod left$"):
-        train_flow(session, load_config(p.dir, environ=dict(p.env)))
+        train_flow(session.with_config(load_config(p.dir, environ=dict(p.env))))
     assert not detach.is_set()
     [rid] = p.run_ids()
     rec = p.record(rid)

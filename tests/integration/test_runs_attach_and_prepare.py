@@ -11,7 +11,6 @@ import pytest
 from overbrainer.errors import Interrupted
 from overbrainer.exec.local import LocalExecutor
 from overbrainer.front.session import Session
-from overbrainer.jobs import run_record as rec
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
 from tests.integration.test_runs_retrieve import followed, started
 from tests.integration.test_runs_support import make_project
@@ -23,16 +22,16 @@ def fast_polls(monkeypatch):
 
 
 def test_attach_brings_back_the_output_of_a_succeeded_run_when_it_is_missing_here(tmp_path):
-    ex, record, run_dir, runs = started(tmp_path)
+    ex, record, place = started(tmp_path)
     result, _ = followed(ex, record)
-    finish(ex, record, run_dir, runs, result.status, result.summary.lines)
-    saved = rec.load(runs, record.id)
-    assert saved.state == "succeeded" and is_retrieved(saved, run_dir)
-    shutil.rmtree(run_dir / "output")  # e.g. removed to free space, or lost with a disk
-    assert not is_retrieved(saved, run_dir)  # so `train attach` downloads it again
-    collect(ex, saved, run_dir, runs)
-    assert (run_dir / "output" / "adapter_model.safetensors").read_text() == "adapter\n"
-    assert is_retrieved(rec.load(runs, record.id), run_dir)
+    finish(ex, record, place, result.status, result.summary.lines)
+    saved = place.load()
+    assert saved.state == "succeeded" and is_retrieved(saved, place.dir)
+    shutil.rmtree(place.dir / "output")  # e.g. removed to free space, or lost with a disk
+    assert not is_retrieved(saved, place.dir)  # so `train attach` downloads it again
+    collect(ex, saved, place)
+    assert (place.dir / "output" / "adapter_model.safetensors").read_text() == "adapter\n"
+    assert is_retrieved(place.load(), place.dir)
 
 
 class _CtrlCAfterClaim(LocalExecutor):
@@ -62,7 +61,7 @@ def test_ctrl_c_while_preparing_leaves_nothing_on_the_target(tmp_path, fake_axol
     reports = []
     app = Session(p.dir, Embedded(EventBus(), ctrl_c, threading.Event(), reports.append))
     with pytest.raises(Interrupted) as e:
-        flow.train_flow(app, load_config(p.dir))
+        flow.train_flow(app.with_config(load_config(p.dir)))
     assert str(e.value) == "interrupted before the run started"
     assert p.run_ids() == []
     assert list(remote.iterdir()) == []  # no claimed run directory left on the target

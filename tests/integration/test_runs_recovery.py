@@ -19,7 +19,7 @@ from overbrainer.jobs import lease, start
 from overbrainer.runs import flow
 from overbrainer.runs import stop_limits as limits
 from overbrainer.jobs.follow import job_id
-from overbrainer.jobs.run_record import load
+from overbrainer.jobs.run_record import RunPlace
 from tests.integration.test_runs_support import make_project
 
 
@@ -78,7 +78,7 @@ def test_a_spawn_cut_after_the_launch_finds_its_job_and_attach_completes(tmp_pat
     ex = _cut_executor(sshd, tmp_path / "remote", gone_after_cut=False)
     monkeypatch.setattr(lease, "open_executor", lambda *a, **k: ex)
     app, _ = _app(p)
-    result = flow.train_flow(app, _config(p), detach=True)
+    result = flow.train_flow(app.with_config(_config(p)), detach=True)
     assert result.state == "running" and result.detached
     rec = p.record(result.run_id)
     assert rec["state"] == "running" and rec["message"] is None
@@ -99,7 +99,7 @@ def test_a_spawn_cut_with_the_target_gone_stays_running_until_attach_settles_it(
     monkeypatch.setattr(start, "PID_WAIT_SECS", 0.5)
     app, _ = _app(p)
     with pytest.raises(OverbrainerError) as e:
-        flow.train_flow(app, _config(p))
+        flow.train_flow(app.with_config(_config(p)))
     [rid] = p.run_ids()
     rec = p.record(rid)
     assert rec["state"] == "running" and rec["job"] is None
@@ -122,7 +122,7 @@ def test_cancel_settles_an_unconfirmed_start(tmp_path, fake_axolotl, sshd, monke
     monkeypatch.setattr(start, "PID_WAIT_SECS", 0.5)
     app, _ = _app(p)
     with pytest.raises(OverbrainerError):
-        flow.train_flow(app, _config(p), detach=True)
+        flow.train_flow(app.with_config(_config(p)), detach=True)
     [rid] = p.run_ids()
     c = p.run("train", "cancel", rid)
     assert c.returncode == 0, c.stderr
@@ -143,7 +143,7 @@ def test_a_spawn_that_never_reached_the_target_fails_the_run(tmp_path, fake_axol
     monkeypatch.setattr(lease, "open_executor", lambda *a, **k: NeverSent(p.runs))
     app, _ = _app(p)
     with pytest.raises(OverbrainerError):
-        flow.train_flow(app, _config(p))
+        flow.train_flow(app.with_config(_config(p)))
     [rid] = p.run_ids()
     rec = p.record(rid)
     assert rec["state"] == "failed" and rec["job"] is None
@@ -159,7 +159,7 @@ def test_cancel_records_a_job_that_already_reads_cancelled(tmp_path, fake_axolot
     [rid] = p.run_ids()
     p.wait_metrics(rid, 2)
     # An earlier cancel finished on the target but died before saving the record.
-    LocalExecutor(p.runs).cancel(job_id(load(p.runs, rid)))
+    LocalExecutor(p.runs).cancel(job_id(RunPlace(p.runs, rid).load()))
     assert p.record(rid)["state"] == "running"
     c = p.run("train", "cancel", rid)
     assert c.returncode == 0, c.stderr
@@ -174,12 +174,11 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
     assert p.run("train", "--detach").returncode == 0
     [rid] = p.run_ids()
     p.wait_metrics(rid, 2)
-    LocalExecutor(p.runs).cancel(job_id(load(p.runs, rid)))
-    record = load(p.runs, rid)
+    place = RunPlace(p.runs, rid)
+    LocalExecutor(p.runs).cancel(job_id(place.load()))
+    record = place.load()
     record.state = "stopped"  # e.g. the stop limit's cancel after a snapshot proof
-    from overbrainer.jobs.run_record import save
-
-    save(p.runs, record)
+    place.save(record)
     c = p.run("train", "cancel", rid)
     assert c.returncode == 0, c.stderr
     assert "had already ended (cancelled)" in c.stdout
@@ -207,7 +206,7 @@ def test_a_stop_whose_snapshot_never_comes_is_cancelled(tmp_path, fake_axolotl, 
     p, rid = _slow_run(tmp_path, fake_axolotl)
     app, reports = _app(p)
     with caplog.at_level(logging.WARNING), pytest.raises(OverbrainerError) as e:
-        flow.stop_flow(app, _config(p), rid)
+        flow.stop_flow(app.with_config(_config(p)), rid)
     warning = "no snapshot 0.5 s after it was asked for: the job was cancelled"
     assert str(e.value) == f"run {rid} was cancelled ({warning})"
     assert warning in caplog.messages
@@ -228,7 +227,7 @@ def test_ctrl_c_during_the_limit_cancel_lets_it_finish(tmp_path, fake_axolotl, s
     monkeypatch.setattr(lease, "open_executor", lambda *a, **k: CtrlCWhileCancelling(p.runs))
     app, _ = _app(p, ctrl_c)
     with pytest.raises(Interrupted) as e:
-        flow.stop_flow(app, _config(p), rid)
+        flow.stop_flow(app.with_config(_config(p)), rid)
     # The cancel ran to its end before the flow gave up.
     assert (p.runs / rid / "cancelled").exists()
     assert f"the job of run {rid} was cancelled" in str(e.value)

@@ -46,7 +46,7 @@ class Project:
         self.remote_run.mkdir(parents=True, exist_ok=True)
         self.record = rec.RunRecord(id=RUN, target=target, created="2026-01-01T00:00:00Z",
                                     remote_dir=str(remote_dir), state="succeeded")
-        rec.save(self.runs, self.record)
+        rec.RunPlace(self.runs, RUN).save(self.record)
         self.ctrl_c = threading.Event()
         self.bus = EventBus()
         self.sub = self.bus.subscribe()
@@ -57,7 +57,8 @@ class Project:
         from overbrainer.front.frontend import Embedded
 
         session = Session(self.dir, Embedded(self.bus, self.ctrl_c, threading.Event(), self.reports.append))
-        return run_side_job(session, load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"}), self.record, job,
+        config = load_config(self.dir, environ={"OVERBRAINER_TARGETS__REMOTE__HOST": "unused"})
+        return run_side_job(session.with_config(config), self.record, job,
                             **kw)
 
 
@@ -90,7 +91,7 @@ def test_a_job_runs_in_its_directory_and_its_files_come_back_verified(project):
     assert (result.job_dir / "sub" / "f").read_text() == "deep\n"
     remote_job = project.remote_run / "exports" / result.job_id
     assert (remote_job / "out.txt").read_text() == "made\n"  # it ran in its own directory there
-    saved = rec.load(project.run_dir / "exports", result.job_id)
+    saved = rec.RunPlace(project.run_dir / "exports", result.job_id).load()
     assert saved.state == "succeeded" and saved.remote_dir == str(remote_job) and saved.job is not None
     log = (result.job_dir / "job.log").read_text()
     assert f"cache={Path(saved.remote_dir).parents[2]}/.cache ten" in log
@@ -114,7 +115,7 @@ def test_a_failing_job_is_recorded_failed_with_the_last_line_of_its_log(project)
     assert str(e.value) == "compare X of run demo failed: no model here"
     result = e.value.result
     assert result.state == "failed" and result.job_dir.parent == project.run_dir / "compares"
-    assert rec.load(result.job_dir.parent, result.job_id).state == "failed"
+    assert rec.RunPlace(result.job_dir.parent, result.job_id).load().state == "failed"
     assert "starting" in (result.job_dir / "job.log").read_text()
 
 
@@ -125,7 +126,7 @@ def test_ctrl_c_cancels_the_job_on_the_target(project):
     def press_when_started():
         exports = project.run_dir / "exports"
         while not any(exports.glob("*/run.json")) or not any(
-                rec.load(exports, p.parent.name).job for p in exports.glob("*/run.json")):
+                rec.RunPlace(exports, p.parent.name).load().job for p in exports.glob("*/run.json")):
             if project.ctrl_c.wait(0.05):
                 return
         remote = project.remote_run / "exports"
@@ -140,7 +141,7 @@ def test_ctrl_c_cancels_the_job_on_the_target(project):
     presser.join(5)
     assert str(e.value) == "interrupted: export X of run demo cancelled"
     [job_dir] = (project.run_dir / "exports").iterdir()
-    saved = rec.load(job_dir.parent, job_dir.name)
+    saved = rec.RunPlace(job_dir.parent, job_dir.name).load()
     assert saved.state == "cancelled"
     assert (job_dir / "begun").read_text() == "begun\n"  # fetched after the cancel
     remote_job = Path(saved.remote_dir)

@@ -34,14 +34,14 @@ def shipped_run(project: Path, run_id: str = RUN, *, created: str = "2026-12-01T
     (run_dir / gguf).write_bytes(b"GGUF")
     (run_dir / "export.json").write_text(json.dumps({"quantize": "Q4_K_M", "llama_cpp": "b1", "file": gguf,
                                                      "sha256": "ab" * 32, "size": 4, "created": created}))
-    records.save(project / "runs", RunRecord(id=run_id, target="local", created=created, remote_dir=str(run_dir),
-                                             **{"state": "succeeded", **fields}))
+    records.RunPlace(project / "runs", run_id).save(RunRecord(
+        id=run_id, target="local", created=created, remote_dir=str(run_dir), **{"state": "succeeded", **fields}))
     return run_dir
 
 
 GATES = {
-    "export": lambda project, rid: export_gate(project / "runs", rid),
-    "push": lambda project, rid: push_gate(project / "runs", rid),
+    "export": lambda project, rid: export_gate(records.RunPlace(project / "runs", rid)),
+    "push": lambda project, rid: push_gate(records.RunPlace(project / "runs", rid)),
     "compare": lambda project, rid: plan.pick_run(project, rid),
     "eval": lambda project, rid: child_gguf(project, rid),
 }
@@ -51,7 +51,7 @@ DONE = {"export": "exported", "push": "pushed", "compare": "compared", "eval": "
 @pytest.mark.parametrize("command", GATES)
 def test_a_message_holding_the_notes_words_does_not_stop_a_run_whose_files_are_home(tmp_path, command):
     shipped_run(tmp_path, message=MARKER_TEXT)
-    assert records.load(tmp_path / "runs", RUN).retrieval_error is None
+    assert records.RunPlace(tmp_path / "runs", RUN).load().retrieval_error is None
     GATES[command](tmp_path, RUN)  # no error: the message is only a message
 
 

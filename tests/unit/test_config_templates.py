@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from overbrainer.config.templates import NAMES, builtin_source, load_templates
-from overbrainer.errors import OverbrainerError
+from overbrainer.config.templates import NAMES, VARIABLES, builtin_source, load_templates, problems
+from overbrainer.errors import ConfigError, OverbrainerError
 
 
 def test_builtin_defaults_render(tmp_path):
@@ -45,14 +45,15 @@ def test_override_wins(tmp_path):
 
 def test_undefined_variable_is_an_error(tmp_path):
     t = load_templates(tmp_path, ["subtopics"])
-    with pytest.raises(OverbrainerError, match="^cannot render template subtopics.txt: 'count' is undefined"):
+    with pytest.raises(ConfigError, match=r"^cannot render template subtopics.txt \(built-in, line 4\): 'count' is "
+                                          "undefined"):
         t.render("subtopics", topic="x", description=None)
 
 
 def test_broken_override_fails_at_load(tmp_path):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "questions.txt").write_text("line one\n{% if %}\n")
-    with pytest.raises(OverbrainerError, match=r"^invalid template questions.txt \(prompts/questions.txt, line 2\)"):
+    with pytest.raises(ConfigError, match=r"^invalid template questions.txt \(prompts/questions.txt, line 2\)"):
         load_templates(tmp_path)
 
 
@@ -61,3 +62,27 @@ def test_every_default_exists():
         assert builtin_source(name).strip()
     with pytest.raises(OverbrainerError, match="unknown template nope.txt"):
         builtin_source("nope")
+
+
+def test_every_built_in_template_reads_only_what_its_stage_provides(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    assert set(VARIABLES) == set(NAMES)
+    for name in NAMES:  # each built-in, as an override that differs by a line: it passes the check
+        (tmp_path / "prompts" / f"{name}.txt").write_text(builtin_source(name) + "\n")
+    assert problems(tmp_path) == []
+
+
+def test_the_check_finds_a_name_in_a_branch_the_samples_skip_and_says_its_line(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "judge.txt").write_text("{{ question }}\n{% if false %}\n{{ answer_c }}{% endif %}\n")
+    (tmp_path / "prompts" / "grader.txt").write_text("{% for x in answer %}{{ x.nope.deeper }}{% endfor %}\n")
+    assert problems(tmp_path) == [
+        "cannot render template judge.txt (prompts/judge.txt, line 3): `answer_c` is undefined: compare's judge "
+        "provides question, answer_a, answer_b",
+        "cannot render template grader.txt (prompts/grader.txt, line 1): 'str object' has no attribute 'nope'"]
+
+
+def test_an_override_equal_to_the_built_in_one_is_not_compiled(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "questions.txt").write_text(builtin_source("questions"))
+    assert problems(tmp_path) == []

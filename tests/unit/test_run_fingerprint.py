@@ -11,7 +11,7 @@ import pytest
 from overbrainer.checks.probe import listed
 from overbrainer.config.model import Training
 from overbrainer.errors import OverbrainerError
-from overbrainer.jobs.run_record import RunRecord, list_runs, load, save
+from overbrainer.jobs.run_record import RunPlace, RunRecord, list_runs
 from overbrainer.runs.fingerprint import fingerprint, verdict
 
 TRAINING = Training(target="local", base_model="Qwen/Qwen3-4B", adapter="qlora")
@@ -33,7 +33,7 @@ def _run(runs, n: int, state: str, fp, **kw) -> RunRecord:
     (runs / rid).mkdir(parents=True)
     record = RunRecord(id=rid, target="local", created=f"2026-01-01T00:00:0{n}Z", remote_dir=str(runs / rid),
                        state=state, fingerprint=fp.to_json() if fp else None, **kw)
-    save(runs, record)
+    RunPlace(runs, record.id).save(record)
     return record
 
 
@@ -85,7 +85,7 @@ def test_run_json_keeps_the_fingerprint_and_names_a_bad_one(tmp_path):
     data["fingerprint"] = ["not", "an", "object"]
     path.write_text(json.dumps(data))
     with pytest.raises(OverbrainerError, match="field fingerprint"):
-        load(runs, record.id)
+        RunPlace(runs, record.id).load()
     assert list_runs(runs) == []
 
 

@@ -1,10 +1,12 @@
 import datetime as dt
 import os
+from pathlib import Path
 
 import pytest
 
 from overbrainer.errors import OverbrainerError
 from overbrainer.jobs import ids
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.support import fmt
 
 NOW = dt.datetime(2026, 9, 22, 14, 30, 5, tzinfo=dt.timezone.utc)
@@ -35,7 +37,7 @@ def test_base_id_is_utc_to_the_second():
 @pytest.mark.parametrize("bad", ["", "..", ".", "a/b", "/abs", "a b", "ü", "a\nb", "a.b"])
 def test_invalid_ids_never_reach_a_path(tmp_path, bad):
     with pytest.raises(OverbrainerError, match="is not a valid run ID"):
-        ids.run_dir(tmp_path, bad)
+        RunPlace(tmp_path, bad)
 
 
 def test_invalid_id_message_strips_control_characters():
@@ -46,7 +48,7 @@ def test_invalid_id_message_strips_control_characters():
 
 def test_legacy_ids_are_valid():
     assert ids.is_valid("20240101-120000-ab12")
-    assert ids.run_dir(ids.Path("/r"), "20240101-120000-ab12") == ids.Path("/r/20240101-120000-ab12")
+    assert RunPlace(Path("/r"), "20240101-120000-ab12").dir == Path("/r/20240101-120000-ab12")
 
 
 def test_claim_new_takes_the_next_suffix(tmp_path):

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
+from overbrainer.jobs.run_record import RunPlace
 from overbrainer.tui import runs_model, steering, work
 from overbrainer.tui.tasks import TRAINING
 from overbrainer.tui.views import plain
@@ -99,7 +100,7 @@ class TrainingView(Vertical):
     def _detail(self) -> None:
         app = self.app
         run_id = self.selected()
-        lines, losses = (runs_model.detail(app.workspace.paths.runs, run_id, self.cache, app.live)
+        lines, losses = (runs_model.detail(RunPlace(app.workspace.paths.runs, run_id), self.cache, app.live)
                          if run_id else (["no run yet: n starts one"], []))
         task = next((t for t in reversed(app.tasks.history) if t.kind == TRAINING or t.run_id), None)
         results = [task.outcome(), *task.lines()] if task is not None else []
