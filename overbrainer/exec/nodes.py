@@ -20,6 +20,8 @@ it succeeded when every node exited 0.
 from __future__ import annotations
 
 import logging
+import math
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -56,12 +58,6 @@ def _primary(nodes: Sequence[Node]) -> Node:
     if ranks != list(range(len(nodes))):
         raise OverbrainerError(f"the nodes' ranks are {ranks}, not 0 to {len(nodes) - 1}")
     return next(n for n in nodes if n.rank == 0)
-
-
-def upload_all(nodes: Sequence[Node], local: str, remote: str) -> None:
-    """The run directory `local` to `remote` on every node."""
-    for node in nodes:
-        node.executor.upload(local, remote)
 
 
 def spawn_all(nodes: Sequence[Node], spec: JobSpec) -> list[JobId]:
@@ -114,17 +110,21 @@ class NodesExecutor(Executor):
     `status` is the job's as a whole (`verdict`: running while every node runs, the failing node's
     state once one fails, the primary's once all exited 0); everything that reads (the log, the
     metrics, the results) reads the primary, where rank 0 writes. `lost()` (optional: the cluster
-    seen through the API, runpod.cluster.members_lost) is asked at each `status`: a member lost
-    raises NodeLost with its reason.
+    seen through the API, runpod.cluster.members_lost) is asked at a `status` at most once every
+    `lost_every` seconds, and at once when a node cannot be reached: a member lost raises
+    NodeLost with its reason.
 
     After a reconnect the other nodes' jobs are found again from the `job.pid` each wrote in the
     job's directory."""
 
-    def __init__(self, nodes: Sequence[Node], lost: Callable[[], str | None] | None = None):
+    def __init__(self, nodes: Sequence[Node], lost: Callable[[], str | None] | None = None,
+                 lost_every: float = 60.0):
         self.nodes = sorted(nodes, key=lambda n: n.rank)
         self.primary = _primary(self.nodes).executor
         self.workdir = self.primary.workdir
         self.lost = lost
+        self.lost_every = lost_every
+        self._lost_at = -math.inf
         self._jobs: list[JobId] = []
 
     def close(self) -> None:
@@ -156,12 +156,21 @@ class NodesExecutor(Executor):
         self._jobs = jobs
         return jobs
 
+    def _look_for_lost(self, now: bool = False) -> None:
+        if self.lost is None or not now and time.monotonic() - self._lost_at < self.lost_every:
+            return
+        self._lost_at = time.monotonic()
+        why = self.lost()
+        if why:
+            raise NodeLost(why)
+
     def status(self, job: JobId) -> JobState:
-        if self.lost is not None:
-            why = self.lost()
-            if why:
-                raise NodeLost(why)
-        found = states(self.nodes, self._jobs_of(job))
+        self._look_for_lost()
+        try:
+            found = states(self.nodes, self._jobs_of(job))
+        except OverbrainerError:
+            self._look_for_lost(now=True)  # a node that cannot be reached: lost, or only unreachable?
+            raise
         kind, rank = verdict(found)
         if kind == "running":
             return JobState("running")

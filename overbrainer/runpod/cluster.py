@@ -47,7 +47,7 @@ from overbrainer.runpod.pod_spec import PodSettings, cluster_body, pod_env
 from overbrainer.runpod.provision import (
     PodPlace,
     Stopped,
-    _Walk,
+    Walk,
     executor_for,
     read_verdict,
     start_unit,
@@ -95,13 +95,13 @@ def start_cluster(client, target, place: PodPlace, *, flag, timing: Timing | Non
                       try_type=_try_type, unit=CLUSTER)
 
 
-def _strays(w: _Walk, strays: list[str]) -> None:
+def _strays(w: Walk, strays: list[str]) -> None:
     if strays:
         w.record.add_strays(strays)
         w.record.save()
 
 
-def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
+def _body(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
     t = w.target
     per_member_cap = None if w.record.max_cost_usd is None else w.record.max_cost_usd / t.nodes
     settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public,
@@ -121,7 +121,7 @@ def price_line(target, candidate: catalog.Candidate, keep: bool) -> str:
     return f"{target.nodes} pods of {target.gpu_count} GPU(s): {what}"
 
 
-def _announce(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
+def _announce(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
     t = w.target
     w.event("creating", gpu=candidate.gpu_type, rate=_list_rate(t, candidate), message=attempt.name)
     log.info("creating cluster %s: %s", attempt.name, price_line(t, candidate, w.record.keep))
@@ -132,14 +132,14 @@ def _list_rate(target, candidate: catalog.Candidate) -> float | None:
     return candidate.price_per_gpu * target.gpu_count * target.nodes if candidate.price_per_gpu else None
 
 
-def _try_type(w: _Walk, candidate: catalog.Candidate) -> ClusterUp | None:
+def _try_type(w: Walk, candidate: catalog.Candidate) -> ClusterUp | None:
     """Up to 2 unclear creates of one GPU type (provision.try_type): the cluster, or None."""
     return try_type(w, candidate, Creates(
         _announce, lambda w, c, a: w.client.create_cluster(_body(w, c, a)), _reconcile,
         lambda w, a, cluster, adopted: _created(w, a, cluster, adopted, _list_rate(w.target, candidate))))
 
 
-def _reconcile(w: _Walk, attempt: Attempt) -> Cluster | None:
+def _reconcile(w: Walk, attempt: Attempt) -> Cluster | None:
     """After an unclear create: wait, list the account's clusters, adopt the one named like
     `attempt`, delete the run's others. Ctrl-C cuts the waits short; the list is still read once."""
     for wait in w.timing.reconcile_waits:
@@ -159,7 +159,7 @@ def _reconcile(w: _Walk, attempt: Attempt) -> Cluster | None:
     return None
 
 
-def _created(w: _Walk, attempt: Attempt, cluster: Cluster, adopted: bool, rate: float | None) -> ClusterUp | None:
+def _created(w: Walk, attempt: Attempt, cluster: Cluster, adopted: bool, rate: float | None) -> ClusterUp | None:
     record = w.record
     record.pod_created(attempt, cluster.id, gpu_type=cluster.gpu_id, gpu_count=cluster.gpu_count,
                        data_center_id=cluster.data_center_id, rate=None, adopted=adopted)
@@ -251,7 +251,7 @@ def wait_members(client, cluster_id: str, nodes: int, timing: Timing, flag=None)
             raise Stopped()
 
 
-def _reach_all(w: _Walk, members: list[Pod]) -> list[SshExecutor]:
+def _reach_all(w: Walk, members: list[Pod]) -> list[SshExecutor]:
     """One SSH connection per member (the run's keys), each member's watchdog verdict `ready`."""
     executors: list[SshExecutor] = []
     endpoints = [_endpoint(p) for p in members]
@@ -271,7 +271,7 @@ def _reach_all(w: _Walk, members: list[Pod]) -> list[SshExecutor]:
     return executors
 
 
-def _connect(w: _Walk, pod: Pod, endpoints: list[PodEndpoint], rank: int) -> SshExecutor:
+def _connect(w: Walk, pod: Pod, endpoints: list[PodEndpoint], rank: int) -> SshExecutor:
     end = time.monotonic() + w.timing.ready_timeout
     while True:
         try:
@@ -284,7 +284,7 @@ def _connect(w: _Walk, pod: Pod, endpoints: list[PodEndpoint], rank: int) -> Ssh
             raise Stopped()
 
 
-def _member_verdict(w: _Walk, pod: Pod, executor: SshExecutor) -> None:
+def _member_verdict(w: Walk, pod: Pod, executor: SshExecutor) -> None:
     end = time.monotonic() + w.timing.verdict_timeout
     while True:
         try:
@@ -321,10 +321,3 @@ def members_lost(client, record: PodRecord) -> str | None:
         if pod.dead or pod.terminated:
             return f"{member_text(pod)} is {pod.status}"
     return None
-
-
-def end_cluster(client, record: PodRecord, reason: str, timing: Timing, *,
-                publish: Callable[[PodStatus], None] | None = None) -> None:
-    """Delete the run's cluster (every member with it) and confirm it gone: NotDeleted otherwise."""
-    remove(client, record, record.path, reason, "client", timing, publish=publish)
-

@@ -17,8 +17,9 @@ On release, by what the run's files say:
 - the job ended: `end_pod` (deleted once the results are verified home, else kept for them).
 
 Rules kept while the job runs and ends:
-- The watch (job polls, metrics) never calls the Runpod API and never deletes: dropping it on
-  Ctrl-C loses nothing. Its deadline is the watchdog's plus `Timing.deadline_margin` (none for a
+- The watch (job polls, metrics) never deletes, and calls the Runpod API only for a cluster (its
+  members looked at once a minute, and when one cannot be reached: runpod/cluster.py): dropping
+  it on Ctrl-C loses nothing. Its deadline is the watchdog's plus `Timing.deadline_margin` (none for a
   kept pod): past it, the client deletes the pod itself (shielded) and fails the run
   `max_hours reached: the pod was deleted before the job ended`.
 - A failed watch looks the pod up by the gone rule (3 Runpod 404s and absence from the list;
@@ -289,7 +290,7 @@ def nodes_executor(ctx: PodContext, executors) -> NodesExecutor:
     """A cluster's members as one executor (exec/nodes.py), the API telling when one is lost."""
     assert ctx.pod is not None
     nodes = [Node(m.rank, m.ip, ex) for m, ex in zip(ctx.pod.members, executors)]
-    return NodesExecutor(nodes, lost=lambda: _members_lost(ctx))
+    return NodesExecutor(nodes, lost=lambda: _members_lost(ctx), lost_every=ctx.timing.watchdog_interval)
 
 
 def _members_lost(ctx: PodContext) -> str | None:

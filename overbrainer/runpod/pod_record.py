@@ -210,6 +210,13 @@ def _attempt(raw: Any, where: str, i: int) -> Attempt:
                    cluster_id=_pod_id(f, "cluster_id"))
 
 
+def _nodes(f: Fields) -> int:
+    nodes = f.integer("nodes", 1)
+    if nodes is None or nodes < 1:
+        raise f.bad("nodes")
+    return nodes
+
+
 def _members(f: Fields, raw: Any) -> list[Member]:
     if raw is None:
         return []
@@ -279,9 +286,6 @@ def read_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
     cluster_id = _pod_id(f, "cluster_id")
     if state is not PodState.CREATING and pod_id is None and cluster_id is None:
         raise f.bad("state", f": illegal state {state.value} without a pod_id")
-    nodes = f.integer("nodes", 1) or 1
-    if nodes < 1:
-        raise f.bad("nodes")
     return dict(
         run_id=run_id, state=state, keep=keep, deadline=f.text("deadline"),
         deadline_unix=f.integer("deadline_unix"),
@@ -293,7 +297,7 @@ def read_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
         deleted_at=f.text("deleted_at"), deleted_by=deleted_by,
         estimated_spend=f.number("estimated_spend"), stray_pods=stray_ids,
         max_cost_usd=f.number("max_cost_usd"), network_volume_id=f.text("network_volume_id"),
-        max_volume_gb=f.integer("max_volume_gb"), cluster_id=cluster_id, nodes=nodes,
+        max_volume_gb=f.integer("max_volume_gb"), cluster_id=cluster_id, nodes=_nodes(f),
         members=_members(f, data.get("members")),
         extra={k: v for k, v in data.items() if k not in _KNOWN},
     )

@@ -100,7 +100,7 @@ class Provisioned:
 
 
 @dataclass
-class _Walk:
+class Walk:
     client: Any
     target: RunpodTarget
     run_id: str
@@ -153,7 +153,7 @@ def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = 
 
 
 def start_unit(client, target, place: PodPlace, *, flag, timing: Timing | None, publish, extra_env: dict | None,
-               try_type: Callable[[_Walk, catalog.Candidate], Any], unit: Unit) -> Any:
+               try_type: Callable[[Walk, catalog.Candidate], Any], unit: Unit) -> Any:
     """The walk of a pod or a cluster (runpod/cluster.py): keys, `pod.json`, then `try_type` per
     candidate GPU type until one returns what it made; any failure cleans up (`_fail`)."""
     run_id, run_dir = place.run_id, Path(place.run_dir)
@@ -161,7 +161,7 @@ def start_unit(client, target, place: PodPlace, *, flag, timing: Timing | None, 
     record = PodRecord.for_target(run_id, target, keep=place.keep, host_key=keys.host_public,
                                   path=PodRecord.path_in(run_dir))
     record.save()
-    w = _Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
+    w = Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
               publish, dict(extra_env or {}))
     try:
         return _provision(w, try_type)
@@ -172,7 +172,7 @@ def start_unit(client, target, place: PodPlace, *, flag, timing: Timing | None, 
         raise
 
 
-def _fail(w: _Walk, error: Exception, unit: Unit = POD) -> None:
+def _fail(w: Walk, error: Exception, unit: Unit = POD) -> None:
     """After a failed walk: delete what is live (best effort), sweep after unclear creates, and
     forget the keys and secret when no pod may be left."""
     record = w.record
@@ -193,13 +193,13 @@ def _fail(w: _Walk, error: Exception, unit: Unit = POD) -> None:
         forget_run(w.client, w.keys, w.run_id, secret=w.secret_made)
 
 
-def _note_strays(w: _Walk, strays: list[str]) -> None:
+def _note_strays(w: Walk, strays: list[str]) -> None:
     if strays:
         w.record.add_strays(strays)
         w.record.save()
 
 
-def _provision(w: _Walk, try_type: Callable[[_Walk, catalog.Candidate], Any]) -> Any:
+def _provision(w: Walk, try_type: Callable[[Walk, catalog.Candidate], Any]) -> Any:
     if flag_set(w.flag):
         raise Stopped()
     wanted = catalog.Wanted.of(w.target)
@@ -217,7 +217,7 @@ def _provision(w: _Walk, try_type: Callable[[_Walk, catalog.Candidate], Any]) ->
     raise NoTypePlaced(_no_capacity_text(w))
 
 
-def _check_volume(w: _Walk) -> None:
+def _check_volume(w: Walk) -> None:
     volume_id = w.target.network_volume_id
     if not volume_id:
         return
@@ -230,7 +230,7 @@ def _check_volume(w: _Walk) -> None:
     w.volume_gb = size
 
 
-def _store_host_key(w: _Walk) -> None:
+def _store_host_key(w: Walk) -> None:
     name = host_key_secret_name(w.run_id)
     value = w.keys.host_secret_value()
     register(value)
@@ -247,7 +247,7 @@ def _store_host_key(w: _Walk) -> None:
     w.secret_made = True
 
 
-def _no_capacity_text(w: _Walk) -> str:
+def _no_capacity_text(w: Walk) -> str:
     volume = " (check network_volume_id and data_center_ids)" if w.target.network_volume_id else ""
     if w.not_ready:
         n = len(w.not_ready)
@@ -263,7 +263,7 @@ def _no_capacity_text(w: _Walk) -> str:
     return text + "".join(f"\n  {line}" for line in w.refusals)
 
 
-def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
+def _body(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
     t = w.target
     settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public,
                            max_seconds=None if w.record.keep else int(round(t.max_hours * 3600)),
@@ -282,13 +282,13 @@ class Creates:
     `reconcile` (after an unclear answer: what the attempt made, or None), `created` (follow it
     until ready: what `start_unit` returns, or None for the next GPU type)."""
 
-    announce: Callable[[_Walk, catalog.Candidate, Attempt], None]
-    create: Callable[[_Walk, catalog.Candidate, Attempt], Any]
-    reconcile: Callable[[_Walk, Attempt], Any]
-    created: Callable[[_Walk, Attempt, Any, bool], Any]
+    announce: Callable[[Walk, catalog.Candidate, Attempt], None]
+    create: Callable[[Walk, catalog.Candidate, Attempt], Any]
+    reconcile: Callable[[Walk, Attempt], Any]
+    created: Callable[[Walk, Attempt, Any, bool], Any]
 
 
-def try_type(w: _Walk, candidate: catalog.Candidate, how: Creates) -> Any:
+def try_type(w: Walk, candidate: catalog.Candidate, how: Creates) -> Any:
     """Up to 2 unclear creates of one GPU type: what `how.created` made ready, or None for the
     next type. An unclear answer is reconciled, never resent blindly."""
     record, gpu = w.record, candidate.gpu_type
@@ -330,7 +330,7 @@ def try_type(w: _Walk, candidate: catalog.Candidate, how: Creates) -> Any:
         return how.created(w, attempt, made, adopted)
 
 
-def _announce(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
+def _announce(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
     t, keep = w.target, w.record.keep
     price = candidate.price_per_gpu * t.gpu_count if candidate.price_per_gpu else None
     w.event("creating", gpu=candidate.gpu_type, rate=price, message=attempt.name)
@@ -339,12 +339,12 @@ def _announce(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
         None if keep else t.max_cost_usd))
 
 
-def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
+def _try_type(w: Walk, candidate: catalog.Candidate) -> Provisioned | None:
     return try_type(w, candidate, Creates(
         _announce, lambda w, c, a: w.client.create_pod(_body(w, c, a)), _reconcile, _created))
 
 
-def _reconcile(w: _Walk, attempt: Attempt) -> Pod | None:
+def _reconcile(w: Walk, attempt: Attempt) -> Pod | None:
     """After an unclear create: wait, list the run's marker pods, adopt the one named like
     `attempt`, delete the others (duplicates; unconfirmed → strays). None found: wait longer and
     look again. Ctrl-C cuts the waits short but the list is still read once."""
@@ -365,7 +365,7 @@ def _reconcile(w: _Walk, attempt: Attempt) -> Pod | None:
     return None
 
 
-def _delete_all(w: _Walk, pod_ids: list[str]) -> list[str]:
+def _delete_all(w: Walk, pod_ids: list[str]) -> list[str]:
     strays = []
     for pod_id in pod_ids:
         w.event("deleting", pod_id, message=DUPLICATE)
@@ -377,7 +377,7 @@ def _delete_all(w: _Walk, pod_ids: list[str]) -> list[str]:
     return strays
 
 
-def _created(w: _Walk, attempt: Attempt, pod: Pod, adopted: bool) -> Provisioned | None:
+def _created(w: Walk, attempt: Attempt, pod: Pod, adopted: bool) -> Provisioned | None:
     record = w.record
     record.pod_created(attempt, pod.id, gpu_type=pod.gpu_id, gpu_count=pod.gpu_count,
                        data_center_id=pod.data_center_id, rate=pod.cost_per_hour, adopted=adopted)

@@ -14,7 +14,8 @@ import pytest
 
 from overbrainer.exec import nodes as N
 from overbrainer.exec.base import JobSpec
-from overbrainer.runpod.cluster import end_cluster, members_lost
+from overbrainer.runpod.cluster import members_lost
+from overbrainer.runpod.remove import remove
 from overbrainer.runpod.pod_record import PodState
 from overbrainer.runpod.waits import Timing
 from tests.fixtures.sshd import wait_for
@@ -59,7 +60,8 @@ def start(fake_runpod, tmp_path, run_id: str):
     (local / "meet.py").write_text(MEET)
     remote = f"{WORKDIR}/{run_id}/job"
     nodes = nodes_of(up)
-    N.upload_all(nodes, str(local), remote)
+    for node in nodes:
+        node.executor.upload(str(local), remote)
     jobs = N.spawn_all(nodes, JobSpec(dir=remote, script="python3 meet.py"))
     return run, up, nodes, jobs, remote
 
@@ -77,7 +79,7 @@ def test_every_member_runs_the_job_with_its_rank_and_meets_the_primary(fake_runp
         assert heard == "1 from 10.65.0.3 rank env 0 on ens1"  # over the overlay, from rank 1's address
     finally:
         up.close()
-        end_cluster(run.client, run.record(), "requested", Timing.default())
+        remove(run.client, run.record(), run.record().path, "requested", "client", Timing.default())
     assert run.record().state == PodState.DELETED
 
 
@@ -95,6 +97,6 @@ def test_a_member_lost_mid_run_is_named_and_the_whole_cluster_deleted(fake_runpo
         assert N.states(nodes[:1], jobs[:1])[0].kind == "cancelled" and time.monotonic() - started < 60
     finally:
         up.close()
-        end_cluster(run.client, run.record(), why, Timing.default())
+        remove(run.client, run.record(), run.record().path, why, "client", Timing.default())
     pod_json = json.loads((run.run_dir / "pod.json").read_text())
     assert pod_json["state"] == "deleted" and fake_runpod.clusters() == [] and fake_runpod.billing() == []
