@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+# The exit codes (docs/exit-codes.md): 0 is success.
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): the project is busy; a cron wrapper may skip quietly
+EXIT_NOPERM = 77  # EX_NOPERM (sysexits.h): a person must act (a key, credit, a token); retrying will not help
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped like Ctrl-C, by a timeout, systemd, docker stop…
+EXIT_HANGUP = 129  # 128 + SIGHUP: stopped like Ctrl-C, by a closed terminal or a dropped SSH session
+
 
 class OverbrainerError(Exception):
     """A failure the user can act on. Exit code 1.
@@ -10,7 +19,7 @@ class OverbrainerError(Exception):
     value (it is still passed through the redactor before it is printed).
     """
 
-    exit_code = 1
+    exit_code = EXIT_FAILURE
 
     def __init__(self, message: str, *, cause: BaseException | None = None):
         super().__init__(message)
@@ -25,7 +34,7 @@ class OverbrainerError(Exception):
 class ConfigError(OverbrainerError):
     """Bad configuration or usage: exit code 2. `problems` lists every problem found."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
     def __init__(self, message: str, problems: list[str] | None = None):
         super().__init__(message)
@@ -50,21 +59,21 @@ class PersonMustAct(OverbrainerError):
     The errors of a domain that mean this (an LLM provider's refused key, Runpod's 402, the
     Hub's refused token) are also of their domain's class: they inherit both."""
 
-    exit_code = 77
+    exit_code = EXIT_NOPERM
 
 
 class Interrupted(OverbrainerError):
     """Ctrl-C (exit code 130), SIGTERM (143) or SIGHUP (129) stopped the command. The message
     says what resumes and how."""
 
-    exit_code = 130
+    exit_code = EXIT_INTERRUPTED
 
 
 class Busy(OverbrainerError):
     """Another overbrainer holds the project (exit code 75, EX_TEMPFAIL: try again later). The
     message names the holder's PID and command."""
 
-    exit_code = 75
+    exit_code = EXIT_BUSY
 
 
 class ItemsFailed(OverbrainerError):
@@ -75,12 +84,3 @@ class ItemsRefused(ItemsFailed, PersonMustAct):
     """Every item of a stage that failed was refused in a way that running it again cannot change
     (the provider's moderation flagged its prompt): exit code 77, a person must change it."""
 
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): the project is busy; a cron wrapper may skip quietly
-EXIT_NOPERM = 77  # EX_NOPERM (sysexits.h): a person must act (a key, credit, a token); retrying will not help
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped like Ctrl-C, by a timeout, systemd, docker stop…
-EXIT_HANGUP = 129  # 128 + SIGHUP: stopped like Ctrl-C, by a closed terminal or a dropped SSH session

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from overbrainer.dataset.quality import dedup as current  # noqa: E402
 from overbrainer.dataset.quality import embed_dedup as embed_current  # noqa: E402
-from overbrainer.dataset.quality.dedup import jaccard, shingles  # noqa: E402
+from tests.fixtures.oracles import filter_all_pairs  # noqa: E402
 
 # The last revision with the str/frozenset/dict index (before the compact one).
 BASELINE = "581e7f635d7e0858f7fd41870b912b916d3b6826"
@@ -154,20 +154,6 @@ def run_indexed(texts: list[str], threshold: float, cls=None, batch: int = 10, a
     return (kept, dropped), d
 
 
-def run_all_pairs(texts: list[str], threshold: float):
-    """The exact rule, O(n²): every candidate against every kept text (shingles computed once)."""
-    kept, dropped, sets = [], [], []
-    for text in texts:
-        s = shingles(text)
-        hit = next((i for i, other in enumerate(sets) if jaccard(s, other) >= threshold), None)
-        if hit is None:
-            kept.append(text)
-            sets.append(s)
-        else:
-            dropped.append((text, kept[hit]))
-    return kept, dropped
-
-
 def load_baseline(rev: str, path: str = PATH) -> types.ModuleType:
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
                             capture_output=True, text=True).stdout
@@ -246,7 +232,7 @@ def compare_all_pairs(args) -> int:
     indexed, _ = run_indexed(sample, args.threshold)
     t_indexed = time.process_time() - start
     start = time.process_time()
-    naive = run_all_pairs(sample, args.threshold)
+    naive = filter_all_pairs([], sample, args.threshold)
     t_naive = time.process_time() - start
     if indexed != naive:
         print(f"speed-up over all-pairs ({args.sample}): results DIFFER", file=sys.stderr)

@@ -45,12 +45,17 @@ CAPPED = 1.05  # the capped run over the uncapped one (wall and CPU)
 PRICES = "fake.models = {'parent': (1.0, 2.0)}"  # listed prices: every run computes its cost
 
 
-def make_project(root: Path, url: str, n: int, concurrency: int, cap: float | None = None) -> Path:
+def make_project(root: Path, url: str, n: int, concurrency: int, cap: float | None = None, *,
+                 texts: list[str] | None = None, dialect: str | None = None, model: str = "parent",
+                 max_tokens: int | None = 512, max_retries: int | None = 0, protocol: str = "openai") -> Path:
+    """A project of `n` questions (`texts`, else short uniform ones) for the parent `model` (its
+    `max_tokens`, None: the default) on the fake provider (`protocol`; `dialect`, None: guessed)."""
     from overbrainer.dataset.ids import question_id, subtopic_id
     from overbrainer.dataset.jsonl import rewrite
     from overbrainer.dataset.records import Question, Subtopic
 
     root.mkdir(parents=True)
+    limit = f", max_tokens = {max_tokens}" if max_tokens is not None else ""
     (root / "overbrainer.toml").write_text(f"""
 [project]
 name = "bench"
@@ -61,19 +66,20 @@ subtopics = 1
 questions_per_subtopic = {n}
 
 [providers.fake]
-protocol = "openai"
-
+protocol = "{protocol}"
+""" + (f'dialect = "{dialect}"\n' if dialect else "") + f"""
 [roles]
 generator = {{ provider = "fake", model = "gen" }}
-parent = {{ provider = "fake", model = "parent", max_tokens = 512 }}
+parent = {{ provider = "fake", model = "{model}"{limit} }}
 
 [pipeline]
 concurrency = {concurrency}
-max_retries = 0
-""" + (f"max_cost_usd = {cap}\n" if cap is not None else ""))
+""" + (f"max_retries = {max_retries}\n" if max_retries is not None else "")
+      + (f"max_cost_usd = {cap}\n" if cap is not None else ""))
     sid = subtopic_id("bench", "everything")
     rewrite(root / "data" / "subtopics.jsonl", [Subtopic(sid, "bench", "everything")])
-    texts = [f"Benchmark question number {i}: why does case {i} behave that way?" for i in range(n)]
+    if texts is None:
+        texts = [f"Benchmark question number {i}: why does case {i} behave that way?" for i in range(n)]
     rewrite(root / "data" / "questions.jsonl",
             [Question(question_id(sid, t), "bench", sid, "everything", t) for t in texts])
     return root

@@ -2,8 +2,8 @@
 
 Against the fake Runpod of the tests (tests/fixtures/runpod_server.py, real pods: the package's
 bootstrap, sshd and watchdog run in a namespace) with a 1 s boot, and the fake axolotl, it runs
-`overbrainer --json train` on a runpod target twice. OVERBRAINER_TIME_SCALE (default 0.01) scales
-the tool's own waits; the boot is the fake's and is not scaled.
+`overbrainer --json train` on a runpod target twice. BENCH_POD_TIME_SCALE (default 0.01) scales
+the tool's own waits (tests/fixtures/timescale.py); the boot is the fake's and is not scaled.
 
 1. A short job (the fake axolotl sleeps 2 s then trains): the phases from the `--json` events on
    stderr, stamped as they arrive (create = POST /pods → created, reach + verdict → ready,
@@ -48,9 +48,11 @@ sys.path.insert(0, str(ROOT))
 from tests.fixtures.axolotl import FakeAxolotl  # noqa: E402
 from tests.fixtures.cli import clean_env  # noqa: E402
 from tests.fixtures.runpod_server import FakeRunpod  # noqa: E402
+from tests.fixtures.timescale import scaled_env  # noqa: E402
 from tests.integration.test_runpod_train import PodProject  # noqa: E402
 
 BOOT = 1.0
+TIME_SCALE = float(os.environ.get("BENCH_POD_TIME_SCALE", "0.01"))
 MAX_OVERHEAD = BOOT + 10.0
 MAX_CALLS_PER_MINUTE = 6.0
 PHASES = ("create", "reach + verdict", "upload", "job", "retrieve", "delete")
@@ -90,7 +92,7 @@ def train(root: Path, fake: FakeRunpod, delay: float) -> tuple[PodProject, list[
     axolotl = FakeAxolotl(root / "axolotl")
     axolotl.set_mode("ok", delay=delay)
     p = PodProject(root, axolotl, fake)
-    p.env["OVERBRAINER_TIME_SCALE"] = os.environ.get("OVERBRAINER_TIME_SCALE", "0.01")
+    p.env.update(scaled_env(TIME_SCALE))
     code, events = run_stamped(p, "train")
     if code != 0:
         raise SystemExit(f"bench_pod: `overbrainer train` exited {code}")
@@ -112,7 +114,7 @@ def side_project(root: Path, fake: FakeRunpod, provider_url: str):
     fake.pods.image_paths = sorted({str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, cache_dir())
                                     if str(Path(p).resolve()).startswith("/root/")})
     run_dir = pod_run(project, fake, prepare_hf(), prepare_llama_cpp(), questions=1)
-    project.env["OVERBRAINER_TIME_SCALE"] = os.environ.get("OVERBRAINER_TIME_SCALE", "0.01")
+    project.env.update(scaled_env(TIME_SCALE))
     return project, run_dir
 
 

@@ -27,7 +27,7 @@ def _toml(ctx: click.Context) -> dict:
         return {}
 
 
-def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def run_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Run IDs from runs/*/run.json, with "<state>, <target>" as help, oldest first."""
     items = []
     try:
@@ -46,12 +46,12 @@ def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list
     return [item for _, item in sorted(items, key=lambda pair: (str(pair[0]), pair[1].value))]
 
 
-def topics(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def topics(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     names = [t.get("name") for t in _toml(ctx).get("topics", []) if isinstance(t, dict)]
     return [CompletionItem(n) for n in names if isinstance(n, str) and n.startswith(incomplete)]
 
 
-def targets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+def targets(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     table = _toml(ctx).get("targets", {})
     if not isinstance(table, dict):
         return []

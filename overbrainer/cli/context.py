@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -194,9 +195,22 @@ def app(ctx: click.Context | None = None) -> AppContext:
     return root.obj
 
 
+# What a command may raise on purpose: cli/main.py turns each into its line and exit code.
+_EXPECTED = (OverbrainerError, click.ClickException, click.exceptions.Exit, click.exceptions.Abort,
+             BrokenPipeError)
+
+
 def pass_app(f: Callable[..., Any]) -> Callable[..., Any]:
-    """A command's decorator: the command gets the AppContext (`app()`) as its first argument."""
+    """A command's decorator: the command gets the AppContext (`app()`) as its first argument.
+    Anything else it raises is an internal error: its traceback goes to the command's log (at
+    debug level: OVERBRAINER_LOG=debug), before cli/main.py prints its one line."""
     def with_app(*args: Any, **kwargs: Any) -> Any:
-        return click.get_current_context().invoke(f, app(), *args, **kwargs)
+        try:
+            return click.get_current_context().invoke(f, app(), *args, **kwargs)
+        except _EXPECTED:
+            raise
+        except Exception:
+            logging.getLogger("overbrainer").debug("internal error", exc_info=True)
+            raise
 
     return functools.update_wrapper(with_app, f)

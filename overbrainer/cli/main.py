@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import os
 import signal
 import sys
@@ -201,7 +200,8 @@ def _exit_deaf_if_stopped() -> None:
 def _failure(e: Exception, json_mode: bool) -> int:
     """The exit code of a command that raised `e`, its message printed: an OverbrainerError's own
     (130, 143 or 129 for Interrupted, as the signal decides); 1 for a closed stdout (quietly) and
-    for anything else (an internal error, its traceback logged at debug level)."""
+    for anything else (an internal error, whose traceback cli/context.pass_app logged at debug
+    level: `--help` and a usage error never set up the log, nor import logging)."""
     if isinstance(e, OverbrainerError):
         code = stopped_code() if e.exit_code == EXIT_INTERRUPTED else e.exit_code
         _print_error(str(e), code, json_mode)
@@ -209,7 +209,6 @@ def _failure(e: Exception, json_mode: bool) -> int:
     if isinstance(e, BrokenPipeError):
         quiet_stdout()
         return EXIT_FAILURE
-    logging.getLogger("overbrainer").debug("internal error", exc_info=True)
     _print_error(f"internal error: {type(e).__name__}: {e}", EXIT_FAILURE, json_mode)
     return EXIT_FAILURE
 

@@ -34,7 +34,7 @@ from overbrainer.config.model import (
 from overbrainer.config.values import secret, url
 from overbrainer.dataset.quality.json_schema import schema_problems
 from overbrainer.dataset.quality.language import LANGUAGES
-from overbrainer.llm.dialects import batch_api, guess
+from overbrainer.llm.dialects import OPENAI_BATCH, batch_api, guess
 from overbrainer.llm.thinking import problems as refused
 
 U32 = 2**32 - 1
@@ -134,6 +134,9 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
         base_url = url(t, "base_url")
         api_key = secret(t, "api_key", environ)
         dialect = t.choice("dialect", DIALECTS)
+        rpm = t.int("max_requests_per_minute", min=1, max=U32)
+        tpm = t.int("max_tokens_per_minute", min=1, max=U32)
+        queue = t.int("batch_queue_tokens", min=1, max=2**53)
         price = _price(t)
         t.finish()
         if protocol is None:
@@ -145,7 +148,10 @@ def _providers(root: Table, environ: Mapping[str, str]) -> dict[str, Provider]:
             dialect = None
         elif dialect is None:
             dialect, guessed = guess(base_url), True
-        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price)
+        if queue is not None and batch_api(protocol, dialect) != OPENAI_BATCH:
+            t.problem("batch_queue_tokens", "only for a provider with OpenAI's batch API (dialect openai)")
+        out[name] = Provider(name, protocol, base_url, api_key, dialect, guessed, price, max_requests_per_minute=rpm,
+                             max_tokens_per_minute=tpm, batch_queue_tokens=queue)
     return out
 
 

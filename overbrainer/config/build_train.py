@@ -171,7 +171,8 @@ def _machine_target(t: Table, name: str, kind: str) -> Target | None:
             if v is not None:
                 t.problem(k, 'only with runtime = "docker"')
     common = dict(name=name, kind=kind, runtime=runtime, venv=venv, engine=engine or "docker",
-                  image=image or DEFAULT_IMAGE, llama_cpp_dir=t.str("llama_cpp_dir", nonempty=True))
+                  image=image or DEFAULT_IMAGE, llama_cpp_dir=t.str("llama_cpp_dir", nonempty=True),
+                  llama_cpp_url=url(t, "llama_cpp_url"))
     if kind == "local":
         return LocalTarget(**common) if runtime else None
     host = t.str("host", nonempty=True)
@@ -203,6 +204,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
     volume = t.str("network_volume_id", nonempty=True)
     max_volume = t.int("max_volume_gb", min=1, max=U32)
     llama_dir = t.str("llama_cpp_dir", nonempty=True)
+    llama_url = url(t, "llama_cpp_url")
     if llama_dir is not None and not llama_dir.startswith("/"):
         t.problem("llama_cpp_dir", "must be an absolute path inside the pod's image")
     if isinstance(gpu_types, list):
@@ -229,7 +231,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
         max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, nodes=nodes or 1, image=image,
         venv=venv, container_disk_gb=disk, boot_grace_minutes=boot, retrieve_grace_minutes=retrieve,
         data_center_ids=dcs if dcs is not None else [], network_volume_id=volume,
-        max_volume_gb=max_volume, llama_cpp_dir=llama_dir,
+        max_volume_gb=max_volume, llama_cpp_dir=llama_dir, llama_cpp_url=llama_url,
     )
 
 

@@ -112,6 +112,10 @@ def _section(obj: Any, skip: tuple[str, ...] = ()) -> str:
     return ", ".join(f"{f.name}: {_fmt(getattr(obj, f.name))}" for f in fields(obj) if f.name not in skip)
 
 
+# A provider's limits (docs/llm-requests.md#rate-limits, docs/batch.md#limits), shown when set.
+LIMIT_KEYS = ("max_requests_per_minute", "max_tokens_per_minute", "batch_queue_tokens")
+
+
 PriceText = Callable[[Provider, Role, str], str]
 
 
@@ -127,6 +131,9 @@ def lines(config: Config, price_text: PriceText | None = None) -> list[tuple[str
             out.append((f"providers.{name}.dialect", dialect_text(p)))
         out.append((f"providers.{name}.base_url", _fmt(show_url(p.base_url))))
         out.append((f"providers.{name}.api_key", _fmt(_secret(p.api_key))))
+        for key in LIMIT_KEYS:
+            if getattr(p, key) is not None:
+                out.append((f"providers.{name}.{key}", _fmt(getattr(p, key))))
     for name, role in config.roles.all():
         provider = config.providers.get(role.provider)
         out.append((f"roles.{name}", _role_text(role, provider.protocol if provider else None)))
@@ -191,7 +198,8 @@ def data(config: Config, price_text: PriceText | None = None) -> dict[str, Any]:
         "project": {"name": config.project.name},
         "topics": [asdict(t) for t in config.topics],
         "providers": {n: {"protocol": p.protocol, "dialect": p.dialect, "dialect_guessed": p.dialect_guessed,
-                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key)}
+                          "base_url": show_url(p.base_url), "api_key": _secret(p.api_key),
+                          **{k: getattr(p, k) for k in LIMIT_KEYS if getattr(p, k) is not None}}
                       for n, p in config.providers.items()},
         "roles": {n: (asdict(r) if r is not None else None)
                   for n, r in (("generator", config.roles.generator), ("parent", config.roles.parent),

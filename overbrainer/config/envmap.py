@@ -16,10 +16,7 @@ PREFIX = "OVERBRAINER_"
 # Variables read outside the configuration schema: never treated as keys.
 EXEMPT = frozenset({"OVERBRAINER_LOG",
                     "OVERBRAINER_SSH_CLIENT",  # read by nothing: a warning says so (build_train.targets)
-                    "OVERBRAINER_TIME_SCALE",  # a testing aid read by support.timescale
-                    "OVERBRAINER_LLAMA_CPP_DIR",  # default llama_cpp_dir of targets (export.llama_cpp)
-                    "OVERBRAINER_LLAMA_CPP_URL"})  # a testing aid read by export.llama_cpp
-EXEMPT_PREFIXES = ("OVERBRAINER_TEST_",)
+                    "OVERBRAINER_LLAMA_CPP_DIR"})  # default llama_cpp_dir of targets (export.llama_cpp)
 
 # Keys that only the environment may set (dotted, `*` = any name).
 ENV_ONLY = (
@@ -34,10 +31,6 @@ ENV_ONLY = (
 )
 
 
-def is_exempt(name: str) -> bool:
-    return name in EXEMPT or name.startswith(EXEMPT_PREFIXES)
-
-
 def env_var_for(dotted: str) -> str:
     """`providers.local.base_url` → `OVERBRAINER_PROVIDERS__LOCAL__BASE_URL`."""
     return PREFIX + "__".join(p.upper() for p in dotted.split("."))
@@ -47,7 +40,7 @@ def overlay(environ: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
     """The nested dict of every OVERBRAINER_* key variable (empty values count as unset)."""
     out: dict[str, Any] = {}
     for name in sorted(environ):
-        if not name.startswith(PREFIX) or is_exempt(name):
+        if not name.startswith(PREFIX) or name in EXEMPT:
             continue
         value = environ[name]
         parts = [p.lower() for p in name[len(PREFIX):].split("__")]

@@ -49,11 +49,15 @@ DEFAULT_MAX_TOKENS = 16384  # roles.<name>.max_tokens: a request's output limit
 
 @dataclass(frozen=True)
 class Project:
+    """[project]: the project's name (runs, repos and pods are named after it)."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Topic:
+    """One [topics.<name>]: what the generator writes subtopics, then questions, about."""
+
     name: str
     description: str | None
     subtopics: int
@@ -74,6 +78,8 @@ class PriceSetting:
 
 @dataclass(frozen=True)
 class Provider:
+    """One [providers.<name>]: an LLM API (its protocol, dialect, URL, key and prices)."""
+
     name: str
     protocol: str  # openai | anthropic
     base_url: str | None = None  # env only
@@ -81,10 +87,19 @@ class Provider:
     dialect: str | None = None  # openai protocol: one of DIALECTS (as set, else guessed); anthropic: None
     dialect_guessed: bool = False  # dialect was guessed from base_url (not set)
     price: PriceSetting | None = None  # the price of its models (a role's own price wins)
+    # Rate limits of each of its models (docs/llm-requests.md#rate-limits): set them where the
+    # provider publishes none, lower them where it does. None: as published.
+    max_requests_per_minute: int | None = None
+    max_tokens_per_minute: int | None = None
+    # OpenAI's batch queue limit of each model: the input tokens its batches in progress may hold
+    # (docs/batch.md#limits). None: as a refused batch states it.
+    batch_queue_tokens: int | None = None
 
 
 @dataclass(frozen=True)
 class Role:
+    """One [roles.<name>]: the model a stage sends to, on which provider, with what settings."""
+
     provider: str
     model: str
     reasoning: bool = False
@@ -101,6 +116,8 @@ ROLE_NAMES = ("generator", "parent", "embedder", "judge", "grader")
 
 @dataclass(frozen=True)
 class Roles:
+    """[roles]: generator and parent always; embedder, judge and grader when set."""
+
     generator: Role
     parent: Role
     embedder: Role | None = None
@@ -124,6 +141,8 @@ class Benchmark:
 
 @dataclass(frozen=True)
 class Pipeline:
+    """[pipeline]: how the dataset stages send, retry, deduplicate, split and decontaminate."""
+
     concurrency: int = 8
     max_retries: int = 5
     dedup_threshold: float = 0.8
@@ -167,6 +186,8 @@ class Gate:
 
 @dataclass(frozen=True)
 class Training:
+    """[training]: the child's base model, where it trains and Axolotl's values."""
+
     target: str
     base_model: str
     adapter: str  # lora | qlora | full
@@ -199,15 +220,20 @@ class Target:
 
 @dataclass(frozen=True)
 class LocalTarget(Target):
+    """A `kind = "local"` target: this machine, natively or in a container."""
+
     runtime: str = "native"
     venv: str | None = None  # native only: directory holding bin/axolotl
     engine: str = "docker"  # docker runtime only
     image: str = DEFAULT_IMAGE  # docker runtime only
     llama_cpp_dir: str | None = None  # a llama.cpp already on the target (export, compare)
+    llama_cpp_url: str | None = None  # where the pinned llama.cpp is downloaded from (a mirror)
 
 
 @dataclass(frozen=True)
 class SshTarget(Target):
+    """A `kind = "ssh"` target: a machine reached over SSH (its host from the environment)."""
+
     runtime: str = "native"
     host: str | None = None  # env only: OVERBRAINER_TARGETS__<NAME>__HOST
     workdir: str = DEFAULT_WORKDIR
@@ -215,10 +241,13 @@ class SshTarget(Target):
     engine: str = "docker"
     image: str = DEFAULT_IMAGE
     llama_cpp_dir: str | None = None
+    llama_cpp_url: str | None = None
 
 
 @dataclass(frozen=True)
 class RunpodTarget(Target):
+    """A `kind = "runpod"` target: a Runpod GPU pod created for the job and deleted after."""
+
     gpu_types: list[str] | str = field(default_factory=list)  # a list, or "auto"
     max_hours: float = 0.0
     min_vram_gb: int | None = None
@@ -235,6 +264,7 @@ class RunpodTarget(Target):
     network_volume_id: str | None = None
     max_volume_gb: int | None = None
     llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
+    llama_cpp_url: str | None = None
 
     @property
     def cluster(self) -> bool:
@@ -244,6 +274,8 @@ class RunpodTarget(Target):
 
 @dataclass(frozen=True)
 class Runpod:
+    """[runpod]: the API's key and URL (both from the environment)."""
+
     api_key: "Secret | None" = None  # env only
     base_url: str | None = None  # env only; DEFAULT_RUNPOD_BASE_URL when unset
 
@@ -254,6 +286,8 @@ class Runpod:
 
 @dataclass(frozen=True)
 class Export:
+    """[export]: the GGUF export after training or by `export` (docs/export.md)."""
+
     after_training: bool = False
     quantize: str = DEFAULT_QUANTIZE
     ollama_name: str | None = None
@@ -263,6 +297,8 @@ class Export:
 
 @dataclass(frozen=True)
 class Hub:
+    """[hub]: the Hugging Face Hub repos `push` writes to."""
+
     repo: str | None = None
     private: bool = True
     after_training: bool = False
@@ -277,6 +313,8 @@ class Hub:
 
 @dataclass(frozen=True)
 class Compare:
+    """[compare]: the judged child-against-parent comparison (docs/compare.md)."""
+
     parent_price_in: float | None = None
     parent_price_out: float | None = None
     child_price_per_hour: float | None = None

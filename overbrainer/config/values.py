@@ -26,7 +26,7 @@ def secret(t: Table, k: str, environ: Mapping[str, str]) -> Secret | None:
 
 
 def url(t: Table, k: str, *, loopback_http: bool = False) -> str | None:
-    """An http(s) URL (env only); with `loopback_http`, plain http only on a loopback host."""
+    """An http(s) URL; with `loopback_http`, plain http only on a loopback host."""
     v: str | None = t.str(k)
     if v is None:
         return None

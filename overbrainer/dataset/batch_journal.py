@@ -51,6 +51,8 @@ class Submission:
     unresolved: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)  # item id -> why it has no answer
     cost: float | None = None  # what its collected answers cost, at the batch price
+    input_tokens: int | None = None  # its requests' input tokens, estimated: what it holds of the batch queue
+    queue_full: bool = False  # the provider refused it whole: the model's batch queue was full (not a failure)
 
     @property
     def open(self) -> bool:
@@ -113,9 +115,9 @@ def in_flight(subs: list[Submission]) -> set[str]:
 
 def failures(subs: list[Submission]) -> Counter:
     """How many times each item came back without an answer (a cancel asked for by
-    `batches cancel` does not count)."""
+    `batches cancel`, or a batch refused whole because the queue was full, does not count)."""
     count: Counter = Counter()
     for s in subs:
-        if s.state == COLLECTED and not s.cancel_requested:
+        if s.state == COLLECTED and not s.cancel_requested and not s.queue_full:
             count.update(s.unresolved)
     return count

@@ -248,11 +248,6 @@ class Appender:
             except OSError as e:
                 raise OverbrainerError(f"cannot write {self.path}: {e.strerror}") from e
 
-    def sync(self) -> None:
-        with self._lock:
-            if self._fd is not None:
-                os.fsync(self._fd)
-
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:

@@ -74,6 +74,11 @@ class ProjectPaths:
         return self.state / "stalls.json"
 
     @property
+    def rate_limits(self) -> Path:
+        """The rate limits the providers published, by provider and model (dataset/rate_limits.py)."""
+        return self.state / "rate_limits.json"
+
+    @property
     def batches(self) -> Path:
         """The journal of batch submissions, one JSON file each (dataset/batch_journal.py)."""
         return self.state / "batches"

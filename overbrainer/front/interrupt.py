@@ -215,10 +215,6 @@ class Interrupt:
             return "caught"
         return "off" if self._mode == _OFF else "listening"
 
-    @property
-    def is_off(self) -> bool:
-        return self._mode == _OFF
-
     def caught(self) -> bool:
         return self._noted_flag or self.event.is_set()
 
@@ -325,10 +321,6 @@ class Flag:
     @property
     def interrupted(self) -> bool:
         return self.is_set()
-
-    @property
-    def watching(self) -> bool:
-        return self._finalizer is not None and self._finalizer.alive
 
     def close(self) -> None:
         if self._finalizer is not None:

@@ -144,7 +144,7 @@ class LineRenderer:
                  clock: Callable[[], float] = time.monotonic, labels: dict[str, str] | None = None):
         self.log = logger
         self.interval = interval
-        self.stage_interval = scaled(STAGE_INTERVAL)  # OVERBRAINER_TIME_SCALE: a testing aid
+        self.stage_interval = scaled(STAGE_INTERVAL)  # the tests shrink it (support/timescale.py)
         self.clock = clock
         self.stages: dict[str, StageProgress] = {}
         self.runs: dict[str, RunProgress] = {}

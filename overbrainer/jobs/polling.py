@@ -1,5 +1,5 @@
 """How often a job on its target is polled, and how many failed polls in a row a follow survives.
-OVERBRAINER_TIME_SCALE (support.timescale) shrinks the interval in tests."""
+The interval is `scaled()` (support/timescale.py): the tests shrink it."""
 
 from __future__ import annotations
 
@@ -10,5 +10,5 @@ FAILURE_BUDGET = 5           # retried polls; the next consecutive failure ends 
 
 
 def poll_secs() -> float:
-    """The poll interval: 2 s, times OVERBRAINER_TIME_SCALE."""
+    """The poll interval: 2 s, scaled."""
     return scaled(POLL_SECS)

@@ -12,7 +12,6 @@ from overbrainer.llm.types import LENGTH, OTHER, REFUSAL, STOP, ChatRequest, Cha
 from overbrainer.support.usage import Usage
 
 
-NAME = "anthropic"
 CHAT_PATH = "/messages"
 API_VERSION = "2023-06-01"
 
@@ -49,6 +48,16 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def parse_usage(doc: Any) -> Usage:
+    usage = doc.get("usage") if isinstance(doc, dict) else None
+    if not isinstance(usage, dict):
+        return Usage()
+    # input_tokens leaves out what the prompt cache served or stored: counted as input here
+    cached = _int(usage.get("cache_read_input_tokens"))
+    written = _int(usage.get("cache_creation_input_tokens"))
+    return Usage(_int(usage.get("input_tokens")) + cached + written, _int(usage.get("output_tokens")))
+
+
 def parse_chat(doc: Any) -> ChatResponse:
     if not isinstance(doc, dict):
         raise invalid("not a JSON object")
@@ -58,12 +67,5 @@ def parse_chat(doc: Any) -> ChatResponse:
     content, thought, kind = reasoning.from_anthropic_blocks(blocks)
     finish = _FINISH.get(doc.get("stop_reason"), OTHER)
     usage = doc.get("usage")
-    cached = 0
-    if isinstance(usage, dict):
-        # input_tokens leaves out what the prompt cache served or stored: counted as input here
-        cached = _int(usage.get("cache_read_input_tokens"))
-        written = _int(usage.get("cache_creation_input_tokens"))
-        tokens = Usage(_int(usage.get("input_tokens")) + cached + written, _int(usage.get("output_tokens")))
-    else:
-        tokens = Usage()
-    return ChatResponse(content, thought, kind, finish, tokens, cached_tokens=cached)
+    cached = _int(usage.get("cache_read_input_tokens")) if isinstance(usage, dict) else 0
+    return ChatResponse(content, thought, kind, finish, parse_usage(doc), cached_tokens=cached)

@@ -9,6 +9,7 @@ metadata (`GET /batches`), so neither is sent twice (docs/batch.md)."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any, Iterator
 
@@ -21,6 +22,11 @@ META_KEY = "overbrainer_submission"
 ENDED = ("completed", "failed", "expired", "cancelled")
 SLACK = 300.0  # seconds of clock skew allowed when looking for what a crashed command sent
 PAGE = 100
+# A batch refused because the model's batch queue is full (the input tokens of its batches in
+# progress): `Enqueued token limit reached for <model> in organization <org>. Limit: 90,000
+# enqueued tokens. Please try submitting your batch again later.`
+QUEUE_FULL = "token_limit_exceeded"
+_QUEUE_LIMIT = re.compile(r"Limit:\s*([\d,]+)\s+enqueued tokens", re.I)
 
 
 def filename(sub_id: str) -> str:
@@ -142,8 +148,10 @@ def status_of(doc: Any) -> BatchStatus:
     errors = doc.get("errors").get("data") if isinstance(doc.get("errors"), dict) else None
     first = errors[0] if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
     reason = str(first.get("message") or first.get("code")) if first else None
+    full = first is not None and first.get("code") == QUEUE_FULL
+    stated = _QUEUE_LIMIT.search(str(first.get("message") or "")) if full and first is not None else None
     return BatchStatus(doc["id"], status, status in ENDED, counts, doc.get("output_file_id"), doc.get("error_file_id"),
-                       reason)
+                       reason, full, int(stated.group(1).replace(",", "")) if stated else None)
 
 
 def _id(doc: Any) -> str:

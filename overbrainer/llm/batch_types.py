@@ -92,6 +92,8 @@ class BatchStatus:
     output_file_id: str | None = None
     error_file_id: str | None = None
     reason: str | None = None  # why a batch failed as a whole (OpenAI's validation errors)
+    queue_full: bool = False  # OpenAI's `token_limit_exceeded`: the model's batch queue was full
+    queue_limit: int | None = None  # the queue's limit (enqueued input tokens) its message states
 
 
 @dataclass

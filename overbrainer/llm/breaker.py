@@ -25,6 +25,7 @@ from typing import Callable
 
 from overbrainer.support.fmt import duration
 from overbrainer.support.failure import FailureKind
+from overbrainer.support.threads import Signal
 
 MIN_WINDOW = 600.0  # seconds
 STREAK_PER_SLOT = 3
@@ -38,7 +39,7 @@ class Breaker:
         self.clock = clock
         self.limit = STREAK_PER_SLOT  # attempts; set by configure()
         self.window = MIN_WINDOW
-        self.tripped = threading.Event()
+        self.tripped = Signal()  # a Signal: a wait that listens to it (llm/pacing.py) ends at once
         self.reason: str | None = None
         self._lock = threading.Lock()
         self._kind: FailureKind | None = None

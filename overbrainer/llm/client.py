@@ -20,7 +20,8 @@ from typing import Any, BinaryIO, Callable
 from overbrainer.errors import ConfigError
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol, price_db, thinking
 from overbrainer.llm.errors import UNSUPPORTED_EMBEDDINGS, CreditsError, KeyRefused, LlmError, Moderated, unsupported
-from overbrainer.llm.http import Channel, LlmSession, Reading, send
+from overbrainer.llm.http import Channel, LlmSession, Pace, Raw, Reading, send
+from overbrainer.llm.pacing import Configured, Pacer, prompt_tokens
 from overbrainer.llm.prices import PendingPrice, Price, PriceBook, configured_price
 from overbrainer.llm.settings import PipelineSettings, ProviderSettings, RoleSettings
 from overbrainer.llm.spend import Spend
@@ -66,6 +67,7 @@ class LlmClient:
         price: Price | PendingPrice | None,
         stop: threading.Event | None = None,
         dialect: str | None = None,
+        pacer: Pacer | None = None,
     ):
         self.provider_name = provider_name
         self.protocol = protocol
@@ -75,6 +77,7 @@ class LlmClient:
         self.role = role
         self._price = price
         self.channel = channel
+        self.pacer = pacer  # the model's pacer at the provider's rate limits (llm/pacing.py), if any
         self.stop = stop
         self._wire = PROTOCOLS[protocol]
         self._headers = self._wire.headers(api_key)
@@ -172,7 +175,7 @@ class LlmClient:
 
     def _send(self, path: str, body: Any, on_retry, stop, chat: bool = False, method: str = "POST",
               raw: tuple[bytes, str] | None = None, decode: bool = True, into: BinaryIO | None = None,
-              creates: bool = False) -> Any:
+              creates: bool = False, pace: Pace | None = None) -> Any:
         explain = inspect = None
         if chat:
             protocol, dialect, name = self.protocol, self.dialect or dialects.GENERIC, self.provider_name
@@ -192,19 +195,24 @@ class LlmClient:
             self.channel,
             method,
             path,
-            body=body,
+            body=Raw(*raw) if raw is not None else body,
             headers=self._headers,
             timeout=self._timeout,
             max_retries=self._max_retries,
             on_retry=on_retry,
             stop=stop if stop is not None else self.stop,
             reading=Reading(explain, inspect, decode, into, creates),
-            raw=raw,
+            pace=pace,
         )
+
+    def _pace(self, input_tokens: int, output_tokens: int, usage: Callable[[Any], Usage]) -> Pace | None:
+        """How a request waits for the model's pacer: its estimated tokens, how its usage is read."""
+        return None if self.pacer is None else Pace(self.pacer, input_tokens, output_tokens, usage)
 
     def _exchange(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
         body = self._body(req, max_tokens, structured)
-        return self._wire.parse_chat(self._send(self._wire.CHAT_PATH, body, on_retry, stop, chat=True))
+        pace = self._pace(prompt_tokens(req.system, req.user), max_tokens, self._wire.parse_usage)
+        return self._wire.parse_chat(self._send(self._wire.CHAT_PATH, body, on_retry, stop, chat=True, pace=pace))
 
     def _ask(self, req: ChatRequest, max_tokens: int, structured: bool, on_retry, stop) -> ChatResponse:
         """One chat as the provider means it: a moderation flag becomes a flagged answer; a 402
@@ -259,8 +267,9 @@ class LlmClient:
         texts = list(texts)
         for start in range(0, len(texts), EMBED_CHUNK):
             chunk = texts[start:start + EMBED_CHUNK]
+            pace = self._pace(prompt_tokens(*chunk), 0, openai_protocol.parse_usage)
             doc = self._send(
-                openai_protocol.EMBED_PATH, openai_protocol.embed_body(self.model, chunk), on_retry, stop
+                openai_protocol.EMBED_PATH, openai_protocol.embed_body(self.model, chunk), on_retry, stop, pace=pace
             )
             out.extend(openai_protocol.parse_embeddings(doc, len(chunk)))
         return out
@@ -288,16 +297,7 @@ def connect(
         raise ConfigError(
             f"providers.{name}.base_url is not set (set OVERBRAINER_PROVIDERS__{name.upper()}__BASE_URL)"
         )
-    api_key = None
-    if provider.api_key is not None:
-        api_key = provider.api_key.resolve()
-        redact.register(api_key)
-        if not _valid_header_value(api_key):
-            raise LlmError(
-                f"providers.{name}.api_key is not a valid HTTP header value "
-                f"(check OVERBRAINER_PROVIDERS__{name.upper()}__API_KEY)",
-                fatal=True,
-            )
+    api_key = _api_key(provider)
     dialect = _dialect(provider, protocol, role, base_url)
     concurrency = pipeline.concurrency
     channel = llm.channel(name, base_url, concurrency)
@@ -305,6 +305,8 @@ def connect(
     channel.breaker.configure(concurrency, float(pipeline.request_timeout_secs))
     price = configured_price(provider, role, role_key) or _look_up(
         prices or PriceBook(), channel, PROTOCOLS[protocol].headers(api_key), provider, dialect, role.model)
+    configured = Configured(provider.max_requests_per_minute, provider.max_tokens_per_minute)
+    pacer = llm.pacer(channel, role.model, concurrency, configured, probe=dialects.publishes_limits(protocol, dialect))
     return LlmClient(
         provider_name=name,
         protocol=protocol,
@@ -315,7 +317,23 @@ def connect(
         price=price,
         stop=stop,
         dialect=dialect,
+        pacer=pacer,
     )
+
+
+def _api_key(provider: ProviderSettings) -> str | None:
+    """The provider's API key (None: none set), registered with the redactor."""
+    if provider.api_key is None:
+        return None
+    api_key = provider.api_key.resolve()
+    redact.register(api_key)
+    if not _valid_header_value(api_key):
+        raise LlmError(
+            f"providers.{provider.name}.api_key is not a valid HTTP header value "
+            f"(check OVERBRAINER_PROVIDERS__{provider.name.upper()}__API_KEY)",
+            fatal=True,
+        )
+    return api_key
 
 
 def _look_up(book: PriceBook, channel: Channel, headers: dict[str, str], provider: ProviderSettings,

@@ -33,6 +33,8 @@ MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 @dataclass(frozen=True)
 class Dialect:
+    """What one OpenAI-protocol server family accepts: how it limits, and asks for, reasoning."""
+
     name: str
     token_field: str  # the field that limits the answer's tokens
     effort_object: bool  # reasoning asked as OpenRouter's {"reasoning": {"effort": …}}
@@ -105,6 +107,12 @@ def guess(base_url: str | None) -> str:
     if port == 8080 or "llama" in host:
         return LLAMACPP
     return GENERIC
+
+
+def publishes_limits(protocol: str, dialect: str | None) -> bool:
+    """Whether every answer of the provider says its rate limits (OpenAI's API, Anthropic's):
+    llm/pacing.py then sends the first request alone and paces the others by its answer."""
+    return str(protocol) == "anthropic" or (str(protocol) == "openai" and dialect == OPENAI)
 
 
 OPENAI_BATCH, ANTHROPIC_BATCH = "openai", "anthropic"  # the batch APIs (llm/batch_types.py)

@@ -21,7 +21,6 @@ from overbrainer.llm.types import (
 from overbrainer.support.usage import Usage
 
 
-NAME = "openai"
 CHAT_PATH = "/chat/completions"
 EMBED_PATH = "/embeddings"
 

@@ -17,8 +17,6 @@ URL (Groq, Together, DeepSeek, Mistral, … by their API hosts). Its batch price
 from __future__ import annotations
 
 import ipaddress
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as installed
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,11 +28,15 @@ BATCH_CONTEXT = {"processing": "batch"}
 
 
 def version() -> str:
-    """The installed genai-prices' version (read from its metadata: the package is not imported)."""
+    """The installed genai-prices' version. Asked only where the database is (or was) looked up,
+    so importing the package costs nothing more here; `config check` on a provider no database
+    can know never asks (nor pays importlib.metadata, which reading the version would import)."""
     try:
-        return installed(DISTRIBUTION)
-    except PackageNotFoundError:
+        # lazy: the database (and pydantic, httpx) only when a price is looked up in it
+        import genai_prices
+    except ImportError:
         return "(not installed)"
+    return str(genai_prices.__version__)
 
 
 def source() -> str:

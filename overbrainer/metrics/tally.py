@@ -22,7 +22,6 @@ from overbrainer.front import events as ev
 from overbrainer.support.redact import redact, strip_controls
 
 RESULTS = ("done", "skipped", "failed", "excluded")
-DIRECTIONS = ("in", "out")
 PHASES = ("training", "evaluating", "finalizing", "merging", "exporting", "retrieving")
 UNKNOWN = "unknown"
 _LABEL_MAX = 200

@@ -2,8 +2,9 @@
 what a crashed command left half-sent, collects the batches that ended into answers.jsonl (the
 same records as online: same body, same parser, same `build_example`; cost at the batch price),
 sends what is missing (items back without an answer once are sent once more; twice, they are
-failed items), and returns with what is still pending. `wait`: poll until nothing is pending
-(backing off, interruptible), collecting as batches end.
+failed items; a batch refused whole because the model's batch queue was full counts for neither:
+its limit is learned and kept, dataset/rate_limits.py), and returns with what is still pending.
+`wait`: poll until nothing is pending (backing off, interruptible), collecting as batches end.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from typing import Iterator
 
 from overbrainer.config.model import Topic
 from overbrainer.config.ready import refuse_hidden_reasoning
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset.records import Example, Question
 from overbrainer.dataset.batch_journal import COLLECTED, SUBMITTED, Journal, Submission, failures, in_flight
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.llm.batch_anthropic import AnthropicBatches
 from overbrainer.llm.batch_openai import OpenAIBatches
-from overbrainer.llm.batch_types import ANTHROPIC, BatchStatus, batch_api
+from overbrainer.llm.batch_types import ANTHROPIC, OPENAI, BatchStatus, batch_api
 from overbrainer.llm.client import LlmClient
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.types import ChatResponse
 from overbrainer.pipeline.answers import build_example, parent_client, system_prompts
-from overbrainer.pipeline.batch_submit import BatchApi, recover, submit
+from overbrainer.pipeline.batch_submit import BatchApi, queue_of, recover, submit
 from overbrainer.pipeline.common import Output, execute, finish, keeping_figures, stage_figures
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.pending import PendingQuestions
@@ -66,6 +68,8 @@ class BatchAnswers:
         self.capped_bound = 0.0
         self.reserved: dict[str, float] = {}  # what this command holds under the cap, by submission
         self.lost: list[str] = []  # the last look's creates whose answer was lost, not settled
+        self.queued = 0  # questions the last look left out: no room in the model's batch queue
+        self.queue_limit = self._known_queue()  # OpenAI's batch queue limit of the model (None: unknown)
 
     def run(self, wait: bool) -> StageResult:
         figures = stage_figures(self.ctx, False)
@@ -145,6 +149,8 @@ class BatchAnswers:
                     spent = self._keep(questions[item], o.response)
                     cost += spent or 0.0
         sub.unresolved = [i for i in sub.items if i not in self.answered and i in questions]
+        if self.statuses[sub.id].queue_full:
+            self._queue_full(sub, self.statuses[sub.id])
         why = f"no result (batch {sub.status}" + (f": {reason})" if (reason := self.statuses[sub.id].reason) else ")")
         sub.errors = {i: errors.get(i, why) for i in sub.unresolved}
         sub.state, sub.cost = COLLECTED, round(cost, 8)
@@ -153,6 +159,29 @@ class BatchAnswers:
         budget = self.ctx.budget
         if held is not None and budget is not None:  # sent by this command (--wait): its bound gives way to its cost
             budget.settle(held, cost)
+
+    def _known_queue(self) -> int | None:
+        """The model's batch queue limit: the provider's `batch_queue_tokens`, lowered by what a
+        refused batch stated (dataset/rate_limits.py)."""
+        if self.api.api != OPENAI:
+            return None
+        provider = self.ctx.config.providers.get(self.client.provider_name)
+        recorded = rate_limits.read(self.ctx.paths).get((self.client.provider_name, self.client.model), {})
+        configured = provider.batch_queue_tokens if provider is not None else None
+        known = [v for v in (configured, recorded.get(rate_limits.QUEUE)) if v]
+        return int(min(known)) if known else None
+
+    def _queue_full(self, sub: Submission, status: BatchStatus) -> None:
+        """`sub` was refused whole, the model's batch queue full: not a failure of its items; the
+        limit its error states is kept for the next submissions."""
+        sub.queue_full = True
+        limit = status.queue_limit
+        log.warning("answers: batch %s refused: the batch queue of %s is full (%s); its %d question(s) are sent "
+                    "again once there is room", sub.batch_id, self.client.model, status.reason, len(sub.items))
+        if limit is not None:
+            self.queue_limit = min(limit, self.queue_limit or limit)
+            rate_limits.record(self.ctx.paths, {(self.client.provider_name, self.client.model):
+                                                {rate_limits.QUEUE: float(limit)}})
 
     def _keep(self, q: Question, response: ChatResponse) -> float | None:
         example = build_example(q, response, model=self.client.model,
@@ -186,10 +215,16 @@ class BatchAnswers:
                     continue
                 yield q
 
+        queue = queue_of(self.queue_limit, subs, self.api.api, self.client.model)
         sent = submit(self.api, self.client, self.journal, fresh(), stage=STAGE, systems=self.systems,
-                      room=None if budget is None else budget.room(), round_of=lambda q: min(tries[q.id], 1))
+                      room=None if budget is None else budget.room(), round_of=lambda q: min(tries[q.id], 1),
+                      queue=queue)
         self.submitted += sent.items
         self.lost = sent.lost
+        self.queued = sent.queued
+        if sent.queued:
+            log.info("answers: %d question(s) wait for room in the batch queue of %s (%s enqueued tokens)",
+                     sent.queued, self.client.model, f"{self.queue_limit:,}")
         self.capped = sent.capped
         self.capped_bound = sent.capped_bound
         for sub in sent.submissions if budget is not None else ():
@@ -218,6 +253,9 @@ class BatchAnswers:
                      "run the command again to collect them")
         if self.capped:
             note += f"; {self.capped} not submitted: spend cap"
+        if self.queued:
+            note += (f"; {self.queued} not submitted yet: the batch queue of {self.client.model} is full "
+                     f"({self.queue_limit:,} enqueued tokens): a later run sends them")
         if self.failed:
             note += f"; no answer from two batches, not sent again: {some(self.failed)}"
         for p in problems:
@@ -228,7 +266,7 @@ class BatchAnswers:
             result.error = OverbrainerError(f"answers: the provider's answer to {len(self.lost)} batch create(s) "
                                             "was lost; run the command again: it finds them before sending anything")
         result.batch = {"pending": items, "batches": len(subs), "pending_since": since,
-                        "submitted": self.submitted, "capped": self.capped, "note": note,
+                        "submitted": self.submitted, "capped": self.capped, "queued": self.queued, "note": note,
                         "unsettled": len(problems)}
         return result
 

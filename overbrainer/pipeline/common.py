@@ -30,7 +30,7 @@ from overbrainer.llm.spend import Spend
 from overbrainer.llm.types import ChatRequest, ChatResponse
 from overbrainer.pipeline.context import INTERRUPTED, StageContext
 from overbrainer.pipeline.stage import StageResult, StageRun
-from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Tally, Work, error_text
+from overbrainer.support.processor import FATAL, ITEM, RAISE, Processor, Tally, Work
 
 log = logging.getLogger(__name__)
 
@@ -217,22 +217,6 @@ def process(run: StageRun, proc: Processor, work: Work[Any]) -> StageResult:
     if ending.interrupted:
         raise Interrupted(INTERRUPTED)
     return finish(run)
-
-
-def failed_before(run: StageRun, item_id: str, e: Exception) -> StageResult | None:
-    """An error met before the work starts (questions' deduplicator seeding), taken as the
-    processor takes a worker's: the stage's result when it stops the stage, None when only the
-    item failed; anything else is raised."""
-    if isinstance(e, Interrupted):
-        raise Interrupted(INTERRUPTED) from e
-    kind = classify(e)
-    if kind == RAISE:
-        raise e
-    if kind == FATAL:
-        run.item_stopped(item_id, e)
-        return finish(run, e)
-    run.item_failed(item_id, error_text(e))
-    return None
 
 
 class StageRecorder:

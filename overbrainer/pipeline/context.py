@@ -1,8 +1,10 @@
 """What every stage works with: the configuration, the project paths, the bus, the interrupt
 events, the command's spend cap, and the LLM clients, built lazily per role with one PriceBook
-and one LlmSession (the providers' channels and circuit breakers) shared by the command, closed
-with the context (`close()`, or `with`): the next command in the same process (the TUI) starts
-with fresh connections and closed breakers."""
+and one LlmSession (the providers' channels, circuit breakers and rate-limit pacers) shared by
+the command, closed with the context (`close()`, or `with`): the next command in the same
+process (the TUI) starts with fresh connections and closed breakers. The rate limits the
+providers published are read from the project when it opens and kept when it closes
+(dataset/rate_limits.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from overbrainer.config.model import Config, Pipeline, Role, Topic
 from overbrainer.config.templates import Templates, load_templates
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset.paths import ProjectPaths
 from overbrainer.errors import ConfigError, Interrupted
 from overbrainer.llm.client import LlmClient, connect
@@ -72,12 +75,17 @@ class StageContext:
         self.budget = _budget(None, max_cost or config.pipeline.max_cost_usd)
         self._prices = prices
         self.llm = LlmSession()
+        self.llm.known_limits = rate_limits.read(self.paths)  # the rate limits earlier commands learned
         self._clients: dict[str, LlmClient] = {}
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """The command is over: its providers' connections are closed."""
-        self.llm.close()
+        """The command is over: the rate limits its providers published are kept for the next
+        (dataset/rate_limits.py), its providers' connections are closed."""
+        try:
+            rate_limits.record(self.paths, self.llm.learned_limits())
+        finally:
+            self.llm.close()
 
     def __enter__(self) -> "StageContext":
         return self

@@ -13,7 +13,11 @@ provider's listing read once per provider, not a generation request, or the gena
 database), each stage saying where its role's comes from; a model with no price says so. Under a
 spend cap, a role that will send and has no price is refused before anything is printed, exactly
 as the command itself refuses it (`refuse_unpriced`). `run` with roles.grader plans the gate's
-grader too. Training, when the command would train: pipeline/plan_train.py.
+grader too. An online stage says how long it will take at the rate limits known for its model
+(`minutes`): those an earlier command learned from the provider's answers
+(dataset/rate_limits.py), lowered by the provider's `max_requests_per_minute` /
+`max_tokens_per_minute`, at the pace llm/pacing.py keeps. Training, when the command would
+train: pipeline/plan_train.py.
 """
 
 from __future__ import annotations
@@ -24,18 +28,22 @@ from pathlib import Path
 from typing import Any
 
 from overbrainer.config.model import Topic
+from overbrainer.dataset import rate_limits
 from overbrainer.dataset import state as dataset_state
 from overbrainer.dataset.accounting.history import HistoryEntry, kept_share, read_history
 from overbrainer.dataset.figures import Figures
 from overbrainer.errors import OverbrainerError
 from overbrainer.front.session import Session
 from overbrainer.llm.client import PROMPT_FRAMING
+from overbrainer.llm.pacing import SAFETY
 from overbrainer.llm.price_db import missing, price_fix
 from overbrainer.llm.prices import Price
+from overbrainer.llm.rate_headers import KINDS as PACED
 from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import TrainPlan, after_plans, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
+from overbrainer.support.fmt import duration
 from overbrainer.support.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -65,6 +73,8 @@ class StagePlan:
     price_source: str | None = None  # where the role's price comes from (llm/prices.Price.source)
     mode: str = "online"  # answers: batch mode counts the batch price (docs/batch.md)
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
+    minutes: float | None = None  # online: how long at the known rate limits (None: none known)
+    limits: dict[str, float] | None = None  # those limits, a minute's by kind
 
     def line(self) -> str:
         n = self.need
@@ -82,9 +92,16 @@ class StagePlan:
             basis = f"from the prompts' sizes and a typical {TYPICAL_GRADE_TOKENS} tokens a grade: none yet"
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
-            return f"{head}; {tokens}; cost unknown ({self.unpriced}){_held(n)}"
+            return f"{head}; {tokens}; cost unknown ({self.unpriced}){self._duration()}{_held(n)}"
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}{_held(n)}")
+                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}"
+                f"{self._duration()}{_held(n)}")
+
+    def _duration(self) -> str:
+        if self.minutes is None or not self.limits:
+            return ""
+        at = ", ".join(f"{v:,.0f} {k.replace('_', ' ')}" for k, v in self.limits.items())
+        return f"; about {duration(60 * self.minutes, words=True)} at the rate limits known ({at} a minute)"
 
     def _sides(self) -> str:
         if self.sides is None:
@@ -100,7 +117,8 @@ class StagePlan:
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "basis": self.basis,
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
                 "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
-                **self._sides_data()}
+                **self._sides_data(), "minutes": None if self.minutes is None else round(self.minutes, 2),
+                "rate_limits": self.limits}
 
     def _sides_data(self) -> dict[str, Any]:
         if self.sides is None:
@@ -122,8 +140,32 @@ def stage_plans(ctx: StageContext, stages: list[str], topics: list[Topic], *, fo
                 retry_excluded: bool = False) -> list[StagePlan]:
     history = read_history(ctx.project_dir)
     figures = dataset_state.current(ctx.paths)
-    return [_priced(ctx, need, history, figures)
-            for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    plans = [_priced(ctx, need, history, figures)
+             for need in needs(ctx, stages, topics, force=force, retry_excluded=retry_excluded, figures=figures)]
+    known = rate_limits.read(ctx.paths)
+    for plan in plans:
+        _timed(ctx, plan, known)
+    return plans
+
+
+def _timed(ctx: StageContext, plan: StagePlan, known: rate_limits.Known) -> None:
+    """How long an online stage with requests takes at its model's known rate limits: its
+    requests and expected tokens at the pacer's pace, by the limit that binds."""
+    if not plan.need.requests or ctx.pipeline.stage_mode(plan.need.stage) != "online":
+        return
+    provider = ctx.config.providers.get(plan.provider)
+    configured = {"requests": provider.max_requests_per_minute if provider else None,
+                  "tokens": provider.max_tokens_per_minute if provider else None}
+    limits = {k: v for k, v in known.get((plan.provider, plan.model), {}).items() if k in PACED}
+    for kind, value in configured.items():
+        if value:
+            limits[kind] = min(limits.get(kind, value), float(value))
+    if not limits:
+        return
+    demand = {"requests": plan.need.requests, "tokens": plan.input_tokens + plan.output_tokens,
+              "input_tokens": plan.input_tokens, "output_tokens": plan.output_tokens}
+    plan.limits = dict(sorted(limits.items()))
+    plan.minutes = max(demand[kind] / (SAFETY * value) for kind, value in limits.items())
 
 
 def _priced(ctx: StageContext, need: Need, history: list[HistoryEntry], figures: Figures) -> StagePlan:
@@ -229,9 +271,13 @@ def totals(plans: list[StagePlan], train: TrainPlan | None = None) -> dict[str, 
             complete = False
         else:
             cost_max += train.cost_max
+    timed = [p.minutes for p in plans if p.minutes is not None]
+    untimed = any(p.need.requests and p.minutes is None and (p.need.stage != "answers" or p.mode == "online")
+                  for p in plans)
     return {"stage": "total", "requests": sum(p.need.requests for p in plans),
             "estimated": any(p.need.estimated for p in plans), "cost_usd": _rounded(cost),
-            "cost_max_usd": _rounded(cost_max), "complete": complete}
+            "cost_max_usd": _rounded(cost_max), "complete": complete,
+            "minutes": round(sum(timed), 2) if timed else None, "minutes_complete": bool(timed) and not untimed}
 
 
 def total_line(total: dict[str, Any], cap: float | None) -> str:
@@ -239,6 +285,9 @@ def total_line(total: dict[str, Any], cap: float | None) -> str:
     plus = "" if total["complete"] else " + what is unknown above"
     line = (f"total: {about}{_count(total['requests'], 'request')}; expected ${total['cost_usd']:.4f}{plus}; "
             f"at most ${total['cost_max_usd']:.4f}{plus}")
+    if total.get("minutes") is not None:
+        more = "" if total.get("minutes_complete") else " + the stages whose rate limits are unknown"
+        line += f"; online about {duration(60 * total['minutes'], words=True)} at the rate limits known{more}"
     if cap is not None:
         line += f"; max_cost_usd ${cap:.4f} stops the LLM stages before a request that would pass it"
     return line

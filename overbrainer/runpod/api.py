@@ -36,7 +36,6 @@ from overbrainer.runpod.transport import ATTEMPTS, Timeouts, Transport
 
 T = TypeVar("T")
 MAX_PAGES = 100
-ACTIONS = ("start", "stop", "restart", "terminate")
 
 
 def _items(doc: Any, key: str, what: str) -> list:
@@ -112,14 +111,6 @@ class RunpodClient:
         """`DELETE /pods/{id}`: True when deleted now, False when Runpod already did not know it
         (its 404, which counts as deleted; confirm with get_pod)."""
         return self._delete(f"/pods/{valid_pod_id(pod_id)}")
-
-    def pod_action(self, pod_id: str, action: str) -> Pod | None:
-        """`POST /pods/{id}/action`: the pod after start/stop/restart, None after terminate."""
-        if action not in ACTIONS:
-            raise ValueError(f"unknown pod action {action!r}")
-        path = f"/pods/{valid_pod_id(pod_id)}/action"
-        answer = self._http.call("POST", path, body={"action": action})
-        return None if answer.status == 204 or not answer.body else parse_pod(answer.json(f"POST {path}"))
 
     # -- clusters ------------------------------------------------------------------------------
     def create_cluster(self, body: dict) -> Cluster:

@@ -132,9 +132,9 @@ def _membership(doc: Any) -> Membership | None:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A cluster of `GET /clusters/{id}` (its members are `GET /clusters/{id}/pods`): its shape,
-    its primary pod once placed, and how many members it has by status. Runpod shows no status
-    of its own for a cluster: a deleted one is a 404."""
+    """A cluster of `GET /clusters/{id}` (its members are `GET /clusters/{id}/pods`): its shape
+    and how many members it has by status. Runpod shows no status of its own for a cluster: a
+    deleted one is a 404."""
 
     id: str
     name: str | None
@@ -142,7 +142,6 @@ class Cluster:
     gpu_count: int | None  # per pod
     pod_count: int | None
     data_center_id: str | None
-    primary_pod_id: str | None
     members: int  # member pods provisioned now
     by_status: tuple[tuple[str, int], ...]
     created_at: str | None
@@ -165,15 +164,13 @@ class Cluster:
 def parse_cluster(doc: Any) -> Cluster:
     if not isinstance(doc, dict):
         raise InvalidAnswer("Runpod answered something other than a cluster")
-    compute, pods, primary = obj(doc.get("compute")), obj(doc.get("pods")), obj(doc.get("primary"))
+    compute, pods = obj(doc.get("compute")), obj(doc.get("pods"))
     by_status = tuple(sorted((s, n) for s, n in ((text(k), integer(v)) for k, v in obj(pods.get("byStatus")).items())
                              if s and n))
-    primary_id = primary.get("podId")
     return Cluster(
         id=valid_pod_id(doc.get("id")), name=text(doc.get("name")), gpu_id=text(compute.get("gpuTypeId")),
         gpu_count=integer(compute.get("gpuCountPerPod")), pod_count=integer(compute.get("podCount")),
         data_center_id=text(doc.get("dataCenterId")),
-        primary_pod_id=primary_id if isinstance(primary_id, str) and POD_ID.fullmatch(primary_id) else None,
         members=max(integer(pods.get("total")) or 0, 0), by_status=by_status, created_at=text(doc.get("createdAt")),
     )
 
@@ -198,9 +195,6 @@ class GpuType:
     @property
     def in_stock(self) -> bool:
         return self.availability in _STOCKED
-
-    def stock_in(self, data_center: str) -> bool:
-        return self.stocked_in((data_center,))
 
     def stocked_in(self, data_center_ids) -> bool:
         wanted = set(data_center_ids)

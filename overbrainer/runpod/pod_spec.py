@@ -48,7 +48,7 @@ BOOTSTRAP_ENV = "OVERBRAINER_BOOTSTRAP"
 POD_ARGS = ("sh -c 'b=$(printf %s \"$OVERBRAINER_BOOTSTRAP\" | base64 -d) || exit 70; "
             "unset OVERBRAINER_BOOTSTRAP; eval \"$b\"'")
 
-# Paces of the pod, in seconds, multiplied by the time scale (OVERBRAINER_TIME_SCALE, a testing aid).
+# Paces of the pod, in seconds, multiplied by the time scale (support/timescale.py: 1 but in tests).
 WATCHDOG_INTERVAL = 60.0
 PROBE_WAIT = 10.0
 PROBE_TRIES = 5

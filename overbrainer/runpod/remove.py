@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 # Why a pod is deleted (events and logs).
 RETRIEVED, NOT_READY, REFUSED, BOOTSTRAP_FAILED, INTERRUPTED = (
     "retrieved", "not ready", "refused", "bootstrap failed", "interrupted")
-DEADLINE, COST_CAP, COST_CAP_UNSET, REQUESTED, DUPLICATE, MEMBER_LOST = (
-    "deadline", "cost cap", "cost cap unset", "requested", "duplicate", "member lost")
+DEADLINE, COST_CAP_UNSET, REQUESTED, DUPLICATE, MEMBER_LOST = (
+    "deadline", "cost cap unset", "requested", "duplicate", "member lost")
 
 Publish = Callable[[PodStatus], None]
 

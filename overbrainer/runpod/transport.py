@@ -4,7 +4,7 @@ redirects, bodies capped at 8 MiB, and the retry policies:
 
 - reads, deletes, actions, catalog and secrets: up to 6 attempts on 408, 429, 5xx and transport
   failures; the wait is `Retry-After` (seconds or an HTTP-date, capped at 600) when given, else
-  `min(2^n, 60) s × [0.5, 1)`, each scaled by OVERBRAINER_TIME_SCALE;
+  `min(2^n, 60) s × [0.5, 1)`, each `scaled()` (support/timescale.py);
 - `POST /pods`: only 429 is retried (Runpod refuses before doing anything); a timeout, transport
   failure, 408, 5xx or unreadable answer raises `Ambiguous` at once: the pod may exist;
 - before a 429: every answer's `RateLimit` header (`"minute";r=<left>;t=<secs to reset>, …`) is

@@ -1,5 +1,5 @@
 """How long the Runpod target waits for what, in seconds. Every value goes through `scaled()`
-(OVERBRAINER_TIME_SCALE, a testing aid), so tests run the real flows in milliseconds; the
+(support/timescale.py, which the tests shrink), so tests run the real flows in milliseconds; the
 user's own limits (`max_hours`, boot and retrieve graces) are not here and never scaled.
 
 Provisioning waits with `support.sleep.pause(seconds, flag)`: it ends early once the
@@ -28,7 +28,7 @@ class Timing:
 
     @classmethod
     def default(cls) -> "Timing":
-        """The values above, each multiplied by OVERBRAINER_TIME_SCALE (read now)."""
+        """The values above, each `scaled()` (the factor read now)."""
         base = cls()
         return cls(poll=scaled(base.poll), ready_timeout=scaled(base.ready_timeout),
                    verdict_timeout=scaled(base.verdict_timeout),

@@ -44,6 +44,3 @@ def first() -> int | None:
     """The first signal that came, or None."""
     return _received[0] if _received else None
 
-
-def received(signum: int) -> bool:
-    return signum in _received

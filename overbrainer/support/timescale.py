@@ -1,35 +1,19 @@
-"""A testing aid: `OVERBRAINER_TIME_SCALE` shrinks (or stretches) the tool's own waits.
+"""The tool's own waits, as multiples of one factor.
 
 Every timing constant of the Runpod target (polls, reach and verdict timeouts, reconcile waits,
-the gone interval, the deadline margin, the watchdog interval, probe waits), and the minute
-between a stage's progress lines (front/render_lines.STAGE_INTERVAL), goes through `scaled()`,
-so a test can run the real flows with `OVERBRAINER_TIME_SCALE=0.01`. Limits the user sets
-(`max_hours`, `boot_grace_minutes`, `retrieve_grace_minutes`) are never scaled.
+the gone interval, the deadline margin, the watchdog interval, probe waits), the job poll
+(jobs/polling.py) and the minute between a stage's progress lines (front/render_lines.py) go
+through `scaled()`. `FACTOR` is 1: nothing in the package or its configuration changes it. The
+tests set it, in their own process and in the commands they start (tests/fixtures/timescale.py),
+so that the real flows run in milliseconds. Limits the user sets (`max_hours`,
+`boot_grace_minutes`, `retrieve_grace_minutes`) are never scaled.
 """
 
 from __future__ import annotations
 
-import math
-import os
-
-from overbrainer.errors import ConfigError
-
-ENV = "OVERBRAINER_TIME_SCALE"
+FACTOR = 1.0
 
 
 def scaled(seconds: float) -> float:
-    """`seconds` times `OVERBRAINER_TIME_SCALE` (a float > 0, default 1; read at each call).
-
-    An unset or empty variable means 1; anything else that is not a finite number > 0 raises
-    ConfigError naming the variable.
-    """
-    raw = os.environ.get(ENV, "").strip()
-    if not raw:
-        return seconds
-    try:
-        factor = float(raw)
-    except ValueError:
-        factor = math.nan
-    if not math.isfinite(factor) or factor <= 0:
-        raise ConfigError(f"{ENV} must be a number greater than 0 (a testing aid: it scales the tool's waits)")
-    return seconds * factor
+    """`seconds` times `FACTOR` (read at each call)."""
+    return seconds * FACTOR

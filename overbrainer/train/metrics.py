@@ -144,7 +144,6 @@ class MetricsSummary:
     """The fold of a run's metrics lines. `lines` counts plugin lines (begin/log/eval/end), not
     stage lines; `malformed` counts lines that are not valid records (skipped, warned)."""
 
-    begun: bool = False
     lines: int = 0
     malformed: int = 0
     last_train: dict[str, Any] | None = None  # the last `log` that carried a loss
@@ -185,7 +184,6 @@ class MetricsSummary:
                 self.first_time = t if self.first_time is None else min(self.first_time, t)
                 self.last_time = t if self.last_time is None else max(self.last_time, t)
         if kind == "begin":
-            self.begun = True
             self.max_steps = rec.get("max_steps") or self.max_steps
         elif kind == "log":
             self.step = max(self.step, rec["step"])

@@ -16,7 +16,6 @@ from overbrainer.front.events import (
     ItemDone,
     ItemFailed,
     JobStatus,
-    Lagged,
     Mark,
     Metric,
     PodStatus,
@@ -46,7 +45,6 @@ class StageLive:
     cost_unknown: int = 0  # answers whose cost is not known
     model: str | None = None
     finished: bool = False
-    last_error: str | None = None
     handled: int = 0  # the items of `total` done, excluded or failed (those complete before are not)
 
     def cost_text(self) -> str:
@@ -89,7 +87,6 @@ class Live:
         self.stages: dict[str, StageLive] = {}
         self.current_stage: str | None = None
         self.runs: dict[str, RunLive] = {}
-        self.lagged = 0
         self.events = 0
 
     def run(self, run_id: str) -> RunLive:
@@ -142,7 +139,6 @@ class Live:
 
     def _on_ItemFailed(self, ev: ItemFailed) -> None:
         st = self._stage(ev.stage)
-        st.last_error = ev.error
         if ev.retryable:
             st.retries += 1
         else:
@@ -158,9 +154,6 @@ class Live:
         if s.cost is not None:
             st.cost, st.cost_unknown = s.cost, 0
         st.finished = True
-
-    def _on_Lagged(self, ev: Lagged) -> None:
-        self.lagged += ev.dropped
 
     # --- runs ---------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from overbrainer.exec.transfer import sha256_file
 from overbrainer.jobs import run_record as records
 from tests.fixtures.cli import clean_env
 from tests.fixtures.compare import write_eval
+from tests.fixtures.timescale import scale, scaled_env
 
 RUN = "demo_20261201-101010"
 GGUF = f"output/gguf/{RUN}-Q4_1.gguf"
@@ -30,7 +31,7 @@ _SHA: dict[str, str] = {}
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
+    scale(monkeypatch, 0.025)
 
 
 def judge(req):
@@ -58,7 +59,7 @@ def make_run(project, gguf_source: Path, *, target: str, remote: Path | None, ll
                 f"\n[compare]\nmax_tokens = {max_tokens}\ntemperature = 0.0\nserver_start_secs = 60\n"
                 "parent_price_in = 2.0\nparent_price_out = 8.0\nchild_price_per_hour = 0.36\n")
     project.env["OVERBRAINER_LLAMA_CPP_DIR"] = str(llama_cpp_dir)
-    project.env["OVERBRAINER_TIME_SCALE"] = "0.025"
+    project.env.update(scaled_env(0.025))
     run_dir = project.dir / "runs" / RUN
     (run_dir / "output" / "gguf").mkdir(parents=True)
     if gguf_bytes is None:

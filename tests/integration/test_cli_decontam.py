@@ -13,8 +13,9 @@ import re
 import pytest
 
 from overbrainer.dataset.quality.decontam import units
+from tests.fixtures.timescale import scaled_env
 
-RUN_ENV = {"OVERBRAINER_TIME_SCALE": "0.05"}
+RUN_ENV = scaled_env(0.05)
 PIPELINE = {"eval_ratio": 0.25}
 LINE = re.compile(r"^split: (\d+) train, (\d+) eval, 0 excluded, (\d+) contaminated \((.*)\), 0 orphaned$")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cli import clean_env
+from tests.fixtures.timescale import scaled_env
 
 RID = "demo_20260101-000000"
 
@@ -33,7 +34,7 @@ class ExportProject:
         self.remote = tmp_path / "remote"
         self.home = home or tmp_path / "home"
         self.home.mkdir(exist_ok=True)
-        self.env: dict[str, str] = {"OVERBRAINER_TIME_SCALE": "0.1"}
+        self.env: dict[str, str] = scaled_env(0.1)
         own = f'llama_cpp_dir = "{llama_cpp_dir}"' if llama_cpp_dir else ""
         lines = ["[project]", 'name = "Demo"', "",
                  "[providers.fake]", 'protocol = "openai"', "",
@@ -154,7 +155,7 @@ def test_export_over_ssh_downloads_the_pinned_release_once_and_uploads_the_model
 
     p = ExportProject(tmp_path, smollm2_hf, target="remote", home=sshd.home)
     url = archive_server(_sdist().read_bytes())
-    p.env.update({"OVERBRAINER_TARGETS__REMOTE__HOST": sshd.alias, "OVERBRAINER_LLAMA_CPP_URL": url})
+    p.env.update({"OVERBRAINER_TARGETS__REMOTE__HOST": sshd.alias, "OVERBRAINER_TARGETS__REMOTE__LLAMA_CPP_URL": url})
     r = p.run("export", RID, "--quantize", "F16")
     assert r.returncode == 0, r.stderr
     # the remote run directory was empty: the model (a full one here) and axolotl.yaml were sent
@@ -189,7 +190,7 @@ def test_an_archive_with_another_sha256_is_deleted_and_not_used(tmp_path, archiv
     p = ExportProject(tmp_path, None)
     (p.run_dir / "output" / "config.json").write_text("{}")
     payload = b"not the release"
-    p.env["OVERBRAINER_LLAMA_CPP_URL"] = url = archive_server(payload)
+    p.env["OVERBRAINER_TARGETS__LOCAL__LLAMA_CPP_URL"] = url = archive_server(payload)
     r = p.run("export", RID, "--quantize", "F16")
     assert r.returncode == 1
     got = hashlib.sha256(payload).hexdigest()

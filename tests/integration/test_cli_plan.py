@@ -178,3 +178,34 @@ def test_the_second_runs_plan_expects_its_cost_within_a_quarter(project, fake_pr
     expected = objs[-1]["cost_usd"]
     assert abs(expected - spent) <= 0.25 * spent, (expected, spent)
     assert objs[-1]["cost_max_usd"] >= spent
+
+
+def test_the_plan_says_how_long_the_online_stages_take_at_the_known_rate_limits(project, fake_provider, cli):
+    from tests.fixtures.provider import RateLimits
+
+    project.write(topics=1, subtopics=2, questions=3)
+    fake_provider.models = dict(PRICES)
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))
+    assert all(o.get("minutes") is None for o in objs)  # no limit known yet: no duration
+    # A run learns the limits the provider publishes on its answers; the next plan uses them.
+    fake_provider.rate_limits = RateLimits(requests=6_000, tokens=10_000_000)
+    assert cli(["-C", project.dir, "run"], env=project.env).returncode == 0
+    recorded = json.loads((project.dir / ".overbrainer" / "rate_limits.json").read_text())
+    assert recorded["providers"]["fake"]["deepseek/deepseek-r1"] == {"requests": 6000, "tokens": 10_000_000}
+    project.write(topics=3, subtopics=2, questions=300)
+    fake_provider.clear()
+    r = cli(["-C", project.dir, "run", "--plan"], env=project.env)
+    assert r.returncode == 0, r.stderr
+    _nothing_sent(fake_provider)
+    answers = next(line for line in r.stdout.splitlines() if line.startswith("answers:"))
+    assert "at the rate limits known (6,000 requests, 10,000,000 tokens a minute)" in answers
+    # A configured limit lowers the published one: 60 requests a minute bind.
+    project.env["OVERBRAINER_PROVIDERS__FAKE__MAX_REQUESTS_PER_MINUTE"] = "60"
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=project.env))
+    by_stage = {o["stage"]: o for o in objs}
+    answers = by_stage["answers"]
+    assert answers["rate_limits"] == {"requests": 60, "tokens": 10_000_000}
+    assert answers["minutes"] == pytest.approx(answers["requests"] / (60 * 0.97), abs=0.01)
+    timed = [o["minutes"] for o in objs if o.get("minutes") is not None and o["stage"] != "total"]
+    assert by_stage["total"]["minutes"] == pytest.approx(sum(timed), abs=0.02)
+    assert by_stage["total"]["minutes_complete"] is True

@@ -199,7 +199,7 @@ def test_push_refuses_what_cannot_be_pushed(pushable, fake_hub):
 
 def test_push_without_the_hub_extra_says_how_to_install_it_and_a_dry_run_needs_none(pushable, fake_hub, tmp_path):
     p, rid = pushable
-    p.env.update(without_extras(tmp_path, "hub"))
+    p.env.update(without_extras(tmp_path, "hub", env=p.env))
     r = p.run("push", rid)
     assert (r.returncode, r.stderr) == (2, "error: overbrainer push needs the hub extra: pip install 'overbrainer[hub]'\n")
     r = p.run("push", "--dataset")

@@ -73,7 +73,7 @@ def test_without_the_hub_extra_train_and_run_stop_before_they_start(tmp_path, fa
     p = make_project(tmp_path, fake_axolotl)
     _hub_after_training(p)
     p.env.update(OVERBRAINER_HF_TOKEN=fake_hub.token, OVERBRAINER_HUB__BASE_URL=fake_hub.url)
-    p.env.update(without_extras(tmp_path, "hub"))
+    p.env.update(without_extras(tmp_path, "hub", env=p.env))
     line = "error: [hub] after_training needs the hub extra: pip install 'overbrainer[hub]'\n"
     before = sorted((p.dir / "data").rglob("*"))
     for command in (["train"], ["run"]):
@@ -88,7 +88,7 @@ def test_a_run_trained_before_the_hub_extra_went_is_attached_and_only_warns(tmp_
     p.env.update(OVERBRAINER_HUB__BASE_URL=fake_hub.url)  # no token: trained, not pushed
     assert p.run("train").returncode == 0
     rid = p.run_ids()[0]
-    p.env.update(OVERBRAINER_HF_TOKEN=fake_hub.token, **without_extras(tmp_path, "hub"))
+    p.env.update(OVERBRAINER_HF_TOKEN=fake_hub.token, **without_extras(tmp_path, "hub", env=p.env))
     r = p.run("train", "attach", rid)
     assert r.returncode == 0, r.stderr
     assert ("push skipped: [hub] after_training needs the hub extra: pip install 'overbrainer[hub]'; push run "

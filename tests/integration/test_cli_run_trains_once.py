@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 
-RUN_ENV = {"OVERBRAINER_TIME_SCALE": "0.05"}
+from tests.fixtures.timescale import scale, scaled_env
+
+SCALE = 0.05
+RUN_ENV = scaled_env(SCALE)
 
 
 def _trainings(fake_axolotl) -> int:
@@ -102,7 +105,7 @@ def _tui_run(project) -> list[str]:
 
 def test_the_tuis_run_is_the_commands_run_it_trains_only_on_change(project, fake_provider, fake_axolotl, cli,
                                                                    monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", RUN_ENV["OVERBRAINER_TIME_SCALE"])
+    scale(monkeypatch, SCALE)
     project.write(topics=1, subtopics=1, questions=2, training=fake_axolotl.venv)
     first = _tui_run(project)
     (rid,) = _runs(project)

@@ -28,7 +28,7 @@ AT_ONCE = 5
 LATENCY = 0.5  # seconds per answer: requests are in flight most of the time
 QUESTIONS = 80
 GAP = 0.3  # seconds between deliveries of the same stop (within support.stop_signals.REPEAT)
-AFTER = 5  # seconds: `timeout`'s duration (a command under load may take 3 s to start)
+AFTER = 5  # seconds: `timeout`'s least duration (more on a loaded machine: see `after`)
 CONCURRENCY = 4
 DEADLINE = 60.0
 
@@ -117,14 +117,39 @@ def _popen(argv, env):
                             start_new_session=True)
 
 
-def test_timeout_keeps_every_answer_in_flight(template, tmp_path):
+@pytest.fixture
+def after(template, tmp_path) -> int:
+    """`timeout`'s duration on this machine now: the slowest of AT_ONCE runs started together to
+    reach its first requests in flight, plus half of it and 1 s (at least AFTER). On a loaded
+    machine a start takes seconds, and a fixed duration would stop every run before it sent
+    anything (a stop with nothing in flight, which the tests below are not about)."""
+    def startup(i):
+        took = []
+
+        def stop(proc, fake):
+            began = time.monotonic()
+            _when_in_flight(fake, proc)
+            took.append(time.monotonic() - began)
+            os.killpg(proc.pid, signal.SIGKILL)
+
+        _run(template, tmp_path / "startup", i, _popen, stop)
+        return took[0]
+
+    (tmp_path / "startup").mkdir()
+    with ThreadPoolExecutor(AT_ONCE) as pool:
+        slowest = max(pool.map(startup, range(AT_ONCE)))
+    return max(AFTER, round(slowest * 1.5 + 1))
+
+
+@pytest.mark.timeout(600)  # its duration grows with `after` on a loaded machine
+def test_timeout_keeps_every_answer_in_flight(template, tmp_path, after):
     """`timeout 5 overbrainer … answers`, 20 times: its SIGTERM comes twice (to the command, then
     to its group); each run waits for what it has in flight, writes it, exits 124 (timeout's
     code for a command it stopped; with --preserve-status, ours: 143)."""
     def one(i):
         preserve = ["--preserve-status"] if i % 2 else []
         return _run(template, tmp_path, i,
-                    lambda argv, env: _popen(["timeout", *preserve, str(AFTER), *argv], env))
+                    lambda argv, env: _popen(["timeout", *preserve, str(after), *argv], env))
 
     outcomes = _many(one)
     for i, o in enumerate(outcomes):
@@ -141,6 +166,13 @@ def _when_in_flight(fake: FakeProvider, proc) -> None:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.01)
     raise AssertionError("no requests in flight")
+
+
+def _when_answered(fake: FakeProvider, proc, n: int) -> None:
+    """Until the fake has answered n requests (or the run has ended: `timeout` came first)."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end and len(fake.served) < n and proc.poll() is None:
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("signum,times,code", [
@@ -164,14 +196,16 @@ def test_a_process_group_signalled_keeps_every_answer_in_flight(template, tmp_pa
         assert o.waited and len(o.asked) >= CONCURRENCY
 
 
-def test_timeout_kill_after_leaves_nothing_torn_and_the_rerun_asks_only_the_rest(template, tmp_path):
-    """`timeout -k 1 5`: SIGTERM at 5 s and SIGKILL 1 s later, while the answers in flight (4 s
-    each) are still awaited: the group is killed (`timeout` too, as it kills its own group),
-    nothing is half-written; the next run asks exactly the questions without an answer, never
-    one written before."""
+@pytest.mark.timeout(600)  # its duration grows with `after` on a loaded machine
+def test_timeout_kill_after_leaves_nothing_torn_and_the_rerun_asks_only_the_rest(template, tmp_path, after):
+    """`timeout -k 1 <after>`: SIGTERM, and SIGKILL 1 s later, while the answers in flight are
+    still awaited (the first answers come at once, then each takes longer than the run has left,
+    so none can land between the two signals): the group is killed (`timeout` too, as it kills
+    its own group), nothing is half-written; the next run asks exactly the questions without an
+    answer, never one written before."""
     def one(i):
         fake = FakeProvider().start()
-        fake.latency = 4.0
+        fake.latency = LATENCY
         copy = tmp_path / f"kill{i}"
         shutil.copytree(template.dir, copy)
         home = tmp_path / f"home-kill{i}"
@@ -179,7 +213,9 @@ def test_timeout_kill_after_leaves_nothing_torn_and_the_rerun_asks_only_the_rest
         env = clean_env({**template.env, "OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake.url}, home)
         argv = [sys.executable, "-m", "overbrainer", "-C", str(copy), "answers"]
         try:
-            proc = _popen(["timeout", "-k", "1", str(AFTER), *argv], env)
+            proc = _popen(["timeout", "-k", "1", str(after), *argv], env)
+            _when_answered(fake, proc, CONCURRENCY)
+            fake.latency = after + 5.0
             _, err = proc.communicate(timeout=DEADLINE)
             path = copy / "data" / "answers.jsonl"
             raw = path.read_bytes() if path.exists() else b""
@@ -192,13 +228,13 @@ def test_timeout_kill_after_leaves_nothing_torn_and_the_rerun_asks_only_the_rest
 
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(one, range(3)))
-    for code, err, before, asked, rerun, after in results:
+    for code, err, before, asked, rerun, later in results:
         assert code in (-signal.SIGKILL, 124), err  # killed while it waited (or done just in time)
         assert before == b"" or before.endswith(b"\n")  # no torn line
         kept = [json.loads(line)["id"] for line in before.splitlines()]
         assert rerun.returncode == 0, rerun.stderr
-        assert after.startswith(before)  # nothing written is lost or changed
-        ids = [json.loads(line)["id"] for line in after.splitlines()]
+        assert later.startswith(before)  # nothing written is lost or changed
+        ids = [json.loads(line)["id"] for line in later.splitlines()]
         assert len(ids) == len(set(ids)) == QUESTIONS
         assert sorted(asked) == sorted(set(ids) - set(kept))  # the rest, once each
-    assert any(code == -signal.SIGKILL for code, *_ in results)  # the kill did come
+    assert any(code == -signal.SIGKILL for code, *_ in results), "\n".join(r[1] for r in results)  # the kill did come

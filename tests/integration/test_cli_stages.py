@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.fixtures.provider import Answer
+from tests.fixtures.timescale import scaled_env
 
 
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
@@ -158,7 +159,7 @@ def test_run_without_training_stops_after_split(project, fake_provider, cli):
 
 def test_run_trains_after_split_when_training_is_set(project, fake_provider, fake_axolotl, cli):
     project.write(topics=1, subtopics=2, questions=3, training=fake_axolotl.venv)
-    env = {**project.env, "OVERBRAINER_TIME_SCALE": "0.05"}
+    env = {**project.env, **scaled_env(0.05)}
     r = cli(["-C", project.dir, "run"], env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()

@@ -5,6 +5,7 @@ price, a slow stage logs its progress at least once a minute, `runs ls` without 
 from __future__ import annotations
 
 import json
+from tests.fixtures.timescale import scaled_env
 
 
 def test_a_rerun_with_nothing_to_do_says_so(project, fake_provider, cli):
@@ -26,11 +27,11 @@ def test_a_rerun_with_nothing_to_do_says_so(project, fake_provider, cli):
 
 def test_without_a_terminal_a_slow_stage_logs_its_progress_between_its_tenths(project, fake_provider, cli):
     """Each tenth alone can be far apart (10k answers at one a second: 17 minutes): a line also
-    comes once the interval (a minute, scaled down here by OVERBRAINER_TIME_SCALE) has passed."""
+    comes once the interval (a minute, scaled down here: tests/fixtures/timescale.py) has passed."""
     project.write(topics=1, subtopics=4, questions=6, pipeline={"concurrency": 1})
     assert cli(["-C", project.dir, "questions"], env=project.env).returncode == 0
     fake_provider.latency = 0.2  # an answer every 0.2 s; the interval is 60 s x 0.001
-    r = cli(["-C", project.dir, "answers"], env={**project.env, "OVERBRAINER_TIME_SCALE": "0.001"})
+    r = cli(["-C", project.dir, "answers"], env={**project.env, **scaled_env(0.001)})
     assert r.returncode == 0, r.stderr
     shown = [int(line.rsplit(" ", 1)[1].split("/")[0]) for line in r.stderr.splitlines()
              if " INFO answers: " in line and line.endswith("/24")]

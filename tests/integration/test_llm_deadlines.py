@@ -15,6 +15,7 @@ from overbrainer.llm.client import connect
 from overbrainer.llm.errors import LlmError
 from overbrainer.llm.prices import PriceBook
 from overbrainer.llm.types import ChatRequest
+from tests.fixtures.pacers import ready_in
 from tests.fixtures.provider import Fault, llm_session, serving
 
 ANSWER = json.dumps({"choices": [{"message": {"content": "late"}, "finish_reason": "stop"}]}).encode()
@@ -65,11 +66,11 @@ def trickle():
         yield url
 
 
-def _client(url, *, timeout=10.0, max_retries=0, name="trickle"):
+def _client(url, *, timeout=10.0, max_retries=0, name="trickle", pacing=True):
     provider = Provider(name, "openai", url)
     role = Role(name, "m", max_tokens=8)
     pipeline = Pipeline(concurrency=2, max_retries=max_retries, request_timeout_secs=timeout)
-    return connect(provider, role, pipeline, llm=llm_session(), prices=PriceBook())
+    return connect(provider, role, pipeline, llm=llm_session(pacing), prices=PriceBook())
 
 
 def test_a_trickling_body_cannot_stretch_the_total_timeout(trickle):
@@ -89,11 +90,16 @@ def test_gzip_bodies_are_decoded_and_the_connection_is_reused(trickle):
         assert client.chat(ChatRequest("gzip")).content == "late"
 
 
-def test_a_429_that_ends_the_request_still_pauses_the_provider(fake_provider):
+@pytest.mark.parametrize("pacing", [True, False])
+def test_a_429_that_ends_the_request_still_pauses_its_senders(fake_provider, pacing):
     fake_provider.script(Fault.rate_limited(120))
-    client = _client(fake_provider.url, name="fake", max_retries=0)
+    client = _client(fake_provider.url, name="fake", max_retries=0, pacing=pacing)
     with pytest.raises(LlmError) as e:
         client.chat(ChatRequest("q"))
     assert e.value.status == 429
-    # Every other thread on this provider now waits out the 120 s the provider asked for.
-    assert client.channel.not_before - time.monotonic() > 100
+    # Every other thread on this model (its pacer; without pacing: on this provider) now waits out
+    # the 120 s the provider asked for.
+    if pacing:
+        assert ready_in(client.pacer, 1, 1) > 100
+    else:
+        assert client.channel.not_before - time.monotonic() > 100

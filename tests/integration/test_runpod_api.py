@@ -7,6 +7,7 @@ import logging
 import time
 
 import pytest
+import requests
 
 from overbrainer.config.model import Runpod
 from overbrainer.config.secrets import Secret
@@ -15,8 +16,9 @@ from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.catalog import Wanted, for_listing, pick
 from overbrainer.runpod.transport import USER_AGENT, Timeouts
-from tests.fixtures.runpod import Fault
+from tests.fixtures.runpod import Fault, pod_action
 from tests.fixtures.runpod_catalog import Gpu
+from tests.fixtures.timescale import scale
 
 SCALE = 0.001
 GPU = "NVIDIA GeForce RTX 4090"
@@ -40,7 +42,7 @@ class Sleeps(list):
 
 @pytest.fixture
 def sleeps(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", str(SCALE))
+    scale(monkeypatch, SCALE)
     return Sleeps()
 
 
@@ -290,7 +292,7 @@ def test_catalog_is_parsed_and_cleaned(fake_runpod, client):
     assert "NVIDIA Evil" in types
     g = types[GPU]
     assert g.memory_gb == 24 and g.price_per_hour == 0.69 and g.max_count == 8 and g.in_stock
-    assert g.stock_in("US-KS-2") and not g.stock_in("EU-SE-1")
+    assert g.stocked_in(["US-KS-2"]) and not g.stocked_in(["EU-SE-1"])
     assert types["NVIDIA L40S"].price_per_hour is None
     assert not types["NVIDIA H100 80GB HBM3"].in_stock and types["NVIDIA H100 80GB HBM3"].data_centers == ()
     assert not {g.id: g for g in client.gpu_types(4)}["NVIDIA RTX A6000"].in_stock  # stock is per GPU count
@@ -322,14 +324,15 @@ def test_tolerant_pod_parsing_and_strict_id(fake_runpod, client):
         client.get_pod("../x")
 
 
-def test_pod_actions(fake_runpod, client):
+def test_a_pod_stopped_started_or_terminated_from_outside_is_seen_so(fake_runpod, client):
     pod = client.create_pod(body())
-    assert client.pod_action(pod.id, "stop").status == "EXITED"
-    assert client.get_pod(pod.id).cost_per_hour == 0.0
-    with pytest.raises(E.Conflict):
-        client.pod_action(pod.id, "stop")  # not valid while EXITED
-    assert client.pod_action(pod.id, "start").status == "STARTING"
-    assert client.pod_action(pod.id, "terminate") is None
+    assert pod_action(fake_runpod, pod.id, "stop")["status"] == "EXITED"
+    assert client.get_pod(pod.id).status == "EXITED" and client.get_pod(pod.id).cost_per_hour == 0.0
+    with pytest.raises(requests.HTTPError, match="409"):
+        pod_action(fake_runpod, pod.id, "stop")  # not valid while EXITED
+    pod_action(fake_runpod, pod.id, "start")
+    assert client.get_pod(pod.id).status == "STARTING"
+    assert pod_action(fake_runpod, pod.id, "terminate") is None
     with pytest.raises(E.NotFound):
         client.get_pod(pod.id)
 

@@ -27,6 +27,7 @@ from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.remove import NotDeleted, remove
 from overbrainer.runpod.waits import Timing
 from tests.fixtures.runpod import Fault
+from tests.fixtures.timescale import scale
 
 A6000, A100, RTX4090 = "NVIDIA RTX A6000", "NVIDIA A100 80GB PCIe", "NVIDIA GeForce RTX 4090"
 WORKDIR = "/workspace/overbrainer"
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.ssh
 
 @pytest.fixture
 def fake(fake_runpod, monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.01")
+    scale(monkeypatch, 0.01)
     os.makedirs("/run/sshd", exist_ok=True)
     yield fake_runpod
     fake_runpod.on_request = None

@@ -20,12 +20,13 @@ import pytest
 from overbrainer.config.model import RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
-from overbrainer.runpod.api import ACTIONS, RunpodClient
+from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.cluster import start_cluster
 from overbrainer.runpod.errors import NoTypePlaced
 from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.waits import Timing
 from tests.fixtures import runpod_schema
+from tests.fixtures.timescale import scale
 
 A6000, RTX4090 = "NVIDIA RTX A6000", "NVIDIA GeForce RTX 4090"
 FAKE_ONLY = True  # no pod is created here
@@ -42,7 +43,7 @@ TARGETS = {
 @pytest.fixture
 def recorded(fake_runpod, monkeypatch):
     """(method, path, query, body) of every request the fake receives."""
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.01")
+    scale(monkeypatch, 0.01)
     seen: list[tuple[str, str, dict, object]] = []
     fake_runpod.on_request = lambda method, path, body: seen.append((method, path, None, body))
     yield seen
@@ -70,11 +71,8 @@ def _walk_cluster(fake, tmp_path, name: str, **target) -> None:
 
 
 def _client_calls(fake) -> None:
-    """The client's own body-carrying calls: every action, the secret calls."""
+    """The client's own body-carrying calls besides the create: the secret calls."""
     with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
-        for action in ACTIONS:
-            with pytest.raises(E.NotFound):
-                client.pod_action("pod_abc-123", action)  # no such pod: the body is checked first
         made = client.create_secret("overbrainer_host_key_r9", "aG9zdCBrZXk=", "host key of overbrainer run r9")
         client.create_secret("overbrainer_host_key_r8", "aG9zdCBrZXk=")
         client.patch_secret(made.id, value="bmV3IHZhbHVl")
@@ -104,10 +102,10 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
         assert runpod_schema.problems(schema, body) == [], f"{method} {path}: {body}"
         key = next(f"{m} {p}" for m, p, s in runpod_schema.BODIES if m == method and re.fullmatch(p, path))
         checked[key] = checked.get(key, 0) + 1
-    # every kind of body was sent and checked: the walks' creates, 4 actions, the secret calls
+    # every kind of body the client sends was sent and checked: the walks' creates, the secret calls
     creates = [body for method, path, _, body in recorded if (method, path) == ("POST", "/pods")]
     clusters = [body for method, path, _, body in recorded if (method, path) == ("POST", "/clusters")]
-    assert checked == {"POST /pods": len(creates), "POST /pods/[^/]+/action": 4, "POST /account/secrets": 6 + 3 + 2,
+    assert checked == {"POST /pods": len(creates), "POST /account/secrets": 6 + 3 + 2,
                        "PATCH /account/secrets/[^/]+": 2, "POST /clusters": len(clusters)}
     assert len(clusters) >= 4 and {b["compute"]["gpuCountPerPod"] for b in clusters} == {1, 2}
     assert all(b["type"] == "TRAINING" and b["compute"]["podCount"] == 2 and "gpu" not in b for b in clusters)

@@ -17,6 +17,7 @@ import pytest
 from tests.fixtures.cli import clean_env, signalled_when
 from tests.fixtures.compare import write_eval
 from tests.integration.test_cli_compare_job import judge
+from tests.fixtures.timescale import scaled_env
 
 pytestmark = pytest.mark.ssh
 
@@ -51,7 +52,7 @@ def pod_run(project, fake, model: Path | None, llama_cpp_dir: Path, *, questions
                 '\n[export]\nquantize = "F16"\n'
                 "\n[compare]\nmax_tokens = 8\ntemperature = 0.0\nserver_start_secs = 60\nmax_hours = 0.5\n")
     project.env.update({"OVERBRAINER_RUNPOD__BASE_URL": fake.url, "OVERBRAINER_RUNPOD__API_KEY": fake.account_key,
-                        "OVERBRAINER_TIME_SCALE": "0.01"})
+                        **scaled_env(0.01)})
     run_dir = project.dir / "runs" / RUN
     (run_dir / "output").mkdir(parents=True)
     for f in (model.iterdir() if model is not None else ()):

@@ -11,8 +11,10 @@ import signal
 
 import pytest
 
+from tests.fixtures.runpod import pod_action
 from tests.integration.test_runpod_fake_pods import workspace
 from tests.integration.test_runs_support import make_project
+from tests.fixtures.timescale import scale, scaled_env
 
 pytestmark = pytest.mark.ssh
 
@@ -20,7 +22,7 @@ RTX4090 = "NVIDIA GeForce RTX 4090"
 # After a verified retrieval the client writes the pod's retrieved marker, then deletes it: the
 # watchdog may see the marker and delete it first (then DELETE and the first look both say 404).
 RETRIEVED_BY = ("client", "watchdog")
-TIME_SCALE = "0.01"  # polls 20 ms, watchdog tick 0.6 s, gone interval 0.1 s, deadline margin 3 s
+TIME_SCALE = 0.01  # polls 20 ms, watchdog tick 0.6 s, gone interval 0.1 s, deadline margin 3 s
 
 
 class PodProject:
@@ -36,7 +38,7 @@ class PodProject:
         toml.write_text(toml.read_text() + "\n".join(lines) + "\n")
         self.p.env.update({"OVERBRAINER_RUNPOD__BASE_URL": fake.url,
                            "OVERBRAINER_RUNPOD__API_KEY": fake.account_key,
-                           "OVERBRAINER_TIME_SCALE": TIME_SCALE})
+                           **scaled_env(TIME_SCALE)})
 
     def __getattr__(self, name):
         return getattr(self.p, name)
@@ -227,7 +229,7 @@ def test_an_embedded_front_ends_abandon_stops_a_provisioning_and_leaves_no_pod(t
     from overbrainer.runs.flow import train_flow
 
     p = PodProject(tmp_path, fake_axolotl, fake)
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", TIME_SCALE)
+    scale(monkeypatch, TIME_SCALE)
     detach, abandon = threading.Event(), threading.Event()
 
     def hook(method, path, body):
@@ -302,7 +304,7 @@ def test_max_hours_reached_while_following_fails_the_run(tmp_path, fake_axolotl,
     # the limit's reason. A time scale of 0.05 puts the client's own guard 15 s after its deadline,
     # so the watchdog's delete comes first even on a busy machine.
     p = PodProject(tmp_path, fake_axolotl, fake, max_hours="0.0025")
-    p.env["OVERBRAINER_TIME_SCALE"] = "0.05"
+    p.env.update(scaled_env(0.05))
     fake_axolotl.set_mode("slow")
     r = p.run("train", timeout=100)
     assert r.returncode == 1, r.stderr
@@ -362,7 +364,7 @@ def test_attach_to_a_stopped_pod_says_so_and_deletes_nothing(tmp_path, fake_axol
     _, rid = _detached(p, fake_axolotl, "slow", None)
     pod_id = p.pod_json(rid)["pod_id"]
     with RunpodClient(fake.url, fake.account_key) as client:
-        client.pod_action(pod_id, "stop")
+        pod_action(fake, pod_id, "stop")
         a = p.run("train", "attach", rid, timeout=60)
         assert a.returncode == 1
         assert f"pod {pod_id} of run {rid} is stopped and will not run again by itself; remove it with " \
@@ -394,7 +396,7 @@ def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl
     old_port = pod["ssh"]["port"]
     with RunpodClient(fake.url, fake.account_key) as client:
         try:
-            client.pod_action(pod["pod_id"], "restart")  # the container starts again: a new public port
+            pod_action(fake, pod["pod_id"], "restart")  # the container starts again: a new public port
 
             def new_port():
                 ssh = client.get_pod(pod["pod_id"]).ssh

@@ -14,11 +14,12 @@ from overbrainer.front.session import Session
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
 from tests.integration.test_runs_retrieve import followed, started
 from tests.integration.test_runs_support import make_project
+from tests.fixtures.timescale import scale
 
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
+    scale(monkeypatch, 0.025)
 
 
 def test_attach_brings_back_the_output_of_a_succeeded_run_when_it_is_missing_here(tmp_path):

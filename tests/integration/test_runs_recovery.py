@@ -21,6 +21,7 @@ from overbrainer.runs import stop_limits as limits
 from overbrainer.jobs.follow import job_id
 from overbrainer.jobs.run_record import RunPlace
 from tests.integration.test_runs_support import make_project
+from tests.fixtures.timescale import scale
 
 
 def _app(p, ctrl_c: threading.Event | None = None):
@@ -189,7 +190,7 @@ def test_cancel_leaves_a_stopped_run_whose_job_reads_cancelled(tmp_path, fake_ax
 
 @pytest.fixture
 def stop_limits(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
+    scale(monkeypatch, 0.025)
     monkeypatch.setattr(limits, "STOP_GRACE_SECS", 0.5)
 
 

@@ -21,6 +21,7 @@ from overbrainer.jobs.follow import follow, job_id
 from overbrainer.runs.retrieve import collect, finish, is_retrieved
 from overbrainer.jobs.start import claim_target, create_run, start_job
 from overbrainer.jobs.status import Status
+from tests.fixtures.timescale import scale
 
 JOB_OK = """
 printf '%s\\n' '{"event":"begin","time":1,"max_steps":2}' >> metrics.jsonl
@@ -33,7 +34,7 @@ echo adapter > output/adapter_model.safetensors
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
+    scale(monkeypatch, 0.025)
 
 
 class Corrupting(LocalExecutor):

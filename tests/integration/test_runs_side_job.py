@@ -17,13 +17,14 @@ from overbrainer.front.events import JobStatus, RunWatched
 from overbrainer.front.session import Session
 from overbrainer.jobs import run_record as rec
 from overbrainer.jobs.side_job import SideJob, SideJobFailed, run_side_job
+from tests.fixtures.timescale import scale
 
 RUN = "demo_20260101-000000"
 
 
 @pytest.fixture(autouse=True)
 def fast_polls(monkeypatch):
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", "0.025")
+    scale(monkeypatch, 0.025)
 
 
 class Project:

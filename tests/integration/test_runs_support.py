@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cli import clean_env
+from tests.fixtures.timescale import scaled_env
 
-TIME_SCALE = "0.1"  # polls every 0.2 s
+TIME_SCALE = 0.1  # polls every 0.2 s
 HF_TOKEN = "hf_TOPSECRET_f00dfeed1234"
 EXAMPLE = {"messages": [{"role": "user", "content": "What is 2+2?"},
                         {"role": "assistant", "content": "4"}]}
@@ -27,7 +28,7 @@ class TrainProject:
         self.venv = venv
         self.home = home
         self.remote = remote
-        self.env: dict[str, str] = {"OVERBRAINER_TIME_SCALE": TIME_SCALE}
+        self.env: dict[str, str] = scaled_env(TIME_SCALE)
 
     def write(self, *, target: str = "local", merge: bool = False, adapter: str = "lora",
               hf_token: bool = False, ssh_alias: str | None = None) -> "TrainProject":

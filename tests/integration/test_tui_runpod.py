@@ -9,6 +9,7 @@ import pytest
 
 from tests.fixtures.tui import TuiDriver, until
 from tests.integration.test_runpod_train import TIME_SCALE, PodProject
+from tests.fixtures.timescale import scale
 
 pytestmark = pytest.mark.ssh
 
@@ -22,7 +23,7 @@ def fake(fake_runpod):
 
 def test_a_abandons_a_provisioning_and_its_pod_is_deleted(tmp_path, fake_axolotl, fake, monkeypatch):
     p = PodProject(tmp_path, fake_axolotl, fake)
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", TIME_SCALE)
+    scale(monkeypatch, TIME_SCALE)
     fake.pods.boot_delay = 3  # the pod exists, and boots, while the TUI is asked to abandon it
     driver = TuiDriver(p.dir, p.env)
 

@@ -9,11 +9,12 @@ import os
 
 from tests.fixtures.tui import TuiDriver, until
 from tests.integration.test_runs_support import TIME_SCALE, make_project
+from tests.fixtures.timescale import scale
 
 
 def _setup(tmp_path, fake_axolotl, monkeypatch, mode: str = "ok"):
     """A training project on the fake axolotl in `mode`, and a TUI driver on it."""
-    monkeypatch.setenv("OVERBRAINER_TIME_SCALE", TIME_SCALE)
+    scale(monkeypatch, TIME_SCALE)
     fake_axolotl.set_mode(mode)
     p = make_project(tmp_path, fake_axolotl)
     return p, TuiDriver(p.dir, p.env)

@@ -80,3 +80,53 @@ def test_one_record_of_stop_signals_and_the_first_decides_the_exit_code():
     finally:
         stop_signals.forget()
     assert stopped_code() == 130
+
+
+CRASHING_COMMAND = """
+import sys
+
+import click
+
+from overbrainer.cli import main
+from overbrainer.cli.context import pass_app
+
+
+@click.group()
+@click.option("--project-dir", default=".")
+@click.option("--json", "json_mode", is_flag=True)
+def group(project_dir, json_mode):
+    pass
+
+
+@group.command("config")  # a read-only command: its log starts with OVERBRAINER_LOG set
+@pass_app
+def crash(app):
+    {}[sys.argv[1]]
+
+
+main.cli = group
+main.main(["--project-dir", sys.argv[2], "config"])
+"""
+
+
+def test_an_internal_error_logs_its_traceback_at_debug_and_help_imports_no_logging(tmp_path):
+    """The traceback of an internal error goes to the log the command set up (cli/context.py's
+    pass_app); cli/main.py only prints its line, so `--help` never imports logging (start-up)."""
+    import subprocess
+    import sys
+
+    from tests.fixtures.cli import clean_env
+
+    r = subprocess.run([sys.executable, "-c", CRASHING_COMMAND, "the-missing-key", str(tmp_path)],
+                       env=clean_env({"OVERBRAINER_LOG": "debug"}), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "error: internal error: KeyError: 'the-missing-key'" in r.stderr
+    assert "internal error" in r.stderr.split("error: internal error")[0]  # the log line, before it
+    assert "Traceback (most recent call last)" in r.stderr and 'line 20, in crash' in r.stderr
+    quiet = subprocess.run([sys.executable, "-c", CRASHING_COMMAND, "k", str(tmp_path)], env=clean_env(),
+                           capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 1 and "Traceback" not in quiet.stderr
+    probe = "import sys; from overbrainer.cli.main import main; sys.argv[1:] = ['--help']\ntry:\n    main()\n" \
+            "except SystemExit:\n    pass\nprint('logging' in sys.modules, file=sys.stderr)"
+    helped = subprocess.run([sys.executable, "-c", probe], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert helped.stderr.strip().splitlines()[-1] == "False", helped.stderr

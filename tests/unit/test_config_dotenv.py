@@ -134,11 +134,11 @@ def test_reload_with_a_broken_env_changes_nothing(tmp_path):
 
 
 def test_defaults_to_os_environ(tmp_path, monkeypatch):
-    (tmp_path / ".env").write_text("OVERBRAINER_TEST_DOTENV_X=1\n")
-    monkeypatch.delenv("OVERBRAINER_TEST_DOTENV_X", raising=False)
+    (tmp_path / ".env").write_text("OVERBRAINER_DOTENV_PROBE=1\n")
+    monkeypatch.delenv("OVERBRAINER_DOTENV_PROBE", raising=False)
     state = load_project_env(tmp_path)
     try:
-        assert os.environ["OVERBRAINER_TEST_DOTENV_X"] == "1"
+        assert os.environ["OVERBRAINER_DOTENV_PROBE"] == "1"
     finally:
         for k in state.keys:
             os.environ.pop(k, None)

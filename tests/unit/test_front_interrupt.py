@@ -114,6 +114,7 @@ def test_a_shield_that_ends_right_after_the_signal_still_says_what_it_finished(c
 
 def test_sigterm_is_caught_like_ctrl_c_and_remembered(original_handler, caplog):
     caplog.set_level("WARNING", logger="overbrainer")
+    stop_signals.forget()
     before = signal.getsignal(signal.SIGTERM)
     with Interrupt() as interrupt:
         assert signal.getsignal(signal.SIGTERM) is not before
@@ -125,7 +126,7 @@ def test_sigterm_is_caught_like_ctrl_c_and_remembered(original_handler, caplog):
 
         assert interrupt.shield(flow, note="saving") == "saved"
         assert interrupt.race(lambda: 1) is None
-        assert interrupt.signum == signal.SIGTERM and stop_signals.received(signal.SIGTERM)
+        assert interrupt.signum == signal.SIGTERM and stop_signals.first() == signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is before
     assert len(_finishing(caplog, "saving")) == 1
 
@@ -253,7 +254,7 @@ def test_outside_the_main_thread_it_is_off_and_race_runs_inline():
     t.join(LIMIT)
     assert box == {"state": "off", "thread": box["me"], "me": box["me"], "wait": False}
     off = Interrupt.off()
-    assert off.is_off and off.race(lambda: 5) == 5 and off.shield(lambda: 6) == 6
+    assert off.state == "off" and off.race(lambda: 5) == 5 and off.shield(lambda: 6) == 6
 
 
 def test_a_detach_event_never_stops_a_shielded_flow_and_stops_a_raced_one():
@@ -283,15 +284,16 @@ def test_a_detach_event_never_stops_a_shielded_flow_and_stops_a_raced_one():
 
 
 def test_a_cli_provisioning_flag_starts_clear_and_is_set_by_ctrl_c():
+    before = signal.getsignal(signal.SIGINT)
     flag = Flag.catching()
     try:
-        assert not flag.is_set() and flag.watching
+        assert not flag.is_set() and signal.getsignal(signal.SIGINT) is not before  # watching Ctrl-C
         ctrl_c()
         assert flag.event.wait(LIMIT)
         assert flag.is_set() and flag.interrupted
     finally:
         flag.close()
-    assert not flag.watching
+    assert signal.getsignal(signal.SIGINT) is before  # no longer watching
 
 
 def test_a_cli_flag_dropped_without_close_stops_catching(original_handler):
@@ -335,12 +337,13 @@ def test_ctrl_c_from_outside_the_process_stops_a_race_and_the_process_ends_clean
 
 
 def test_sighup_is_caught_like_sigterm_unless_it_was_ignored(original_handler):
+    stop_signals.forget()
     before = signal.getsignal(signal.SIGHUP)
     try:
         with Interrupt() as interrupt:
             os.kill(os.getpid(), signal.SIGHUP)  # the terminal closed
             assert interrupt.event.wait(LIMIT) and interrupt.signum == signal.SIGHUP
-            assert stop_signals.received(signal.SIGHUP)
+            assert stop_signals.first() == signal.SIGHUP
         assert signal.getsignal(signal.SIGHUP) is before
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup
         with Interrupt():

@@ -50,3 +50,23 @@ def test_nothing_for_an_unknown_model_or_a_self_hosted_server():
     assert price_db.lookup("no-such-model-anywhere", "openai", "openai", None) is None
     assert price_db.lookup("gpt-4o-mini", "openai", "llamacpp", "http://127.0.0.1:8080/v1") is None
     assert price_db.lookup("gpt-4o-mini", "openai", "generic", "http://127.0.0.1:9/v1") is None
+
+
+def test_config_check_on_a_self_hosted_server_loads_no_database_nor_package_metadata(tmp_path):
+    """`config check` says where a role's price comes from with this module; for a provider the
+    database cannot know, neither the database (pydantic) nor importlib.metadata (which reading
+    the package's version from its metadata imported: 70M instructions of start-up) is loaded."""
+    import subprocess
+    import sys
+
+    from tests.fixtures.cli import clean_env
+
+    probe = ("import sys\nfrom types import SimpleNamespace as NS\nfrom overbrainer.llm import price_db\n"
+             "p = NS(name='llm', protocol='openai', dialect='llamacpp', base_url='http://127.0.0.1:8080/v1', price=None)\n"
+             "r = NS(model='m', price=None)\nprint(price_db.describe(p, r, 'roles.parent'))\n"
+             "print(sorted(m for m in ('genai_prices', 'pydantic', 'importlib.metadata') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", probe], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    described, loaded = r.stdout.splitlines()
+    assert described.startswith("unknown: a self-hosted server lists none") and loaded == "[]"
+    assert price_db.version() == __version__  # where the database is used, its own version

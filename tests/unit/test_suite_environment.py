@@ -42,8 +42,7 @@ parent = { provider = "local", model = "m2" }
 def test_no_variable_of_the_caller_reaches_the_tests(tmp_path):
     from overbrainer.config.load import load_config
 
-    leaked = [k for k in os.environ if k.startswith(("OVERBRAINER_", "VAULT_", "HF_"))
-              and not k.startswith("OVERBRAINER_TEST_")]
+    leaked = [k for k in os.environ if k.startswith(("OVERBRAINER_", "VAULT_", "HF_"))]
     assert leaked == []
     # What failed before: a configuration loaded from os.environ picked up the caller's
     # provider URL (`missing field providers.llm.protocol`).
@@ -58,7 +57,7 @@ def test_sighup_is_at_its_default_action():
 
 def _pytest(*args: str, test: str = "test_no_variable_of_the_caller_reaches_the_tests",
             preexec=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **CALLERS, "OVERBRAINER_TEST_KEPT": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **CALLERS, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                            *args, f"{Path(__file__).relative_to(ROOT)}::{test}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, preexec_fn=preexec)
@@ -99,10 +98,10 @@ def test_a_callers_proxy_never_carries_requests_to_the_fakes(monkeypatch):
     assert session("http://example.org/v1").proxies.get("http") == "http://proxy.invalid:3128"
 
 
-def test_scrub_keeps_the_suites_own_settings_and_clean_env_drops_hf(monkeypatch):
-    environ = {**CALLERS, "OVERBRAINER_TEST_CACHE": "/tmp/cache", "PATH": "/bin"}
-    assert sorted(scrub_environ(environ)) == sorted(CALLERS)
-    assert environ == {"OVERBRAINER_TEST_CACHE": "/tmp/cache", "PATH": "/bin"}
+def test_scrub_removes_every_overbrainer_variable_and_clean_env_drops_hf(monkeypatch):
+    environ = {**CALLERS, "OVERBRAINER_TEST_CACHE": "/tmp/cache", "XDG_CACHE_HOME": "/tmp/cache", "PATH": "/bin"}
+    assert sorted(scrub_environ(environ)) == sorted([*CALLERS, "OVERBRAINER_TEST_CACHE"])
+    assert environ == {"XDG_CACHE_HOME": "/tmp/cache", "PATH": "/bin"}
     monkeypatch.setenv("HF_HOME", "/somewhere")
     monkeypatch.setenv("NO_COLOR", "1")
     env = clean_env({"HF_TOKEN": "given by the test"})

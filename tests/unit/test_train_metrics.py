@@ -96,7 +96,7 @@ def test_summary_folds_a_run_with_malformed_unknown_and_stage_lines(caplog):
     ]
     with caplog.at_level(logging.WARNING, logger="overbrainer.train.metrics"):
         s = m.MetricsSummary().feed_all(lines)
-    assert s.begun and s.lines == 7 and s.malformed == 2
+    assert s.lines == 7 and s.malformed == 2
     assert s.step == 4 and s.max_steps == 4 and s.eval_loss == 1.75
     assert s.last_train["step"] == 3 and s.last_train["loss"] == 1.25
     assert s.describe() == "step 4/4, epoch 1.50, loss 1.2500, eval_loss 1.7500"
@@ -114,7 +114,7 @@ def test_summary_feed_returns_the_record_or_none():
 def test_empty_and_minimal_descriptions():
     assert m.MetricsSummary().describe() == "step 0"
     s = m.MetricsSummary().feed_all([j(event="log", time=1, step=7)])
-    assert s.describe() == "step 7" and s.last_train is None and not s.begun
+    assert s.describe() == "step 7" and s.last_train is None
 
 
 def test_summarize_file(tmp_path):

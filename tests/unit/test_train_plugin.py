@@ -68,7 +68,7 @@ def test_metrics_lines_of_a_training(plugin, tmp_path):
     ]
     # The client reads what the plugin writes.
     summary = MetricsSummary().feed_all(path.read_text().splitlines())
-    assert (summary.lines, summary.malformed, summary.step, summary.begun) == (4, 0, 2, True)
+    assert (summary.lines, summary.malformed, summary.step) == (4, 0, 2)
 
 
 def test_tensor_like_values_are_read_with_item(plugin, tmp_path):

@@ -2,7 +2,7 @@
 
 A candidate is a duplicate when Jaccard(shingles) >= threshold against any remembered text
 (seeded accepted and rejected texts, texts kept earlier) or any earlier kept candidate of the
-same batch. The answer is exactly the one of the all-pairs rule (`filter_all_pairs`), including
+same batch. The answer is exactly the one of the all-pairs rule (tests/fixtures/oracles.py), including
 which earlier text a candidate duplicated (the first one in memory order), but the cost is
 near-linear and the memory compact:
 
@@ -59,45 +59,14 @@ class _FoldTable(dict):
 _FOLD = _FoldTable()
 
 
-def shingles(text: str) -> frozenset[str]:
-    """Adjacent word pairs "w1 w2" of the folded text; with fewer than 2 words, the words."""
-    words = text.translate(_FOLD).split()
-    if len(words) < 2:
-        return frozenset(words)
-    return frozenset([f"{a} {b}" for a, b in zip(words, words[1:])])
-
-
 def shingle_hashes(text: str) -> set[int]:
-    """xxh3_64 of the UTF-8 of each of `shingles(text)` (the folded text has no surrogates)."""
+    """The text's shingles, each as the xxh3_64 of its UTF-8 (the folded text has no surrogates):
+    its adjacent word pairs "w1 w2" once folded (each alphanumeric character lower-cased, any
+    other a space); with fewer than 2 words, the words."""
     words = text.translate(_FOLD).split()
     if len(words) < 2:
         return {_hash(w.encode()) for w in words}
     return {_hash(f"{a} {b}".encode()) for a, b in zip(words, words[1:])}
-
-
-def jaccard(a: frozenset | set, b: frozenset | set) -> float:
-    """|A∩B| / |A∪B|; two empty sets are identical (1.0)."""
-    union = len(a | b)
-    if union == 0:
-        return 1.0
-    return len(a & b) / union
-
-
-def filter_all_pairs(memory: Iterable[str], candidates: Iterable[str], threshold: float):
-    """The exact O(n²) rule, for tests and benchmarks. Returns (kept, dropped[(text, dup_of)])."""
-    texts = list(memory)
-    sets = [shingles(t) for t in texts]
-    kept, dropped = [], []
-    for text in candidates:
-        s = shingles(text)
-        dup = next((texts[i] for i, other in enumerate(sets) if jaccard(s, other) >= threshold), None)
-        if dup is None:
-            kept.append(text)
-            texts.append(text)
-            sets.append(s)
-        else:
-            dropped.append((text, dup))
-    return kept, dropped
 
 
 class LexicalDedup:

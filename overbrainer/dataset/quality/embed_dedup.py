@@ -27,15 +27,6 @@ CHUNK = 256
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
 
 
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """dot / (|a||b|), 0.0 when either vector is zero."""
-    na = math.sqrt(math.fsum(x * x for x in a))
-    nb = math.sqrt(math.fsum(x * x for x in b))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return sum(map(mul, a, b)) / (na * nb)
-
-
 def embed_chunked(embed: Embed, texts: list[str], chunk: int = CHUNK) -> list[list[float]]:
     """The vectors of `texts`, as lists of float (float64)."""
     vectors: list[list[float]] = []

@@ -30,7 +30,7 @@
 #   OVERBRAINER_WATCHDOG_INTERVAL_MS, _PROBE_TRIES, _PROBE_WAIT_MS, _CURL_MS
 #                                    tick 60000 ms, 5 proof tries 10000 ms apart, curl 10000 ms.
 #                                    The client passes the tick and the proof wait already
-#                                    multiplied by OVERBRAINER_TIME_SCALE (sh has no floats); the
+#                                    multiplied by the time scale (sh has no floats); the
 #                                    curl cap, max_hours and graces are never scaled.
 #
 # Files in $OVERBRAINER_RUN_DIR (the job's, written by overbrainer's job wrapper):
