@@ -182,6 +182,16 @@ def _machine_target(t: Table, name: str, kind: str) -> Target | None:
     return SshTarget(**common, host=host.strip() if host else None, workdir=workdir)
 
 
+def _nodes(t: Table) -> int:
+    """`nodes`: 1 (one pod) to MAX_NODES (an Instant Cluster of that many pods)."""
+    nodes = t.int("nodes", 1, min=1, max=U32)
+    if nodes is not None and nodes > MAX_NODES:
+        t.problem("nodes", f"must be at most {MAX_NODES}: an Instant Cluster holds 2 to {MAX_NODES} pods "
+                           "(Runpod's podCount)", t.raw("nodes"))
+        return 1
+    return nodes or 1
+
+
 def _runpod_target(t: Table, name: str) -> Target | None:
     gpu_types = t.str_list_or_auto("gpu_types", required=True)
     max_hours = t.float("max_hours", required=True,
@@ -190,11 +200,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
     max_price = t.float("max_price_per_hour", rule=_POSITIVE)
     max_cost = t.float("max_cost_usd", rule=_POSITIVE)
     gpu_count = t.int("gpu_count", 1, min=1, max=U32)
-    nodes = t.int("nodes", 1, min=1, max=U32)
-    if nodes is not None and nodes > MAX_NODES:
-        t.problem("nodes", f"must be at most {MAX_NODES}: an Instant Cluster holds 2 to {MAX_NODES} pods "
-                           "(Runpod's podCount)", t.raw("nodes"))
-        nodes = 1
+    nodes = _nodes(t)
     image = t.str("image", DEFAULT_RUNPOD_IMAGE, nonempty=True)
     venv = t.str("venv", DEFAULT_RUNPOD_VENV, nonempty=True)
     disk = t.int("container_disk_gb", 50, min=20, max=U32)
@@ -228,7 +234,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
         return None
     return RunpodTarget(
         name=name, kind="runpod", gpu_types=gpu_types, max_hours=max_hours, min_vram_gb=min_vram,
-        max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, nodes=nodes or 1, image=image,
+        max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, nodes=nodes, image=image,
         venv=venv, container_disk_gb=disk, boot_grace_minutes=boot, retrieve_grace_minutes=retrieve,
         data_center_ids=dcs if dcs is not None else [], network_volume_id=volume,
         max_volume_gb=max_volume, llama_cpp_dir=llama_dir, llama_cpp_url=llama_url,
