@@ -20,8 +20,15 @@ the tool's own waits (tests/fixtures/timescale.py); the boot is the fake's and i
    same pod. The same phases and billed overhead (no target: the job's own time is llama.cpp's),
    and the bytes sent (the upload lines).
 
+4. With `--cluster`, instead: a 2-node Instant Cluster against one pod, each running the same
+   short job (the fake axolotl, `ok`) through `overbrainer --json train`, alternately, 3 times
+   each: the seconds from the command's start to its first training step (the first `step`
+   event: provisioning, every member reached, the run sent to each, the job started on each).
+   Prints the medians and their ratio, the baseline being the single pod measured in the same
+   run. Target: ≤ 1.2.
+
 Prints the numbers and exits 1 when a target is missed. Needs root (the fake's pods).
-Usage: PYTHONPATH=. python3 scripts/bench_pod.py [--side]
+Usage: PYTHONPATH=. python3 scripts/bench_pod.py [--side | --cluster]
 """
 
 from __future__ import annotations
@@ -178,14 +185,50 @@ def phases_of(fake: FakeRunpod, events, before: int) -> dict[str, float]:
     return out
 
 
+MAX_CLUSTER_RATIO = 1.2
+
+
+def to_first_step(root: Path, fake: FakeRunpod, nodes: int) -> float:
+    """Seconds from `train`'s start to its first step on a target of `nodes` pods."""
+    axolotl = FakeAxolotl(root / "axolotl")
+    p = PodProject(root, axolotl, fake, gpu_types='["NVIDIA A100 80GB PCIe"]', nodes=str(nodes))
+    p.env["OVERBRAINER_TIME_SCALE"] = os.environ.get("OVERBRAINER_TIME_SCALE", "0.01")
+    started = time.monotonic()
+    code, events = run_stamped(p, "train")
+    if code != 0:
+        raise SystemExit(f"bench_pod: `overbrainer train` on {nodes} pod(s) exited {code}")
+    return next(at for at, ev in events if ev.get("step") == 1) - started
+
+
+def cluster_main(tmp: Path) -> bool:
+    fake = FakeRunpod(tmp / "fake").start()
+    times: dict[int, list[float]] = {1: [], 2: []}
+    try:
+        fake.pods.boot_delay = BOOT
+        for i in range(3):
+            for nodes in (1, 2):
+                times[nodes].append(to_first_step(tmp / f"n{nodes}-{i}", fake, nodes))
+    finally:
+        left = fake.stop()
+    pod, cluster = sorted(times[1])[1], sorted(times[2])[1]
+    ratio = cluster / pod
+    print(f"start → first step: one pod {pod:.2f} s, a 2-node cluster {cluster:.2f} s (medians of 3; "
+          f"pod {', '.join(f'{t:.2f}' for t in times[1])}; cluster {', '.join(f'{t:.2f}' for t in times[2])})")
+    print(f"ratio {ratio:.2f} (target ≤ {MAX_CLUSTER_RATIO})" + ("  MISSED" if ratio > MAX_CLUSTER_RATIO else ""))
+    if left:
+        print(f"bench_pod: pod processes survived: {left}")
+    return ratio <= MAX_CLUSTER_RATIO and not left
+
+
 def main() -> int:
     os.makedirs("/run/sshd", exist_ok=True)
-    if "--side" in sys.argv[1:]:
-        tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
-        try:
-            return 0 if side_main(tmp) else 1
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    for flag, mode in (("--cluster", cluster_main), ("--side", side_main)):
+        if flag in sys.argv[1:]:
+            tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
+            try:
+                return 0 if mode(tmp) else 1
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
     job_secs = float(os.environ.get("BENCH_POD_JOB_SECS", "60"))
     tmp = Path(tempfile.mkdtemp(prefix="bench_pod-"))
     ok = True

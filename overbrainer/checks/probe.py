@@ -241,7 +241,7 @@ def _runs_axolotl(config, name: str, target) -> str:
 
 def _runpod(config, target) -> str:
     with RunpodClient.from_config(config, attempts=1) as client:
-        types = client.gpu_types(target.gpu_count)
+        types = client.gpu_types(target.gpu_count, cluster=target.cluster)
     wanted = catalog.Wanted.of(target)
     if wanted.gpu_types == catalog.AUTO:
         picked = catalog.pick(wanted, types)  # NotInStock says why nothing fits

@@ -18,7 +18,9 @@ from overbrainer.config.model import (
     DEFAULT_RUNPOD_VENV,
     DEFAULT_SIDE_HOURS,
     DEFAULT_WORKDIR,
+    DISTRIBUTED,
     ENGINES,
+    MAX_NODES,
     QUANTIZE_TYPES,
     RUNTIMES,
     SSH_CLIENT_ENV,
@@ -49,6 +51,9 @@ TYPED_EXTRA = {
     "evals_per_epoch": "evals_per_epoch", "saves_per_epoch": "saves_per_epoch",
     "hub_model_id": "hub_model_id",
 }
+# Axolotl keys that `[training] distributed` writes (train/axolotl_config.py): axolotl_extra may set
+# them only when `distributed` is not set.
+DISTRIBUTED_EXTRA = ("deepspeed", "fsdp", "fsdp_config", "fsdp_version")
 MANAGED_EXTRA = ("datasets", "test_datasets", "val_set_size", "output_dir", "dataset_prepared_path",
                  "plugins", "resume_from_checkpoint")
 
@@ -79,9 +84,14 @@ def training(root: Table) -> Training | None:
         saves_per_epoch=t.int("saves_per_epoch", 1, min=1, max=U32),
         merge=t.bool("merge", False),
         hub_model_id=t.str("hub_model_id"),
+        distributed=t.choice("distributed", DISTRIBUTED),
     )
     extra = _extra(t)
     t.finish()
+    if d["distributed"] is not None:
+        for key in DISTRIBUTED_EXTRA:
+            if key in extra:
+                t.problem(f"axolotl_extra.{key}", f"set by training.distributed = \"{d['distributed']}\": remove it")
     if d["merge"] and adapter == "full":
         t.problem("merge", 'only with adapter = "lora" or "qlora"')
     if target is None or base_model is None or adapter is None:
@@ -172,6 +182,16 @@ def _machine_target(t: Table, name: str, kind: str) -> Target | None:
     return SshTarget(**common, host=host.strip() if host else None, workdir=workdir)
 
 
+def _nodes(t: Table) -> int:
+    """`nodes`: 1 (one pod) to MAX_NODES (an Instant Cluster of that many pods)."""
+    nodes = t.int("nodes", 1, min=1, max=U32)
+    if nodes is not None and nodes > MAX_NODES:
+        t.problem("nodes", f"must be at most {MAX_NODES}: an Instant Cluster holds 2 to {MAX_NODES} pods "
+                           "(Runpod's podCount)", t.raw("nodes"))
+        return 1
+    return nodes or 1
+
+
 def _runpod_target(t: Table, name: str) -> Target | None:
     gpu_types = t.str_list_or_auto("gpu_types", required=True)
     max_hours = t.float("max_hours", required=True,
@@ -180,6 +200,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
     max_price = t.float("max_price_per_hour", rule=_POSITIVE)
     max_cost = t.float("max_cost_usd", rule=_POSITIVE)
     gpu_count = t.int("gpu_count", 1, min=1, max=U32)
+    nodes = _nodes(t)
     image = t.str("image", DEFAULT_RUNPOD_IMAGE, nonempty=True)
     venv = t.str("venv", DEFAULT_RUNPOD_VENV, nonempty=True)
     disk = t.int("container_disk_gb", 50, min=20, max=U32)
@@ -213,7 +234,7 @@ def _runpod_target(t: Table, name: str) -> Target | None:
         return None
     return RunpodTarget(
         name=name, kind="runpod", gpu_types=gpu_types, max_hours=max_hours, min_vram_gb=min_vram,
-        max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, image=image,
+        max_price_per_hour=max_price, max_cost_usd=max_cost, gpu_count=gpu_count, nodes=nodes, image=image,
         venv=venv, container_disk_gb=disk, boot_grace_minutes=boot, retrieve_grace_minutes=retrieve,
         data_center_ids=dcs if dcs is not None else [], network_volume_id=volume,
         max_volume_gb=max_volume, llama_cpp_dir=llama_dir, llama_cpp_url=llama_url,

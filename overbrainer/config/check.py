@@ -99,6 +99,8 @@ def target_text(t: Target) -> str:
                f"{how}, workdir {t.workdir}"
     assert isinstance(t, RunpodTarget)
     parts = [f"gpu_types {_fmt(t.gpu_types)} x{t.gpu_count}", f"max_hours {_fmt(t.max_hours)}"]
+    if t.cluster:
+        parts.insert(0, f"cluster of {t.nodes} pods")
     for k in ("min_vram_gb", "max_price_per_hour", "max_cost_usd", "network_volume_id", "max_volume_gb"):
         if getattr(t, k) is not None:
             parts.append(f"{k} {_fmt(getattr(t, k))}")

@@ -20,6 +20,10 @@ DIALECTS = ("openai", "openrouter", "llamacpp", "ollama", "vllm", "generic")  # 
 THINKING_MODES = ("adaptive", "enabled")  # llm/thinking.py
 EFFORTS = ("none", "low", "medium", "high")
 ADAPTERS = ("lora", "qlora", "full")
+# [training] distributed: how the training processes share the model (train/axolotl_config.py)
+DISTRIBUTED = ("ddp", "fsdp", "deepspeed_zero2", "deepspeed_zero3")
+# A runpod target with `nodes` >= 2 is a Runpod Instant Cluster of that many pods (its podCount)
+MAX_NODES = 250
 RUNTIMES = ("native", "docker")
 ENGINES = ("docker", "podman")
 TARGET_KINDS = ("local", "ssh", "runpod")
@@ -261,6 +265,7 @@ class Training:
     saves_per_epoch: int = 1
     merge: bool = False
     hub_model_id: str | None = None  # deprecated: [hub] repo
+    distributed: str | None = None  # one of DISTRIBUTED; None: one process per GPU as Axolotl launches
     axolotl_extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -307,7 +312,8 @@ class RunpodTarget(Target):
     min_vram_gb: int | None = None
     max_price_per_hour: float | None = None
     max_cost_usd: float | None = None
-    gpu_count: int = 1
+    gpu_count: int = 1  # per pod (per node of a cluster)
+    nodes: int = 1  # 2..MAX_NODES: an Instant Cluster of that many pods, one torchrun each
     image: str = DEFAULT_RUNPOD_IMAGE
     venv: str = DEFAULT_RUNPOD_VENV
     container_disk_gb: int = 50
@@ -318,6 +324,11 @@ class RunpodTarget(Target):
     max_volume_gb: int | None = None
     llama_cpp_dir: str | None = None  # a llama.cpp inside the pod's image (export, compare)
     llama_cpp_url: str | None = None
+
+    @property
+    def cluster(self) -> bool:
+        """Several pods for one job (an Instant Cluster), not one pod."""
+        return self.nodes >= 2
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from overbrainer.exec.scripts import dir_expr
 
 q = shlex.quote
 
+NODE_RANK = "OVERBRAINER_NODE_RANK"  # set per node by a job started on several nodes (exec/nodes.py)
 CONTAINER_ROOT = "/workspace/run"
 CONTAINER_CACHE = "/workspace/hf-cache"
 # Every job runs with telemetry off (Axolotl hangs trying to reach its endpoint offline).
@@ -34,11 +35,14 @@ class Step:
 
     args[0] is the tool (`axolotl`): from the venv's bin/ natively, from PATH in a container;
     with `from_path` (e.g. `sh`), from PATH everywhere (natively the venv's bin/ is first on it).
+    `primary_only`: a job started on several nodes (exec/nodes.py) runs the step on its primary
+    only (the node whose OVERBRAINER_NODE_RANK is 0, or that has none); the others skip it.
     """
 
     stage: str
     args: tuple[str, ...]
     from_path: bool = False
+    primary_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class Runtime:
         )
         tool = q(step.args[0]) if step.from_path else self.tool(step.args[0])
         cmd = " ".join([tool] + [q(a) for a in step.args[1:]])
+        if step.primary_only:
+            return f'{{ [ "${{{NODE_RANK}:-0}}" != 0 ] || {{ {line} && {cmd}; }}; }}'
         return f"{line} && {cmd}"
 
     def tool_command(self, args: Iterable[str]) -> str:

@@ -2,7 +2,7 @@
 
 - `local` and `ssh` targets are your own machines: no rent.
 - A `runpod` target: the upper bound is the dearest GPU type the pod may land on (its list price
-  from Runpod's GPU catalog × `gpu_count`) × `max_hours`, never more than the target's
+  from Runpod's GPU catalog × `gpu_count`, × `nodes` for a cluster) × `max_hours`, never more than the target's
   `max_cost_usd` (the pod deletes itself there). Reading the catalog is not renting anything.
   The expected cost is the last succeeded run on the same target that says what its pod cost,
   scaled by the dataset's size (data/train.jsonl now against the copy in that run's folder);
@@ -129,9 +129,10 @@ def _skipped(plan: TrainPlan, project_dir: Path, training: Training) -> bool:
 def dearest_pod(config: Config, target: RunpodTarget) -> tuple[str | None, float | None, str | None]:
     """(GPU type, USD/h of the pod, None) for the dearest type the pod may land on, or
     (None, None, why) when the catalog cannot say."""
+    nodes = target.nodes  # an Instant Cluster: that many pods, each of gpu_count GPUs
     try:
         with RunpodClient.from_config(config) as client:
-            types = client.gpu_types(target.gpu_count)
+            types = client.gpu_types(target.gpu_count, cluster=nodes > 1)
         candidates = catalog.pick(catalog.Wanted.of(target), types)
     except OverbrainerError as e:
         return None, None, f"cannot read Runpod's GPU catalog: {e}"
@@ -140,7 +141,8 @@ def dearest_pod(config: Config, target: RunpodTarget) -> tuple[str | None, float
         return None, None, "Runpod's GPU catalog lists no price for these GPU types"
     dearest = max(priced, key=lambda c: c.price_per_gpu or 0.0)  # all priced
     why = None if len(priced) == len(candidates) else "some GPU types have no list price"
-    return f"{dearest.gpu_type} × {target.gpu_count}", (dearest.price_per_gpu or 0.0) * target.gpu_count, why
+    label = f"{dearest.gpu_type} × {target.gpu_count}" + (f" × {nodes} pods" if nodes > 1 else "")
+    return label, (dearest.price_per_gpu or 0.0) * target.gpu_count * nodes, why
 
 
 def _past_run(runs_dir: Path, target: str, size: int | None) -> tuple[str, float] | None:

@@ -2,7 +2,9 @@
 (overbrainer/runpod/objects.py), errors from overbrainer/runpod/errors.py, HTTP and retries from
 overbrainer/runpod/transport.py. Thread-safe enough for one caller per thread (requests' Session).
 
-Paths are relative to the base URL (default `https://api.runpod.io/v2`). `GET /pods` has no
+Paths are relative to the base URL (default `https://api.runpod.io/v2`). A cluster (an Instant
+Cluster: several pods made, shown and deleted as one) has calls of its own; its members are pods
+that `GET /pods` leaves out and that answer 409 to their own DELETE. `GET /pods` has no
 pagination in the published schema: one request (`includeClusterPods=false`) is the list; should
 an answer ever carry `pagination` (`hasNextPage`/`nextCursor`), its pages are followed. A pod the
 list shows `TERMINATED` is deleted: the list leaves it out.
@@ -16,11 +18,13 @@ from urllib.parse import quote
 from overbrainer.runpod.catalog import MIN_CUDA
 from overbrainer.runpod.errors import Ambiguous, InvalidAnswer, NoKey, NotFound, RunpodError
 from overbrainer.runpod.objects import (
+    Cluster,
     DataCenter,
     GpuType,
     Pod,
     Secret,
     Volume,
+    parse_cluster,
     parse_datacenter,
     parse_gpu,
     parse_pod,
@@ -76,11 +80,7 @@ class RunpodClient:
     def create_pod(self, body: dict) -> Pod:
         """`POST /pods` (only 429 retried). Raises Ambiguous when the pod may exist regardless,
         NoCapacity, Forbidden, NoCredits, Rejected, …"""
-        answer = self._http.call("POST", "/pods", body=body, create=True)
-        try:
-            return parse_pod(answer.json("the create request"))
-        except InvalidAnswer as e:
-            raise Ambiguous(f"{e.message}: the pod may exist", answer.status) from None
+        return self._create("/pods", body, parse_pod, "pod")
 
     def get_pod(self, pod_id: str) -> Pod:
         """`GET /pods/{id}`; NotFound on Runpod's 404 (unknown, or not visible to this key)."""
@@ -110,17 +110,59 @@ class RunpodClient:
     def delete_pod(self, pod_id: str) -> bool:
         """`DELETE /pods/{id}`: True when deleted now, False when Runpod already did not know it
         (its 404, which counts as deleted; confirm with get_pod)."""
+        return self._delete(f"/pods/{valid_pod_id(pod_id)}")
+
+    # -- clusters ------------------------------------------------------------------------------
+    def create_cluster(self, body: dict) -> Cluster:
+        """`POST /clusters` (only 429 retried, like a pod's create). Raises Ambiguous when the
+        cluster may exist regardless, NoCapacity (any 400), Forbidden, NoCredits, Rejected, …"""
+        return self._create("/clusters", body, parse_cluster, "cluster")
+
+    def get_cluster(self, cluster_id: str) -> Cluster:
+        """`GET /clusters/{id}`; NotFound on Runpod's 404 (deleted, unknown, or not visible)."""
+        path = f"/clusters/{valid_pod_id(cluster_id)}"
+        return parse_cluster(self._http.call("GET", path).json(f"GET {path}"))
+
+    def cluster_pods(self, cluster_id: str) -> list[Pod]:
+        """`GET /clusters/{id}/pods`: the member pods, each with its `cluster` membership."""
+        path = f"/clusters/{valid_pod_id(cluster_id)}/pods"
+        doc = self._http.call("GET", path).json(f"GET {path}")
+        return [p for p in (parse_pod(d) for d in _items(doc, "pods", f"GET {path}")) if not p.terminated]
+
+    def list_clusters(self) -> list[Cluster]:
+        """`GET /clusters`: every cluster of the account (the schema has no pagination)."""
+        doc = self._http.call("GET", "/clusters").json("GET /clusters")
+        return [parse_cluster(d) for d in _items(doc, "clusters", "GET /clusters")]
+
+    def delete_cluster(self, cluster_id: str) -> bool:
+        """`DELETE /clusters/{id}` (its member pods with it): True when deleted now, False on
+        Runpod's 404 (it did not know it any more; confirm with get_cluster)."""
+        return self._delete(f"/clusters/{valid_pod_id(cluster_id)}")
+
+    # -- shared ----------------------------------------------------------------------------------
+    def _create(self, path: str, body: dict, parse, word: str):
+        """A billed create: sent once (only a 429 is retried, by the transport); an answer that
+        cannot be read is Ambiguous (what it made may exist)."""
+        answer = self._http.call("POST", path, body=body, create=True)
         try:
-            self._http.call("DELETE", f"/pods/{valid_pod_id(pod_id)}")
+            return parse(answer.json("the create request"))
+        except InvalidAnswer as e:
+            raise Ambiguous(f"{e.message}: the {word} may exist", answer.status) from None
+
+    def _delete(self, path: str) -> bool:
+        """DELETE: True when deleted now, False on Runpod's 404."""
+        try:
+            self._http.call("DELETE", path)
         except NotFound:
             return False
         return True
 
     # -- catalog and volumes ---------------------------------------------------------------------
-    def gpu_types(self, count: int = 1) -> list[GpuType]:
-        """Secure Cloud GPU types with their stock for `count` GPUs per pod (CUDA ≥ 13.0)."""
-        params = {"include": "AVAILABILITY", "product": "POD", "cloud": "SECURE", "count": int(count),
-                  "minCudaVersion": MIN_CUDA}
+    def gpu_types(self, count: int = 1, *, cluster: bool = False) -> list[GpuType]:
+        """Secure Cloud GPU types with their stock for `count` GPUs per pod (CUDA ≥ 13.0); with
+        `cluster`, as a cluster's pods (`product=CLUSTER`)."""
+        params = {"include": "AVAILABILITY", "product": "CLUSTER" if cluster else "POD", "cloud": "SECURE",
+                  "count": int(count), "minCudaVersion": MIN_CUDA}
         doc = self._http.call("GET", "/catalog/gpus", params=params).json("GET /catalog/gpus")
         return _parsed(_items(doc, "gpus", "GET /catalog/gpus"), parse_gpu)
 

@@ -33,6 +33,7 @@ from overbrainer.runpod.ledger import EMPTY, account_rows, known_run, unix_of
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
 from overbrainer.runpod.pod_record import PodRecord
 from overbrainer.runpod.remove import REQUESTED, NotDeleted, delete_confirmed, forget_run, remove
+from overbrainer.runpod.units import CLUSTER, POD, unit_of
 from overbrainer.runpod.waits import Timing
 from overbrainer.support import fmt
 from overbrainer.support.fmt import table
@@ -77,25 +78,27 @@ class Deleted:
 
 
 def delete_run_pods(client, run_id: str, rec, timing, *, keep_training: bool, by: str) -> Deleted:
-    """Delete the run's recorded pod (unless `keep_training`), its strays and its other marker
-    pods, each confirmed; `rec` (the run's pod.json, or None) records what happened."""
+    """Delete the run's recorded pod or cluster (unless `keep_training`), its strays and its other
+    pods and clusters (by marker or name), each confirmed; `rec` (the run's pod.json, or None)
+    records what happened."""
     done = Deleted()
-    keep = rec.pod_id if rec is not None and rec.live else None
-    marked = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep]
+    keep = rec.unit_id if rec is not None and rec.live else None
+    marked = [(p, POD) for p in POD.of_run(client, run_id) if p.id != keep]
+    marked += [(c, CLUSTER) for c in CLUSTER.of_run(client, run_id) if c.id != keep]
     if keep is not None and not keep_training:
         try:
             remove(client, rec, rec.path, REQUESTED, by, timing)
-            done.add(rec.pod_id, True, _age(rec), rec.estimated_spend)
+            done.add(rec.unit_id, True, _age(rec), rec.estimated_spend)
         except NotDeleted:
-            done.add(rec.pod_id, False)
-    others = {p.id: p for p in marked}
+            done.add(rec.unit_id, False)
+    others = {p.id: (p, unit) for p, unit in marked}
     for stray in (rec.stray_pods if rec is not None else []):
-        others.setdefault(stray, None)
-    for pod_id, pod in others.items():
+        others.setdefault(stray, (None, unit_of(rec)))
+    for pod_id, (pod, unit) in others.items():
         started = time.time()
-        ok, _ = delete_confirmed(client, pod_id, timing)
+        ok, _ = delete_confirmed(client, pod_id, timing, unit=unit)
         created = unix_of(pod.created_at) if pod is not None else None
-        rate = pod.cost_per_hour if pod is not None else None
+        rate = getattr(pod, "cost_per_hour", None)
         done.add(pod_id, ok, started - created if created else None, cost.spend(rate, created, started))
         if rec is not None:
             rec.drop_stray(pod_id) if ok else rec.add_strays([pod_id])
@@ -185,7 +188,7 @@ def ls_flow(session: Session, owners: Owners) -> None:
     stale = not holder_alive(session.project_dir)
     with RunpodClient.from_config(session.config) as client:
         rows = account_rows(client, owners,
-                            look=lambda c, pod_ids: look_up_all(c, pod_ids, timing), stale=stale)
+                            look=lambda c, ids, unit: look_up_all(c, ids, timing, unit=unit), stale=stale)
     total = sum(r.spend for r in rows if r.spend is not None and r.status != "GONE")
     data = {"pods": [r.to_dict() for r in rows], "spend": round(total, 4)}
     if not rows:

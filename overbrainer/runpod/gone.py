@@ -1,4 +1,5 @@
-"""Whether a pod is gone, decided by looks only: nothing here ever deletes anything.
+"""Whether a pod (or a cluster: runpod/units.py) is gone, decided by looks only: nothing here ever
+deletes anything.
 
 A pod is gone when Runpod shows it `TERMINATED` (its word for deleted), or after 3 Runpod-shaped
 404s in a row, `gone_interval` apart, and its absence from one pod list. Any other sighting (a
@@ -19,25 +20,26 @@ from typing import Callable
 from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.objects import Pod
 from overbrainer.runpod.pod_record import PodRecord
+from overbrainer.runpod.units import POD, Unit
 from overbrainer.runpod.waits import Timing
 
 GONE_LOOKS = 3
 
 
 def look_up(client, pod_id: str, timing: Timing, *, wait: Callable[[float], object] = time.sleep,
-            seen_404: int = 0) -> Pod | None:
-    """The pod as Runpod shows it, or None when it is gone (the rule above). `seen_404`: Runpod
-    404s the caller got just now (they count among the 3). Raises the API's error when a look
-    fails: the pod is then undetermined."""
+            seen_404: int = 0, unit: Unit = POD) -> Pod | None:
+    """The pod (or cluster) as Runpod shows it, or None when it is gone (the rule above).
+    `seen_404`: Runpod 404s the caller got just now (they count among the 3). Raises the API's
+    error when a look fails: it is then undetermined."""
     for n in range(seen_404, GONE_LOOKS):
         if n:
             wait(timing.gone_interval)
         try:
-            pod = client.get_pod(pod_id)
+            pod = unit.get(client, pod_id)
         except NotFound:
             continue
         return None if pod.terminated else pod
-    return next((p for p in client.list_pods() if p.id == pod_id), None)  # the list leaves TERMINATED out
+    return next((p for p in unit.listing(client) if p.id == pod_id), None)  # the list leaves TERMINATED out
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ Look = Found | Gone | Failed
 
 
 def look_up_all(client, pod_ids: list[str], timing: Timing, *,
-                wait: Callable[[float], None] = time.sleep) -> list[Look]:
+                wait: Callable[[float], None] = time.sleep, unit: Unit = POD) -> list[Look]:
     """`look_up` for several pods with one wait per round for all: every pod is looked at once,
     those answering 404 again (GONE_LOOKS looks in all, `gone_interval` apart), then one list
     decides for those that 404ed every time. No wait at all when every pod answers. The result
@@ -75,7 +77,7 @@ def look_up_all(client, pod_ids: list[str], timing: Timing, *,
         missing = []
         for i in pending:
             try:
-                pod = client.get_pod(pod_ids[i])
+                pod = unit.get(client, pod_ids[i])
                 looks[i] = Gone() if pod.terminated else Found(pod)
             except NotFound:
                 missing.append(i)
@@ -84,7 +86,7 @@ def look_up_all(client, pod_ids: list[str], timing: Timing, *,
         pending = missing
     if pending:
         try:
-            listed = {p.id: p for p in client.list_pods()}
+            listed = {p.id: p for p in unit.listing(client)}
         except RunpodError as e:
             listed = None
             for i in pending:

@@ -17,6 +17,7 @@ import base64
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -151,29 +152,37 @@ class RunKeys:
         atomic_write_text(self.known_hosts, "\n".join(lines) + "\n")
         return self.known_hosts
 
-    def write_config(self, endpoint: PodEndpoint) -> Path:
+    def member_alias(self, rank: int) -> str:
+        """The SSH alias of a cluster's member: the run's own for the primary (rank 0, what `pod
+        ssh` reaches), `<alias>-r<rank>` for the others."""
+        return self.alias if rank == 0 else f"{self.alias}-r{int(rank)}"
+
+    def write_config(self, endpoint: PodEndpoint, others: Sequence[PodEndpoint] = ()) -> Path:
         """(Re)write `config` and the pin for `endpoint` (a restarted pod has a new port): call it
-        before every connection. The endpoint was validated (PodEndpoint) against injection."""
+        before every connection. `others`: the other members of a cluster, ranks 1, 2, … (each
+        its own Host, `member_alias`; every member has the run's host key). The endpoints were
+        validated (PodEndpoint) against injection."""
         self.write_known_hosts(endpoint)
-        text = (
-            f"# Written by overbrainer for run {self.run_id}; use: {ssh_line(self.run_id)}\n"
-            f"Host {self.alias}\n"
-            f"  HostName {endpoint.host}\n"
-            f"  Port {endpoint.port}\n"
-            f"  User {endpoint.user}\n"
-            f"  IdentityFile {_quoted(self.client_key)}\n"
-            "  IdentitiesOnly yes\n"
-            "  IdentityAgent none\n"
-            "  ForwardAgent no\n"
-            f"  UserKnownHostsFile {_quoted(self.known_hosts)}\n"
-            "  GlobalKnownHostsFile /dev/null\n"
-            f"  HostKeyAlias {self.alias}\n"
-            "  StrictHostKeyChecking yes\n"
-            "  CheckHostIP no\n"
-            "  UpdateHostKeys no\n"
-            "  PasswordAuthentication no\n"
-            "  KbdInteractiveAuthentication no\n"
-        )
+        text = f"# Written by overbrainer for run {self.run_id}; use: {ssh_line(self.run_id)}\n"
+        for rank, ep in enumerate([endpoint, *others]):
+            text += (
+                f"Host {self.member_alias(rank)}\n"
+                f"  HostName {ep.host}\n"
+                f"  Port {ep.port}\n"
+                f"  User {ep.user}\n"
+                f"  IdentityFile {_quoted(self.client_key)}\n"
+                "  IdentitiesOnly yes\n"
+                "  IdentityAgent none\n"
+                "  ForwardAgent no\n"
+                f"  UserKnownHostsFile {_quoted(self.known_hosts)}\n"
+                "  GlobalKnownHostsFile /dev/null\n"
+                f"  HostKeyAlias {self.alias}\n"
+                "  StrictHostKeyChecking yes\n"
+                "  CheckHostIP no\n"
+                "  UpdateHostKeys no\n"
+                "  PasswordAuthentication no\n"
+                "  KbdInteractiveAuthentication no\n"
+            )
         try:
             atomic_write_text(self.config, text)
         except OSError as e:

@@ -17,8 +17,9 @@ On release, by what the run's files say:
 - the job ended: `end_pod` (deleted once the results are verified home, else kept for them).
 
 Rules kept while the job runs and ends:
-- The watch (job polls, metrics) never calls the Runpod API and never deletes: dropping it on
-  Ctrl-C loses nothing. Its deadline is the watchdog's plus `Timing.deadline_margin` (none for a
+- The watch (job polls, metrics) never deletes, and calls the Runpod API only for a cluster (its
+  members looked at once a minute, and when one cannot be reached: runpod/cluster.py): dropping
+  it on Ctrl-C loses nothing. Its deadline is the watchdog's plus `Timing.deadline_margin` (none for a
   kept pod): past it, the client deletes the pod itself (shielded) and fails the run
   `max_hours reached: the pod was deleted before the job ended`.
 - A failed watch looks the pod up by the gone rule (3 Runpod 404s and absence from the list;
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from overbrainer.errors import Interrupted, OverbrainerError
+from overbrainer.exec.nodes import Node, NodeLost, NodesExecutor
 from overbrainer.front.interrupt import Flag, Interrupt
 from overbrainer.front.session import Session
 from overbrainer.runpod import cost
@@ -58,12 +60,14 @@ from overbrainer.runpod.keys import SSH_DIR, RunKeys, ssh_line
 from overbrainer.runpod.ledger import pod_owners, warn_orphans
 from overbrainer.runpod.owners import PREPARING, RUNNING, Options, Owner, Owners, Retrieved
 from overbrainer.runpod.pod_record import PodEndpoint, PodRecord, PodState
+from overbrainer.runpod.cluster import members_lost, start_cluster
 from overbrainer.runpod.pod_spec import WORKDIR
 from overbrainer.runpod.provision import PodPlace, executor_for, start_pod, workdir_of
 from overbrainer.runpod.remove import (
     COST_CAP_UNSET,
     DEADLINE,
     INTERRUPTED,
+    MEMBER_LOST,
     NOT_READY,
     RETRIEVED,
     NotDeleted,
@@ -249,19 +253,20 @@ def _provision(ctx: PodContext, front, target, record, interrupt, options: Optio
     """Create the pod (shielded, flag-checked), arm its cost cap, claim the run's directory."""
     keep = options.keep
     ctx.flag = front.provisioning_flag()
+    cluster = bool(getattr(target, "cluster", False))  # an Instant Cluster: runpod/cluster.py
     try:
         provisioned = interrupt.shield(
-            start_pod, ctx.client, target,
+            start_cluster if cluster else start_pod, ctx.client, target,
             PodPlace(record.id, ctx.run_dir, options.workdir or WORKDIR, ctx.client.base_url, keep=keep),
             flag=_Stop(ctx, interrupt), timing=ctx.timing, publish=ctx.publish,
-            note=f"creating the pod of {ctx.owner()}")
+            note=f"creating the {'cluster' if cluster else 'pod'} of {ctx.owner()}")
     except BaseException as e:
         _provisioning_failed(ctx, record, e, interrupt)
         raise
     finally:
         ctx.flag.close()  # stop watching for Ctrl-C itself (a flag already set stays set)
     ctx.pod = provisioned.record
-    executor = provisioned.executor
+    executor = nodes_executor(ctx, provisioned.executors) if cluster else provisioned.executor
     try:
         if ctx.stopped(interrupt):
             raise Interrupted(NOT_STARTED)
@@ -279,6 +284,23 @@ def _provision(ctx: PodContext, front, target, record, interrupt, options: Optio
             executor.close()
         raise
     return executor
+
+
+def nodes_executor(ctx: PodContext, executors) -> NodesExecutor:
+    """A cluster's members as one executor (exec/nodes.py), the API telling when one is lost."""
+    assert ctx.pod is not None
+    nodes = [Node(m.rank, m.ip, ex) for m, ex in zip(ctx.pod.members, executors)]
+    return NodesExecutor(nodes, lost=lambda: _members_lost(ctx), lost_every=ctx.timing.watchdog_interval)
+
+
+def _members_lost(ctx: PodContext) -> str | None:
+    if ctx.pod is None:
+        return None
+    try:
+        return members_lost(ctx.client, ctx.pod)
+    except RunpodError as e:  # cannot tell: the next status asks again
+        log.debug("cannot look at the members of run %s: %s", ctx.run_id, e)
+        return None
 
 
 class _Stop:
@@ -425,7 +447,10 @@ def _deadline_reached(ctx, run_id: str):
 
 
 def _unreachable(ctx, run_id: str, error: OverbrainerError):
-    """The watch failed: the run fails only when its pod is gone."""
+    """The watch failed: the run fails only when its pod is gone, or a member of its cluster."""
+    lost = _node_lost(error)
+    if lost is not None:
+        _member_lost(ctx, run_id, lost)
     try:
         remote = look_up(ctx.client, ctx.pod.pod_id, ctx.timing)
     except RunpodError as e:
@@ -434,6 +459,27 @@ def _unreachable(ctx, run_id: str, error: OverbrainerError):
     if remote is not None:
         raise error
     message = settle_gone(ctx, run_id)
+    raise PodGone(f"{ctx.owner(run_id)} failed: {message}", cause=error)
+
+
+def _node_lost(error: BaseException | None) -> NodeLost | None:
+    """The NodeLost behind the watch's error (the follow wraps what it cannot get past)."""
+    while error is not None and not isinstance(error, NodeLost):
+        error = error.__cause__
+    return error
+
+
+def _member_lost(ctx, run_id: str, error: NodeLost):
+    """A member of the run's cluster is lost: the job stopped on every node still reachable, the
+    whole cluster deleted, the run failed saying which member and why."""
+    message = f"{error}: the cluster was deleted"
+    log.warning("%s: %s", ctx.owner(run_id), message)
+    try:
+        remove(ctx.client, ctx.pod, ctx.pod_path, MEMBER_LOST, "client", ctx.timing, publish=ctx.publish)
+    except NotDeleted as e:
+        message = f"{error}; {e}"
+    ctx.home.fail_run(message)
+    ctx.forget()
     raise PodGone(f"{ctx.owner(run_id)} failed: {message}", cause=error)
 
 
@@ -566,7 +612,13 @@ def reconnect(ctx, run):
                          "try again once it runs")
     endpoint = PodEndpoint(remote.ssh.host, remote.ssh.port, remote.ssh.username)
     keys = RunKeys.load(ctx.run_dir / SSH_DIR, run.id)  # the config is rewritten: a restart moves the port
-    executor = executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=pod.pod_id)
+    if pod.is_cluster:  # every member again (a member's endpoint as recorded; the primary's as shown now)
+        endpoints = [endpoint if m.rank == 0 else m.ssh for m in pod.members]
+        executors = [executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=m.pod_id, members=endpoints,
+                                  rank=m.rank) for m in pod.members]
+        executor = nodes_executor(ctx, executors)
+    else:
+        executor = executor_for(keys, endpoint, workdir_of(run.remote_dir), pod_id=pod.pod_id)
     pod.ssh = endpoint
     pod.save(ctx.pod_path)
     return executor

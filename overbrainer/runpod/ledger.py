@@ -27,12 +27,13 @@ from overbrainer.errors import OverbrainerError
 from overbrainer.runpod import cost
 from overbrainer.runpod.gone import Found, Gone, mark_gone
 from overbrainer.runpod.owners import PREPARING, RUNNING, Owner, Owners
-from overbrainer.runpod.pod_record import InvalidPodRecord, PodRecord, PodState
+from overbrainer.runpod.objects import Cluster
+from overbrainer.runpod.pod_record import NAME_PREFIX, InvalidPodRecord, PodRecord, PodState, run_of_name
+from overbrainer.runpod.units import CLUSTER, POD, unit_of
 from overbrainer.support import fmt
 
 log = logging.getLogger(__name__)
 
-NAME_PREFIX = "overbrainer-"
 EMPTY = "pod: no overbrainer pod on this account"
 STOPPED_NOTE = "run preparing, its process stopped"
 _CELL = 64
@@ -54,19 +55,13 @@ def unix_of(iso: str | None) -> float | None:
 
 
 def run_of(pod) -> str | None:
-    """The run a pod belongs to: its marker, else the run ID in an `overbrainer-<run>-<n>` name."""
-    if pod.run_marker:
-        return pod.run_marker
-    name = pod.name or ""
-    if name.startswith(NAME_PREFIX):
-        rest = name[len(NAME_PREFIX):]
-        head, _, tail = rest.rpartition("-")
-        return head if head and tail.isdigit() else rest
-    return None
+    """The run a pod (or cluster) belongs to: its marker, else the run ID in an
+    `overbrainer-<run>-<n>` name (a cluster's only marker)."""
+    return getattr(pod, "run_marker", None) or run_of_name(pod.name)
 
 
 def is_ours(pod) -> bool:
-    return bool(pod.run_marker) or (pod.name or "").startswith(NAME_PREFIX)
+    return bool(getattr(pod, "run_marker", None)) or (pod.name or "").startswith(NAME_PREFIX)
 
 
 @dataclass
@@ -151,7 +146,7 @@ def _note(pod_id: str, run: str | None, known: RunPods | None, has_marker: bool,
     if known.unreadable:
         return "run record unreadable"
     rec = known.record
-    if rec is None or rec.pod_id != pod_id:
+    if rec is None or rec.unit_id != pod_id:
         return "stray, not deleted"
     if rec.state == PodState.KEPT:
         return "kept"
@@ -168,22 +163,28 @@ def _row(pod, known: RunPods | None, now: float, stale: bool = False) -> Row:
     run = run_of(pod)
     run = _cell(run) if run else None
     rec = known.record if known is not None else None
-    rate = cost.usable_rate(pod.cost_per_hour) or (rec.cost_per_hour if rec and rec.pod_id == pod.id else None)
-    if rec is not None and rec.pod_id == pod.id:
+    mine = rec is not None and rec.unit_id == pod.id
+    rate = cost.usable_rate(getattr(pod, "cost_per_hour", None)) or (rec.cost_per_hour if mine and rec else None)
+    if mine and rec is not None:
         spend = rec.spend_so_far(now)
     else:
         spend = cost.spend(rate, unix_of(pod.created_at), now)
-    return Row(run or "-", pod.id, pod.status, pod.gpu_id or "-", rate, pod.created_at or "-",
-               _note(pod.id, run, known, bool(pod.run_marker), stale), spend)
+    gpu = pod.gpu_id or "-"
+    if isinstance(pod, Cluster):  # shown as one thing: its shape, its members' status
+        gpu = f"{gpu} x{pod.gpu_count or '?'}, {pod.pod_count or '?'} pods"
+    return Row(run or "-", pod.id, pod.status, gpu, rate, pod.created_at or "-",
+               _note(pod.id, run, known, bool(getattr(pod, "run_marker", None)), stale), spend)
 
 
 def account_rows(client, owners: Owners, *, look=None, stale: bool = False) -> list[Row]:
-    """Every overbrainer pod of the account (one list) and, with `look` (gone.look_up_all bound to
-    a Timing), every recorded live pod the list lacks. `stale`: no overbrainer holds the project
-    (besides the caller), so a `preparing` run's process is gone. Never deletes a pod."""
+    """Every overbrainer pod and cluster of the account (one list each; a cluster is one row, its
+    members never listed as pods) and, with `look` (gone.look_up_all bound to a Timing, called
+    with the unit: runpod/units.py), every recorded live pod or cluster the lists lack. `stale`:
+    no overbrainer holds the project (besides the caller), so a `preparing` run's process is
+    gone. Never deletes anything."""
     now = time.time()
     recorded = _recorded(owners)
-    listed = [p for p in client.list_pods() if is_ours(p)]
+    listed = [p for p in client.list_pods() if is_ours(p)] + [c for c in client.list_clusters() if is_ours(c)]
     rows = []
     for pod in listed:
         run = run_of(pod)
@@ -195,20 +196,25 @@ def account_rows(client, owners: Owners, *, look=None, stale: bool = False) -> l
         return rows
     seen = {p.id for p in listed}
     missing = [k for k in recorded.values()
-               if k.record is not None and k.record.pod_id and k.record.live and k.record.pod_id not in seen]
-    for known, result in zip(missing, look(client, [k.record.pod_id for k in missing])):
+               if k.record is not None and k.record.unit_id and k.record.live and k.record.unit_id not in seen]
+    looks = []
+    for unit in (POD, CLUSTER):
+        these = [k for k in missing if unit_of(k.record) is unit]
+        if these:
+            looks += list(zip(these, look(client, [k.record.unit_id for k in these], unit)))
+    for known, result in looks:
         rec = known.record
-        assert rec is not None and rec.pod_id is not None  # missing: records with a pod id
+        assert rec is not None and rec.unit_id is not None  # missing: records with a pod or cluster id
         if isinstance(result, Found):
             rows.append(_row(result.pod, known, now, stale))
         elif isinstance(result, Gone):
             mark_gone(rec)
-            rows.append(Row(known.run_id, rec.pod_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
+            rows.append(Row(known.run_id, rec.unit_id, "GONE", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", "gone", rec.estimated_spend))
         else:
             note = (STOPPED_NOTE.replace("run", known.kind, 1) if stale and known.state == PREPARING
                     else f"{known.kind} {known.state}")
-            rows.append(Row(known.run_id, rec.pod_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
+            rows.append(Row(known.run_id, rec.unit_id, "UNCHECKED", rec.gpu_type or "-", rec.cost_per_hour,
                             rec.created_at or "-", note, rec.spend_so_far(now)))
     return rows
 

@@ -62,6 +62,16 @@ class SshDirect:
 
 
 @dataclass(frozen=True)
+class Membership:
+    """A cluster member's `cluster` object: its cluster, its node rank (None until assigned; 0 is
+    the primary) and its address on the cluster's overlay network (None until assigned)."""
+
+    cluster_id: str
+    rank: int | None
+    ip: str | None
+
+
+@dataclass(frozen=True)
 class Pod:
     id: str
     name: str | None
@@ -74,6 +84,7 @@ class Pod:
     run_marker: str | None  # env.OVERBRAINER_RUN_ID (the rest of env is never read)
     created_at: str | None
     actions: tuple[str, ...]
+    cluster: Membership | None = None  # a cluster member's membership (None for a standalone pod)
 
     @property
     def dead(self) -> bool:
@@ -101,7 +112,66 @@ def parse_pod(doc: Any) -> Pod:
         cost_per_hour=max(number(doc.get("cost")) or 0.0, 0.0), data_center_id=text(doc.get("dataCenterId")),
         gpu_id=text(gpu.get("id")), gpu_count=integer(gpu.get("count")), ssh=ssh,
         run_marker=marker if isinstance(marker, str) else None, created_at=text(doc.get("createdAt")),
-        actions=tuple(a for a in (text(x) for x in actions) if a),
+        actions=tuple(a for a in (text(x) for x in actions) if a), cluster=_membership(doc.get("cluster")),
+    )
+
+
+_IP = re.compile(r"[0-9A-Fa-f.:]{2,45}")
+
+
+def _membership(doc: Any) -> Membership | None:
+    doc = obj(doc)
+    cluster_id = doc.get("id")
+    if not isinstance(cluster_id, str) or not POD_ID.fullmatch(cluster_id):
+        return None
+    rank = integer(doc.get("rank"))
+    ip = doc.get("ip")
+    return Membership(cluster_id, rank if rank is not None and rank >= 0 else None,
+                      ip if isinstance(ip, str) and _IP.fullmatch(ip) else None)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster of `GET /clusters/{id}` (its members are `GET /clusters/{id}/pods`): its shape
+    and how many members it has by status. Runpod shows no status of its own for a cluster: a
+    deleted one is a 404."""
+
+    id: str
+    name: str | None
+    gpu_id: str | None
+    gpu_count: int | None  # per pod
+    pod_count: int | None
+    data_center_id: str | None
+    members: int  # member pods provisioned now
+    by_status: tuple[tuple[str, int], ...]
+    created_at: str | None
+
+    @property
+    def terminated(self) -> bool:
+        """A cluster Runpod still shows exists (it has no TERMINATED status: gone is a 404)."""
+        return False
+
+    @property
+    def status(self) -> str:
+        """What `pod ls` shows: the members' status when they share one (`RUNNING`), else each of
+        them (`RUNNING+EXITED`); PROVISIONING before any member is placed."""
+        counts = dict(self.by_status)
+        if not counts:
+            return "PROVISIONING"
+        return "+".join([s for s in STATUSES if s in counts] + sorted(s for s in counts if s not in STATUSES))
+
+
+def parse_cluster(doc: Any) -> Cluster:
+    if not isinstance(doc, dict):
+        raise InvalidAnswer("Runpod answered something other than a cluster")
+    compute, pods = obj(doc.get("compute")), obj(doc.get("pods"))
+    by_status = tuple(sorted((s, n) for s, n in ((text(k), integer(v)) for k, v in obj(pods.get("byStatus")).items())
+                             if s and n))
+    return Cluster(
+        id=valid_pod_id(doc.get("id")), name=text(doc.get("name")), gpu_id=text(compute.get("gpuTypeId")),
+        gpu_count=integer(compute.get("gpuCountPerPod")), pod_count=integer(compute.get("podCount")),
+        data_center_id=text(doc.get("dataCenterId")),
+        members=max(integer(pods.get("total")) or 0, 0), by_status=by_status, created_at=text(doc.get("createdAt")),
     )
 
 

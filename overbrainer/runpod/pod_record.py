@@ -1,6 +1,11 @@
 """`runs/<id>/pod.json` (version 1): what the run knows of its pods, so that no pod ever bills
 unknown to the client.
 
+What a run rents is one pod, or one Instant Cluster (`nodes` >= 2: several pods created, shown
+and deleted as one, `cluster_id`); a cluster's record is the same, its members (`members`: pod,
+rank, overlay address, SSH endpoint; rank 0 the primary, whose ID is `pod_id`) added once they are
+all up, and every rate and spend the cluster's, summed over its members.
+
 The record is written before any API call, every create attempt is saved (result `sent`) before
 its `POST /pods`, and every answer, delete and confirmation is saved as it happens. It never holds
 a private key, the API key or the pod's env. Field names are those of the original tool, so its
@@ -100,9 +105,23 @@ _USER = re.compile(r"[A-Za-z0-9._-]+")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
+NAME_PREFIX = "overbrainer-"
+
+
 def attempt_name(run_id: str, n: int) -> str:
-    """The name of the n-th create call of a run (n from 1): it finds the pod of an unclear create."""
-    return f"overbrainer-{run_id}-{n}"
+    """The name of the n-th create call of a run (n from 1): it finds the pod (or cluster) of an
+    unclear create."""
+    return f"{NAME_PREFIX}{run_id}-{n}"
+
+
+def run_of_name(name: str | None) -> str | None:
+    """The run (or side job) ID in an `overbrainer-<run>-<n>` name (a cluster's only marker: a
+    cluster has no env of its own), or None."""
+    if not name or not name.startswith(NAME_PREFIX):
+        return None
+    rest = name[len(NAME_PREFIX):]
+    head, _, tail = rest.rpartition("-")
+    return head if head and tail.isdigit() else rest
 
 
 @dataclass(frozen=True)
@@ -126,6 +145,20 @@ class PodEndpoint:
         return {"host": self.host, "port": self.port, "user": self.user}
 
 
+@dataclass(frozen=True)
+class Member:
+    """A cluster's member pod: its node rank (0: the primary), its address on the cluster's
+    overlay network, its published SSH endpoint."""
+
+    pod_id: str
+    rank: int
+    ip: str
+    ssh: PodEndpoint
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod_id": self.pod_id, "rank": self.rank, "ip": self.ip, "ssh": self.ssh.to_dict()}
+
+
 @dataclass
 class Attempt:
     """One create call: saved `sent` before its POST, then settled by the answer."""
@@ -136,7 +169,8 @@ class Attempt:
     deadline_unix: int | None
     result: str = SENT
     detail: str | None = None
-    pod_id: str | None = None
+    pod_id: str | None = None  # the pod it made, or the cluster (`cluster_id` then)
+    cluster_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "gpu_type": self.gpu_type, "sent_at": self.sent_at,
@@ -145,13 +179,15 @@ class Attempt:
             data["detail"] = self.detail
         if self.pod_id is not None:
             data["pod_id"] = self.pod_id
+        if self.cluster_id is not None:
+            data["cluster_id"] = self.cluster_id
         return data
 
 
 _KNOWN = ("version", "run_id", "state", "keep", "deadline", "deadline_unix", "attempts", "pod_id",
           "gpu_type", "gpu_count", "data_center_id", "cost_per_hour", "created_at", "created_unix",
           "ready_at", "ssh", "host_key", "deleted_at", "deleted_by", "estimated_spend", "stray_pods",
-          "max_cost_usd", "network_volume_id", "max_volume_gb")
+          "max_cost_usd", "network_volume_id", "max_volume_gb", "cluster_id", "nodes", "members")
 
 
 def _pod_id(f: Fields, name: str) -> str | None:
@@ -170,7 +206,34 @@ def _attempt(raw: Any, where: str, i: int) -> Attempt:
         raise f.bad("result", f": unknown result {_shown(result)}")
     return Attempt(name=f.text("name", optional=False), gpu_type=f.text("gpu_type", optional=False),
                    sent_at=f.text("sent_at", optional=False), deadline_unix=f.integer("deadline_unix"),
-                   result=result, detail=f.text("detail"), pod_id=_pod_id(f, "pod_id"))
+                   result=result, detail=f.text("detail"), pod_id=_pod_id(f, "pod_id"),
+                   cluster_id=_pod_id(f, "cluster_id"))
+
+
+def _nodes(f: Fields) -> int:
+    nodes = f.integer("nodes", 1)
+    if nodes is None or nodes < 1:
+        raise f.bad("nodes")
+    return nodes
+
+
+def _members(f: Fields, raw: Any) -> list[Member]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise f.bad("members")
+    out = []
+    for i, item in enumerate(raw):
+        m = item if isinstance(item, dict) else {}
+        pod_id, rank, ip = m.get("pod_id"), m.get("rank"), m.get("ip")
+        if (not isinstance(pod_id, str) or not POD_ID.fullmatch(pod_id) or isinstance(rank, bool)
+                or not isinstance(rank, int) or rank < 0 or not isinstance(ip, str) or not _HOST.fullmatch(ip)):
+            raise f.bad(f"members[{i}]")
+        ssh = _ssh(m.get("ssh"), f)
+        if ssh is None:
+            raise f.bad(f"members[{i}]")
+        out.append(Member(pod_id, rank, ip, ssh))
+    return out
 
 
 def _ssh(raw: Any, f: Fields) -> PodEndpoint | None:
@@ -220,7 +283,8 @@ def read_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
     if deleted_by is not None and deleted_by not in DELETED_BY:
         raise f.bad("deleted_by", f": unknown value {_shown(deleted_by)}")
     pod_id = _pod_id(f, "pod_id")
-    if state is not PodState.CREATING and pod_id is None:
+    cluster_id = _pod_id(f, "cluster_id")
+    if state is not PodState.CREATING and pod_id is None and cluster_id is None:
         raise f.bad("state", f": illegal state {state.value} without a pod_id")
     return dict(
         run_id=run_id, state=state, keep=keep, deadline=f.text("deadline"),
@@ -233,7 +297,8 @@ def read_fields(data: dict[str, Any], where: str) -> dict[str, Any]:
         deleted_at=f.text("deleted_at"), deleted_by=deleted_by,
         estimated_spend=f.number("estimated_spend"), stray_pods=stray_ids,
         max_cost_usd=f.number("max_cost_usd"), network_volume_id=f.text("network_volume_id"),
-        max_volume_gb=f.integer("max_volume_gb"),
+        max_volume_gb=f.integer("max_volume_gb"), cluster_id=cluster_id, nodes=_nodes(f),
+        members=_members(f, data.get("members")),
         extra={k: v for k, v in data.items() if k not in _KNOWN},
     )
 
@@ -263,6 +328,9 @@ class PodRecord:
     max_cost_usd: float | None = None
     network_volume_id: str | None = None
     max_volume_gb: int | None = None
+    cluster_id: str | None = None  # what the run rents is a cluster of `nodes` pods
+    nodes: int = 1
+    members: list[Member] = field(default_factory=list)  # a cluster's members once all are up, by rank
     extra: dict[str, Any] = field(default_factory=dict)  # unknown fields, kept on rewrite
     path: Path | None = field(default=None, compare=False)  # where it was loaded from / saved to
 
@@ -274,7 +342,8 @@ class PodRecord:
         """The first record of a run on a RunpodTarget (the cost cap is not armed on kept pods)."""
         if not RUN_ID.fullmatch(run_id or ""):
             raise ValueError(f"{run_id!r} is not a valid run ID")
-        return cls(run_id=run_id, keep=keep, gpu_count=target.gpu_count, host_key=host_key,
+        return cls(run_id=run_id, keep=keep, gpu_count=target.gpu_count, nodes=getattr(target, "nodes", 1),
+                   host_key=host_key,
                    max_cost_usd=None if keep else target.max_cost_usd,
                    network_volume_id=target.network_volume_id, max_volume_gb=target.max_volume_gb,
                    path=path)
@@ -325,6 +394,8 @@ class PodRecord:
             "max_cost_usd": self.max_cost_usd, "network_volume_id": self.network_volume_id,
             "max_volume_gb": self.max_volume_gb,
         }
+        if self.nodes > 1 or self.cluster_id is not None:
+            data.update(cluster_id=self.cluster_id, nodes=self.nodes, members=[m.to_dict() for m in self.members])
         for k, v in self.extra.items():
             data.setdefault(k, v)
         return data
@@ -340,20 +411,39 @@ class PodRecord:
         if new != self.state and new not in TRANSITIONS[self.state]:
             raise IllegalTransition(f"{self._where()}: a pod record cannot go from "
                                     f"{self.state.value} to {new.value}")
-        if new not in (S.CREATING,) and self.pod_id is None:
+        if new not in (S.CREATING,) and self.unit_id is None:
             raise IllegalTransition(f"{self._where()}: state {new.value} needs a pod, and none is recorded")
         self.state = new
 
     @property
+    def is_cluster(self) -> bool:
+        """The run rents a cluster (`nodes` >= 2), not one pod."""
+        return self.cluster_id is not None or self.nodes > 1
+
+    @property
+    def unit_id(self) -> str | None:
+        """What is deleted as one: the cluster, else the pod."""
+        return self.cluster_id if self.is_cluster else self.pod_id
+
+    @property
+    def word(self) -> str:
+        return "cluster" if self.is_cluster else "pod"
+
+    @property
     def live(self) -> bool:
-        """Whether a recorded pod may still exist (and bill)."""
-        return self.pod_id is not None and self.state in LIVE
+        """Whether a recorded pod (or cluster) may still exist (and bill)."""
+        return self.unit_id is not None and self.state in LIVE
 
     @property
     def no_pod_left(self) -> bool:
-        """No pod of the run may still exist: none recorded or it is confirmed deleted, no stray.
-        Only then may the run's client key and host-key secret be forgotten."""
-        return not self.stray_pods and (self.pod_id is None or self.state == S.DELETED)
+        """No pod (or cluster) of the run may still exist: none recorded or it is confirmed
+        deleted, no stray. Only then may the run's client key and host-key secret be forgotten."""
+        return not self.stray_pods and (self.unit_id is None or self.state == S.DELETED)
+
+    @property
+    def primary(self) -> Member | None:
+        """A cluster's rank-0 member (None before its members are known, or for a pod)."""
+        return next((m for m in self.members if m.rank == 0), None)
 
     # --- attempts ------------------------------------------------------------------------------
 
@@ -389,16 +479,21 @@ class PodRecord:
     def pod_created(self, attempt: Attempt, pod_id: str, *, gpu_type: str | None, gpu_count: int | None,
                     data_center_id: str | None, rate: float | None, adopted: bool = False,
                     now: float | None = None) -> None:
-        """The pod of `attempt` exists (answered 201, or found by its name): `provisioning`, with
-        the attempt's deadline. `created_*` is the local clock now (the caller saves)."""
+        """The pod (or, for a cluster record, the cluster) of `attempt` exists (answered 201, or
+        found by its name): `provisioning`, with the attempt's deadline. `created_*` is the local
+        clock now (the caller saves)."""
         if not POD_ID.fullmatch(pod_id or ""):
             raise ValueError("invalid pod id")
         if self.state != S.CREATING:
-            raise IllegalTransition(f"{self._where()}: a pod was created while the record is "
+            raise IllegalTransition(f"{self._where()}: a {self.word} was created while the record is "
                                     f"{self.state.value}, not creating")
         now = time.time() if now is None else now
-        self.settle(attempt, ADOPTED if adopted else CREATED, pod_id=pod_id)
-        self.pod_id = pod_id
+        if self.is_cluster:
+            self.settle(attempt, ADOPTED if adopted else CREATED)
+            attempt.cluster_id = self.cluster_id = pod_id
+        else:
+            self.settle(attempt, ADOPTED if adopted else CREATED, pod_id=pod_id)
+            self.pod_id = pod_id
         self.transition(S.PROVISIONING)
         self.gpu_type = gpu_type or attempt.gpu_type
         self.gpu_count = gpu_count or self.gpu_count
@@ -417,9 +512,14 @@ class PodRecord:
             return True
         return False
 
-    def mark_ready(self, endpoint: PodEndpoint, *, now: float | None = None) -> None:
+    def mark_ready(self, endpoint: PodEndpoint, *, now: float | None = None,
+                   members: list[Member] | None = None) -> None:
+        """Ready: reached over SSH (a cluster: every member, `members`; `endpoint` the primary's)."""
         self.transition(S.READY)
         self.ssh = endpoint
+        if members is not None:
+            self.members = sorted(members, key=lambda m: m.rank)
+            self.pod_id = self.members[0].pod_id if self.members else None
         self.ready_at = rfc3339(time.time() if now is None else now)
 
     def mark_deleted(self, by: str, *, now: float | None = None) -> None:
@@ -437,12 +537,14 @@ class PodRecord:
         self.transition(S.CREATING)
         for name in ("pod_id", "gpu_type", "data_center_id", "cost_per_hour", "created_at", "created_unix",
                      "ready_at", "ssh", "deadline", "deadline_unix", "deleted_at", "deleted_by",
-                     "estimated_spend"):
+                     "estimated_spend", "cluster_id"):
             setattr(self, name, None)
+        self.members = []
 
     def add_strays(self, pod_ids: list[str]) -> None:
+        """Pods (of a cluster record: clusters) whose delete was never confirmed."""
         for pod_id in pod_ids:
-            if pod_id != self.pod_id and pod_id not in self.stray_pods:
+            if pod_id != self.unit_id and pod_id not in self.stray_pods:
                 self.stray_pods.append(pod_id)
 
     def drop_stray(self, pod_id: str) -> None:
@@ -461,12 +563,13 @@ class PodRecord:
         """The pod column of `runs ls`: `pod running <id> $0.53/h`, `pod deleted about $0.64`,
         `pod kept <id>`, `pod awaiting retrieval <id>`, plus ` +N stray`."""
         words = self.state.value.replace("_", " ")
+        what = f"cluster of {self.nodes}" if self.is_cluster else "pod"
         if self.state == S.DELETED:
-            text = f"pod deleted {fmt.about_usd(self.estimated_spend)}"
-        elif self.pod_id is None:
-            text = "pod creating"
+            text = f"{what} deleted {fmt.about_usd(self.estimated_spend)}"
+        elif self.unit_id is None:
+            text = f"{what} creating"
         else:
-            text = f"pod {words} {self.pod_id}"
+            text = f"{what} {words} {self.unit_id}"
             if self.state in (S.RUNNING, S.READY, S.PROVISIONING) and self.cost_per_hour:
                 text += f" {fmt.usd_per_hour(self.cost_per_hour)}"
         if self.stray_pods:

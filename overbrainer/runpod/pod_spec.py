@@ -196,6 +196,20 @@ def create_body(target, *, name: str, gpu_type: str, env: dict[str, str],
     return body
 
 
+def cluster_body(target, *, name: str, gpu_type: str, env: dict[str, str],
+                 data_center_ids: Iterable[str] = (), volume_gb: int | None = None) -> dict[str, Any]:
+    """The create request of an Instant Cluster (`POST /clusters`, `CreateClusterRequest`): the
+    pod's container configuration for every member, `type` TRAINING and `compute` (`nodes` pods
+    of `gpu_count` GPUs each). A cluster's create has no `cloud` and no `gpu` (the CUDA floor is
+    the catalog's filter instead, `product=CLUSTER`)."""
+    pod = create_body(target, name=name, gpu_type=gpu_type, env=env, data_center_ids=data_center_ids,
+                      volume_gb=volume_gb)
+    body = {k: v for k, v in pod.items() if k not in ("cloud", "gpu")}
+    body.update(type="TRAINING", compute={"gpuTypeId": gpu_type, "gpuCountPerPod": int(target.gpu_count),
+                                          "podCount": int(target.nodes)})
+    return body
+
+
 def _check_run_id(run_id: str) -> str:
     if not _RUN_ID.match(run_id):
         raise ValueError(f"invalid run id for a pod: {run_id!r}")

@@ -79,6 +79,7 @@ from overbrainer.runpod.remove import (
 )
 from overbrainer.runpod.remove import NOT_READY as NOT_READY_REASON
 from overbrainer.runpod.remove import REFUSED as REFUSED_REASON
+from overbrainer.runpod.units import POD, Unit
 from overbrainer.runpod.waits import Timing, flag_set
 from overbrainer.support import fmt
 from overbrainer.support.redact import register, strip_controls
@@ -99,7 +100,7 @@ class Provisioned:
 
 
 @dataclass
-class _Walk:
+class Walk:
     client: Any
     target: RunpodTarget
     run_id: str
@@ -149,23 +150,33 @@ def start_pod(client, target, place: PodPlace, *, flag, timing: Timing | None = 
     RunpodTarget; `flag` stops the walk when set (see runpod.waits.flag_set). `extra_env` is added
     to the pod's env (images that need more; tests). On failure the record shows what may be
     left; keys and secret are dropped only when no pod of the run may be left."""
+    if getattr(target, "cluster", False):
+        raise ValueError("start_pod makes one pod: a target with nodes >= 2 is runpod.cluster.start_cluster's")
+    return start_unit(client, target, place, flag=flag, timing=timing, publish=publish, extra_env=extra_env,
+                      try_type=_try_type, unit=POD)
+
+
+def start_unit(client, target, place: PodPlace, *, flag, timing: Timing | None, publish, extra_env: dict | None,
+               try_type: Callable[[Walk, catalog.Candidate], Any], unit: Unit) -> Any:
+    """The walk of a pod or a cluster (runpod/cluster.py): keys, `pod.json`, then `try_type` per
+    candidate GPU type until one returns what it made; any failure cleans up (`_fail`)."""
     run_id, run_dir = place.run_id, Path(place.run_dir)
     keys = RunKeys.generate(run_dir / SSH_DIR, run_id)
     record = PodRecord.for_target(run_id, target, keep=place.keep, host_key=keys.host_public,
                                   path=PodRecord.path_in(run_dir))
     record.save()
-    w = _Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
-              publish, dict(extra_env or {}), place.ports, place.own_entrypoint)
+    w = Walk(client, target, run_id, keys, record, place.workdir, place.api_url, flag, timing or Timing.default(),
+             publish, dict(extra_env or {}), place.ports, place.own_entrypoint)
     try:
-        return _provision(w)
+        return _provision(w, try_type)
     except Exception as e:
-        _fail(w, e)
+        _fail(w, e, unit)
         if isinstance(e, Stopped):
             raise ProvisioningInterrupted(not w.record.no_pod_left) from None
         raise
 
 
-def _fail(w: _Walk, error: Exception) -> None:
+def _fail(w: Walk, error: Exception, unit: Unit = POD) -> None:
     """After a failed walk: delete what is live (best effort), sweep after unclear creates, and
     forget the keys and secret when no pod may be left."""
     record = w.record
@@ -177,31 +188,32 @@ def _fail(w: _Walk, error: Exception) -> None:
             log.warning("%s", e)
     if any(a.result == AMBIGUOUS for a in record.attempts):
         try:
-            _note_strays(w, sweep(w.client, w.run_id, None, w.timing, publish=w.publish))
+            _note_strays(w, sweep(w.client, w.run_id, None, w.timing, publish=w.publish, unit=unit))
         except api.RunpodError as e:
-            log.warning("cannot look for late pods of run %s (%s): check `overbrainer pod ls`", w.run_id, e)
+            log.warning("cannot look for late %ss of run %s (%s): check `overbrainer pod ls`", unit.word, w.run_id, e)
         names = ", ".join(a.name for a in record.attempts if a.result == AMBIGUOUS)
         log.warning("Runpod did not answer clearly to %s: check `overbrainer pod ls`", names)
     if record.no_pod_left:
         forget_run(w.client, w.keys, w.run_id, secret=w.secret_made)
 
 
-def _note_strays(w: _Walk, strays: list[str]) -> None:
+def _note_strays(w: Walk, strays: list[str]) -> None:
     if strays:
         w.record.add_strays(strays)
         w.record.save()
 
 
-def _provision(w: _Walk) -> Provisioned:
+def _provision(w: Walk, try_type: Callable[[Walk, catalog.Candidate], Any]) -> Any:
     if flag_set(w.flag):
         raise Stopped()
     wanted = catalog.Wanted.of(w.target)
-    gpus = w.client.gpu_types(w.target.gpu_count) if wanted.needs_catalog else None
+    cluster = bool(getattr(w.target, "cluster", False))
+    gpus = w.client.gpu_types(w.target.gpu_count, cluster=cluster) if wanted.needs_catalog else None
     candidates = catalog.pick(wanted, gpus)
     _check_volume(w)
     _store_host_key(w)
     for candidate in candidates:
-        done = _try_type(w, candidate)
+        done = try_type(w, candidate)
         if done is not None:
             return done
     if w.record.attempts and all(a.result == AMBIGUOUS for a in w.record.attempts):
@@ -209,7 +221,7 @@ def _provision(w: _Walk) -> Provisioned:
     raise NoTypePlaced(_no_capacity_text(w))
 
 
-def _check_volume(w: _Walk) -> None:
+def _check_volume(w: Walk) -> None:
     volume_id = w.target.network_volume_id
     if not volume_id:
         return
@@ -222,7 +234,7 @@ def _check_volume(w: _Walk) -> None:
     w.volume_gb = size
 
 
-def _store_host_key(w: _Walk) -> None:
+def _store_host_key(w: Walk) -> None:
     name = host_key_secret_name(w.run_id)
     value = w.keys.host_secret_value()
     register(value)
@@ -239,7 +251,7 @@ def _store_host_key(w: _Walk) -> None:
     w.secret_made = True
 
 
-def _no_capacity_text(w: _Walk) -> str:
+def _no_capacity_text(w: Walk) -> str:
     volume = " (check network_volume_id and data_center_ids)" if w.target.network_volume_id else ""
     if w.not_ready:
         n = len(w.not_ready)
@@ -255,7 +267,7 @@ def _no_capacity_text(w: _Walk) -> str:
     return text + "".join(f"\n  {line}" for line in w.refusals)
 
 
-def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
+def _body(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
     t = w.target
     settings = PodSettings(run_id=w.run_id, authorized_key=w.keys.client_public,
                            max_seconds=None if w.record.keep else int(round(t.max_hours * 3600)),
@@ -268,23 +280,32 @@ def _body(w: _Walk, candidate: catalog.Candidate, attempt: Attempt) -> dict:
                        own_entrypoint=w.own_entrypoint)
 
 
-def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
-    """Up to 2 unclear creates of one GPU type: the Provisioned pod, or None for the next type."""
+@dataclass(frozen=True)
+class Creates:
+    """How the walk creates one kind of thing (a pod here, a cluster in runpod/cluster.py):
+    `announce` (the event and price line before the POST), `create` (the POST, sent once),
+    `reconcile` (after an unclear answer: what the attempt made, or None), `created` (follow it
+    until ready: what `start_unit` returns, or None for the next GPU type)."""
+
+    announce: Callable[[Walk, catalog.Candidate, Attempt], None]
+    create: Callable[[Walk, catalog.Candidate, Attempt], Any]
+    reconcile: Callable[[Walk, Attempt], Any]
+    created: Callable[[Walk, Attempt, Any, bool], Any]
+
+
+def try_type(w: Walk, candidate: catalog.Candidate, how: Creates) -> Any:
+    """Up to 2 unclear creates of one GPU type: what `how.created` made ready, or None for the
+    next type. An unclear answer is reconciled, never resent blindly."""
     record, gpu = w.record, candidate.gpu_type
     unclear = 0
     while True:
         if flag_set(w.flag):
             raise Stopped()
-        started = time.time()
-        attempt = record.begin_attempt(gpu, w.target.max_hours, now=started)
-        price = candidate.price_per_gpu * w.target.gpu_count if candidate.price_per_gpu else None
-        w.event("creating", gpu=gpu, rate=price, message=attempt.name)
-        log.info("creating pod %s: %s", attempt.name, cost.price_line(
-            gpu, w.target.gpu_count, candidate.price_per_gpu, None if record.keep else w.target.max_hours,
-            None if record.keep else w.target.max_cost_usd))
-        pod, adopted = None, False
+        attempt = record.begin_attempt(gpu, w.target.max_hours, now=time.time())
+        how.announce(w, candidate, attempt)
+        made, adopted = None, False
         try:
-            pod = w.client.create_pod(_body(w, candidate, attempt))
+            made = how.create(w, candidate, attempt)
         except api.NoCapacity as e:  # any 400: no capacity has no machine code, so the next type
             record.settle(attempt, UNAVAILABLE, detail=str(e))
             record.save()
@@ -299,9 +320,9 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
             record.settle(attempt, AMBIGUOUS, detail=str(e))
             record.save()
             unclear += 1
-            pod = _reconcile(w, attempt)
-            adopted = pod is not None
-            if pod is None:
+            made = how.reconcile(w, attempt)
+            adopted = made is not None
+            if made is None:
                 if flag_set(w.flag):
                     raise Stopped() from None
                 if unclear >= AMBIGUOUS_PER_TYPE:
@@ -311,10 +332,24 @@ def _try_type(w: _Walk, candidate: catalog.Candidate) -> Provisioned | None:
             record.settle(attempt, REJECTED, detail=str(e))
             record.save()
             raise
-        return _created(w, attempt, pod, adopted)
+        return how.created(w, attempt, made, adopted)
 
 
-def _reconcile(w: _Walk, attempt: Attempt) -> Pod | None:
+def _announce(w: Walk, candidate: catalog.Candidate, attempt: Attempt) -> None:
+    t, keep = w.target, w.record.keep
+    price = candidate.price_per_gpu * t.gpu_count if candidate.price_per_gpu else None
+    w.event("creating", gpu=candidate.gpu_type, rate=price, message=attempt.name)
+    log.info("creating pod %s: %s", attempt.name, cost.price_line(
+        candidate.gpu_type, t.gpu_count, candidate.price_per_gpu, None if keep else t.max_hours,
+        None if keep else t.max_cost_usd))
+
+
+def _try_type(w: Walk, candidate: catalog.Candidate) -> Provisioned | None:
+    return try_type(w, candidate, Creates(
+        _announce, lambda w, c, a: w.client.create_pod(_body(w, c, a)), _reconcile, _created))
+
+
+def _reconcile(w: Walk, attempt: Attempt) -> Pod | None:
     """After an unclear create: wait, list the run's marker pods, adopt the one named like
     `attempt`, delete the others (duplicates; unconfirmed → strays). None found: wait longer and
     look again. Ctrl-C cuts the waits short but the list is still read once."""
@@ -335,7 +370,7 @@ def _reconcile(w: _Walk, attempt: Attempt) -> Pod | None:
     return None
 
 
-def _delete_all(w: _Walk, pod_ids: list[str]) -> list[str]:
+def _delete_all(w: Walk, pod_ids: list[str]) -> list[str]:
     strays = []
     for pod_id in pod_ids:
         w.event("deleting", pod_id, message=DUPLICATE)
@@ -347,7 +382,7 @@ def _delete_all(w: _Walk, pod_ids: list[str]) -> list[str]:
     return strays
 
 
-def _created(w: _Walk, attempt: Attempt, pod: Pod, adopted: bool) -> Provisioned | None:
+def _created(w: Walk, attempt: Attempt, pod: Pod, adopted: bool) -> Provisioned | None:
     record = w.record
     record.pod_created(attempt, pod.id, gpu_type=pod.gpu_id, gpu_count=pod.gpu_count,
                        data_center_id=pod.data_center_id, rate=pod.cost_per_hour, adopted=adopted)
@@ -401,13 +436,18 @@ class Stopped(Exception):
 
 
 def executor_for(keys: RunKeys, endpoint: PodEndpoint, workdir: str, *, pod_id: str,
-                 timeout: float = CONNECT_CAP) -> SshExecutor:
+                 timeout: float = CONNECT_CAP, members: list[PodEndpoint] | None = None,
+                 rank: int = 0) -> SshExecutor:
     """A connected executor on the pod: the run's config (rewritten now), its client key only,
-    its pinned host key only, no agent."""
-    config = keys.write_config(endpoint)
-    ssh = SshEndpoint(keys.alias, port=endpoint.port, user=endpoint.user, key_files=[str(keys.client_key)],
-                      ssh_config=str(config), known_hosts=[str(keys.known_hosts)], host_key=keys.host_public,
-                      agent=False, timeout=timeout, label=f"pod {pod_id}")
+    its pinned host key only, no agent. A cluster's member: `members` are every member's
+    endpoints by rank (`endpoint` is the primary's), `rank` the one to reach (its own Host in
+    the config: the members' hosts differ)."""
+    others = list(members[1:]) if members else []
+    config = keys.write_config(endpoint, others)
+    reached = members[rank] if members else endpoint
+    ssh = SshEndpoint(keys.member_alias(rank), port=reached.port, user=reached.user,
+                      key_files=[str(keys.client_key)], ssh_config=str(config), known_hosts=[str(keys.known_hosts)],
+                      host_key=keys.host_public, agent=False, timeout=timeout, label=f"pod {pod_id}")
     return SshExecutor(ssh, workdir)
 
 

@@ -1,4 +1,5 @@
-"""Deleting pods, believed only when Runpod stops showing them.
+"""Deleting pods (and clusters: runpod/units.py; the same rules, their own calls), believed only
+when Runpod stops showing them.
 
 `remove` deletes the run's recorded pod: `deleting` is saved first (the DELETE goes out even if
 that save fails), the DELETE is always sent (a lone 404 proves nothing), then the pod is looked at
@@ -23,6 +24,7 @@ from overbrainer.runpod.errors import NotFound, RunpodError
 from overbrainer.runpod.keys import SSH_DIR, RunKeys, forget_keys
 from overbrainer.runpod.pod_record import PodRecord, PodState
 from overbrainer.runpod.pod_spec import host_key_secret_name
+from overbrainer.runpod.units import POD, Unit, unit_of
 from overbrainer.runpod.waits import Timing
 
 log = logging.getLogger(__name__)
@@ -30,16 +32,17 @@ log = logging.getLogger(__name__)
 # Why a pod is deleted (events and logs).
 RETRIEVED, NOT_READY, REFUSED, BOOTSTRAP_FAILED, INTERRUPTED = (
     "retrieved", "not ready", "refused", "bootstrap failed", "interrupted")
-DEADLINE, COST_CAP_UNSET, REQUESTED, DUPLICATE = "deadline", "cost cap unset", "requested", "duplicate"
+DEADLINE, COST_CAP_UNSET, REQUESTED, DUPLICATE, MEMBER_LOST = (
+    "deadline", "cost cap unset", "requested", "duplicate", "member lost")
 
 Publish = Callable[[PodStatus], None]
 
 
 class NotDeleted(OverbrainerError):
-    """A delete Runpod did not confirm: the pod may still bill."""
+    """A delete Runpod did not confirm: the pod (or cluster) may still bill."""
 
-    def __init__(self, pod_id: str, why: str | None = None):
-        text = f"pod {pod_id} could not be confirmed deleted: check `overbrainer pod ls`"
+    def __init__(self, pod_id: str, why: str | None = None, word: str = "pod"):
+        text = f"{word} {pod_id} could not be confirmed deleted: check `overbrainer pod ls`"
         super().__init__(text + (f" ({why})" if why else ""))
         self.pod_id = pod_id
 
@@ -49,39 +52,39 @@ def _publish(publish: Publish | None, event: PodStatus) -> None:
         publish(event)
 
 
-def _gone_after_delete(client, pod_id: str) -> bool:
-    """One look at a pod we asked Runpod to delete: gone on its 404, on `TERMINATED`, or on its
-    absence from the pod list (read when the pod itself does not say it is gone)."""
+def _gone_after_delete(client, pod_id: str, unit: Unit = POD) -> bool:
+    """One look at a pod (or cluster) we asked Runpod to delete: gone on its 404, on
+    `TERMINATED`, or on its absence from the list (read when it does not say it is gone)."""
     try:
-        if client.get_pod(pod_id).terminated:
+        if unit.get(client, pod_id).terminated:
             return True
     except NotFound:
         return True
     except RunpodError as e:
-        log.debug("looking at pod %s after its DELETE: %s", pod_id, e)
+        log.debug("looking at %s %s after its DELETE: %s", unit.word, pod_id, e)
     try:
-        return all(p.id != pod_id for p in client.list_pods())
+        return all(p.id != pod_id for p in unit.listing(client))
     except RunpodError as e:
-        log.debug("listing pods after the DELETE of %s: %s", pod_id, e)
+        log.debug("listing %ss after the DELETE of %s: %s", unit.word, pod_id, e)
         return False
 
 
-def delete_confirmed(client, pod_id: str, timing: Timing, *,
+def delete_confirmed(client, pod_id: str, timing: Timing, *, unit: Unit = POD,
                      sleep: Callable[[float], None] = time.sleep) -> tuple[bool, bool]:
-    """Send DELETE, then look until Runpod shows the pod gone (≤ delete_timeout; the waits back
-    off: delete_poll, 2×, 4×, …). Returns (confirmed, unknown twice): the second is True when the
-    DELETE and the first look both said it was gone (it was gone before we asked). A failed
-    DELETE is still followed by the looks."""
+    """Send DELETE, then look until Runpod shows the pod (or cluster) gone (≤ delete_timeout; the
+    waits back off: delete_poll, 2×, 4×, …). Returns (confirmed, unknown twice): the second is
+    True when the DELETE and the first look both said it was gone (it was gone before we asked).
+    A failed DELETE is still followed by the looks."""
     try:
-        known = client.delete_pod(pod_id)
+        known = unit.delete(client, pod_id)
     except RunpodError as e:
-        log.warning("DELETE of pod %s failed: %s", pod_id, e)
+        log.warning("DELETE of %s %s failed: %s", unit.word, pod_id, e)
         known = True
     end = time.monotonic() + timing.delete_timeout
     first = True
     pause = timing.delete_poll
     while True:
-        if _gone_after_delete(client, pod_id):
+        if _gone_after_delete(client, pod_id, unit):
             return True, first and not known
         first = False
         left = end - time.monotonic()
@@ -93,9 +96,9 @@ def delete_confirmed(client, pod_id: str, timing: Timing, *,
 
 def remove(client, record: PodRecord, path: Path | None, reason: str, by: str, timing: Timing, *,
            publish: Publish | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Delete the record's pod and confirm it (see the module docstring); `by` is who deleted it
-    (`client`, `pod_rm`). Raises NotDeleted when Runpod keeps showing it."""
-    pod_id = record.pod_id
+    """Delete the record's pod (or cluster) and confirm it (see the module docstring); `by` is who
+    deleted it (`client`, `pod_rm`). Raises NotDeleted when Runpod keeps showing it."""
+    pod_id, unit = record.unit_id, unit_of(record)
     if pod_id is None or record.state == PodState.DELETED:
         return
     record.transition(PodState.DELETING)
@@ -105,10 +108,10 @@ def remove(client, record: PodRecord, path: Path | None, reason: str, by: str, t
         log.warning("%s", e)
     _publish(publish, PodStatus(record.run_id, "deleting", pod_id, record.gpu_type, record.cost_per_hour,
                                 message=reason))
-    confirmed, unknown = delete_confirmed(client, pod_id, timing, sleep=sleep)
+    confirmed, unknown = delete_confirmed(client, pod_id, timing, unit=unit, sleep=sleep)
     if not confirmed:
         _publish(publish, PodStatus(record.run_id, "not_deleted", pod_id, message=reason))
-        raise NotDeleted(pod_id)
+        raise NotDeleted(pod_id, word=unit.word)
     record.mark_deleted("watchdog" if unknown and by == "client" else by)
     record.save(path)
     _publish(publish, PodStatus(record.run_id, "deleted", pod_id, record.gpu_type, record.cost_per_hour,
@@ -116,16 +119,16 @@ def remove(client, record: PodRecord, path: Path | None, reason: str, by: str, t
 
 
 def sweep(client, run_id: str, keep_pod_id: str | None, timing: Timing, *, publish: Publish | None = None,
-          sleep: Callable[[float], None] = time.sleep) -> list[str]:
-    """Delete every pod carrying this run's marker except `keep_pod_id` (late duplicates of
-    unclear creates); returns those whose delete was not confirmed (strays, for `pod.json`).
-    Raises the API's error when the pod list cannot be read."""
-    others = [p for p in client.list_pods() if p.run_marker == run_id and p.id != keep_pod_id]
+          sleep: Callable[[float], None] = time.sleep, unit: Unit = POD) -> list[str]:
+    """Delete every pod (or cluster) of this run except `keep_pod_id` (late duplicates of unclear
+    creates); returns those whose delete was not confirmed (strays, for `pod.json`). Raises the
+    API's error when the list cannot be read."""
+    others = [p for p in unit.of_run(client, run_id) if p.id != keep_pod_id]
     strays = []
     for pod in others:
-        _publish(publish, PodStatus(run_id, "deleting", pod.id, pod.gpu_id, pod.cost_per_hour or None,
-                                    message=DUPLICATE))
-        confirmed, _ = delete_confirmed(client, pod.id, timing, sleep=sleep)
+        rate = getattr(pod, "cost_per_hour", None) or None
+        _publish(publish, PodStatus(run_id, "deleting", pod.id, pod.gpu_id, rate, message=DUPLICATE))
+        confirmed, _ = delete_confirmed(client, pod.id, timing, unit=unit, sleep=sleep)
         if confirmed:
             _publish(publish, PodStatus(run_id, "deleted", pod.id, pod.gpu_id, message=DUPLICATE))
         else:

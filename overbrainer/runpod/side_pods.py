@@ -33,7 +33,7 @@ def settings(target: Target, max_hours: float, *, image: str | None = None, mode
     """The target's settings for a side job's pod (only for a runpod target; {} otherwise)."""
     if not isinstance(target, RunpodTarget):
         return {}
-    out: dict[str, Any] = {"max_hours": max_hours}
+    out: dict[str, Any] = {"max_hours": max_hours, "nodes": 1}  # a side job needs one pod, never a cluster
     if image:
         out["image"] = image
     if needs_floor(target) and model_bytes:

@@ -18,7 +18,15 @@ from overbrainer.exec.runtime import Runtime
 from overbrainer.jobs.run_record import STOPPED, RunPlace, RunRecord
 from overbrainer.support.atomic import atomic_write_bytes
 from overbrainer.support.files import link_or_copy
-from overbrainer.train.axolotl_config import build_config, eval_warning, has_examples, require_examples, write_config
+from overbrainer.train.axolotl_config import (
+    DEEPSPEED_FILE,
+    build_config,
+    deepspeed_config,
+    eval_warning,
+    has_examples,
+    require_examples,
+    write_config,
+)
 from overbrainer.train.job import PLUGIN_NAME, install_plugin
 from overbrainer.train.resume import resume_differences
 
@@ -105,10 +113,13 @@ def fill_run_dir(run_dir: Path, project_dir: Path, training: Any, root: str,
     warning = eval_warning(training, has_eval)
     if warning:
         log.warning("%s", warning)
+    deepspeed = deepspeed_config(training)
     try:
+        if deepspeed is not None:
+            atomic_write_bytes(run_dir / DEEPSPEED_FILE, (json.dumps(deepspeed, indent=2) + "\n").encode())
         write_config(run_dir / "axolotl.yaml", config)
     except OSError as e:
-        raise OverbrainerError(f"cannot write {run_dir / 'axolotl.yaml'}: {e.strerror}") from e
+        raise OverbrainerError(f"cannot write the Axolotl config in {run_dir}: {e.strerror}") from e
     return config
 
 

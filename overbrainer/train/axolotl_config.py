@@ -39,6 +39,24 @@ TYPED_KEYS = (
     "lr_scheduler", "sample_packing", "evals_per_epoch", "saves_per_epoch", "merge", "hub_model_id",
 )
 
+# `[training] distributed`, on Axolotl's own keys: `fsdp_version`/`fsdp_config` (FSDP2, the wrapped
+# layers taken from the model's own no-split modules), or `deepspeed` naming a ZeRO config the run
+# ships (DEEPSPEED_FILE, its "auto" values filled by the trainer from the Axolotl config). "ddp" adds
+# no key: one process per GPU replicates the model, as Axolotl's launcher and torchrun do anyway.
+DEEPSPEED_FILE = "deepspeed.json"
+FSDP_CONFIG = {"auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "state_dict_type": "FULL_STATE_DICT",
+               "reshard_after_forward": True, "offload_params": False, "cpu_ram_efficient_loading": True}
+_AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+         "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
+         "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}}
+ZERO: dict[str, dict[str, Any]] = {
+    "deepspeed_zero2": {"zero_optimization": {"stage": 2, "overlap_comm": True, "contiguous_gradients": True}},
+    "deepspeed_zero3": {"zero_optimization": {"stage": 3, "overlap_comm": True, "contiguous_gradients": True,
+                                              "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                                              "stage3_param_persistence_threshold": "auto",
+                                              "stage3_gather_16bit_weights_on_model_save": True}},
+}
+
 # Chat templates of Axolotl 0.19 that render the assistant's `reasoning_content`
 # (overbrainer inserts no <think> tags: the template must render it, or the child never sees it).
 REASONING_TEMPLATES = ("qwen3", "qwen3_5", "exaone4", "gemma4", "gemma4_unified")
@@ -135,11 +153,28 @@ def build_config(training: Training, root: str, has_eval: bool, resume_checkpoin
         config["hub_model_id"] = hub_model_id
     if resume_checkpoint:
         config["resume_from_checkpoint"] = resume_checkpoint
+    config.update(distributed_keys(training, root))
     merged = deep_merge(config, extra)
     if not has_eval:
         for key in ("eval_steps", "eval_strategy"):
             merged.pop(key, None)
     return merged
+
+
+def distributed_keys(training: Training, root: str) -> dict[str, Any]:
+    """The Axolotl keys of `[training] distributed` (none when unset or "ddp")."""
+    kind = getattr(training, "distributed", None)
+    if kind == "fsdp":
+        return {"fsdp_version": 2, "fsdp_config": dict(FSDP_CONFIG)}
+    if kind in ZERO:
+        return {"deepspeed": f"{root.rstrip('/')}/{DEEPSPEED_FILE}"}
+    return {}
+
+
+def deepspeed_config(training: Training) -> dict[str, Any] | None:
+    """The DeepSpeed config the run ships as DEEPSPEED_FILE (None unless `distributed` is ZeRO)."""
+    zero = ZERO.get(getattr(training, "distributed", None) or "")
+    return None if zero is None else {**copy.deepcopy(zero), **copy.deepcopy(_AUTO)}
 
 
 def _core_keys(training: Training, base_model: str, root: str) -> dict[str, Any]:

@@ -139,6 +139,26 @@ def test_the_plan_of_a_run_that_trains_on_runpod_bounds_the_pod(project, fake_pr
     _nothing_sent(fake_provider)
 
 
+def test_the_plan_of_a_cluster_bounds_every_pod_of_it(project, fake_provider, fake_runpod, cli):
+    project.write(topics=1, subtopics=1, questions=1)
+    toml = project.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text() + "\n".join([
+        "[training]", 'target = "gpu"', 'base_model = "Qwen/Qwen3-0.6B"', 'adapter = "lora"', "",
+        "[targets.gpu]", 'kind = "runpod"', f'gpu_types = ["{RTX4090}"]', "max_hours = 6", "nodes = 4",
+        "gpu_count = 2", ""]))
+    env = {**project.env, "OVERBRAINER_RUNPOD__BASE_URL": fake_runpod.url,
+           "OVERBRAINER_RUNPOD__API_KEY": fake_runpod.account_key}
+    fake_provider.models = dict(PRICES)
+    train = _json(cli(["-C", project.dir, "--json", "run", "--plan"], env=env))[-2]
+    price = fake_runpod.gpus[RTX4090].secure_price
+    assert train["rate_per_hour"] == pytest.approx(price * 2 * 4)  # 4 pods of 2 GPUs
+    assert train["cost_max_usd"] == pytest.approx(round(price * 2 * 4 * 6, 4))
+    [read] = [c for c in fake_runpod.calls if c.path == "/catalog/gpus"]
+    assert read.query["product"] == "CLUSTER" and [c.method for c in fake_runpod.calls] == ["GET"]
+    r = cli(["-C", project.dir, "run", "--plan"], env=env)
+    assert f"{RTX4090} × 2 × 4 pods at ${price * 8:.2f}/h; no expected cost; at most ${price * 48:.2f}" in r.stdout
+
+
 def test_the_second_runs_plan_expects_its_cost_within_a_quarter(project, fake_provider, cli):
     """A project run once on realistic replies, its counts raised: the plan's expected cost (from
     this project's history) is within 25% of what the second run records."""

@@ -194,3 +194,21 @@ def test_train_warns_of_orphan_pods_deletes_none_and_prints_the_price_before_cre
     assert fake.pod(pod["pod_id"]).status == "RUNNING"
     assert ": NVIDIA RTX A6000 × 1 at $0.49/h, max $0.49 over max_hours = 1" in r.stderr, r.stderr
     assert p.run("pod", "rm", rid).returncode == 0
+
+
+def test_pod_ls_shows_a_cluster_as_one_row_and_pod_rm_ends_it_with_its_members(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake)
+    body = {"name": "overbrainer-lost-1", "type": "TRAINING", "image": "img",
+            "compute": {"gpuTypeId": RTX4090, "gpuCountPerPod": 1, "podCount": 2}}
+    made = requests.post(f"{fake.url}/clusters", json=body, headers=HEADERS(fake), timeout=10)
+    assert made.status_code == 201, made.text
+    cluster = made.json()["id"]
+    r, doc = jrun(p, "pod", "ls")
+    assert r.returncode == 0, r.stderr
+    [row] = doc["pods"]  # one row: the cluster, never its members
+    assert row["pod_id"] == cluster and row["run"] == "lost" and row["gpu"] == f"{RTX4090} x1, 2 pods"
+    assert row["note"].startswith("not in this project's runs/")
+    r = p.run("pod", "rm", "lost", "--force")
+    assert r.returncode == 0, r.stderr
+    assert f"pod: {cluster} deleted" in r.stdout
+    assert fake.clusters() == [] and fake.billing() == []

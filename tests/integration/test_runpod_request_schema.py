@@ -22,6 +22,7 @@ from overbrainer.config.model import SERVE_IMAGES, RunpodTarget
 from overbrainer.front.interrupt import Flag
 from overbrainer.runpod import errors as E
 from overbrainer.runpod.api import RunpodClient
+from overbrainer.runpod.cluster import start_cluster
 from overbrainer.runpod.errors import NoTypePlaced
 from overbrainer.runpod.provision import PodPlace, start_pod
 from overbrainer.runpod.waits import Timing
@@ -62,6 +63,16 @@ def _walk(fake, tmp_path, name: str, keep: bool = False, place: dict | None = No
                       flag=Flag(threading.Event()), timing=Timing.default())
 
 
+def _walk_cluster(fake, tmp_path, name: str, **target) -> None:
+    """start_cluster over every candidate; each cluster create answers the capacity 400."""
+    fake.no_capacity = set(fake.gpus)
+    with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
+        with pytest.raises(NoTypePlaced):
+            start_cluster(client, RunpodTarget(name="pods", kind="runpod", max_hours=2.0, nodes=2, **target),
+                          PodPlace(name, tmp_path / "runs" / name, "/workspace/overbrainer", client.base_url),
+                          flag=Flag(threading.Event()), timing=Timing.default())
+
+
 def _client_calls(fake) -> None:
     """The client's own body-carrying calls besides the create: the secret calls."""
     with RunpodClient(fake.url, fake.account_key, sleep=lambda s: None) as client:
@@ -81,6 +92,10 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
     _walk(fake_runpod, tmp_path, "kept", keep=True, gpu_types=[RTX4090])
     _walk(fake_runpod, tmp_path, "served", gpu_types=[RTX4090], image=SERVE_IMAGES["vllm"],
           place={"ports": ("22/tcp", "8000/http"), "own_entrypoint": True})
+    _walk_cluster(fake_runpod, tmp_path, "c0", gpu_types=[RTX4090, A6000], gpu_count=2, max_cost_usd=9.0)
+    _walk_cluster(fake_runpod, tmp_path, "c1", gpu_types="auto", data_center_ids="auto", min_vram_gb=20)
+    _walk_cluster(fake_runpod, tmp_path, "c2", gpu_types=[A6000], network_volume_id="vol1abc",
+                  data_center_ids=["EU-RO-1"])
     _client_calls(fake_runpod)
 
     checked: dict[str, int] = {}
@@ -94,8 +109,12 @@ def test_every_body_the_client_sends_is_one_runpod_accepts(fake_runpod, recorded
         checked[key] = checked.get(key, 0) + 1
     # every kind of body the client sends was sent and checked: the walks' creates, the secret calls
     creates = [body for method, path, _, body in recorded if (method, path) == ("POST", "/pods")]
-    assert checked == {"POST /pods": len(creates), "POST /account/secrets": 7 + 2,
-                       "PATCH /account/secrets/[^/]+": 2}
+    clusters = [body for method, path, _, body in recorded if (method, path) == ("POST", "/clusters")]
+    assert checked == {"POST /pods": len(creates), "POST /account/secrets": 7 + 3 + 2,
+                       "PATCH /account/secrets/[^/]+": 2, "POST /clusters": len(clusters)}
+    assert len(clusters) >= 4 and {b["compute"]["gpuCountPerPod"] for b in clusters} == {1, 2}
+    assert all(b["type"] == "TRAINING" and b["compute"]["podCount"] == 2 and "gpu" not in b for b in clusters)
+    assert any(b.get("mounts") for b in clusters)
     assert len(creates) >= 7
     for call in fake_runpod.calls:
         params = runpod_schema.query_schema(call.method, call.path)

@@ -12,6 +12,7 @@ import signal
 import pytest
 
 from tests.fixtures.runpod import pod_action
+from tests.integration.test_runpod_fake_pods import workspace
 from tests.integration.test_runs_support import make_project
 from tests.fixtures.timescale import scale, scaled_env
 
@@ -410,3 +411,100 @@ def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl
         finally:
             if p.pod_json(rid)["state"] != "deleted":
                 client.delete_pod(pod["pod_id"])
+
+
+def test_a_run_on_a_cluster_trains_on_every_node_and_deletes_the_whole_cluster(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types='["NVIDIA A100 80GB PCIe"]', nodes="2")
+    r = p.run("train", timeout=180)
+    assert r.returncode == 0, r.stderr
+    [rid] = p.run_ids()
+    assert p.record(rid)["state"] == "succeeded"
+    assert (p.runs / rid / "output" / "adapter_model.safetensors").is_file()  # from rank 0
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["nodes"] == 2 and len(pod["members"]) == 2
+    assert pod["pod_id"] == pod["members"][0]["pod_id"] and pod["deleted_by"] in RETRIEVED_BY
+    # one torchrun per node, each with its rank and the primary's rendezvous address
+    runs = sorted((fake_axolotl.bin_dir / "torchrun.log").read_text().splitlines())
+    assert [line.split()[:2] for line in runs] == [["0", "10.65.0.2:29500"], ["1", "10.65.0.2:29500"]]
+    assert all(line.endswith("--nnodes 2 --nproc_per_node 1 --rdzv_backend static -m axolotl.cli.train axolotl.yaml")
+               for line in runs)
+    assert len(fake.calls_to("POST", "/clusters")) == 1 and fake.calls_to("POST", "/pods") == []
+    assert fake.clusters() == [] and fake.secrets == {}
+    assert not (p.runs / rid / "ssh" / "id_ed25519").exists()
+
+
+def test_a_member_lost_mid_run_fails_the_run_naming_it_and_deletes_the_whole_cluster(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types='["NVIDIA A100 80GB PCIe"]', nodes="2")
+    fake_axolotl.set_mode("slow")
+    proc, rid, _ = _started(p)
+    lost = p.pod_json(rid)["members"][1]["pod_id"]
+    fake.pods.crash(fake.pod(lost))  # rank 1's machine fails
+    out, err = _ended(proc)
+    assert proc.returncode == 1, err
+    message = f"member {lost} (rank 1) is EXITED: the cluster was deleted"
+    assert message in err
+    assert p.record(rid)["state"] == "failed" and p.record(rid)["message"] == message
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and fake.clusters() == [] and fake.billing() == []
+
+
+A100 = "NVIDIA A100 80GB PCIe"
+
+
+@pytest.mark.parametrize("step,sig,code", [("create", signal.SIGINT, 130), ("members", signal.SIGTERM, 143),
+                                           ("members", signal.SIGHUP, 129)])
+def test_a_signal_while_a_cluster_comes_up_leaves_no_cluster(tmp_path, fake_axolotl, fake, step, sig, code):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types=f'["{A100}"]', nodes="2")
+    procs, seen = [], []
+
+    def hook(method, path, body):
+        hit = {"create": method == "POST" and path == "/clusters",
+               "members": method == "GET" and path.startswith("/clusters/") and path.endswith("/pods")}[step]
+        if hit and not seen and procs:
+            seen.append(path)
+            procs[0].send_signal(sig)
+    fake.on_request = hook
+    procs.append(p.popen("train"))
+    out, err = _ended(procs[0])
+    assert seen and procs[0].returncode == code, err
+    [rid] = p.run_ids()
+    pod = p.pod_json(rid)
+    assert pod["state"] == "deleted" and pod["deleted_by"] == "client" and pod["cluster_id"]
+    assert [c.path for c in fake.calls_to("DELETE", r"/clusters/.*")] == [f"/clusters/{pod['cluster_id']}"]
+    assert fake.clusters() == [] and fake.billing() == [] and fake.secrets == {}
+
+
+def test_a_killed_client_leaves_the_cluster_to_its_members_watchdogs(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types=f'["{A100}"]', nodes="2", max_hours="0.0025")
+    fake_axolotl.set_mode("slow")
+    proc, rid, _ = _started(p)
+    proc.kill()  # kill -9 mid-training: no release, no delete by the client
+    _ended(proc)
+    p.wait_for(lambda: fake.clusters() == [], timeout=60, what="a member's watchdog to delete the cluster")
+    deletes = [c for c in fake.calls_to("DELETE") if c.path.startswith("/clusters/")]
+    # the first by a member's own key: its watchdog (the deleting member dies with its cluster before
+    # the answer; another member's key, its pod deleted, is then unknown); none by the client
+    assert deletes[0].key == "pod" and {c.key for c in deletes} <= {"pod", "unknown"}, deletes
+    assert fake.billing() == [] and p.pod_json(rid)["state"] == "running"  # the client never saw it
+
+
+def test_cancel_after_a_detach_reaches_every_member_again_and_ends_the_cluster(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types=f'["{A100}"]', nodes="2")
+    fake_axolotl.set_mode("slow")
+    proc, rid, _ = _started(p)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while following: the job goes on, the watchdogs own the cluster
+    _ended(proc)
+    assert p.record(rid)["state"] == "running" and len(fake.clusters()) == 1
+    members = p.pod_json(rid)["members"]
+    stopped = []
+
+    def hook(method, path, body):  # what each member shows when the cluster's DELETE comes
+        if method == "DELETE" and path.startswith("/clusters/") and not stopped:
+            stopped.extend((workspace(fake, m["pod_id"]) / "overbrainer" / rid / "cancelled").exists()
+                           for m in members)
+    fake.on_request = hook
+    r = p.run("train", "cancel", rid, timeout=60)  # reconnects to every member, stops the job on each
+    assert r.returncode == 0, r.stderr
+    assert p.record(rid)["state"] == "cancelled" and stopped == [True, True]
+    p.wait_for(lambda: fake.clusters() == [], timeout=30, what="the cluster to be deleted")
+    assert p.pod_json(rid)["state"] == "deleted" and fake.billing() == []

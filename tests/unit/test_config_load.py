@@ -195,6 +195,7 @@ def test_embedder_must_speak_openai():
     ('sample_packing = "yes"', "training.sample_packing: expected a boolean (true or false)"),
     ('optimizer = ""', "training.optimizer: must not be empty"),
     ('num_epochs = 2', "unknown field `training.num_epochs`: did you mean `epochs`?"),
+    ('distributed = "zero2"', "training.distributed: expected one of ddp, fsdp, deepspeed_zero2, deepspeed_zero3"),
 ])
 def test_training_rule(snippet, expected):
     text = BASE + TRAINING.replace('adapter = "qlora"', f'adapter = "qlora"\n{snippet}')
@@ -222,6 +223,17 @@ def test_axolotl_extra_rules():
     assert "training.axolotl_extra.datasets: managed by overbrainer, it cannot be set" in p
     assert "training.axolotl_extra.save_only_model: true is refused: a stopped run could not be resumed" in p
     assert load(BASE + TRAINING + "\n[training.axolotl_extra]\nsave_only_model = false\n")
+
+
+def test_distributed_and_the_axolotl_keys_it_writes():
+    t = load(BASE + TRAINING.replace('adapter = "qlora"', 'adapter = "qlora"\ndistributed = "fsdp"')).training
+    assert t.distributed == "fsdp"
+    assert load(BASE + TRAINING).training.distributed is None
+    extra = "\n[training.axolotl_extra]\ndeepspeed = \"zero1.json\"\n[training.axolotl_extra.fsdp_config]\nx = 1\n"
+    p = problems(BASE + TRAINING.replace('adapter = "qlora"', 'adapter = "qlora"\ndistributed = "ddp"') + extra)
+    assert 'training.axolotl_extra.deepspeed: set by training.distributed = "ddp": remove it' in p
+    assert 'training.axolotl_extra.fsdp_config: set by training.distributed = "ddp": remove it' in p
+    assert load(BASE + TRAINING + extra).training.axolotl_extra["deepspeed"] == "zero1.json"  # without it: free
 
 
 def test_hub_model_id_is_deprecated_but_loads(caplog):
@@ -259,7 +271,10 @@ max_volume_gb = 200
     assert isinstance(gpu, RunpodTarget) and gpu.gpu_types == ["NVIDIA A40", "NVIDIA L40S"]
     assert (gpu.gpu_count, gpu.container_disk_gb, gpu.boot_grace_minutes, gpu.retrieve_grace_minutes) == (1, 50, 30, 60)
     assert gpu.venv == "/workspace/axolotl-venv" and gpu.max_cost_usd == 20.0
+    assert gpu.nodes == 1 and not gpu.cluster
     assert c.target("gpu") is gpu
+    nodes = load(text.replace("max_hours = 6", "max_hours = 6\nnodes = 2"), {"OVERBRAINER_TARGETS__BOX__HOST": "b"})
+    assert nodes.targets["gpu"].nodes == 2 and nodes.targets["gpu"].cluster
     with pytest.raises(OverbrainerError, match="unknown target `nope`"):
         c.target("nope")
 
@@ -286,6 +301,9 @@ max_volume_gb = 200
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nmax_price_per_hour = 0', "targets.t.max_price_per_hour: must be greater than 0"),
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nmax_cost_usd = -1', "targets.t.max_cost_usd: must be greater than 0"),
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\ngpu_count = 0', "targets.t.gpu_count: must be at least 1"),
+    ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nnodes = 0', "targets.t.nodes: must be at least 1"),
+    ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nnodes = 251',
+     "targets.t.nodes: must be at most 250: an Instant Cluster holds 2 to 250 pods (Runpod's podCount)"),
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\ncontainer_disk_gb = 10', "targets.t.container_disk_gb: must be at least 20"),
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nboot_grace_minutes = 4', "targets.t.boot_grace_minutes: must be at least 5"),
     ('kind = "runpod"\ngpu_types = "auto"\nmax_hours = 1\nretrieve_grace_minutes = 0', "targets.t.retrieve_grace_minutes: must be at least 1"),

@@ -138,3 +138,13 @@ def test_a_real_sshd_with_the_run_host_key_is_reached_and_any_other_host_key_ref
         assert refused.returncode == 255 and "Host key verification failed" in refused.stderr
     finally:
         server.stop()
+
+
+def test_a_clusters_members_each_have_their_own_host_in_the_config(keys):
+    primary, second = PodEndpoint("203.0.113.5", 22001, "root"), PodEndpoint("203.0.113.9", 22007, "root")
+    config = paramiko.SSHConfig.from_path(str(keys.write_config(primary, [second])))
+    one, two = config.lookup(keys.alias), config.lookup(keys.member_alias(1))
+    assert (one["hostname"], one["port"]) == ("203.0.113.5", "22001")  # `pod ssh`: the primary
+    assert (two["hostname"], two["port"]) == ("203.0.113.9", "22007")
+    assert one["hostkeyalias"] == two["hostkeyalias"] == keys.alias  # one pinned host key for all members
+    assert keys.member_alias(0) == keys.alias and keys.member_alias(1) == f"{keys.alias}-r1"

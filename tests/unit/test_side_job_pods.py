@@ -27,13 +27,15 @@ def test_the_vram_floor_is_ceil_of_1_2_times_the_bytes_plus_2_gb():
 def test_a_side_pod_takes_max_hours_the_image_and_a_floor_only_for_auto_without_min_vram():
     auto = RunpodTarget(name="gpu", kind="runpod", gpu_types="auto", max_hours=6)
     assert pod.settings(auto, 0.5, image="img:1", model_bytes=5_000_000_000) == {
-        "max_hours": 0.5, "image": "img:1", "min_vram_gb": 8}
-    assert pod.settings(auto, 1.0, model_bytes=None) == {"max_hours": 1.0}  # size unknown: no floor
+        "max_hours": 0.5, "nodes": 1, "image": "img:1", "min_vram_gb": 8}
+    assert pod.settings(auto, 1.0, model_bytes=None) == {"max_hours": 1.0, "nodes": 1}  # size unknown: no floor
     listed = RunpodTarget(name="gpu", kind="runpod", gpu_types=["NVIDIA A40"], max_hours=6)
-    assert pod.settings(listed, 1.0, model_bytes=5_000_000_000) == {"max_hours": 1.0}
+    assert pod.settings(listed, 1.0, model_bytes=5_000_000_000) == {"max_hours": 1.0, "nodes": 1}
     floor = RunpodTarget(name="gpu", kind="runpod", gpu_types="auto", max_hours=6, min_vram_gb=24)
-    assert not pod.needs_floor(floor) and pod.settings(floor, 1.0, model_bytes=9e9) == {"max_hours": 1.0}
+    assert not pod.needs_floor(floor) and pod.settings(floor, 1.0, model_bytes=9e9) == {"max_hours": 1.0, "nodes": 1}
     assert pod.settings(LocalTarget(name="here", kind="local"), 1.0, image="x", model_bytes=9e9) == {}
+    cluster = RunpodTarget(name="gpu", kind="runpod", gpu_types=["NVIDIA A40"], max_hours=6, nodes=4)
+    assert pod.settings(cluster, 1.0)["nodes"] == 1  # an export or a compare takes one pod, never a cluster
 
 
 def test_a_local_base_models_safetensors_give_its_size_and_no_base_model_warns(tmp_path, caplog):

@@ -311,3 +311,23 @@ def test_resume_refuses_an_unreadable_old_config(tmp_path):
         resume_differences(path, full_example(), has_eval=False)
     with pytest.raises(OverbrainerError, match="cannot read"):
         resume_differences(tmp_path / "none.yaml", full_example(), has_eval=False)
+
+
+@pytest.mark.parametrize("kind,keys", [
+    (None, {}),
+    ("ddp", {}),
+    ("fsdp", {"fsdp_version": 2, "fsdp_config": ac.FSDP_CONFIG}),
+    ("deepspeed_zero2", {"deepspeed": "/workspace/run/deepspeed.json"}),
+    ("deepspeed_zero3", {"deepspeed": "/workspace/run/deepspeed.json"}),
+])
+def test_distributed_maps_onto_axolotls_own_keys(kind, keys):
+    config = ac.build_config(training_ns(distributed=kind), "/workspace/run/", has_eval=False)
+    assert {k: config[k] for k in ("fsdp_version", "fsdp_config", "deepspeed") if k in config} == keys
+    shipped = ac.deepspeed_config(training_ns(distributed=kind))
+    if kind and kind.startswith("deepspeed"):
+        stage = shipped["zero_optimization"]["stage"]
+        assert stage == int(kind[-1]) and shipped["train_micro_batch_size_per_gpu"] == "auto"
+        assert shipped["bf16"] == {"enabled": "auto"}  # the trainer fills "auto" from the Axolotl config
+    else:
+        assert shipped is None
+    assert yaml.safe_load(ac.dump_yaml(config)) == config

@@ -167,3 +167,31 @@ def test_slow_run_keeps_going_until_its_group_is_killed(tmp_path, fake_axolotl):
         os.killpg(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=10) == -signal.SIGTERM
     assert log_steps(run)[:2] == [1, 2] and not (run / "snapshot.json").exists()
+
+
+def test_a_cluster_trains_with_one_torchrun_per_node_and_the_rest_on_the_primary(tmp_path):
+    from overbrainer.config.model import RunpodTarget
+    from overbrainer.jobs.run_record import RunRecord
+    from overbrainer.runs.job_spec import job_spec
+
+    target = RunpodTarget(name="c", kind="runpod", gpu_types=["A100"], max_hours=1, gpu_count=8, nodes=4,
+                          venv="/v")
+    record = RunRecord(id="r1", target="c", created="2026-01-01T00:00:00Z", remote_dir=str(tmp_path), state="running")
+    training = Training(target="c", base_model="m", adapter="lora", merge=True)
+    spec = job_spec(target, record, training, str(tmp_path), {})
+    assert ("/v/bin/torchrun --nnodes 4 --nproc_per_node 8 --rdzv_backend static -m axolotl.cli.train "
+            "axolotl.yaml") in spec.script
+    (tmp_path / "bin").mkdir()
+    for tool in ("torchrun", "axolotl"):  # each says it ran
+        (tmp_path / "bin" / tool).write_text(f'#!/bin/sh\necho {tool} "$@" >> "{tmp_path}/ran"\n')
+        os.chmod(tmp_path / "bin" / tool, 0o755)
+    script = spec.script.replace("/v/bin", str(tmp_path / "bin"))
+    for rank in ("1", "0"):
+        env = {"PATH": os.environ["PATH"], "OVERBRAINER_NODE_RANK": rank}
+        subprocess.run(["sh", "-c", script], cwd=tmp_path, check=True, env=env)
+    assert (tmp_path / "ran").read_text().splitlines() == [
+        "torchrun --nnodes 4 --nproc_per_node 8 --rdzv_backend static -m axolotl.cli.train axolotl.yaml",  # rank 1
+        "torchrun --nnodes 4 --nproc_per_node 8 --rdzv_backend static -m axolotl.cli.train axolotl.yaml",  # rank 0
+        "axolotl merge-lora axolotl.yaml"]  # the primary only
+    stages = [json.loads(line)["name"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert stages == ["train", "train", "merge"]

@@ -294,3 +294,23 @@ def test_plugin_loads_under_python_with_axolotl_and_transformers_stubs(tmp_path)
     assert json.loads(out.stdout) == ["MetricsCallback", "SnapshotCallback"]
     rec = parse_record(metrics.read_text().strip())
     assert rec["loss"] == 2.0 and math.isclose(rec["epoch"], 0.25)
+
+
+def test_a_cpu_run_of_several_processes_loads_its_model_on_the_cpu(plugin):
+    device_map = {"": 1}  # what Axolotl 0.19 gives each process of a multi-process run
+    assert plugin.cpu_device_map(device_map, accelerator=lambda: False) is True
+    assert device_map == {"": "cpu"}  # in place: Axolotl's loader holds this very dict
+    on_gpu = {"": 1}
+    assert plugin.cpu_device_map(on_gpu, accelerator=lambda: True) is False and on_gpu == {"": 1}
+    for unchanged in ("auto", None, {"": "cpu"}, {"": True}):
+        assert plugin.cpu_device_map(unchanged, accelerator=lambda: False) is False
+    broken = SimpleNamespace()  # no device_map attribute: reported, never raised
+    plugin.OverbrainerMetricsPlugin().pre_model_load(broken)
+
+
+def test_a_cpu_run_of_several_processes_trains_as_one_distributed_run(plugin):
+    env = {"WORLD_SIZE": "2"}
+    assert plugin.cpu_distributed(env) is True and env["ACCELERATE_USE_CPU"] == "true"
+    for unchanged in ({"WORLD_SIZE": "1"}, {}, {"WORLD_SIZE": "x"}, {"WORLD_SIZE": "2", "ACCELERATE_USE_CPU": "false"}):
+        before = dict(unchanged)
+        assert plugin.cpu_distributed(unchanged) is False and unchanged == before

@@ -69,6 +69,12 @@
 # `runpodctl pod delete`; all failed → again next tick. Accepted → a GET each tick until Runpod
 # answers 404 or shows it TERMINATED (or the pod list, when this key may read it, lacks it), then
 # exit 0.
+#
+# A member of an Instant Cluster (its pod shows `cluster {id, ...}`) answers 409 to its own
+# DELETE: its watchdog deletes the whole cluster instead (DELETE /clusters/<id>, 2xx or 404 =
+# accepted; gone on the cluster's 404). Every member runs the same rules, so the first limit any
+# member reaches ends every member. The client gives each member max_cost_usd / nodes, the cap
+# counted against that member's own rate.
 
 umask 077
 set +e
@@ -83,6 +89,7 @@ LOG=$POD/watchdog.log
 API=${OVERBRAINER_API_URL:-https://api.runpod.io/v2}
 API=${API%/}
 ID=${RUNPOD_POD_ID:-}
+CLUSTER=  # the cluster this pod is a member of (read by the probe), or none
 KEY=${RUNPOD_API_KEY:-}
 unset RUNPOD_API_KEY
 AGENT="overbrainer-watchdog/${OVERBRAINER_VERSION:-0}"
@@ -182,6 +189,15 @@ note_rate() { # from BODY: the pod's `cost` ($/h) when positive
   put "$POD/rate" "$r"
 }
 
+note_cluster() { # from BODY: the cluster this pod is a member of (its `cluster.id`)
+  c=$(printf '%s\n' "$BODY" | tr -d '\n' \
+    | sed -n 's/.*"cluster"[[:space:]]*:[[:space:]]*{[^}]*"id"[[:space:]]*:[[:space:]]*"\([A-Za-z0-9_-]*\)".*/\1/p' \
+      2>/dev/null | head -n 1)
+  [ -n "$c" ] || return 0
+  CLUSTER=$c
+  log "member of cluster $c: a delete ends the whole cluster"
+}
+
 probe() { # sets VERDICT
   if [ -z "$KEY" ]; then VERDICT="failed missing_key"; return; fi
   case $KEY in *[!A-Za-z0-9_.:+/=-]*) VERDICT="failed bad_key"; return ;; esac
@@ -193,7 +209,7 @@ probe() { # sets VERDICT
     api GET "/pods/$ID"
     log "probe GET $CODE"
     case $CODE in
-      200) note_rate; VERDICT=ready; return ;;
+      200) note_rate; note_cluster; VERDICT=ready; return ;;
       000|404|408|429|5[0-9][0-9]) ;;  # 404: Runpod may not show a pod it has just created
       *) VERDICT="failed http_$CODE"; return ;;
     esac
@@ -208,6 +224,13 @@ probe() { # sets VERDICT
 
 delete_pod() { # reason → 0 when Runpod accepted a delete (or stop)
   log "delete reason=$1"
+  if [ -n "$CLUSTER" ]; then
+    api DELETE "/clusters/$CLUSTER"
+    log "DELETE cluster $CLUSTER $CODE"
+    case $CODE in 200|202|204|404) return 0 ;; esac
+    log "delete failed: trying again next tick"
+    return 1
+  fi
   api DELETE "/pods/$ID"
   log "DELETE $CODE"
   case $CODE in 200|202|204|404) return 0 ;; esac
@@ -326,7 +349,12 @@ status_of() { # from BODY: the pod's `status`
     | sed -n 's/.*"status"[[:space:]]*:[[:space:]]*"\([A-Z_]*\)".*/\1/p' 2>/dev/null | head -n 1
 }
 
-gone() { # after an accepted delete: 0 when Runpod no longer shows this pod
+gone() { # after an accepted delete: 0 when Runpod no longer shows this pod (or its cluster)
+  if [ -n "$CLUSTER" ]; then
+    api GET "/clusters/$CLUSTER"
+    if [ "$CODE" = 404 ]; then log "cluster gone"; return 0; fi
+    return 1
+  fi
   api GET "/pods/$ID"
   if [ "$CODE" = 404 ]; then log "pod gone"; return 0; fi
   if [ "$CODE" = 200 ] && [ "$(status_of)" = TERMINATED ]; then log "pod gone (TERMINATED)"; return 0; fi

@@ -11,6 +11,12 @@ transformers or torch (the unit tests drive its callbacks with plain objects).
   appears (and the step is not the last one) the trainer saves a checkpoint and stops, and
   rank 0 writes `snapshot.json` next to the request file (atomically) as the proof.
 
+* Several processes (torchrun, Axolotl's launcher) on a machine without an accelerator (a CPU
+  run): Axolotl 0.19 loads each process's model with the device map `{"": LOCAL_RANK}`, an
+  accelerator's index; before the model loads, the plugin points that map at the CPU, and sets
+  ACCELERATE_USE_CPU=true (unless set) so that the trainer's Accelerate state is a multi-CPU one:
+  without it transformers sees no distributed run, and each process trains alone.
+
 Nothing here ever raises into the trainer: a failed write is reported once on stderr.
 """
 
@@ -294,3 +300,42 @@ class OverbrainerMetricsPlugin(BasePlugin):  # type: ignore[misc]  # Axolotl's, 
 
     def add_callbacks_post_trainer(self, cfg, trainer):
         return []
+
+    def pre_model_load(self, cfg):
+        try:
+            if cpu_device_map(cfg.device_map):
+                cpu_distributed(os.environ)
+        except Exception as exc:  # noqa: BLE001
+            _warn("pre_model_load", exc)
+
+
+def cpu_distributed(environ) -> bool:
+    """A CPU run of several processes (WORLD_SIZE > 1): ACCELERATE_USE_CPU=true in `environ`
+    unless it is set. Returns whether it set it."""
+    try:
+        world = int(environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return False
+    if world < 2 or "ACCELERATE_USE_CPU" in environ:
+        return False
+    environ["ACCELERATE_USE_CPU"] = "true"
+    return True
+
+
+def cpu_device_map(device_map, accelerator=None):
+    """An accelerator index in `device_map` (a dict, edited in place: Axolotl's loader holds the
+    same object) becomes "cpu" when there is no accelerator (`accelerator()`, default: torch's
+    CUDA). Returns whether it changed anything."""
+    indexes = [k for k, v in (device_map.items() if isinstance(device_map, dict) else ())
+               if isinstance(v, int) and not isinstance(v, bool)]
+    if not indexes:
+        return False
+    if accelerator is None:
+        import torch
+
+        accelerator = torch.cuda.is_available
+    if accelerator():
+        return False
+    for key in indexes:
+        device_map[key] = "cpu"
+    return True
