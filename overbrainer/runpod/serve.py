@@ -52,7 +52,6 @@ from overbrainer.config.model import Serve
 from overbrainer.errors import Interrupted, OverbrainerError
 from overbrainer.front.events import PodStatus, RunWatched
 from overbrainer.runpod import cost, engines
-from overbrainer.runpod.api import RunpodClient
 from overbrainer.runpod.errors import NotReady, RunpodError, SecretExists
 from overbrainer.runpod.gone import look_up, mark_gone
 from overbrainer.runpod.keys import SSH_DIR, RunKeys
@@ -805,10 +804,6 @@ def _reconnect(ctx: Context, record: ServeRecord, key: str, pod: PodRecord, api_
 
 
 # --- the commands' side -----------------------------------------------------------------------------
-
-
-def client_for(config) -> RunpodClient:
-    return RunpodClient.from_config(config)
 
 
 def down(ctx: Context, record: ServeRecord) -> str:
