@@ -21,9 +21,10 @@ The training targets (when `[training]` is set): each target is reached and show
 - `local`, `ssh`: connected (SSH: host key checked), then `axolotl --version` runs where the job
   would run it (runs/preflight.py: the venv's bin/, or the image).
 - `runpod`: the API key reads Runpod's GPU catalog (no pod is created), and the GPU types asked
-  for are in it (offered on Secure Cloud with `gpu_count` GPUs a pod); `"auto"` must find a type
-  that fits the target's limits and is in stock now. The pod's own Axolotl is checked when a run
-  starts, once the pod is up.
+  for are in it (offered on Secure Cloud); `"auto"` must find a type that fits the target's limits
+  and is in stock now. A listed type whose `maxCount` is below `gpu_count` is a shape the API
+  refuses: a configuration error (ShapeRefused, exit 2), not a probe failure. The pod's own
+  Axolotl is checked when a run starts, once the pod is up.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from overbrainer.config.check import show_url
 from overbrainer.config.model import Config
-from overbrainer.errors import OverbrainerError, PersonMustAct
+from overbrainer.errors import ConfigError, OverbrainerError, PersonMustAct
 from overbrainer.jobs.targets import open_executor
 from overbrainer.llm import anthropic_protocol, dialects, meanings, openai_protocol
 from overbrainer.llm.errors import LlmError
@@ -199,6 +200,11 @@ def _send(channel, path: str, body: dict, headers: dict, provider, dialect, expl
 # --- The training targets.
 
 
+class ShapeRefused(ConfigError):
+    """A target asks for a pod or cluster shape Runpod's catalog says the API refuses (more GPUs
+    a pod than a type's `maxCount`): `config check` exits 2 naming the key, as for any bad key."""
+
+
 @dataclass
 class TargetProbe:
     target: str
@@ -206,6 +212,7 @@ class TargetProbe:
     ok: bool
     detail: str
     act: bool = False  # failed with a refusal only a person can fix (errors.PersonMustAct)
+    refused: bool = False  # a shape Runpod's API refuses (ShapeRefused): a configuration error
 
     def line(self) -> str:
         return f"probe target {self.target} ({self.kind}) {'ok' if self.ok else 'FAILED'}: {self.detail}"
@@ -224,7 +231,9 @@ def probe_targets(config) -> list[TargetProbe]:
 def _probe(config, name: str, target) -> TargetProbe:
     kind = target.kind
     try:
-        detail = _runpod(config, target) if kind == "runpod" else _runs_axolotl(config, name, target)
+        detail = _runpod(config, name, target) if kind == "runpod" else _runs_axolotl(config, name, target)
+    except ShapeRefused as e:
+        return TargetProbe(name, kind, False, str(e), refused=True)
     except OverbrainerError as e:
         return TargetProbe(name, kind, False, str(e).removeprefix(f"target `{name}`: "), isinstance(e, PersonMustAct))
     return TargetProbe(name, kind, True, detail)
@@ -239,24 +248,34 @@ def _runs_axolotl(config, name: str, target) -> str:
             executor.close()
 
 
-def _runpod(config, target) -> str:
+def _runpod(config, name: str, target) -> str:
+    wanted = catalog.Wanted.of(target)
     with RunpodClient.from_config(config, attempts=1) as client:
         types = client.gpu_types(target.gpu_count, cluster=target.cluster)
-    wanted = catalog.Wanted.of(target)
+        by_id = {g.id: g for g in types}
+        missing = [] if wanted.gpu_types == catalog.AUTO else [n for n in wanted.gpu_types if n not in by_id]
+        # A listing scoped to gpu_count may leave out a type whose ceiling is below it: read the
+        # ceilings (one GPU a pod) to tell a shape the API refuses from a type it does not have.
+        ceilings = ({g.id: g for g in client.gpu_types(1, cluster=target.cluster)}
+                    if missing and wanted.gpu_count > 1 else {})
     if wanted.gpu_types == catalog.AUTO:
         picked = catalog.pick(wanted, types)  # NotInStock says why nothing fits
         return f"the API key reads the GPU catalog; gpu_types = \"auto\" would try {_names(c.gpu_type for c in picked)}"
-    by_id = {g.id: g for g in types}
+    refused = [g for g in (by_id.get(n) or ceilings.get(n) for n in wanted.gpu_types)
+               if g is not None and 0 < g.max_count < wanted.gpu_count]
+    if refused:
+        limits = ", ".join(f"{g.max_count} of `{g.id}`" for g in refused)
+        per = "per pod of a cluster" if target.cluster else "per pod"
+        raise ShapeRefused(f"targets.{name}.gpu_count = {wanted.gpu_count}: Runpod's catalog allows at most "
+                           f"{limits} {per} (maxCount): lower gpu_count or change "
+                           f"targets.{name}.gpu_types")
     problems = []
-    for name in wanted.gpu_types:
-        gpu = by_id.get(name)
+    for gpu_name in wanted.gpu_types:
+        gpu = by_id.get(gpu_name)
         if gpu is None:
-            problems.append(f"`{name}` is not in Runpod's GPU catalog")
+            problems.append(f"`{gpu_name}` is not in Runpod's GPU catalog")
         elif not gpu.secure or gpu.price_per_hour is None:
-            problems.append(f"`{name}` is not offered on Secure Cloud")
-        elif gpu.max_count < wanted.gpu_count:
-            problems.append(f"`{name}` comes with at most {gpu.max_count} GPUs a pod "
-                            f"(gpu_count = {wanted.gpu_count})")
+            problems.append(f"`{gpu_name}` is not offered on Secure Cloud")
     if problems:
         raise OverbrainerError("; ".join(problems) + ": `overbrainer pod gpus` lists the GPU types")
     stocked = [n for n in wanted.gpu_types if by_id[n].in_stock]

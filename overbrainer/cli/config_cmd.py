@@ -31,9 +31,10 @@ def config() -> None:
 def check(app: AppContext, resolve: bool, probe: bool) -> None:
     """Print the resolved configuration, one `key = value` line per key (secrets as ***).
 
-    Exits 2 when a role's provider has no URL or the parent cannot return the reasoning asked
-    for; 1 when a secret cannot be resolved or a probe fails (one line each, naming the provider
-    or target and what to fix)."""
+    Exits 2 when a role's provider has no URL, the parent cannot return the reasoning asked for
+    or (--probe) a Runpod target asks for more GPUs a pod than its GPU type allows; 1 when a
+    secret cannot be resolved or a probe fails (one line each, naming the provider or target
+    and what to fix)."""
     if resolve or probe:
         app.start_work()  # a vault or a provider is asked: it may log (retries), take a while
     with app.open_project(write=False) as cfg:
@@ -42,9 +43,11 @@ def check(app: AppContext, resolve: bool, probe: bool) -> None:
         if not app.json_mode:
             app.report(show.text(cfg, price_db.describe), data)
         failure = _resolve(app, cfg, data) if resolve else None
+        refused: list[str] = []
         if probe:
-            failure = _probe(app, cfg, data) or failure
-        problems = ready.problems(cfg) + _unpriced(cfg) + _prompt_problems(app.project_dir)
+            probe_failure, refused = _probe(app, cfg, data)
+            failure = probe_failure or failure
+        problems = ready.problems(cfg) + _unpriced(cfg) + _prompt_problems(app.project_dir) + refused
         if cfg.pipeline.decontaminate:
             problems += benchmarks.problems(app.project_dir, cfg.pipeline.decontaminate)
         data["problems"] = problems
@@ -98,7 +101,9 @@ def _resolve(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
     return failure
 
 
-def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
+def _probe(app: AppContext, cfg, data: dict) -> tuple[OverbrainerError | None, list[str]]:
+    """The probes' failure (None: none failed) and the shapes Runpod refuses (configuration
+    problems: exit 2, one line each naming the key)."""
     # lazy: --probe only: the HTTP and SSH stacks
     from overbrainer.checks.probe import probe, probe_targets
 
@@ -112,10 +117,12 @@ def _probe(app: AppContext, cfg, data: dict) -> OverbrainerError | None:
             app.report(r.line(), r.to_dict())
         if cfg.training is None:
             app.report("probe targets: none probed (no [training] section)", {"probe_targets": []})
-    failed = [r.role for r in results if not r.ok] + [f"target {t.target}" for t in targets if not t.ok]
+    refused = [t.detail for t in targets if t.refused]
+    failed = [r.role for r in results if not r.ok] + [f"target {t.target}" for t in targets
+                                                      if not t.ok and not t.refused]
     if failed:
         # A refused key or spent credit among the failures: a person must act, whatever else failed.
         act = any(not r.ok and r.act for r in results) or any(not t.ok and t.act for t in targets)
         kind = PersonMustAct if act else OverbrainerError
-        return kind(f"probe failed for {', '.join(failed)}: see the lines above")
-    return None
+        return kind(f"probe failed for {', '.join(failed)}: see the lines above"), refused
+    return None, refused

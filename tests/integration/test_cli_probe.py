@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from tests.fixtures.provider import Fault
+from tests.fixtures.runpod_server import Fault as RunpodFault
 from tests.integration.test_runs_support import make_project
 
 KEY_VAR = "OVERBRAINER_PROVIDERS__FAKE__API_KEY"
@@ -129,3 +130,36 @@ def test_a_runpod_target_needs_a_working_key_and_listed_gpu_types(tmp_path, fake
     assert ("probe target gpu (runpod) ok: the API key reads the GPU catalog; every GPU type asked for is offered "
             "(in stock now: NVIDIA GeForce RTX 4090)") in r.stdout.splitlines()
     assert [c.path for c in fake_runpod.calls] == ["/catalog/gpus"] * 3  # nothing rented
+
+
+def test_a_cluster_shape_the_catalog_refuses_is_a_configuration_error(tmp_path, fake_axolotl, fake_provider,
+                                                                       fake_runpod, cli):
+    """More GPUs a pod than the type's `maxCount` is a key to fix (exit 2, one line naming it and
+    the limit), whether the catalog scoped to `gpu_count` lists the type or leaves it out; a
+    catalog that cannot be reached stays a probe failure (exit 1)."""
+    p = make_project(tmp_path, fake_axolotl)
+    toml = p.dir / "overbrainer.toml"
+    toml.write_text(toml.read_text() + '\n[targets.big]\nkind = "runpod"\nmax_hours = 1\nnodes = 2\n'
+                    'gpu_count = 8\ngpu_types = ["NVIDIA RTX A6000"]\n')
+    env = {**p.env, "OVERBRAINER_PROVIDERS__FAKE__BASE_URL": fake_provider.url,
+           "OVERBRAINER_RUNPOD__BASE_URL": fake_runpod.url, "OVERBRAINER_RUNPOD__API_KEY": fake_runpod.account_key}
+    fake_runpod.gpus["NVIDIA RTX A6000"].max_count = 4
+    refused = ("targets.big.gpu_count = 8: Runpod's catalog allows at most 4 of `NVIDIA RTX A6000` per pod of a "
+               "cluster (maxCount): lower gpu_count or change targets.big.gpu_types")
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"probe target big (runpod) FAILED: {refused}" in r.stdout.splitlines()
+    assert r.stderr.strip().splitlines()[-1] == f"error: {refused}"
+    scoped, ceilings = (c.query for c in fake_runpod.calls_to("GET", "/catalog/gpus"))
+    assert (scoped["product"], scoped["count"], ceilings["product"], ceilings["count"]) == \
+        ("CLUSTER", "8", "CLUSTER", "1")  # the listing for 8 a pod left the type out: its ceiling read for 1
+
+    fake_runpod.inject(RunpodFault(503, "GET", "/catalog/gpus"))  # the catalog cannot be reached: try again later
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "error: probe failed for target big: see the lines above"
+
+    toml.write_text(toml.read_text().replace("gpu_count = 8", "gpu_count = 4"))
+    r = cli(["-C", p.dir, "config", "check", "--probe"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not fake_runpod.clusters() and not fake_runpod.billing()  # nothing rented
