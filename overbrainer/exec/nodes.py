@@ -106,10 +106,10 @@ class NodeLost(OverbrainerError):
 
 class NodesExecutor(Executor):
     """Several nodes seen as one executor, so that a run's flow drives a cluster as it drives one
-    pod: `upload`, `claim`, `spawn` (`spawn_all`) and `cancel` (`cancel_all`) act on every node;
-    `status` is the job's as a whole (`verdict`: running while every node runs, the failing node's
-    state once one fails, the primary's once all exited 0); everything that reads (the log, the
-    metrics, the results) reads the primary, where rank 0 writes. `lost()` (optional: the cluster
+    pod: `upload`, `claim`, `put_file`, `spawn` (`spawn_all`) and `cancel` (`cancel_all`) act on
+    every node; `status` is the job's as a whole (`verdict`: running while every node runs, the
+    failing node's state once one fails, the primary's once all exited 0); everything that reads
+    (the log, the metrics, the results) reads the primary, where rank 0 writes. `lost()` (optional: the cluster
     seen through the API, runpod.cluster.members_lost) is asked at a `status` at most once every
     `lost_every` seconds, and at once when a node cannot be reached: a member lost raises
     NodeLost with its reason.
@@ -197,4 +197,7 @@ class NodesExecutor(Executor):
         return self.primary.probe(script, timeout)
 
     def put_file(self, path: str, content: bytes | str) -> None:
-        self.primary.put_file(path, content)
+        """On every node, the primary first: a run's requests (`train stop`'s snapshot.request,
+        the cost cap's files, the retrieved marker) are each node's job's and watchdog's to see."""
+        for node in self.nodes:
+            node.executor.put_file(path, content)

@@ -508,3 +508,42 @@ def test_cancel_after_a_detach_reaches_every_member_again_and_ends_the_cluster(t
     assert p.record(rid)["state"] == "cancelled" and stopped == [True, True]
     p.wait_for(lambda: fake.clusters() == [], timeout=30, what="the cluster to be deleted")
     assert p.pod_json(rid)["state"] == "deleted" and fake.billing() == []
+
+
+def test_stop_on_a_cluster_stops_every_member_keeps_rank_0s_snapshot_and_resumes(tmp_path, fake_axolotl, fake):
+    p = PodProject(tmp_path, fake_axolotl, fake, gpu_types=f'["{A100}"]', nodes="2")
+    fake_axolotl.set_mode("snapshot")
+    proc, rid, _ = _started(p)
+    proc.send_signal(signal.SIGINT)  # detached: the job goes on, the watchdogs own the cluster
+    _ended(proc)
+    members = p.pod_json(rid)["members"]
+    p.wait_for(lambda: (workspace(fake, members[1]["pod_id"]) / "overbrainer" / rid / "metrics.jsonl").exists(),
+               what="rank 1's job to train")
+    requested, codes = [], []
+
+    def hook(method, path, body):  # what each member shows when the cluster's DELETE comes
+        if method == "DELETE" and path.startswith("/clusters/") and not requested:
+            for m in members:
+                job = workspace(fake, m["pod_id"]) / "overbrainer" / rid
+                requested.append((job / "snapshot.request").exists())
+                codes.append((job / "exit_code").read_text().strip() if (job / "exit_code").exists() else None)
+    fake.on_request = hook
+    s = p.run("train", "stop", rid, timeout=60)
+    assert s.returncode == 0, s.stderr
+    # the stop reached every member, not the primary only, and each job ended by itself (not killed)
+    assert requested == [True, True] and codes == ["0", "0"], (requested, codes)
+    rec = p.record(rid)
+    assert rec["state"] == "stopped", rec
+    step = rec["snapshot"]["step"]
+    assert (p.runs / rid / "output" / f"checkpoint-{step}" / "trainer_state.json").is_file()  # rank 0's
+    assert f"resume with `overbrainer train --resume-from {rid}`" in s.stdout
+    p.wait_for(lambda: fake.clusters() == [], timeout=30, what="the cluster to be deleted")
+    assert p.pod_json(rid)["state"] == "deleted" and fake.billing() == []
+
+    fake.on_request = None
+    fake_axolotl.set_mode("ok")
+    r = p.run("train", "--resume-from", rid, timeout=180)
+    assert r.returncode == 0, r.stderr
+    [new] = [i for i in p.run_ids() if i != rid]
+    assert p.record(new)["resumed_from"] == rid and p.record(new)["state"] == "succeeded"
+    assert fake.clusters() == [] and fake.billing() == []
