@@ -18,7 +18,9 @@ grader too. An online stage says how long it will take at the rate limits known 
 (dataset/rate_limits.py), lowered by the provider's `max_requests_per_minute` /
 `max_tokens_per_minute`, at the pace llm/pacing.py keeps. A role on a served provider brings no
 pod up: its cost is its expected output tokens at the $ per million its earlier serves measured,
-plus a boot, at most its pods' max_hours at their price (runpod/serve_commands.served_cost).
+plus a boot, at most its pods' max_hours at their price (runpod/serve_commands.served_cost). Its
+pods are one set, brought up once per command and kept across its stages: each stage on it says
+their bound, and the total counts a served provider's boot and bound once (`totals`).
 Training, when the command would train: pipeline/plan_train.py.
 """
 
@@ -45,7 +47,7 @@ from overbrainer.pipeline.context import StageContext, role_key
 from overbrainer.pipeline.needs import Need, needs
 from overbrainer.pipeline.plan_train import TrainPlan, after_plans, dearest_pod, train_plan
 from overbrainer.pipeline.questions import topics_without_subtopics
-from overbrainer.runpod.serve_commands import served_cost
+from overbrainer.runpod.serve_commands import ServedCost, served_cost
 from overbrainer.support.fmt import duration
 from overbrainer.support.usage import Usage
 
@@ -78,6 +80,7 @@ class StagePlan:
     sides: tuple[float, float, float, float] | None = None  # answers: online cost, its bound, batch cost, its bound
     minutes: float | None = None  # online: how long at the known rate limits (None: none known)
     limits: dict[str, float] | None = None  # those limits, a minute's by kind
+    served: ServedCost | None = None  # a role on a served provider: its pods (boot and bound), one set a command
 
     def line(self) -> str:
         n = self.need
@@ -96,8 +99,10 @@ class StagePlan:
         tokens = f"expected tokens {self.input_tokens} in, {self.output_tokens} out ({basis})"
         if self.unpriced:
             return f"{head}; {tokens}; cost unknown ({self.unpriced}){self._duration()}{_held(n)}"
+        bound = (f"the pods of provider {self.served.provider}, counted once in the total whatever stages "
+                 "use them" if self.served is not None else f"at max_tokens {self.max_tokens}")
         return (f"{head}; {tokens}, ${self.cost:.4f}; at most ${self.cost_max:.4f} "
-                f"(at max_tokens {self.max_tokens}){self._sides()}; price from {self.price_source}"
+                f"({bound}){self._sides()}; price from {self.price_source}"
                 f"{self._duration()}{_held(n)}")
 
     def _duration(self) -> str:
@@ -121,7 +126,7 @@ class StagePlan:
                 "cost_usd": _rounded(self.cost), "cost_max_usd": _rounded(self.cost_max),
                 "price_known": self.unpriced is None, "price_source": self.price_source, "held": n.held,
                 **self._sides_data(), "minutes": None if self.minutes is None else round(self.minutes, 2),
-                "rate_limits": self.limits}
+                "rate_limits": self.limits, **({"served_by": self.served.provider} if self.served else {})}
 
     def _sides_data(self) -> dict[str, Any]:
         if self.sides is None:
@@ -216,7 +221,7 @@ def _served(ctx: StageContext, plan: StagePlan, provider: str) -> None:
             f"served by provider {provider}: the price of its pods is unknown (Runpod's catalog)"
         return
     assert sc.per_million is not None  # expected is known
-    plan.cost, plan.cost_max = expected, sc.at_most
+    plan.cost, plan.cost_max, plan.served = expected, sc.at_most, sc
     plan.price_source = (f"the pods of provider {provider}: ${sc.per_million:,.2f} per million output tokens "
                          "measured, plus a boot; at most their max_hours")
 
@@ -289,10 +294,20 @@ def _price(ctx: StageContext, role_name: str) -> tuple[Price | None, str | None]
 
 
 def totals(plans: list[StagePlan], train: TrainPlan | None = None) -> dict[str, Any]:
-    """The total line's figures: unknown parts leave the sums partial (`complete` false)."""
+    """The total line's figures: unknown parts leave the sums partial (`complete` false). A served
+    provider's pods are one set a command brings up once: their boot and bound count once, with
+    the first stage on them."""
     known = [p for p in plans if p.unpriced is None]
-    cost = sum(p.cost or 0.0 for p in known)  # known: priced
-    cost_max = sum(p.cost_max or 0.0 for p in known)
+    cost = cost_max = 0.0
+    pods: set[str] = set()
+    for p in known:  # known: priced
+        cost += p.cost or 0.0
+        if p.served is not None and p.served.provider in pods:
+            cost -= p.served.boot or 0.0
+            continue
+        cost_max += p.cost_max or 0.0
+        if p.served is not None:
+            pods.add(p.served.provider)
     complete = len(known) == len(plans)
     if train is not None:
         cost += train.cost or 0.0

@@ -5,6 +5,7 @@ catalog) is read, and no generation request is sent: the fakes say so."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +210,49 @@ def test_the_plan_says_how_long_the_online_stages_take_at_the_known_rate_limits(
     timed = [o["minutes"] for o in objs if o.get("minutes") is not None and o["stage"] != "total"]
     assert by_stage["total"]["minutes"] == pytest.approx(sum(timed), abs=0.02)
     assert by_stage["total"]["minutes_complete"] is True
+
+
+def test_a_served_providers_pods_count_once_in_the_total_whatever_stages_use_them(project, fake_provider,
+                                                                                   fake_runpod, cli):
+    """The generator and the parent on one served provider: its pods are one set a command brings
+    up once and keeps across its stages, so each stage on it says their bound and the total counts
+    it (and their boot) once; under a cap the plan prices the pods as the command does (no price
+    asked of a served role)."""
+    from overbrainer.runpod.pod_record import PodRecord, PodState
+    from overbrainer.runpod.serve_record import SERVE_JSON, ServeRecord
+    from tests.fixtures.serve import serve_env, serve_toml
+
+    model = "bartowski/SmolLM2-135M-Instruct-GGUF:Q4_K_M"
+    role = {"provider": "rented", "model": model, "max_tokens": 256}
+    project.write(topics=2, subtopics=2, questions=2, generator=role, parent=role)
+    with (project.dir / "overbrainer.toml").open("a") as f:
+        f.write("\n" + serve_toml(Path(model), replicas=2, max_hours=3))
+    env = {**project.env, **serve_env(fake_runpod)}
+    # an earlier serve measured the throughput: 2 M output tokens for $1 of pod time, a 6-minute boot
+    serve = ServeRecord(id="s1", provider="rented", model=model, engine="llamacpp", image="img", target="gpu",
+                        replicas=2, gpu_count=1, settings="", nonce="n", created="2026-12-01T00:00:00Z",
+                        state="down", replica_keys=["s1-r1", "s1-r2"], boot_secs=360.0, output_tokens=2_000_000,
+                        serving_usd=1.0)
+    serve_dir = project.dir / ".overbrainer" / "serves" / serve.id
+    for key in serve.replica_keys:
+        PodRecord(key, PodState.DELETED, pod_id=f"p{key}", cost_per_hour=0.69).save(PodRecord.path_in(serve_dir / key))
+    serve.save(serve_dir / SERVE_JSON)
+    price = fake_runpod.gpus[RTX4090].secure_price
+    bound, boot = 2 * 3 * price, 360 / 3600 * 0.69 * 2  # 2 replicas × max_hours × the dearest pod
+    objs = _json(cli(["-C", project.dir, "--json", "run", "--plan", "--max-cost", "50"], env=env))
+    stages, total = [o for o in objs if o.get("provider") == "rented"], objs[-1]
+    assert [o["stage"] for o in stages] == ["subtopics", "questions", "answers"], objs
+    for o in stages:
+        assert o["cost_max_usd"] == pytest.approx(bound)
+        assert o["cost_usd"] == pytest.approx(boot + 0.5 * o["output_tokens"] / 1e6)
+    assert total["complete"] and total["cost_max_usd"] == pytest.approx(bound)  # once, not once a stage
+    assert total["cost_usd"] == pytest.approx(sum(o["cost_usd"] for o in stages) - 2 * boot)
+    assert all(o["served_by"] == "rented" for o in stages)
+    r = cli(["-C", project.dir, "run", "--plan", "--max-cost", "50"], env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(f"at most ${bound:.4f} (the pods of provider rented, counted once in the total" in line
+               for line in lines if line.split(":")[0] in ("subtopics", "questions", "answers")), r.stdout
+    assert f"; at most ${bound:.4f}; max_cost_usd $50.0000 stops" in lines[-1], r.stdout
+    assert {(c.method, c.path) for c in fake_runpod.calls} == {("GET", "/catalog/gpus")}  # read, never rented
+    _nothing_sent(fake_provider)
