@@ -387,6 +387,7 @@ def test_ctrl_c_while_following_leaves_the_job_and_its_pod_to_the_watchdog(tmp_p
     assert c.returncode == 0, c.stderr
 
 
+@pytest.mark.timeout(420)  # its own waits: the train, the attach (180 s)
 def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl, fake):
     from overbrainer.runpod.api import RunpodClient
 
@@ -402,7 +403,7 @@ def test_a_restarted_pod_is_reached_again_on_its_new_port(tmp_path, fake_axolotl
                 ssh = client.get_pod(pod["pod_id"]).ssh
                 return ssh.port if ssh is not None and ssh.port != old_port else None
             port = p.wait_for(new_port, what="the restarted pod's new port")
-            a = p.run("train", "attach", rid, timeout=60)
+            a = p.run("train", "attach", rid, timeout=180)  # minutes on a loaded 2-core machine
             assert p.pod_json(rid)["ssh"]["port"] == port, a.stderr
             assert f"Port {port}" in (p.runs / rid / "ssh" / "config").read_text()
             # The restart ended the job without an exit code: attach settles the run.
